@@ -1,0 +1,303 @@
+"""Configuration: an agent's ``agent.toml``, the hive's ``hive.toml``, and paths.
+
+Both files are validated with pydantic; a bad file raises ``ConfigError``
+naming the file, the line and what is wrong. The hive's home is ``--home``,
+else ``HIVE_HOME``, else ``~/.local/share/hyperhive``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import tomli_w
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from hyperhive.errors import ConfigError, InvalidName
+from hyperhive.names import validate_agent_name
+from hyperhive.permissions import BASH_SERVER, Capability, ToolGroup
+
+__all__ = [
+    "DEFAULT_MCP_SERVERS",
+    "HOME_ENV",
+    "SUBAGENT_SERVER",
+    "AgentConfig",
+    "HiveConfig",
+    "HivePaths",
+    "McpServer",
+    "ResourceLimits",
+    "dump_agent_config",
+    "load_agent_config",
+    "load_hive_config",
+    "parse_agent_config",
+    "resolve_home",
+]
+
+HOME_ENV = "HIVE_HOME"
+SUBAGENT_SERVER = "subagent"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class McpServer(_Strict):
+    """An MCP server entry in an agent's config (``[mcp_servers.<name>]``).
+
+    ``builtin`` entries (the default ``bash`` and ``subagent``) are served by
+    the agent host itself; their URL is filled in per agent at launch time.
+    """
+
+    type: Literal["stdio", "http"] = "stdio"
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    allowed_tools: list[str] = Field(default_factory=list)
+    available_to_subagents: bool = False
+    enabled: bool = True
+    builtin: bool = False
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(r"https?://", v):
+            raise ValueError("url must start with http:// or https://")
+        return v
+
+
+# Present unless the agent's file overrides or disables them (the spec's
+# lib.mkDefault). bash is gated by the execution group rather than "*".
+DEFAULT_MCP_SERVERS: dict[str, McpServer] = {
+    BASH_SERVER: McpServer(type="http", builtin=True),
+    SUBAGENT_SERVER: McpServer(type="http", builtin=True, allowed_tools=["*"]),
+}
+
+
+class ResourceLimits(_Strict):
+    """Per-agent limits, applied through cgroups where the machine allows it."""
+
+    memory_mb: int | None = Field(default=None, ge=16)
+    pids: int | None = Field(default=None, ge=8)
+    cpu_percent: int | None = Field(default=None, ge=1, le=100_000)
+
+
+class AgentConfig(_Strict):
+    """An agent's ``agent.toml``."""
+
+    model: str | None = None
+    subagent_model: str = "haiku"
+    subagent_effort: str | None = None
+    tool_groups: list[ToolGroup] = Field(default_factory=lambda: list(ToolGroup.AGENT_DEFAULT))
+    capabilities: list[Capability] = Field(default_factory=list)
+    allowed_recipients: list[str] = Field(default_factory=list)
+    extra_recipients: list[str] = Field(default_factory=list)
+    mcp_servers: dict[str, McpServer] = Field(default_factory=dict)
+    system_prompt: str = ""
+    limits: ResourceLimits = Field(default_factory=ResourceLimits)
+    env: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("tool_groups")
+    @classmethod
+    def _groups_never_empty(cls, v: list[ToolGroup]) -> list[ToolGroup]:
+        if not v:
+            raise ValueError("tool_groups may not be empty; omit it for the default groups")
+        return list(dict.fromkeys(v))
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _server_names(cls, v: dict[str, McpServer]) -> dict[str, McpServer]:
+        for name in v:
+            if not re.fullmatch(r"[a-z0-9_-]{1,40}", name):
+                raise ValueError(f"MCP server name {name!r} must be [a-z0-9_-], at most 40")
+            if name == "hyperhive":
+                raise ValueError("'hyperhive' is the built-in surface and cannot be redefined")
+        return v
+
+    def servers(self) -> dict[str, McpServer]:
+        """Extra MCP servers in effect: defaults, overridden by the file, minus disabled."""
+        merged = {**DEFAULT_MCP_SERVERS, **self.mcp_servers}
+        return {name: s for name, s in merged.items() if s.enabled}
+
+
+def _loc_line(text: str, loc: tuple[int | str, ...]) -> int | None:
+    """Best-effort line of the key a validation error points at."""
+    keys = [k for k in loc if isinstance(k, str)]
+    lines = text.splitlines()
+    for key in reversed(keys):
+        pattern = re.compile(rf"^\s*(\[+\s*)?([\w.-]+\.)?{re.escape(key)}\s*(=|\]|\.)")
+        for i, line in enumerate(lines, start=1):
+            if pattern.search(line):
+                return i
+    return None
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _parse_toml(model: type[_M], text: str, path: str) -> _M:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        match = re.search(r"line (\d+)", str(exc))
+        line = int(match.group(1)) if match else max(1, len(text.splitlines()))
+        raise ConfigError(f"not valid TOML: {exc}", path=path, line=line) from exc
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        problem = first["msg"]
+        if first["type"] == "extra_forbidden":
+            problem = "unknown setting (check the spelling)"
+        count = len(exc.errors())
+        more = f" (and {count - 1} more problem(s))" if count > 1 else ""
+        raise ConfigError(
+            f"{where}: {problem}{more}", path=path, line=_loc_line(text, tuple(first["loc"]))
+        ) from exc
+
+
+def parse_agent_config(text: str, path: str = "agent.toml") -> AgentConfig:
+    """Parse an ``agent.toml`` text; ``ConfigError`` names file and line."""
+    return _parse_toml(AgentConfig, text, path)
+
+
+def load_agent_config(path: Path) -> AgentConfig:
+    """Read and parse an ``agent.toml``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror or exc}", path=str(path)) from exc
+    return parse_agent_config(text, str(path))
+
+
+def dump_agent_config(config: AgentConfig) -> str:
+    """Render a config back to TOML (defaults left out, so files stay short)."""
+    data: dict[str, Any] = config.model_dump(mode="json", exclude_defaults=True)
+    return tomli_w.dumps(data)
+
+
+class HiveConfig(_Strict):
+    """The hive's ``hive.toml`` (inside the home); every key optional."""
+
+    root_agent: str = "queen"
+    runtime: Literal["bwrap", "unsandboxed"] = "bwrap"
+    bind: str = "127.0.0.1"
+    dashboard_port: int = Field(default=7878, ge=0, le=65535)
+    agent_host_port: int = Field(default=0, ge=0, le=65535)
+    claude_bin: str | None = None
+    default_model: str | None = None
+    env_passthrough: list[str] = Field(
+        default_factory=lambda: ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"]
+    )
+    max_frame_bytes: int = Field(default=1 << 20, ge=1024)
+    max_body_bytes: int = Field(default=64 << 10, ge=64)
+    remind_max_pending: int = Field(default=50, ge=1)
+    reminder_spill_bytes: int = Field(default=4096, ge=64)
+    compact_watermark: float = Field(default=0.75, gt=0, lt=1)
+    context_window: int = Field(default=200_000, ge=1000)
+
+    @field_validator("root_agent")
+    @classmethod
+    def _root_name(cls, v: str) -> str:
+        try:
+            return validate_agent_name(v)
+        except InvalidName as exc:
+            raise ValueError(exc.message) from exc
+
+
+def load_hive_config(home: Path, env: Mapping[str, str] | None = None) -> HiveConfig:
+    """Read ``<home>/hive.toml`` (absent = defaults), then environment overrides."""
+    source = os.environ if env is None else env
+    path = home / "hive.toml"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror or exc}", path=str(path)) from exc
+    config = _parse_toml(HiveConfig, text, str(path))
+    override = source.get("HIVE_REMIND_MAX_PENDING_PER_AGENT")
+    if override:
+        try:
+            config = config.model_copy(update={"remind_max_pending": max(1, int(override))})
+        except ValueError as exc:
+            raise ConfigError(
+                f"HIVE_REMIND_MAX_PENDING_PER_AGENT={override!r} is not a whole number"
+            ) from exc
+    return config
+
+
+def resolve_home(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """``--home``, else ``$HIVE_HOME``, else ``~/.local/share/hyperhive``."""
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    env = os.environ.get(HOME_ENV)
+    if env:
+        return Path(env).expanduser().resolve()
+    return (Path.home() / ".local" / "share" / "hyperhive").resolve()
+
+
+@dataclass(frozen=True, slots=True)
+class HivePaths:
+    """Where everything of one hive lives under its home."""
+
+    home: Path
+
+    @property
+    def db(self) -> Path:
+        return self.home / "hive.db"
+
+    @property
+    def meta(self) -> Path:
+        return self.home / "meta"
+
+    @property
+    def topology(self) -> Path:
+        return self.meta / "topology.json"
+
+    @property
+    def run(self) -> Path:
+        return self.home / "run"
+
+    @property
+    def host_sock(self) -> Path:
+        return self.run / "host.sock"
+
+    @property
+    def hosts_sock(self) -> Path:
+        return self.run / "hosts.sock"
+
+    @property
+    def logs(self) -> Path:
+        return self.home / "logs"
+
+    def agent_sock(self, name: str) -> Path:
+        return self.run / "agents" / f"{name}.sock"
+
+    def agent_dir(self, name: str) -> Path:
+        return self.home / "agents" / name
+
+    def agent_config_repo(self, name: str) -> Path:
+        return self.agent_dir(name) / "config"
+
+    def agent_state(self, name: str) -> Path:
+        return self.agent_dir(name) / "state"
+
+    def agent_home(self, name: str) -> Path:
+        return self.agent_dir(name) / "home"
+
+    def agent_work(self, name: str) -> Path:
+        return self.agent_dir(name) / "work"
+
+    def agent_runtime(self, name: str) -> Path:
+        return self.run / "agent-runtime" / name
+
+    def applied_config(self, name: str) -> Path:
+        return self.meta / "agents" / f"{name}.toml"

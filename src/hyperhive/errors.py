@@ -1,0 +1,166 @@
+"""The hyperhive exception tree.
+
+Every error carries a stable ``code`` (what crosses the wire as
+``{ok: false, error: {code, message}}``) and a message a person can act on.
+They are translated at the edges: the CLI prints the message and exits
+non-zero, HTTP maps them to a status, MCP tools return an error result.
+
+    HiveError
+    ├── InvalidRequest            bad input from a client
+    │   ├── MalformedFrame        not JSON / not an object / fails the schema
+    │   ├── FrameTooLarge         over the frame-size cap
+    │   ├── UnknownCommand        a ``cmd`` this socket does not speak
+    │   ├── InvalidName           not a valid agent / task name
+    │   └── LimitExceeded         body too long, too many reminders, …
+    ├── NotFound                  unknown agent, message, row, task
+    ├── PermissionDenied          the caller may not do this
+    │   ├── ToolGroupDenied       the agent lacks the tool group
+    │   └── RouteRefused          messaging topology refused a recipient
+    ├── Conflict                  the state forbids it now (name in use, …)
+    ├── TopologyError             a refused reparent
+    │   ├── UnknownChild / UnknownParent
+    │   ├── SelfParent
+    │   └── CycleRefused
+    ├── ConfigError               a bad config file (file, line, what)
+    ├── StorageError              the disk said no (full, read-only, corrupt)
+    └── Unavailable               the peer (coordinator, host) is not there
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = [
+    "ConfigError",
+    "Conflict",
+    "CycleRefused",
+    "FrameTooLarge",
+    "HiveError",
+    "InvalidName",
+    "InvalidRequest",
+    "LimitExceeded",
+    "MalformedFrame",
+    "NotFound",
+    "PermissionDenied",
+    "RouteRefused",
+    "SelfParent",
+    "StorageError",
+    "ToolGroupDenied",
+    "TopologyError",
+    "Unavailable",
+    "UnknownChild",
+    "UnknownCommand",
+    "UnknownParent",
+    "error_from_code",
+]
+
+
+class HiveError(Exception):
+    """Base of every hyperhive error; ``code`` is stable across releases."""
+
+    code: ClassVar[str] = "hive_error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidRequest(HiveError):
+    code = "invalid_request"
+
+
+class MalformedFrame(InvalidRequest):
+    code = "malformed_frame"
+
+
+class FrameTooLarge(InvalidRequest):
+    code = "frame_too_large"
+
+
+class UnknownCommand(InvalidRequest):
+    code = "unknown_command"
+
+
+class InvalidName(InvalidRequest):
+    code = "invalid_name"
+
+
+class LimitExceeded(InvalidRequest):
+    code = "limit_exceeded"
+
+
+class NotFound(HiveError):
+    code = "not_found"
+
+
+class PermissionDenied(HiveError):
+    code = "permission_denied"
+
+
+class ToolGroupDenied(PermissionDenied):
+    code = "tool_group_denied"
+
+
+class RouteRefused(PermissionDenied):
+    code = "route_refused"
+
+
+class Conflict(HiveError):
+    code = "conflict"
+
+
+class TopologyError(HiveError):
+    code = "topology_error"
+
+
+class UnknownChild(TopologyError):
+    code = "unknown_child"
+
+
+class UnknownParent(TopologyError):
+    code = "unknown_parent"
+
+
+class SelfParent(TopologyError):
+    code = "self_parent"
+
+
+class CycleRefused(TopologyError):
+    code = "cycle_refused"
+
+
+class ConfigError(HiveError):
+    """A config file that cannot be used; the message names file and line."""
+
+    code = "config_error"
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        super().__init__(f"{where}{message}")
+        self.path = path
+        self.line = line
+
+
+class StorageError(HiveError):
+    code = "storage_error"
+
+
+class Unavailable(HiveError):
+    code = "unavailable"
+
+
+def _all_subclasses(cls: type[HiveError]) -> list[type[HiveError]]:
+    out = [cls]
+    for sub in cls.__subclasses__():
+        out.extend(_all_subclasses(sub))
+    return out
+
+
+def error_from_code(code: str, message: str) -> HiveError:
+    """Rebuild the typed error a peer sent (unknown codes become ``HiveError``)."""
+    for cls in _all_subclasses(HiveError):
+        if cls.code == code:
+            return cls(message)
+    return HiveError(message)

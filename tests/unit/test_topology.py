@@ -1,0 +1,191 @@
+"""hyperhive.topology: refusals, routing, reconcile, and the on-disk store."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hyperhive.errors import CycleRefused, SelfParent, UnknownChild, UnknownParent
+from hyperhive.topology import (
+    MAX_DEPTH,
+    TopologyStore,
+    ancestors,
+    apply_set_parent,
+    check_route,
+    children,
+    descendants,
+    is_descendant_of,
+    may_destroy,
+    may_manage,
+    may_route,
+    reconcile,
+    roots,
+)
+
+TREE = {"queen": None, "alice": None, "bob": "alice", "carol": "bob", "dan": "alice", "eve": None}
+KNOWN = list(TREE)
+
+
+def test_walks() -> None:
+    assert ancestors(TREE, "carol") == ["bob", "alice"]
+    assert ancestors(TREE, "queen") == []
+    assert children(TREE, "alice") == ["bob", "dan"]
+    assert descendants(TREE, "alice") == ["bob", "dan", "carol"]
+    assert roots(TREE) == ["alice", "eve", "queen"]
+    assert is_descendant_of(TREE, "carol", "alice")
+    assert not is_descendant_of(TREE, "alice", "carol")
+    assert not is_descendant_of(TREE, "alice", "alice")
+
+
+def test_set_parent_moves_and_reports_change() -> None:
+    updated, changed = apply_set_parent(TREE, "eve", "dan", KNOWN)
+    assert changed and updated["eve"] == "dan"
+    assert TREE["eve"] is None  # the input is not mutated
+    promoted, changed = apply_set_parent(TREE, "carol", None, KNOWN)
+    assert changed and promoted["carol"] is None
+
+
+def test_setting_the_same_parent_is_a_no_op() -> None:
+    updated, changed = apply_set_parent(TREE, "bob", "alice", KNOWN)
+    assert not changed and updated == TREE
+    _, changed = apply_set_parent(TREE, "queen", None, KNOWN)
+    assert not changed
+
+
+def test_refusals_name_the_problem() -> None:
+    with pytest.raises(UnknownChild, match="'zed'"):
+        apply_set_parent(TREE, "zed", None, KNOWN)
+    with pytest.raises(UnknownParent, match="'alcie'"):
+        apply_set_parent(TREE, "bob", "alcie", KNOWN)
+    with pytest.raises(SelfParent, match="own parent"):
+        apply_set_parent(TREE, "bob", "bob", KNOWN)
+    with pytest.raises(CycleRefused, match="cycle"):
+        apply_set_parent(TREE, "alice", "carol", KNOWN)
+
+
+def test_too_deep_a_chain_is_refused_rather_than_guessed() -> None:
+    chain: dict[str, str | None] = {"n0": None}
+    for i in range(1, MAX_DEPTH + 2):
+        chain[f"n{i}"] = f"n{i - 1}"
+    chain["x"] = None
+    with pytest.raises(CycleRefused, match="levels deep"):
+        apply_set_parent(chain, "x", f"n{MAX_DEPTH + 1}", list(chain))
+
+
+def test_management_rules() -> None:
+    assert may_manage(TREE, "alice", "carol")
+    assert may_manage(TREE, "bob", "carol")
+    assert not may_manage(TREE, "carol", "bob")
+    assert not may_manage(TREE, "alice", "alice")
+    assert not may_manage(TREE, "alice", "eve")
+    assert may_destroy(TREE, "alice", "bob")
+    assert not may_destroy(TREE, "bob", "alice")
+    assert not may_destroy(TREE, "bob", "bob")
+
+
+def test_routing_family_rule() -> None:
+    assert may_route(TREE, "bob", "alice")  # parent
+    assert may_route(TREE, "bob", "dan")  # sibling
+    assert may_route(TREE, "bob", "carol")  # descendant
+    assert may_route(TREE, "alice", "carol")  # grandchild
+    assert may_route(TREE, "bob", "bob")  # self
+    assert may_route(TREE, "bob", "operator")
+    assert may_route(TREE, "alice", "eve")  # roots are siblings
+    assert not may_route(TREE, "carol", "dan")  # aunt
+    assert not may_route(TREE, "bob", "eve")
+    assert may_route(TREE, "bob", "eve", extra_recipients=["eve"])
+
+
+def test_routing_allow_list_restricts_but_never_the_parent() -> None:
+    assert may_route(TREE, "bob", "operator", allowed_recipients=["operator"])
+    assert not may_route(TREE, "bob", "dan", allowed_recipients=["operator"])
+    assert may_route(TREE, "bob", "alice", allowed_recipients=["operator"])
+    # A root's parent is the operator, reachable even with a list lacking it.
+    assert may_route(TREE, "eve", "operator", allowed_recipients=["queen"])
+    decision = check_route(TREE, "bob", "dan", allowed_recipients=["operator"])
+    assert "allowed_recipients" in decision.rule
+    assert "family rule" in check_route(TREE, "carol", "dan").rule
+
+
+def test_reconcile_defaults_new_agents_to_root_and_keeps_overrides() -> None:
+    out = reconcile(
+        {"bob": "alice", "gone": None, "pending": "alice"}, ["alice", "bob", "new"], ["pending"]
+    )
+    assert out == {"bob": "alice", "pending": "alice", "alice": None, "new": None}
+
+
+@given(
+    st.dictionaries(st.sampled_from("abcdefg"), st.none() | st.sampled_from("abcdefg")),
+    st.lists(st.sampled_from("abcdefgh")),
+    st.lists(st.sampled_from("abcdefgh")),
+)
+def test_reconcile_is_idempotent(
+    topo: dict[str, str | None], agents: list[str], pending: list[str]
+) -> None:
+    once = reconcile(topo, agents, pending)
+    assert reconcile(once, agents, pending) == once
+    for agent in agents:
+        assert agent in once
+
+
+NAMES = [f"a{i}" for i in range(8)]
+
+
+@given(st.lists(st.tuples(st.sampled_from(NAMES), st.none() | st.sampled_from(NAMES)), max_size=60))
+def test_no_sequence_of_set_parent_makes_a_cycle(moves: list[tuple[str, str | None]]) -> None:
+    topo: dict[str, str | None] = dict.fromkeys(NAMES)
+    for child, parent in moves:
+        try:
+            topo, _ = apply_set_parent(topo, child, parent, NAMES)
+        except (CycleRefused, SelfParent):
+            continue
+        for name in NAMES:
+            chain = [name]
+            current = topo[name]
+            while current is not None:
+                assert current not in chain, f"cycle through {chain}"
+                chain.append(current)
+                current = topo[current]
+
+
+def test_a_hand_written_cycle_still_answers_in_bounded_time() -> None:
+    cyclic = {"a": "b", "b": "c", "c": "a", "d": "a"}
+    assert ancestors(cyclic, "d") == ["a", "b", "c"]
+    assert set(descendants(cyclic, "a")) == {"b", "c", "d"}
+    assert not may_route(cyclic, "d", "zz")
+    assert is_descendant_of(cyclic, "d", "c")
+
+
+def test_store_roundtrip_and_noop_does_not_write(tmp_path: Path) -> None:
+    store = TopologyStore(tmp_path / "meta" / "topology.json")
+    assert store.read() == {}
+    store.write({"b": "a", "a": None})
+    assert json.loads(store.path.read_text()) == {"a": None, "b": "a"}
+    before = store.path.stat().st_mtime_ns
+    _, changed = store.set_parent("b", "a", ["a", "b"])
+    assert not changed and store.path.stat().st_mtime_ns == before
+    updated, changed = store.set_parent("b", None, ["a", "b"])
+    assert changed and store.read() == updated == {"a": None, "b": None}
+    assert [p.name for p in store.path.parent.iterdir()] == ["topology.json"]
+
+
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]", '"x"', ""])
+def test_store_degrades_to_empty_on_a_broken_file(
+    tmp_path: Path, content: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "topology.json"
+    path.write_text(content)
+    with caplog.at_level(logging.WARNING):
+        assert TopologyStore(path).read() == {}
+    assert str(path) in caplog.text
+
+
+def test_store_skips_malformed_entries(tmp_path: Path) -> None:
+    path = tmp_path / "topology.json"
+    path.write_text(json.dumps({"a": None, "b": 3, "c": "a"}))
+    assert TopologyStore(path).read() == {"a": None, "c": "a"}
