@@ -1,0 +1,5 @@
+"""``python -m hyperhive`` is ``hivectl``."""
+
+from hyperhive.cli import main
+
+main()

@@ -1,0 +1,160 @@
+"""A multiplexing JSON-lines client for the coordinator's unix sockets.
+
+One connection carries many concurrent requests (a harness's long-poll
+``wait`` does not block its MCP surface's ``send``): each request gets an id,
+a reader task routes responses back by id. Errors come back as the typed
+``HiveError`` the coordinator raised.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+from anyio.abc import SocketStream, TaskGroup
+from pydantic import BaseModel, JsonValue, ValidationError
+
+from hyperhive.errors import HiveError, Unavailable, error_from_code
+from hyperhive.framing import DEFAULT_MAX_FRAME, FrameDecoder
+from hyperhive.protocol import Response, encode, parse_result
+
+__all__ = ["RpcClient", "call_once", "connect"]
+
+_T = TypeVar("_T")
+
+
+class RpcClient:
+    """A connected client; use :func:`connect` to get one."""
+
+    def __init__(
+        self,
+        stream: SocketStream,
+        tg: TaskGroup,
+        max_frame: int,
+        on_push: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self._stream = stream
+        self._tg = tg
+        self._max_frame = max_frame
+        self._ids = itertools.count(1)
+        self._waiters: dict[int, tuple[anyio.Event, list[Response]]] = {}
+        self._send_lock = anyio.Lock()
+        self._closed: HiveError | None = None
+        self._on_push = on_push
+
+    async def call(self, request: BaseModel) -> JsonValue:
+        """Send ``request`` and return its ``result``; raise the peer's error."""
+        rid = next(self._ids)
+        return await self._roundtrip(rid, encode(request.model_copy(update={"id": rid})))
+
+    async def call_json(self, frame: dict[str, Any]) -> JsonValue:
+        """Send an arbitrary JSON object as a request (for probing the server's checks)."""
+        rid = next(self._ids)
+        return await self._roundtrip(rid, json.dumps({**frame, "id": rid}).encode() + b"\n")
+
+    async def _roundtrip(self, rid: int, frame: bytes) -> JsonValue:
+        if self._closed is not None:
+            raise self._closed
+        event = anyio.Event()
+        box: list[Response] = []
+        self._waiters[rid] = (event, box)
+        try:
+            async with self._send_lock:
+                await self._stream.send(frame)
+            await event.wait()
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            raise Unavailable(f"connection to the coordinator lost: {exc}") from exc
+        finally:
+            self._waiters.pop(rid, None)
+        if not box:
+            raise self._closed or Unavailable("connection to the coordinator closed")
+        response = box[0]
+        if not response.ok:
+            info = response.error
+            raise error_from_code(info.code if info else "hive_error", info.message if info else "")
+        return response.result
+
+    async def call_as(self, model: type[_T], request: BaseModel) -> _T:
+        """:meth:`call`, validating the result into ``model``."""
+        return parse_result(model, await self.call(request))
+
+    async def send_raw(self, data: bytes) -> None:
+        """Write raw bytes (tests and fuzzers use this to send malformed frames)."""
+        async with self._send_lock:
+            await self._stream.send(data)
+
+    async def _read_loop(self) -> None:
+        decoder = FrameDecoder(self._max_frame)
+        try:
+            while True:
+                try:
+                    chunk = await self._stream.receive(65536)
+                except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    break
+                for frame in decoder.feed(chunk):
+                    if isinstance(frame, HiveError):
+                        continue
+                    self._dispatch(frame)
+        finally:
+            self._closed = Unavailable("the coordinator closed the connection")
+            for event, _ in list(self._waiters.values()):
+                event.set()
+
+    def _dispatch(self, frame: bytes) -> None:
+        try:
+            data = json.loads(frame)
+        except ValueError:
+            return
+        if isinstance(data, dict) and "cmd" in data:
+            # A command the peer pushes (the host link's activate/deactivate).
+            if self._on_push is not None:
+                self._on_push(data)
+            return
+        try:
+            response = Response.model_validate(data)
+        except ValidationError:
+            return
+        if isinstance(response.id, int) and response.id in self._waiters:
+            event, box = self._waiters[response.id]
+            box.append(response)
+            event.set()
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+@asynccontextmanager
+async def connect(
+    path: Path,
+    max_frame: int = DEFAULT_MAX_FRAME,
+    on_push: Callable[[dict[str, Any]], None] | None = None,
+) -> AsyncIterator[RpcClient]:
+    """Connect to a coordinator socket for the duration of the block."""
+    try:
+        stream = await anyio.connect_unix(path)
+    except OSError as exc:
+        raise Unavailable(
+            f"cannot connect to {path}: {exc.strerror or exc}; is the coordinator running "
+            "(hivectl serve / hivectl up)?"
+        ) from exc
+    async with anyio.create_task_group() as tg:
+        client = RpcClient(stream, tg, max_frame, on_push)
+        tg.start_soon(client._read_loop)
+        try:
+            yield client
+        finally:
+            await client.aclose()
+            tg.cancel_scope.cancel()
+
+
+async def call_once(path: Path, request: BaseModel, within: float = 30.0) -> JsonValue:
+    """Connect, make one call, disconnect; ``Unavailable`` if no answer ``within`` seconds."""
+    with anyio.move_on_after(within):
+        async with connect(path) as client:
+            return await client.call(request)
+    raise Unavailable(f"no answer from {path} within {within:.0f}s; is the coordinator stuck?")

@@ -1,0 +1,1 @@
+"""The coordinator: the control plane and sole owner of hive.db and the meta repo."""

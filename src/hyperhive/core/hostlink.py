@@ -1,0 +1,217 @@
+"""The link to agent hosts: who runs which agent, and telling them.
+
+An agent host connects to ``run/hosts.sock``, registers, and from then on
+receives pushed ``activate``/``deactivate`` commands; it reports turn state
+and crashes as requests. When a host's connection ends, every agent it ran
+is no longer running — the coordinator always knows where each agent is.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import SocketStream, TaskStatus
+
+from hyperhive.core.notify import EventBus
+from hyperhive.errors import HiveError, InvalidRequest, Unavailable
+from hyperhive.framing import FrameDecoder
+from hyperhive.protocol import (
+    ActivateCmd,
+    DeactivateCmd,
+    LinkAgentCrashedReq,
+    LinkAgentStateReq,
+    LinkRegisterReq,
+    LinkRequest,
+    Response,
+    decode_request,
+    encode,
+    error_response,
+    ok_response,
+    peek_id,
+)
+
+__all__ = ["HostLink", "TurnState"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TurnState:
+    state: str = "stopped"
+    since: float = field(default_factory=time.time)
+    needs_login: bool = False
+
+
+@dataclass
+class _Host:
+    host_id: str
+    stream: SocketStream
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    agents: set[str] = field(default_factory=set)
+
+    async def push(self, data: bytes) -> None:
+        async with self.lock:
+            await self.stream.send(data)
+
+
+class HostLink:
+    """Registered hosts and agent placement."""
+
+    def __init__(
+        self,
+        bus: EventBus,
+        max_frame: int,
+        on_register: Callable[[str], Awaitable[None]],
+        on_crash: Callable[[str, str], Awaitable[None]],
+        on_host_lost: Callable[[list[str]], Awaitable[None]],
+    ) -> None:
+        self.bus = bus
+        self.max_frame = max_frame
+        self.hosts: dict[str, _Host] = {}
+        self.placement: dict[str, str] = {}
+        self.turns: dict[str, TurnState] = {}
+        self._on_register = on_register
+        self._on_crash = on_crash
+        self._on_host_lost = on_host_lost
+
+    def running(self, agent: str) -> bool:
+        return agent in self.placement
+
+    def host_of(self, agent: str) -> str | None:
+        return self.placement.get(agent)
+
+    async def activate(self, cmd: ActivateCmd) -> None:
+        """Place ``cmd.agent`` on the least-loaded host (or its current one)."""
+        if not self.hosts:
+            raise Unavailable(
+                f"no agent host is connected, so {cmd.agent} cannot start; run `hivectl up` "
+                "(or `hivectl host`)"
+            )
+        host_id = self.placement.get(cmd.agent) or min(
+            self.hosts, key=lambda h: len(self.hosts[h].agents)
+        )
+        host = self.hosts[host_id]
+        host.agents.add(cmd.agent)
+        self.placement[cmd.agent] = host_id
+        self.turns[cmd.agent] = TurnState("idle")
+        await host.push(encode(cmd))
+        self.bus.emit("agent", agent=cmd.agent, running=True, host=host_id)
+
+    async def deactivate(self, agent: str, graceful: bool = True) -> bool:
+        host_id = self.placement.pop(agent, None)
+        if host_id is None:
+            return False
+        host = self.hosts.get(host_id)
+        self.turns[agent] = TurnState("stopped")
+        if host is not None:
+            host.agents.discard(agent)
+            try:
+                await host.push(
+                    encode(DeactivateCmd(cmd="deactivate", agent=agent, graceful=graceful))
+                )
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass
+        self.bus.emit("agent", agent=agent, running=False)
+        return True
+
+    async def serve(
+        self, path: Path, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.unlink(missing_ok=True)
+        listener = await anyio.create_unix_listener(path, mode=0o600)
+        task_status.started()
+        try:
+            async with listener:
+                await listener.serve(self._connection)
+        finally:
+            path.unlink(missing_ok=True)
+
+    async def _connection(self, stream: SocketStream) -> None:
+        decoder = FrameDecoder(self.max_frame)
+        lock = anyio.Lock()  # replies and pushes share the stream
+        host: _Host | None = None
+        try:
+            async with stream:
+                while True:
+                    try:
+                        chunk = await stream.receive(65536)
+                    except (anyio.EndOfStream, anyio.BrokenResourceError):
+                        break
+                    for frame in decoder.feed(chunk):
+                        response, now = await self._handle(frame, stream, host, lock)
+                        async with lock:
+                            await stream.send(encode(response))
+                        if host is None and now is not None:
+                            host = now
+                            await self._on_register(host.host_id)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+        finally:
+            if host is not None:
+                with anyio.CancelScope(shield=True):
+                    await self._lost(host)
+
+    async def _handle(
+        self, frame: bytes | HiveError, stream: SocketStream, host: _Host | None, lock: anyio.Lock
+    ) -> tuple[Response, _Host | None]:
+        if isinstance(frame, HiveError):
+            return error_response(None, frame), host
+        rid = peek_id(frame)
+        try:
+            req: Any = decode_request(LinkRequest, frame)
+            if isinstance(req, LinkRegisterReq):
+                if host is not None:
+                    raise InvalidRequest("this connection already registered")
+                if req.host_id in self.hosts:
+                    raise InvalidRequest(f"a host named {req.host_id!r} is already connected")
+                host = _Host(req.host_id, stream, lock)
+                self.hosts[req.host_id] = host
+                log.info("agent host %s registered (pid %s)", req.host_id, req.pid)
+                self.bus.emit("host", host=req.host_id, connected=True)
+                # Activations are pushed right after this reply (see _connection).
+                return ok_response(rid, {"host_id": req.host_id}), host
+            if host is None:
+                raise InvalidRequest('register first: {"cmd":"register","host_id":…}')
+            if isinstance(req, LinkAgentStateReq):
+                if req.agent in host.agents:
+                    self.turns[req.agent] = TurnState(req.turn_state, req.since, req.needs_login)
+                    self.bus.emit(
+                        "turn",
+                        agent=req.agent,
+                        turn_state=req.turn_state,
+                        since=req.since,
+                        needs_login=req.needs_login,
+                    )
+                return ok_response(rid), host
+            if isinstance(req, LinkAgentCrashedReq):
+                if req.agent in host.agents:
+                    host.agents.discard(req.agent)
+                    self.placement.pop(req.agent, None)
+                    self.turns[req.agent] = TurnState("stopped")
+                    await self._on_crash(req.agent, req.reason)
+                return ok_response(rid), host
+            raise InvalidRequest(f"unhandled host-link command {req.cmd!r}")
+        except HiveError as exc:
+            return error_response(rid, exc), host
+
+    async def _lost(self, host: _Host) -> None:
+        self.hosts.pop(host.host_id, None)
+        lost = sorted(host.agents)
+        for agent in lost:
+            self.placement.pop(agent, None)
+            self.turns[agent] = TurnState("stopped")
+            self.bus.emit("agent", agent=agent, running=False)
+        log.warning(
+            "agent host %s went away; not running now: %s",
+            host.host_id,
+            ", ".join(lost) or "(none)",
+        )
+        self.bus.emit("host", host=host.host_id, connected=False)
+        await self._on_host_lost(lost)

@@ -1,0 +1,124 @@
+"""What the operator may ask, on ``run/host.sock`` (``hivectl``, dashboard).
+
+The operator is trusted with the whole hive, but requests are still typed
+and every refusal of the shared rules (unknown names, cycles) reaches the
+operator verbatim.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from hyperhive import topology
+from hyperhive.errors import InvalidRequest, NotFound
+from hyperhive.names import OPERATOR, validate_agent_name
+from hyperhive.protocol import (
+    OpAckReq,
+    OpAgentsReq,
+    OpAnswerReq,
+    OpCancelLooseEndReq,
+    OpInboxReq,
+    OpLooseEndsReq,
+    OpMessagesReq,
+    OpQuestionsReq,
+    OpSendReq,
+    OpSetParentReq,
+    OpSpawnReq,
+    OpStatusReq,
+    OpTopologyReq,
+)
+
+if TYPE_CHECKING:
+    from hyperhive.core.coordinator import Coordinator
+
+__all__ = ["OperatorApi"]
+
+
+class OperatorApi:
+    def __init__(self, coord: Coordinator) -> None:
+        self.c = coord
+
+    async def __call__(self, req: Any) -> Any:
+        handler = getattr(self, f"_{req.cmd}")
+        return await handler(req)
+
+    async def _send(self, req: OpSendReq) -> dict[str, Any]:
+        recipient = req.to
+        if recipient != OPERATOR:
+            self.c.require_agent(recipient)
+        msg_id = await self.c.broker.send(OPERATOR, recipient, req.body, req.in_reply_to)
+        return {"id": msg_id, "to": recipient}
+
+    async def _inbox(self, req: OpInboxReq) -> list[Any]:
+        return list(await self.c.broker.inbox(OPERATOR, req.limit, req.unread_only))
+
+    async def _ack_until(self, req: OpAckReq) -> dict[str, int]:
+        return {"acked": await self.c.broker.ack_until(OPERATOR, req.up_to)}
+
+    async def _messages(self, req: OpMessagesReq) -> dict[str, Any]:
+        self.c.require_agent(req.agent)
+        return {
+            "inbox": await self.c.broker.inbox(req.agent, req.limit),
+            "outbox": await self.c.broker.outbox(req.agent, req.limit),
+        }
+
+    async def _agents(self, req: OpAgentsReq) -> list[dict[str, Any]]:
+        return await self.c.agents_view()
+
+    async def _topology(self, req: OpTopologyReq) -> dict[str, str | None]:
+        return self.c.topology()
+
+    async def _set_parent(self, req: OpSetParentReq) -> dict[str, Any]:
+        new_parent = req.new_parent or None
+        updated, changed = self.c.topology_store.set_parent(
+            req.child, new_parent, self.c.registry.known()
+        )
+        if changed:
+            self.c.bus.emit("topology", child=req.child, parent=new_parent)
+        return {"changed": changed, "topology": updated}
+
+    async def _get_loose_ends(self, req: OpLooseEndsReq) -> list[Any]:
+        if req.agent == "*":
+            return list(await self.c.loose_ends.list_for(None))
+        self.c.require_agent(req.agent)
+        return list(await self.c.loose_ends.list_for([req.agent]))
+
+    async def _cancel_loose_end(self, req: OpCancelLooseEndReq) -> dict[str, bool]:
+        if await self.c.loose_ends.row(req.kind, req.row_id) is None:
+            raise NotFound(f"no {req.kind} #{req.row_id}")
+        done = await self.c.loose_ends.cancel(req.kind, req.row_id)
+        self.c.scheduler.poke()
+        return {"cancelled": done}
+
+    async def _questions(self, req: OpQuestionsReq) -> list[dict[str, object]]:
+        return await self.c.loose_ends.questions(req.open_only)
+
+    async def _answer_question(self, req: OpAnswerReq) -> dict[str, Any]:
+        self.c.broker.check_body(req.answer)
+        asker, msg_id = await self.c.loose_ends.answer_question(req.question_id, req.answer)
+        return {"asker": asker, "message_id": msg_id}
+
+    async def _spawn(self, req: OpSpawnReq) -> dict[str, Any]:
+        validate_agent_name(req.name)
+        if self.c.registry.exists(req.name):
+            raise InvalidRequest(f"an agent named {req.name!r} already exists")
+        if req.parent is not None:
+            self.c.require_agent(req.parent)
+        await self.c.add_agent(req.name, req.config, req.parent)
+        return {
+            "name": req.name,
+            "parent": req.parent,
+            "running": self.c.hostlink.running(req.name),
+        }
+
+    async def _status(self, req: OpStatusReq) -> dict[str, Any]:
+        topo = self.c.topology()
+        return {
+            "home": str(self.c.paths.home),
+            "agents": len(self.c.registry.known()),
+            "running": sum(self.c.hostlink.running(a) for a in self.c.registry.known()),
+            "hosts": sorted(self.c.hostlink.hosts),
+            "roots": topology.roots(topo),
+            "schema_version": self.c.db.version,
+            "pid": self.c.pid,
+        }

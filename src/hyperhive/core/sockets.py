@@ -1,0 +1,158 @@
+"""Unix-socket JSON-lines servers: one listener per identity.
+
+The listener a connection arrived on *is* the caller's identity; the
+handler is bound to it when the listener is made. Frames on a connection
+are handled concurrently (a long-poll never blocks its neighbours), replies
+are written whole under a lock, and a bad frame gets an error reply naming
+the problem — it never ends the connection or touches another one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import SocketStream, TaskGroup, TaskStatus
+
+from hyperhive.errors import HiveError
+from hyperhive.framing import FrameDecoder
+from hyperhive.protocol import (
+    Response,
+    decode_request,
+    encode,
+    error_response,
+    ok_response,
+    peek_id,
+)
+
+__all__ = ["Dispatch", "Listeners", "serve_connection", "serve_unix"]
+
+log = logging.getLogger(__name__)
+
+Dispatch = Callable[[Any], Awaitable[Any]]
+
+# In-flight requests per connection; beyond it the reader waits (backpressure).
+MAX_IN_FLIGHT = 32
+
+
+class _Writer:
+    def __init__(self, stream: SocketStream) -> None:
+        self.stream = stream
+        self.lock = anyio.Lock()
+
+    async def send(self, response: Response) -> None:
+        data = encode(response)
+        async with self.lock:
+            try:
+                await self.stream.send(data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass  # the client went away; its answer has nowhere to go
+
+
+async def _handle(
+    line: bytes, union: Any, dispatch: Dispatch, writer: _Writer, slots: anyio.Semaphore
+) -> None:
+    try:
+        rid = peek_id(line)
+        try:
+            request = decode_request(union, line)
+            result = await dispatch(request)
+            response = ok_response(rid, result)
+        except HiveError as exc:
+            response = error_response(rid, exc)
+        except Exception as exc:  # a bug must answer, log, and spare the connection
+            log.exception("internal error handling %r", line[:200])
+            response = error_response(rid, HiveError(f"internal error: {type(exc).__name__}"))
+        await writer.send(response)
+    finally:
+        slots.release()
+
+
+async def serve_connection(
+    stream: SocketStream, union: Any, dispatch: Dispatch, max_frame: int
+) -> None:
+    """Serve one client until it disconnects."""
+    writer = _Writer(stream)
+    decoder = FrameDecoder(max_frame)
+    slots = anyio.Semaphore(MAX_IN_FLIGHT)
+    async with stream, anyio.create_task_group() as tg:
+        while True:
+            try:
+                chunk = await stream.receive(65536)
+            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                break
+            for frame in decoder.feed(chunk):
+                if isinstance(frame, HiveError):
+                    await writer.send(error_response(None, frame))
+                    continue
+                await slots.acquire()  # backpressure: stop reading when saturated
+                tg.start_soon(_handle, frame, union, dispatch, writer, slots)
+        tg.cancel_scope.cancel()  # the client is gone: abandon its long-polls
+
+
+async def serve_unix(
+    path: Path,
+    union: Any,
+    dispatch: Dispatch,
+    max_frame: int,
+    *,
+    mode: int = 0o600,
+    owner: tuple[int, int] | None = None,
+    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Listen on ``path`` (mode 0600, optionally chowned) until cancelled."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    listener = await anyio.create_unix_listener(path, mode=mode)
+    if owner is not None:
+        os.chown(path, *owner)
+    task_status.started()
+    try:
+        async with listener:
+            await listener.serve(
+                lambda stream: serve_connection(stream, union, dispatch, max_frame)
+            )
+    finally:
+        path.unlink(missing_ok=True)
+
+
+class Listeners:
+    """Listeners that come and go at run time (one per agent), each cancellable."""
+
+    def __init__(self, tg: TaskGroup) -> None:
+        self._tg = tg
+        self._scopes: dict[str, anyio.CancelScope] = {}
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._scopes
+
+    async def add(
+        self,
+        key: str,
+        path: Path,
+        union: Any,
+        dispatch: Dispatch,
+        max_frame: int,
+        owner: tuple[int, int] | None = None,
+    ) -> None:
+        if key in self._scopes:
+            return
+        scope = anyio.CancelScope()
+        self._scopes[key] = scope
+
+        async def run(*, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+            with scope:
+                await serve_unix(
+                    path, union, dispatch, max_frame, owner=owner, task_status=task_status
+                )
+
+        await self._tg.start(run)
+
+    def remove(self, key: str) -> None:
+        scope = self._scopes.pop(key, None)
+        if scope is not None:
+            scope.cancel()

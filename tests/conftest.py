@@ -1,0 +1,10 @@
+"""Shared fixtures: anyio on asyncio, and the scripted model server."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

@@ -1,0 +1,116 @@
+"""Start a real coordinator (in-process or as ``hivectl serve``) on a temp home."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+from pydantic import JsonValue, TypeAdapter
+
+from hyperhive.client import RpcClient, connect
+from hyperhive.config import AgentConfig, HivePaths, dump_agent_config, load_hive_config
+from hyperhive.core.coordinator import Coordinator
+from hyperhive.protocol import AgentRequest, HostRequest
+
+_AGENT = TypeAdapter(AgentRequest)
+_HOST = TypeAdapter(HostRequest)
+
+
+def seed_home(
+    home: Path,
+    agents: Mapping[str, AgentConfig | str],
+    topology: Mapping[str, str | None] | None = None,
+    hive_toml: str = "",
+) -> HivePaths:
+    """Write applied configs, topology.json and hive.toml before a coordinator starts."""
+    paths = HivePaths(home)
+    (paths.meta / "agents").mkdir(parents=True, exist_ok=True)
+    for name, cfg in agents.items():
+        text = cfg if isinstance(cfg, str) else dump_agent_config(cfg)
+        paths.applied_config(name).write_text(text)
+    if topology is not None:
+        paths.topology.write_text(json.dumps(dict(topology)))
+    if hive_toml:
+        (home / "hive.toml").write_text(hive_toml)
+    return paths
+
+
+@asynccontextmanager
+async def coordinator(home: Path) -> AsyncIterator[Coordinator]:
+    """A coordinator serving on ``home`` for the block, then cancelled."""
+    paths = HivePaths(home)
+    coord = Coordinator(paths, load_hive_config(home, {}))
+    async with anyio.create_task_group() as tg:
+        await tg.start(coord.run)
+        try:
+            yield coord
+        finally:
+            tg.cancel_scope.cancel()
+
+
+async def agent_call(client: RpcClient, cmd: str, **fields: Any) -> JsonValue:
+    """Make an agent-socket request from plain fields."""
+    return await client.call(_AGENT.validate_python({"cmd": cmd, **fields}))
+
+
+async def op_call(client: RpcClient, cmd: str, **fields: Any) -> JsonValue:
+    """Make an operator-socket request from plain fields."""
+    return await client.call(_HOST.validate_python({"cmd": cmd, **fields}))
+
+
+@asynccontextmanager
+async def agent(paths: HivePaths, name: str) -> AsyncIterator[RpcClient]:
+    async with connect(paths.agent_sock(name)) as client:
+        yield client
+
+
+@asynccontextmanager
+async def operator(paths: HivePaths) -> AsyncIterator[RpcClient]:
+    async with connect(paths.host_sock) as client:
+        yield client
+
+
+def hivectl_env(home: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["HIVE_HOME"] = str(home)
+    return env
+
+
+def start_serve(home: Path) -> subprocess.Popen[bytes]:
+    """``hivectl serve`` as a real process; returns once its sockets listen."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hyperhive", "serve"],
+        env=hivectl_env(home),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    paths = HivePaths(home)
+    deadline = time.monotonic() + 20
+    while not (_listening(paths.host_sock) and _listening(paths.hosts_sock)):
+        if proc.poll() is not None:
+            raise RuntimeError(
+                f"hivectl serve exited: {proc.stderr.read().decode() if proc.stderr else ''}"
+            )
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError("hivectl serve did not come up in 20 s")
+        time.sleep(0.01)
+    return proc
+
+
+def _listening(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX) as sock:
+        try:
+            sock.connect(str(path))
+        except OSError:
+            return False
+        return True
