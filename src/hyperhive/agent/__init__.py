@@ -1,0 +1,1 @@
+"""The agent host: harnesses, sandboxed processes and per-agent surfaces."""

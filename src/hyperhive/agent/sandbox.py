@@ -1,0 +1,132 @@
+"""The one entry point through which every process of an agent is started.
+
+Claude turns, bash tasks, subagents and daemons all go through
+:meth:`AgentSandbox.open_process`, so isolation is decided in one place. Today
+it runs a plain subprocess; the bubblewrap version keeps this API and changes
+only :meth:`AgentSandbox.command` (the wrapper argv) and what it mounts.
+
+Every process starts in its own session, so its process group id is its pid
+and :func:`signal_group` reaches the children it spawns too. The environment
+is built, never inherited: the host's ``os.environ`` may hold secrets (tokens,
+cloud keys) an agent must not see.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import anyio
+from anyio.abc import Process
+
+from hyperhive.errors import InvalidRequest
+
+__all__ = [
+    "DEFAULT_PATH",
+    "AgentSandbox",
+    "StdSpec",
+    "process_identity",
+    "signal_group",
+]
+
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+StdSpec = int | IO[Any] | None
+"""What ``stdin``/``stdout``/``stderr`` accept: ``subprocess.PIPE``/``DEVNULL``, an fd, a file."""
+
+
+@dataclass(frozen=True)
+class AgentSandbox:
+    """Where and how one agent's processes run.
+
+    ``env`` is the agent's base environment; ``PATH`` is taken from the host
+    when ``env`` does not set one (the only variable passed through), and
+    ``HOME`` is always the agent's home.
+    """
+
+    agent: str
+    work: Path
+    home: Path
+    state: Path
+    env: Mapping[str, str]
+
+    def command(self, argv: Sequence[str]) -> list[str]:
+        """The argv actually exec'd for ``argv`` (identity until bubblewrap lands)."""
+        if not argv:
+            raise InvalidRequest("cannot start a process with an empty argv")
+        return list(argv)
+
+    def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The child's whole environment: PATH, then the base env, then ``extra``, then HOME."""
+        env = {"PATH": os.environ.get("PATH", DEFAULT_PATH)}
+        env.update(self.env)
+        if extra:
+            env.update(extra)
+        env["HOME"] = str(self.home)
+        return env
+
+    async def open_process(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: StdSpec = subprocess.PIPE,
+        stdout: StdSpec = subprocess.PIPE,
+        stderr: StdSpec = subprocess.PIPE,
+    ) -> Process:
+        """Start ``argv`` in its own session (pgid = pid), in ``cwd`` or the work dir."""
+        return await anyio.open_process(
+            self.command(argv),
+            cwd=cwd if cwd is not None else self.work,
+            env=self.environment(env),
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
+
+
+def signal_group(process_or_pid: Process | int, sig: int) -> bool:
+    """Send ``sig`` to the process group led by a process we started.
+
+    Returns whether a group was there to signal. The group outlives its leader
+    while any child lives, so this still reaches a shell's orphaned children.
+    """
+    pid = process_or_pid if isinstance(process_or_pid, int) else process_or_pid.pid
+    # pgid 0/1 or our own group would signal the host itself.
+    if pid <= 1 or pid == os.getpgrp():
+        raise ValueError(f"refusing to signal process group {pid}")
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return "unknown-boot"
+
+
+def process_identity(pid: int) -> str | None:
+    """A token naming *this* process, or None if ``pid`` is gone (or a zombie).
+
+    A pid alone is reused; boot id + pid + start time (``/proc/<pid>/stat``
+    field 22) is not, so a recorded identity tells a live task from a stranger.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    # comm (field 2) may hold spaces and parens: split after the last ')'.
+    fields = stat[stat.rindex(")") + 2 :].split()
+    if fields[0] in ("Z", "X"):
+        return None
+    return f"{_boot_id()}:{pid}:{fields[19]}"

@@ -1,0 +1,1 @@
+"""Background bash tasks for agents (spec 001): the task manager and, later, its MCP surface."""
