@@ -142,14 +142,20 @@ async def connect(
             f"cannot connect to {path}: {exc.strerror or exc}; is the coordinator running "
             "(hivectl serve / hivectl up)?"
         ) from exc
-    async with anyio.create_task_group() as tg:
-        client = RpcClient(stream, tg, max_frame, on_push)
-        tg.start_soon(client._read_loop)
-        try:
-            yield client
-        finally:
-            await client.aclose()
-            tg.cancel_scope.cancel()
+    try:
+        async with anyio.create_task_group() as tg:
+            client = RpcClient(stream, tg, max_frame, on_push)
+            tg.start_soon(client._read_loop)
+            try:
+                yield client
+            finally:
+                await client.aclose()
+                tg.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # The reader never fails, so a group here only wraps the caller's own error.
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
 
 
 async def call_once(path: Path, request: BaseModel, within: float = 30.0) -> JsonValue:

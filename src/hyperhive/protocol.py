@@ -46,6 +46,8 @@ __all__ = [
 ]
 
 RequestId = int | str | None
+# Row ids, counters and limits live in SQLite INTEGER (signed 64-bit).
+RowId = Annotated[int, Field(ge=0, le=2**63 - 1)]
 
 
 class _Req(BaseModel):
@@ -67,7 +69,7 @@ class Message(_Out):
     sender: str = Field(alias="from")
     recipient: str = Field(alias="to")
     body: str
-    in_reply_to: int | None = None
+    in_reply_to: RowId | None = None
     created_at: float
     acked: bool = False
 
@@ -116,23 +118,23 @@ class SendReq(_Req):
     cmd: Literal["send"]
     to: str
     body: str
-    in_reply_to: int | None = None
+    in_reply_to: RowId | None = None
 
 
 class RecvReq(_Req):
     cmd: Literal["recv"]
-    max: int = Field(default=1, ge=1)
+    max: int = Field(default=1, ge=1, le=2**31)
 
 
 class AckUntilReq(_Req):
     cmd: Literal["ack_until"]
-    up_to: int = Field(ge=0)
+    up_to: RowId
 
 
 class WaitReq(_Req):
     cmd: Literal["wait"]
     timeout: float = Field(default=30.0, ge=0, le=3600)
-    todo_version: int = Field(default=0, ge=0)
+    todo_version: RowId = 0
 
 
 class AttachReq(_Req):
@@ -150,7 +152,7 @@ class FenceReq(_Req):
 class TurnEndReq(_Req):
     cmd: Literal["turn_end"]
     outcome: Literal["ok", "error", "api_error", "needs_login", "interrupted"]
-    handled: list[int] = Field(default_factory=list)
+    handled: list[RowId] = Field(default_factory=list, max_length=10_000)
     context_usage: float | None = Field(default=None, ge=0)
     session_id: str | None = None
     cost_usd: float | None = None
@@ -180,7 +182,7 @@ LooseEndKind = Literal["reminder", "approval", "todo", "question", "schedule"]
 class CancelLooseEndReq(_Req):
     cmd: Literal["cancel_loose_end"]
     kind: LooseEndKind
-    row_id: int
+    row_id: RowId
 
 
 class TodoUpsertReq(_Req):
@@ -243,7 +245,7 @@ class ListSchedulesReq(_Req):
 
 class CancelScheduleReq(_Req):
     cmd: Literal["cancel_schedule"]
-    schedule_id: int
+    schedule_id: RowId
 
 
 AgentRequest = Annotated[
@@ -277,7 +279,7 @@ class OpSendReq(_Req):
     cmd: Literal["send"]
     to: str
     body: str
-    in_reply_to: int | None = None
+    in_reply_to: RowId | None = None
 
 
 class OpInboxReq(_Req):
@@ -288,7 +290,7 @@ class OpInboxReq(_Req):
 
 class OpAckReq(_Req):
     cmd: Literal["ack_until"]
-    up_to: int = Field(ge=0)
+    up_to: RowId
 
 
 class OpAgentsReq(_Req):
@@ -313,7 +315,7 @@ class OpLooseEndsReq(_Req):
 class OpCancelLooseEndReq(_Req):
     cmd: Literal["cancel_loose_end"]
     kind: LooseEndKind
-    row_id: int
+    row_id: RowId
 
 
 class OpQuestionsReq(_Req):
@@ -323,7 +325,7 @@ class OpQuestionsReq(_Req):
 
 class OpAnswerReq(_Req):
     cmd: Literal["answer_question"]
-    question_id: int
+    question_id: RowId
     answer: str
 
 

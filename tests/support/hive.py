@@ -87,12 +87,14 @@ def hivectl_env(home: Path) -> dict[str, str]:
 
 def start_serve(home: Path) -> subprocess.Popen[bytes]:
     """``hivectl serve`` as a real process; returns once its sockets listen."""
+    log = (home / "serve.log").open("ab")
     proc = subprocess.Popen(
         [sys.executable, "-m", "hyperhive", "serve"],
         env=hivectl_env(home),
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=log,
     )
+    log.close()
     paths = HivePaths(home)
     deadline = time.monotonic() + 20
     while not (_listening(paths.host_sock) and _listening(paths.hosts_sock)):

@@ -178,13 +178,13 @@ class AgentApi:
         return list(await self.c.loose_ends.list_for([target]))
 
     async def _cancel_loose_end(self, req: CancelLooseEndReq) -> dict[str, bool]:
+        topo = self.c.topology()
+        if req.kind == "approval" and topo.get(self.name) is not None:
+            raise PermissionDenied("only a root agent may cancel an approval (not a root)")
         row = await self.c.loose_ends.row(req.kind, req.row_id)
         if row is None:
             raise NotFound(f"no {req.kind} #{req.row_id}")
         owner = row[OWNER_COLUMN[req.kind]]
-        topo = self.c.topology()
-        if req.kind == "approval" and topo.get(self.name) is not None:
-            raise PermissionDenied("only a root agent may cancel an approval (not a root)")
         if owner != self.name:
             moderates = req.kind in ("reminder", "question") and topology.is_descendant_of(
                 topo, owner, self.name

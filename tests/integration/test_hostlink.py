@@ -1,0 +1,87 @@
+"""The agent-host link: registration, pushed activations, loss of a host."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from hyperhive.client import connect
+from hyperhive.config import AgentConfig
+from hyperhive.errors import InvalidRequest
+from hyperhive.permissions import ToolGroup
+from hyperhive.protocol import LinkAgentCrashedReq, LinkAgentStateReq, LinkRegisterReq
+from tests.support.hive import agent, agent_call, coordinator, op_call, operator, seed_home
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_host_registration_activation_and_loss(tmp_path: Path) -> None:
+    manager = AgentConfig(tool_groups=list(ToolGroup.MANAGER_DEFAULT))
+    seed_home(tmp_path, {"queen": manager, "alice": AgentConfig()}, {"queen": None, "alice": None})
+    async with coordinator(tmp_path) as c, operator(c.paths) as op:
+        pushed: list[dict[str, Any]] = []
+        got_all = anyio.Event()
+
+        def on_push(frame: dict[str, Any]) -> None:
+            pushed.append(frame)
+            if len(pushed) == 3:
+                got_all.set()
+
+        # Spawned with no host: recorded, and started once a host registers.
+        spawned = await op_call(op, "spawn", name="early")
+        assert isinstance(spawned, dict) and spawned["running"] is False
+        async with (
+            c.bus.subscribe() as events,
+            connect(c.paths.hosts_sock, on_push=on_push) as host,
+        ):
+            with pytest.raises(InvalidRequest, match="register first"):
+                await host.call(
+                    LinkAgentStateReq(cmd="agent_state", agent="alice", turn_state="idle", since=0)
+                )
+            await host.call(LinkRegisterReq(cmd="register", host_id="h1"))
+            with anyio.fail_after(5):
+                await got_all.wait()
+            activated = sorted(p["agent"] for p in pushed if p["cmd"] == "activate")
+            assert activated == ["alice", "early", "queen"]
+            assert pushed[0]["config"]["tool_groups"]  # the applied config travels along
+            listed = await op_call(op, "agents")
+            assert isinstance(listed, list)
+            assert {a["name"]: a["running"] for a in listed} == {
+                "alice": True,
+                "queen": True,
+                "early": True,
+            }
+            await host.call(
+                LinkAgentStateReq(
+                    cmd="agent_state", agent="alice", turn_state="thinking", since=123.0
+                )
+            )
+            listed = await op_call(op, "agents")
+            assert isinstance(listed, list)
+            alice = next(a for a in listed if a["name"] == "alice")
+            assert alice["turn_state"] == "thinking" and alice["turn_state_since"] == 123.0
+            async with agent(c.paths, "alice") as alice_sock:
+                meta = await agent_call(alice_sock, "get_agent_meta")
+                assert isinstance(meta, dict) and meta["running"] is True
+            # A crash report: not running, and queen (root manager) hears of it.
+            await host.call(
+                LinkAgentCrashedReq(cmd="agent_crashed", agent="alice", reason="harness exploded")
+            )
+            assert not c.hostlink.running("alice")
+            async with agent(c.paths, "queen") as queen:
+                woke = await agent_call(queen, "wait", timeout=5)
+            assert isinstance(woke, dict) and "harness exploded" in woke["messages"][0]["body"]
+            with pytest.raises(InvalidRequest, match="already connected"):
+                async with connect(c.paths.hosts_sock) as second:
+                    await second.call(LinkRegisterReq(cmd="register", host_id="h1"))
+            await host.aclose()
+            # The host's connection ended: everything it ran is no longer running.
+            with anyio.fail_after(5):
+                async for event in events:
+                    if event["kind"] == "host" and not event["connected"]:
+                        break
+        assert not c.hostlink.running("queen")
+        assert c.hostlink.hosts == {}
