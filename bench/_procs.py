@@ -1,0 +1,121 @@
+"""Processes a benchmark runs against: ``hivectl serve`` on a seeded home, an echo server.
+
+Each runs as its own process so the measuring client never shares an event
+loop (or a GIL) with the server it measures.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from hyperhive.config import AgentConfig, HivePaths, dump_agent_config
+from hyperhive.core.db import migrate
+
+__all__ = ["cpu_seconds", "echo_server", "open_raw", "seed_home", "serve"]
+
+START_TIMEOUT = 30.0
+
+
+def seed_home(home: Path, agents: Sequence[str]) -> HivePaths:
+    """Applied default configs for ``agents`` (all roots), before a coordinator starts."""
+    paths = HivePaths(home)
+    (paths.meta / "agents").mkdir(parents=True, exist_ok=True)
+    text = dump_agent_config(AgentConfig())
+    for name in agents:
+        paths.applied_config(name).write_text(text)
+    return paths
+
+
+def open_raw(path: Path) -> sqlite3.Connection:
+    """A bare connection set up like the coordinator's (WAL, synchronous=FULL), migrated."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    migrate(conn)
+    return conn
+
+
+@contextmanager
+def serve(paths: HivePaths, agents: Sequence[str]) -> Iterator[subprocess.Popen[bytes]]:
+    """``python -m hyperhive serve`` for the block, once every agent socket listens."""
+    log_path = paths.home / "serve.log"
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "hyperhive", "serve"],
+            env={**os.environ, "HIVE_HOME": str(paths.home)},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+    try:
+        sockets = [paths.host_sock, *(paths.agent_sock(a) for a in agents)]
+        _wait_listening(proc, sockets, log_path)
+        yield proc
+    finally:
+        _stop(proc)
+
+
+@contextmanager
+def echo_server(path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """The bare anyio unix-socket echo server of :mod:`bench._echo`, for the block."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench._echo", str(path)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        _wait_listening(proc, [path], None)
+        yield proc
+    finally:
+        _stop(proc)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _wait_listening(
+    proc: subprocess.Popen[bytes], sockets: Sequence[Path], log: Path | None
+) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    pending = list(sockets)
+    while pending:
+        if _listening(pending[0]):
+            pending.pop(0)
+            continue
+        if proc.poll() is not None or time.monotonic() > deadline:
+            tail = log.read_text(errors="replace")[-2000:] if log is not None else ""
+            state = f"exited {proc.returncode}" if proc.returncode is not None else "timed out"
+            raise RuntimeError(
+                f"{' '.join(proc.args)} {state} before {pending[0]} listened\n{tail}"
+            )
+        time.sleep(0.01)
+
+
+def _listening(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX) as sock:
+        try:
+            sock.connect(str(path))
+        except OSError:
+            return False
+        return True
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,288 @@
+"""The coordinator against raw SQLite and a bare socket (issue 3, "Benchmarks").
+
+Every figure comes from a real ``hivectl serve`` process on a seeded home,
+driven over its real agent sockets by clients in this process; every floor
+is measured in the same run on the same filesystem.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from pathlib import Path
+from time import perf_counter_ns
+
+import anyio
+
+from bench._procs import cpu_seconds, echo_server, open_raw, seed_home, serve
+from bench.registry import Context, Latency, Row, Throughput, benchmark
+from hyperhive.client import RpcClient, connect
+from hyperhive.config import HivePaths
+from hyperhive.core.db import MAX_BATCH
+from hyperhive.protocol import RecvReq, SendReq, WaitReq
+
+__all__ = ["durable_sends", "recv_latency", "wake_latency"]
+
+# A short, realistic message body (an agent's one-line reply).
+BODY = "status: build finished, 3 tests failed in tests/unit; see state/notes.md for the log"
+SENDERS = 10
+SINK = "sink"
+RECV_AGENTS = 100
+
+_INSERT = "INSERT INTO messages(sender, recipient, body, created_at) VALUES (?, ?, ?, ?)"
+_PENDING = (
+    "SELECT * FROM messages WHERE recipient = ? AND acked_at IS NULL "
+    "AND delivered_at IS NULL ORDER BY id LIMIT 1"
+)
+
+
+def _lanes(total: int, lanes: int) -> list[int]:
+    """Split ``total`` operations over ``lanes`` concurrent lanes, as evenly as possible."""
+    return [total // lanes + (1 if i < total % lanes else 0) for i in range(lanes)]
+
+
+# ---- durable sends/s ---------------------------------------------------------------
+
+
+@benchmark("coordinator.sends")
+def durable_sends(ctx: Context) -> list[Row]:
+    per_client = 300 if ctx.quick else 3000
+    floor_single = 1000 if ctx.quick else 5000
+    floor_batched = 10_000 if ctx.quick else 50_000
+
+    senders = [f"s{i}" for i in range(SENDERS)]
+    paths = seed_home(ctx.scratch("s"), [*senders, SINK])
+    with serve(paths, [*senders, SINK]) as proc:
+        one, cpu_one = anyio.run(_send_rate, paths, senders, per_client, 1, proc.pid)
+        eight, cpu_eight = anyio.run(_send_rate, paths, senders, per_client, 8, proc.pid)
+
+    single = _insert_rate(ctx.scratch("f") / "floor.db", floor_single, per_commit=1)
+    batched = _insert_rate(ctx.scratch("f") / "floor.db", floor_batched, per_commit=MAX_BATCH)
+    row_floor = "raw sqlite3, 1 INSERT+COMMIT per row, 1 thread"
+    batch_floor = f"raw sqlite3, {MAX_BATCH} rows per COMMIT"
+    name = f"durable sends/s, {SENDERS} clients × 1 in flight (FULL)"
+    piped = f"durable sends/s, {SENDERS} clients × 8 in flight (FULL)"
+    goal = "≥ 5,000/s"
+    return [
+        Row(name, one, row_floor, single, goal, _cpu_note(one, cpu_one)),
+        Row(name, one, batch_floor, batched, goal),
+        Row(piped, eight, batch_floor, batched, goal, _cpu_note(eight, cpu_eight)),
+    ]
+
+
+def _cpu_note(figure: Throughput, cpu_s: float) -> str:
+    busy = cpu_s / (figure.elapsed_ns / 1e9)
+    return (
+        f"coordinator CPU {cpu_s / figure.ops * 1e6:.0f} µs per send, "
+        f"{busy:.0%} of one core during the run"
+    )
+
+
+async def _send_rate(
+    paths: HivePaths, senders: Sequence[str], per_client: int, in_flight: int, pid: int
+) -> tuple[Throughput, float]:
+    """Sends/s over the timed part, and the coordinator's CPU seconds during it."""
+    async with AsyncExitStack() as stack:
+        clients = [
+            await stack.enter_async_context(connect(paths.agent_sock(name))) for name in senders
+        ]
+        async with anyio.create_task_group() as tg:
+            for client in clients:
+                tg.start_soon(_sends, client, 20, 1)  # warm-up: connections, caches, pages
+        cpu0, t0 = cpu_seconds(pid), perf_counter_ns()
+        async with anyio.create_task_group() as tg:
+            for client in clients:
+                tg.start_soon(_sends, client, per_client, in_flight)
+        elapsed, cpu = perf_counter_ns() - t0, cpu_seconds(pid) - cpu0
+    return Throughput(per_client * len(senders), elapsed), cpu
+
+
+async def _sends(client: RpcClient, count: int, in_flight: int) -> None:
+    async with anyio.create_task_group() as tg:
+        for lane in _lanes(count, in_flight):
+            tg.start_soon(_send_lane, client, lane)
+
+
+async def _send_lane(client: RpcClient, count: int) -> None:
+    request = SendReq(cmd="send", to=SINK, body=BODY)
+    for _ in range(count):
+        await client.call(request)
+
+
+def _insert_rate(path: Path, rows: int, per_commit: int) -> Throughput:
+    conn = open_raw(path)
+    try:
+        now = time.time()
+        t0 = perf_counter_ns()
+        done = 0
+        while done < rows:
+            n = min(per_commit, rows - done)
+            if n == 1:  # autocommit: the INSERT is its own transaction
+                conn.execute(_INSERT, ("s0", SINK, BODY, now))
+            else:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.executemany(_INSERT, [("s0", SINK, BODY, now)] * n)
+                conn.execute("COMMIT")
+            done += n
+        return Throughput(rows, perf_counter_ns() - t0)
+    finally:
+        conn.close()
+
+
+# ---- recv with 100 agents and 100k queued rows -------------------------------------
+
+
+@benchmark("coordinator.recv")
+def recv_latency(ctx: Context) -> list[Row]:
+    per_agent = 100 if ctx.quick else 1000
+    samples = 200 if ctx.quick else 2000
+    agents = [f"a{i:03d}" for i in range(RECV_AGENTS)]
+    paths = seed_home(ctx.scratch("r"), agents)
+    _seed_queue(paths.db, agents, per_agent)
+    floor_db = ctx.scratch("f") / "floor.db"
+    _copy_db(paths.db, floor_db)
+
+    with serve(paths, agents):
+        figure = anyio.run(_recv_samples, paths, agents, samples)
+    floor = _raw_recv_samples(floor_db, agents, samples)
+    queued = f"{len(agents) * per_agent // 1000}k"
+    return [
+        Row(
+            f"recv max=1, {len(agents)} agents, {queued} queued",
+            figure,
+            "raw sqlite3 SELECT…LIMIT 1 + UPDATE + COMMIT",
+            floor,
+        )
+    ]
+
+
+def _seed_queue(db: Path, agents: Sequence[str], per_agent: int) -> None:
+    """Interleaved rows (every agent's mail spread over the table), one transaction."""
+    conn = open_raw(db)
+    try:
+        now = time.time()
+        n = len(agents)
+        conn.execute("BEGIN")
+        conn.executemany(
+            "INSERT OR IGNORE INTO agent_state(name) VALUES (?)", [(a,) for a in agents]
+        )
+        conn.executemany(
+            _INSERT,
+            ((agents[(i + 1) % n], agents[i % n], BODY, now) for i in range(n * per_agent)),
+        )
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def _copy_db(src: Path, dst: Path) -> None:
+    a, b = sqlite3.connect(src), sqlite3.connect(dst)
+    try:
+        a.backup(b)
+    finally:
+        a.close()
+        b.close()
+
+
+async def _recv_samples(paths: HivePaths, agents: Sequence[str], samples: int) -> Latency:
+    request = RecvReq(cmd="recv", max=1)
+    out: list[int] = []
+    async with AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(connect(paths.agent_sock(a))) for a in agents]
+        for client in clients:  # warm-up: one recv each
+            await client.call(request)
+        for i in range(samples):
+            client = clients[i % len(clients)]
+            t0 = perf_counter_ns()
+            rows = await client.call(request)
+            out.append(perf_counter_ns() - t0)
+            if not isinstance(rows, list) or len(rows) != 1:
+                raise RuntimeError(f"recv returned {rows!r}; the queue was seeded too short")
+    return Latency.of(out)
+
+
+def _raw_recv_samples(db: Path, agents: Sequence[str], samples: int) -> Latency:
+    conn = open_raw(db)
+    out: list[int] = []
+    try:
+        for i in range(len(agents) + samples):  # the first round is the warm-up
+            agent = agents[i % len(agents)]
+            t0 = perf_counter_ns()
+            conn.execute("BEGIN IMMEDIATE")
+            row = conn.execute(_PENDING, (agent,)).fetchone()
+            conn.execute("UPDATE messages SET delivered_at = ? WHERE id = ?", (time.time(), row[0]))
+            conn.execute("COMMIT")
+            if i >= len(agents):
+                out.append(perf_counter_ns() - t0)
+    finally:
+        conn.close()
+    return Latency.of(out)
+
+
+# ---- send → wait wake-up -------------------------------------------------------------
+
+
+@benchmark("coordinator.wake")
+def wake_latency(ctx: Context) -> list[Row]:
+    samples = 200 if ctx.quick else 2000
+    # Both the figure and the floor idle this long before each sample, so each
+    # measures a wake-up from idle (and the long-poll is parked, not mid-poll).
+    idle_s = 0.003
+    paths = seed_home(ctx.scratch("w"), ["a", "b"])
+    with serve(paths, ["a", "b"]):
+        figure = anyio.run(_wake_samples, paths, samples, idle_s)
+    sock = ctx.scratch("e") / "echo.sock"
+    with echo_server(sock):
+        floor = anyio.run(_pingpong_samples, sock, samples, idle_s)
+    return [
+        Row(
+            "send → wait wake-up (a long-polls, b sends to a)",
+            figure,
+            "bare anyio unix-socket ping-pong",
+            floor,
+        )
+    ]
+
+
+async def _wait_once(client: RpcClient, box: list[object]) -> None:
+    result = await client.call(WaitReq(cmd="wait", timeout=30))
+    box.extend((perf_counter_ns(), result))
+
+
+async def _wake_samples(paths: HivePaths, samples: int, idle_s: float) -> Latency:
+    request = SendReq(cmd="send", to="a", body=BODY)
+    out: list[int] = []
+    async with connect(paths.agent_sock("a")) as waiter, connect(paths.agent_sock("b")) as sender:
+        for i in range(samples + 20):  # the first 20 are the warm-up
+            box: list[object] = []
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_wait_once, waiter, box)
+                await anyio.sleep(idle_s)
+                t0 = perf_counter_ns()
+                await sender.call(request)
+            woke, result = box
+            assert isinstance(woke, int)
+            if not isinstance(result, dict) or not result.get("messages"):
+                raise RuntimeError(f"wait returned without the message: {result!r}")
+            if i >= 20:
+                out.append(woke - t0)
+    return Latency.of(out)
+
+
+async def _pingpong_samples(path: Path, samples: int, idle_s: float) -> Latency:
+    # A frame the size of a send request, so both paths move the same bytes.
+    frame = SendReq(cmd="send", to="a", body=BODY, id=1).model_dump_json().encode() + b"\n"
+    out: list[int] = []
+    async with await anyio.connect_unix(path) as stream:
+        for i in range(samples + 20):
+            await anyio.sleep(idle_s)
+            t0 = perf_counter_ns()
+            await stream.send(frame)
+            got = b""
+            while not got.endswith(b"\n"):
+                got += await stream.receive(65536)
+            if i >= 20:
+                out.append(perf_counter_ns() - t0)
+    return Latency.of(out)
