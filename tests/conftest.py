@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+pytest_plugins = ["tests.support.fixtures"]
+
 
 @pytest.fixture
 def anyio_backend() -> str:

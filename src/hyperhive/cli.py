@@ -125,6 +125,40 @@ def serve(obj: _Ctx) -> None:
 
 
 @main.command()
+@pass_ctx
+def host(obj: _Ctx) -> None:
+    """Run the agent host in the foreground: every active agent of this machine.
+
+    SIGTERM/SIGINT stops agents gracefully (their current turn finishes);
+    a second signal kills their claude processes at once.
+    """
+    from hyperhive.agent.host import AgentHost
+
+    _setup_logging()
+    agent_host = AgentHost(obj.paths, load_hive_config(obj.home))
+
+    async def run() -> None:
+        async with anyio.create_task_group() as tg:
+            await tg.start(agent_host.run)
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for _ in signals:
+                    break
+
+                async def second_signal_kills() -> None:
+                    async for _ in signals:
+                        await agent_host.stop_all(graceful=False)
+                        return
+
+                async with anyio.create_task_group() as stopping:
+                    stopping.start_soon(second_signal_kills)
+                    await agent_host.stop_all()
+                    stopping.cancel_scope.cancel()
+            tg.cancel_scope.cancel()
+
+    anyio.run(run)
+
+
+@main.command()
 @json_option
 @pass_ctx
 def status(obj: _Ctx, as_json: bool) -> None:

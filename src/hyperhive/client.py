@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
-from anyio.abc import SocketStream, TaskGroup
+from anyio.abc import TaskGroup
 from pydantic import BaseModel, JsonValue, ValidationError
 
 from hyperhive.errors import HiveError, Unavailable, error_from_code
 from hyperhive.framing import DEFAULT_MAX_FRAME, FrameDecoder
 from hyperhive.protocol import Response, encode, parse_result
+from hyperhive.unixsock import UnixStream, connect_unix
 
 __all__ = ["RpcClient", "call_once", "connect"]
 
@@ -33,7 +34,7 @@ class RpcClient:
 
     def __init__(
         self,
-        stream: SocketStream,
+        stream: UnixStream,
         tg: TaskGroup,
         max_frame: int,
         on_push: Callable[[dict[str, Any]], None] | None = None,
@@ -136,7 +137,7 @@ async def connect(
 ) -> AsyncIterator[RpcClient]:
     """Connect to a coordinator socket for the duration of the block."""
     try:
-        stream = await anyio.connect_unix(path)
+        stream = await connect_unix(path)
     except OSError as exc:
         raise Unavailable(
             f"cannot connect to {path}: {exc.strerror or exc}; is the coordinator running "

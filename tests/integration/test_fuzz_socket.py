@@ -14,6 +14,7 @@ import pytest
 from hyperhive.client import connect
 from hyperhive.config import AgentConfig
 from hyperhive.framing import FrameDecoder
+from hyperhive.unixsock import connect_unix
 from tests.support.hive import agent, agent_call, coordinator, op_call, operator, seed_home
 
 pytestmark = pytest.mark.anyio
@@ -108,7 +109,7 @@ async def test_random_frames_never_crash_or_touch_other_agents(tmp_path: Path) -
                 db.close()
 
         before = snapshot()
-        stream = await anyio.connect_unix(c.paths.agent_sock("alice"))
+        stream = await connect_unix(c.paths.agent_sock("alice"))
         frames = [_frame(rng) for _ in range(FRAMES)]
         frames.append(b"{" + b"x" * (c.config.max_frame_bytes + 10))  # oversized
         expected = sum(1 for f in frames if f.strip())

@@ -116,3 +116,35 @@ def _listening(path: Path) -> bool:
         except OSError:
             return False
         return True
+
+
+def agent_env(model_url: str) -> dict[str, str]:
+    """What an agent's claude needs to reach the scripted model server quickly."""
+    return {
+        "ANTHROPIC_BASE_URL": model_url,
+        "ANTHROPIC_API_KEY": "test-key",
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+    }
+
+
+@asynccontextmanager
+async def running_hive(home: Path, claude_bin: Path) -> AsyncIterator[tuple[Coordinator, Any]]:
+    """Coordinator and agent host in-process, on real sockets and a real HTTP port."""
+    from hyperhive.agent.host import AgentHost
+
+    hive_toml = home / "hive.toml"
+    existing = hive_toml.read_text() if hive_toml.exists() else ""
+    hive_toml.write_text(f'claude_bin = "{claude_bin}"\n{existing}')
+    paths = HivePaths(home)
+    hive = load_hive_config(home, {})
+    coord = Coordinator(paths, hive)
+    host = AgentHost(paths, hive, host_id="test-host")
+    async with anyio.create_task_group() as tg:
+        await tg.start(coord.run)
+        await tg.start(host.run)
+        try:
+            yield coord, host
+        finally:
+            with anyio.move_on_after(10):
+                await host.stop_all(graceful=False)
+            tg.cancel_scope.cancel()

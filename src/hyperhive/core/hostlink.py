@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from anyio.abc import SocketStream, TaskStatus
+from anyio.abc import TaskStatus
 
 from hyperhive.core.notify import EventBus
 from hyperhive.errors import HiveError, InvalidRequest, Unavailable
@@ -35,6 +35,7 @@ from hyperhive.protocol import (
     ok_response,
     peek_id,
 )
+from hyperhive.unixsock import UnixStream, serve_unix_streams
 
 __all__ = ["HostLink", "TurnState"]
 
@@ -51,7 +52,7 @@ class TurnState:
 @dataclass
 class _Host:
     host_id: str
-    stream: SocketStream
+    stream: UnixStream
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     agents: set[str] = field(default_factory=set)
 
@@ -123,17 +124,9 @@ class HostLink:
     async def serve(
         self, path: Path, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.unlink(missing_ok=True)
-        listener = await anyio.create_unix_listener(path, mode=0o600)
-        task_status.started()
-        try:
-            async with listener:
-                await listener.serve(self._connection)
-        finally:
-            path.unlink(missing_ok=True)
+        await serve_unix_streams(path, self._connection, task_status=task_status)
 
-    async def _connection(self, stream: SocketStream) -> None:
+    async def _connection(self, stream: UnixStream) -> None:
         decoder = FrameDecoder(self.max_frame)
         lock = anyio.Lock()  # replies and pushes share the stream
         host: _Host | None = None
@@ -159,7 +152,7 @@ class HostLink:
                     await self._lost(host)
 
     async def _handle(
-        self, frame: bytes | HiveError, stream: SocketStream, host: _Host | None, lock: anyio.Lock
+        self, frame: bytes | HiveError, stream: UnixStream, host: _Host | None, lock: anyio.Lock
     ) -> tuple[Response, _Host | None]:
         if isinstance(frame, HiveError):
             return error_response(None, frame), host

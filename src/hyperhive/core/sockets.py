@@ -10,13 +10,12 @@ the problem — it never ends the connection or touches another one.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
-from anyio.abc import SocketStream, TaskGroup, TaskStatus
+from anyio.abc import TaskGroup, TaskStatus
 
 from hyperhive.errors import HiveError
 from hyperhive.framing import FrameDecoder
@@ -28,6 +27,7 @@ from hyperhive.protocol import (
     ok_response,
     peek_id,
 )
+from hyperhive.unixsock import UnixStream, serve_unix_streams
 
 __all__ = ["Dispatch", "Listeners", "serve_connection", "serve_unix"]
 
@@ -40,7 +40,7 @@ MAX_IN_FLIGHT = 32
 
 
 class _Writer:
-    def __init__(self, stream: SocketStream) -> None:
+    def __init__(self, stream: UnixStream) -> None:
         self.stream = stream
         self.lock = anyio.Lock()
 
@@ -73,7 +73,7 @@ async def _handle(
 
 
 async def serve_connection(
-    stream: SocketStream, union: Any, dispatch: Dispatch, max_frame: int
+    stream: UnixStream, union: Any, dispatch: Dispatch, max_frame: int
 ) -> None:
     """Serve one client until it disconnects."""
     writer = _Writer(stream)
@@ -105,19 +105,13 @@ async def serve_unix(
     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Listen on ``path`` (mode 0600, optionally chowned) until cancelled."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.unlink(missing_ok=True)
-    listener = await anyio.create_unix_listener(path, mode=mode)
-    if owner is not None:
-        os.chown(path, *owner)
-    task_status.started()
-    try:
-        async with listener:
-            await listener.serve(
-                lambda stream: serve_connection(stream, union, dispatch, max_frame)
-            )
-    finally:
-        path.unlink(missing_ok=True)
+    await serve_unix_streams(
+        path,
+        lambda stream: serve_connection(stream, union, dispatch, max_frame),
+        mode=mode,
+        owner=owner,
+        task_status=task_status,
+    )
 
 
 class Listeners:

@@ -1,0 +1,329 @@
+"""The turn loop: wait for something, run one ``claude --print`` turn, sleep again.
+
+1. Long-poll the coordinator's ``wait`` on the agent's own socket.
+2. Build the wake prompt; spawn the real claude (argv from ``launch``) in
+   the agent's sandbox, prompt on stdin; stream its events to the bus.
+3. Ack the messages that woke the turn only if it ended cleanly; otherwise
+   start a new incarnation (after a backoff) so they are delivered again.
+4. Above the watermark, or when a compact was requested: a notes-checkpoint
+   turn, then ``/compact``.
+5. A fence (graceful stop) ends the loop after the current turn.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import subprocess
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from hyperhive.agent import launch
+from hyperhive.agent.prompt import render_system_prompt, wake_prompt
+from hyperhive.agent.runtime import AgentRuntime
+from hyperhive.agent.sandbox import signal_group
+from hyperhive.agent.stream import (
+    AssistantEvent,
+    InitEvent,
+    ResultEvent,
+    StreamEvent,
+    TurnReport,
+    UserEvent,
+    parse_line,
+    summarize_turn,
+)
+from hyperhive.atomic import atomic_write_text
+from hyperhive.client import RpcClient, connect
+from hyperhive.errors import HiveError, Unavailable
+from hyperhive.framing import FrameDecoder
+from hyperhive.protocol import AttachReq, TurnEndReq, WaitReq, WaitResult, parse_result
+
+__all__ = ["CHECKPOINT_PROMPT", "run_agent", "run_turn"]
+
+log = logging.getLogger(__name__)
+
+WAIT_SECONDS = 60.0
+MAX_STREAM_LINE = 64 << 20
+BACKOFF = (1.0, 2.0, 5.0, 15.0, 60.0)
+RECONNECT_SECONDS = 0.5
+CHECKPOINT_PROMPT = (
+    "Your context window is nearly full and will be compacted right after this turn. "
+    "Write everything you must not forget (open work, decisions, who is waiting on what) "
+    "to your durable notes under {state_dir} now, then end the turn."
+)
+
+
+def _session_file(rt: AgentRuntime) -> Path:
+    return rt.state_dir / "harness" / "session.json"
+
+
+def load_session(rt: AgentRuntime) -> str | None:
+    try:
+        data = json.loads(_session_file(rt).read_text())
+    except (OSError, ValueError):
+        return None
+    value = data.get("session_id") if isinstance(data, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def save_session(rt: AgentRuntime, session_id: str | None) -> None:
+    atomic_write_text(_session_file(rt), json.dumps({"session_id": session_id}) + "\n", 0o600)
+
+
+def _publish(rt: AgentRuntime, event: StreamEvent) -> None:
+    bus = rt.bus
+    if isinstance(event, InitEvent):
+        bus.emit("init", session_id=event.session_id, tools=list(event.tools))
+    elif isinstance(event, AssistantEvent):
+        if event.text:
+            bus.emit("text", text=event.text)
+        for use in event.tool_uses:
+            bus.emit("tool_use", name=use.name, input=use.input)
+    elif isinstance(event, UserEvent):
+        for result in event.tool_results:
+            bus.emit("tool_result", text=result.text[:2000], is_error=bool(result.is_error))
+    elif isinstance(event, ResultEvent):
+        bus.emit(
+            "result",
+            subtype=event.subtype,
+            is_error=event.is_error,
+            cost_usd=event.total_cost_usd,
+            session_id=event.session_id,
+        )
+
+
+async def run_claude(
+    rt: AgentRuntime, argv: Sequence[str], prompt: str
+) -> tuple[list[StreamEvent], int | None]:
+    """One claude process in the agent's sandbox; killed with its group if cancelled."""
+    env = launch.claude_env(
+        {}, rt.paths.agent_home(rt.name), (), {**rt.config.env, **rt.hive_env()}
+    )
+    log_path = rt.paths.logs / "agents" / f"{rt.name}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    events: list[StreamEvent] = []
+    with log_path.open("ab") as stderr:
+        proc = await rt.sandbox().open_process(
+            argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr
+        )
+    rt.claude_pid = proc.pid
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        await proc.stdin.send(prompt.encode())
+        await proc.stdin.aclose()
+        decoder = FrameDecoder(MAX_STREAM_LINE)
+        async for chunk in proc.stdout:
+            for line in decoder.feed(chunk):
+                if isinstance(line, HiveError):
+                    log.warning("%s: dropped an oversized stream-json line", rt.name)
+                    continue
+                event = parse_line(line)
+                if event is not None:
+                    events.append(event)
+                    _publish(rt, event)
+        return events, await proc.wait()
+    finally:
+        rt.claude_pid = None
+        if proc.returncode is None:
+            with anyio.CancelScope(shield=True):
+                signal_group(proc, signal.SIGKILL)
+                await proc.wait()
+
+
+async def run_turn(rt: AgentRuntime, prompt: str, session_id: str | None) -> TurnReport:
+    """Write the per-turn config files, run claude, summarize what happened."""
+    runtime = rt.runtime_dir
+    runtime.mkdir(parents=True, exist_ok=True, mode=0o700)
+    spec = launch.LaunchSpec(
+        agent=rt.name,
+        claude_bin=rt.hive.claude_bin or "claude",
+        groups=rt.groups,
+        capabilities=rt.capabilities,
+        config=rt.config,
+        base_url=rt.base_url,
+        token=rt.token,
+        mcp_config_file=runtime / "mcp-config.json",
+        system_prompt_file=runtime / "system-prompt.md",
+        session_id=session_id,
+        model=rt.hive.default_model,
+    )
+    atomic_write_text(spec.mcp_config_file, json.dumps(launch.mcp_config(spec)), 0o600)
+    atomic_write_text(
+        spec.system_prompt_file,
+        render_system_prompt(
+            rt.name,
+            rt.parent,
+            rt.groups,
+            str(rt.state_dir),
+            str(rt.paths.agent_work(rt.name)),
+            rt.config.system_prompt,
+        ),
+        0o600,
+    )
+    rt.bus.emit("turn_start", prompt=prompt[:2000])
+    events, code = await run_claude(rt, launch.harness_argv(spec), prompt)
+    report = summarize_turn(events, code, rt.hive.context_window)
+    if session_id and not any(isinstance(e, InitEvent) for e in events) and code:
+        # claude died before starting the conversation: the session it was asked
+        # to resume does not exist (e.g. the turn that made it was killed early).
+        log.warning(
+            "%s: claude could not resume session %s; the next turn starts a new one",
+            rt.name,
+            session_id,
+        )
+        report = replace(report, session_id=None)
+    rt.bus.last_turn = {
+        "outcome": report.outcome,
+        "cost_usd": report.total_cost_usd,
+        "num_turns": report.num_turns,
+        "context_usage": report.context_usage,
+    }
+    rt.bus.emit("turn_end", **rt.bus.last_turn)
+    return report
+
+
+async def _run_compaction(rt: AgentRuntime, session_id: str | None) -> TurnReport | None:
+    if session_id is None:
+        return None
+    rt.bus.set_state("compacting")
+    await run_turn(rt, CHECKPOINT_PROMPT.format(state_dir=rt.state_dir), session_id)
+    report = await run_turn(rt, "/compact", session_id)
+    rt.bus.set_state("idle")
+    return report
+
+
+class _Loop:
+    """The turn loop's state, kept across reconnects to a restarted coordinator."""
+
+    def __init__(self, rt: AgentRuntime) -> None:
+        self.rt = rt
+        self.session_id = load_session(rt)
+        rt.bus.session_id = self.session_id
+        self.version = 0
+        self.failures = 0
+        self.attached = False
+        # A turn_end the coordinator never answered: resent first after reconnecting,
+        # so a clean turn's mail is acked exactly as if nothing had happened.
+        self.pending_end: TurnEndReq | None = None
+
+    async def serve(self, rpc: RpcClient) -> None:
+        rt = self.rt
+        if not self.attached:
+            await rpc.call(AttachReq(cmd="attach"))
+            self.attached = True
+        if self.pending_end is not None:
+            await rpc.call(self.pending_end)
+            self.pending_end = None
+        while True:
+            rt.bus.set_state("idle")
+            woke = parse_result(
+                WaitResult,
+                await rpc.call(
+                    WaitReq(cmd="wait", timeout=WAIT_SECONDS, todo_version=self.version)
+                ),
+            )
+            if woke.stop:
+                return
+            self.version = woke.todo_version
+            compact_now = woke.compact
+            if woke.messages or woke.todos_changed:
+                outcome = await self._turn(rpc, woke)
+                if outcome is None:
+                    continue
+                compact_now = compact_now or outcome
+            if compact_now:
+                await self._compact(rpc)
+
+    async def _end(self, rpc: RpcClient, req: TurnEndReq) -> Any:
+        self.pending_end = req
+        result = await rpc.call(req)
+        self.pending_end = None
+        return result
+
+    async def _turn(self, rpc: RpcClient, woke: WaitResult) -> bool | None:
+        """Run one turn; True/False = compact or not, None = failed (mail redelivers)."""
+        rt = self.rt
+        rt.bus.set_state("thinking")
+        report = await run_turn(rt, wake_prompt(woke), self.session_id)
+        self.session_id = _next_session(rt, self.session_id, report)
+        clean = report.outcome == "ok"
+        end = await self._end(
+            rpc,
+            TurnEndReq(
+                cmd="turn_end",
+                outcome=report.outcome,
+                handled=[m.id for m in woke.messages] if clean else [],
+                context_usage=report.context_usage,
+                session_id=self.session_id,
+                cost_usd=report.total_cost_usd,
+            ),
+        )
+        if not clean:
+            self.failures += 1
+            delay = BACKOFF[min(self.failures, len(BACKOFF)) - 1]
+            log.warning(
+                "%s: turn ended %s; redelivering after %.0fs", rt.name, report.outcome, delay
+            )
+            rt.bus.set_state("idle")
+            with anyio.move_on_after(delay):
+                await rt.stopping.wait()
+            await rpc.call(AttachReq(cmd="attach"))  # unacked mail comes back
+            return None
+        self.failures = 0
+        return bool(end.get("compact_pending")) or (
+            report.context_usage >= rt.hive.compact_watermark
+        )
+
+    async def _compact(self, rpc: RpcClient) -> None:
+        rt = self.rt
+        after = await _run_compaction(rt, self.session_id)
+        usage = (after.usage.output_tokens / rt.hive.context_window) if after else None
+        await self._end(
+            rpc,
+            TurnEndReq(
+                cmd="turn_end", outcome="ok", context_usage=usage, session_id=self.session_id
+            ),
+        )
+        rt.bus.context_usage = usage
+
+
+async def run_agent(rt: AgentRuntime) -> None:
+    """The agent's whole life on this host; returns after a graceful stop.
+
+    A coordinator restart is ridden out: the loop reconnects to the agent's
+    socket and carries on (no new incarnation, so nothing is redelivered).
+    """
+    rt.prepare_dirs()
+    loop = _Loop(rt)
+    while True:
+        try:
+            async with connect(rt.paths.agent_sock(rt.name)) as rpc:
+                rt.rpc = rpc
+                await loop.serve(rpc)
+                break
+        except Unavailable as exc:
+            rt.rpc = None
+            log.warning("%s: coordinator unavailable (%s); reconnecting", rt.name, exc.message)
+            with anyio.move_on_after(RECONNECT_SECONDS):
+                await rt.killed.wait()
+            if rt.killed.is_set():
+                raise
+    rt.rpc = None
+    rt.bus.set_state("stopped")
+
+
+def _next_session(rt: AgentRuntime, current: str | None, report: TurnReport) -> str | None:
+    """Keep the conversation: the turn's session id; drop one claude cannot resume."""
+    new = report.session_id
+    if new is None and report.outcome != "error":
+        new = current  # e.g. an auth failure: the conversation itself is fine
+    if new != current:
+        save_session(rt, new)
+    rt.bus.session_id = new
+    rt.bus.context_usage = report.context_usage
+    return new

@@ -1,0 +1,245 @@
+"""The agent host process: every active agent of this machine, in one process.
+
+It links to the coordinator (``run/hosts.sock``), registers, and runs a
+harness task per agent it is told to activate; it serves the agents' MCP
+surfaces and per-agent API on one loopback HTTP server. An asleep agent is
+an awaiting task plus a few routes. One agent's failure is contained: it is
+reported to the coordinator and never stops the others.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import secrets
+import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import uvicorn
+from anyio.abc import TaskGroup, TaskStatus
+from pydantic import TypeAdapter, ValidationError
+
+from hyperhive.agent.events import EventsBus
+from hyperhive.agent.harness import run_agent
+from hyperhive.agent.hyperhive_tools import hyperhive_tools
+from hyperhive.agent.mcp_surface import Surface
+from hyperhive.agent.runtime import AgentRuntime
+from hyperhive.agent.web import build_app
+from hyperhive.atomic import atomic_write_text
+from hyperhive.client import RpcClient, connect
+from hyperhive.config import HiveConfig, HivePaths
+from hyperhive.errors import HiveError, Unavailable
+from hyperhive.permissions import HYPERHIVE_SERVER
+from hyperhive.protocol import (
+    ActivateCmd,
+    DeactivateCmd,
+    FenceReq,
+    LinkAgentCrashedReq,
+    LinkAgentStateReq,
+    LinkCommand,
+    LinkRegisterReq,
+)
+
+__all__ = ["AgentHost", "resolve_claude_bin"]
+
+log = logging.getLogger(__name__)
+
+STOP_TIMEOUT = 120.0
+_COMMANDS: TypeAdapter[Any] = TypeAdapter(LinkCommand)
+
+
+def resolve_claude_bin(configured: str | None) -> str:
+    """``hive.toml``'s ``claude_bin``, else the checkout's pinned npm install, else PATH."""
+    if configured:
+        return configured
+    checkout = Path(__file__).resolve().parents[3] / "node_modules" / ".bin" / "claude"
+    if os.access(checkout, os.X_OK):
+        return str(checkout)
+    return "claude"
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn without its own signal handlers: the process's owner decides."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class AgentHost:
+    def __init__(self, paths: HivePaths, hive: HiveConfig, host_id: str | None = None) -> None:
+        self.paths = paths
+        self.hive = hive.model_copy(update={"claude_bin": resolve_claude_bin(hive.claude_bin)})
+        self.host_id = host_id or f"{socket.gethostname()}-{os.getpid()}"
+        self.runtimes: dict[str, AgentRuntime] = {}
+        self._scopes: dict[str, anyio.CancelScope] = {}
+        self.operator_token = secrets.token_urlsafe(32)
+        self.surfaces = {
+            HYPERHIVE_SERVER: Surface(HYPERHIVE_SERVER, hyperhive_tools(), self.runtimes.get)
+        }
+        self.app = build_app(self.surfaces, self.runtimes.get, self.operator_token)
+        self.base_url = ""
+        self._link: RpcClient | None = None
+        self._tg: TaskGroup | None = None
+
+    # ---- lifespan -----------------------------------------------------------------
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            await tg.start(self._serve_http)
+            first = True
+            while True:
+                try:
+                    await self._linked(task_status if first else anyio.TASK_STATUS_IGNORED)
+                except (Unavailable, OSError) as exc:
+                    log.warning("coordinator link down (%s); retrying", exc)
+                first = False
+                await anyio.sleep(0.5)
+
+    async def _serve_http(self, *, task_status: TaskStatus[None]) -> None:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.hive.bind, self.hive.agent_host_port))
+        sock.listen(512)
+        port = sock.getsockname()[1]
+        self.base_url = f"http://{self.hive.bind}:{port}"
+        atomic_write_text(
+            self.paths.run / "agent-host.json",
+            json.dumps({"url": self.base_url, "token": self.operator_token, "pid": os.getpid()}),
+            0o600,
+        )
+        server = _QuietServer(
+            uvicorn.Config(
+                self.app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
+            )
+        )
+        log.info("agent host %s serving MCP on %s", self.host_id, self.base_url)
+        task_status.started()
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            sock.close()
+
+    async def _linked(self, task_status: TaskStatus[None]) -> None:
+        send, receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
+        async with send, connect(self.paths.hosts_sock, on_push=send.send_nowait) as link:
+            self._link = link
+            await link.call(LinkRegisterReq(cmd="register", host_id=self.host_id, pid=os.getpid()))
+            task_status.started()
+            try:
+                async with receive:
+                    async for frame in receive:
+                        await self._command(frame)
+            finally:
+                self._link = None
+
+    async def _command(self, frame: dict[str, Any]) -> None:
+        try:
+            cmd = _COMMANDS.validate_python(frame)
+        except ValidationError as exc:
+            log.error("ignoring a malformed command from the coordinator: %s", exc)
+            return
+        if isinstance(cmd, ActivateCmd):
+            await self.activate(cmd)
+        elif isinstance(cmd, DeactivateCmd):
+            await self.deactivate(cmd.agent, graceful=cmd.graceful)
+
+    # ---- agents ----------------------------------------------------------------------
+
+    async def activate(self, cmd: ActivateCmd) -> None:
+        current = self.runtimes.get(cmd.agent)
+        if current is not None:
+            if current.config == cmd.config and current.parent == cmd.parent:
+                self._report_state(
+                    current.name, current.bus.turn_state, current.bus.turn_state_since
+                )
+                return  # the coordinator re-sent what is already running (it restarted)
+            await self.deactivate(cmd.agent, graceful=True)
+        rt = AgentRuntime(
+            name=cmd.agent,
+            config=cmd.config,
+            parent=cmd.parent,
+            paths=self.paths,
+            hive=self.hive,
+            bus=EventsBus(on_state=self._state_reporter(cmd.agent)),
+        )
+        rt.base_url = self.base_url
+        self.runtimes[rt.name] = rt
+        assert self._tg is not None
+        scope = anyio.CancelScope()
+        self._scopes[rt.name] = scope
+        self._tg.start_soon(self._supervise, rt, scope)
+
+    def _state_reporter(self, name: str) -> Callable[[Any, float], None]:
+        def report(state: Any, since: float) -> None:
+            self._report_state(name, state, since)
+
+        return report
+
+    def _report_state(self, name: str, state: Any, since: float) -> None:
+        link, tg = self._link, self._tg
+        if link is None or tg is None:
+            return
+
+        async def send() -> None:
+            try:
+                await link.call(
+                    LinkAgentStateReq(cmd="agent_state", agent=name, turn_state=state, since=since)
+                )
+            except HiveError as exc:
+                log.debug("could not report %s's state: %s", name, exc)
+
+        tg.start_soon(send)
+
+    async def _supervise(self, rt: AgentRuntime, scope: anyio.CancelScope) -> None:
+        reason: str | None = None
+        with scope:
+            try:
+                await run_agent(rt)
+            except Exception as exc:  # contained: one agent's crash is not the host's
+                log.exception("agent %s crashed", rt.name)
+                reason = f"{type(exc).__name__}: {exc}"
+        if self.runtimes.get(rt.name) is rt:
+            del self.runtimes[rt.name]
+            self._scopes.pop(rt.name, None)
+        rt.done.set()
+        if reason is not None and self._link is not None:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self._link.call(
+                        LinkAgentCrashedReq(cmd="agent_crashed", agent=rt.name, reason=reason)
+                    )
+                except HiveError:
+                    pass
+
+    async def deactivate(
+        self, name: str, graceful: bool = True, grace: float = STOP_TIMEOUT
+    ) -> None:
+        """Graceful: fence the inbox, let the turn finish; then (or at once) cancel."""
+        rt = self.runtimes.get(name)
+        scope = self._scopes.get(name)
+        if rt is None or scope is None:
+            return
+        rt.stopping.set()
+        if graceful and rt.rpc is not None:
+            try:
+                await rt.rpc.call(FenceReq(cmd="fence"))
+            except HiveError:
+                graceful = False
+        if graceful:
+            with anyio.move_on_after(grace):
+                await rt.done.wait()
+        rt.killed.set()
+        scope.cancel()
+
+    async def stop_all(self, graceful: bool = True, grace: float = STOP_TIMEOUT) -> None:
+        async with anyio.create_task_group() as tg:
+            for name in list(self.runtimes):
+                tg.start_soon(self.deactivate, name, graceful, grace)

@@ -1,0 +1,190 @@
+"""An MCP surface (``hyperhive``, ``bash``, ``subagent``) serving every agent of a host.
+
+One low-level MCP server and one streamable-HTTP session manager per surface,
+shared by all agents: a sleeping agent costs no server of its own. The web
+layer authenticates each request (path + bearer token) and stamps the agent
+into the ASGI scope; every list and call reads the agent from there, so the
+tool set is per agent and enforced here, server-side:
+
+- a tool of a group the agent lacks is not listed, and a call to it anyway is
+  an error *result* naming the group (tool failures are results the model
+  can read; an unknown tool is a protocol error);
+- every call is logged before and after with arguments, outcome and
+  duration, and put on the agent's events bus (the tool envelope).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel, ValidationError
+
+from hyperhive import __version__
+from hyperhive.agent.events import EventsBus
+from hyperhive.errors import HiveError
+from hyperhive.permissions import Capability, ToolGroup
+
+__all__ = ["AGENT_SCOPE_KEY", "Surface", "SurfaceAgent", "ToolSpec"]
+
+log = logging.getLogger(__name__)
+
+AGENT_SCOPE_KEY = "hyperhive.agent"
+PREVIEW = 300
+
+
+class SurfaceAgent(Protocol):
+    """What a surface needs to know about the agent a request is for."""
+
+    name: str
+    groups: tuple[ToolGroup, ...]
+    capabilities: tuple[Capability, ...]
+    bus: EventsBus
+
+
+Handler = Callable[[Any, Any], Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One tool: its arguments model, the gate it sits behind, and its handler."""
+
+    name: str
+    description: str
+    args: type[BaseModel]
+    handler: Handler
+    group: ToolGroup | None = None
+    capability: Capability | None = None
+
+    def refusal(self, agent: SurfaceAgent) -> str | None:
+        """Why ``agent`` may not use this tool (None: it may)."""
+        if self.group is not None and self.group not in agent.groups:
+            return (
+                f"{self.name} needs the {self.group.value!r} tool group, which {agent.name} "
+                "does not have; ask the operator to grant it (permissions tab)"
+            )
+        if self.capability is not None and self.capability not in agent.capabilities:
+            return f"{self.name} needs the {self.capability.value!r} capability"
+        return None
+
+    def describe(self) -> types.Tool:
+        schema = self.args.model_json_schema()
+        schema.pop("title", None)
+        return types.Tool(name=self.name, description=self.description, input_schema=schema)
+
+
+def _preview(value: object) -> str:
+    text = str(value)
+    return text if len(text) <= PREVIEW else text[:PREVIEW] + "…"
+
+
+class Surface:
+    """One MCP server name, all agents, per-agent tool sets."""
+
+    def __init__(
+        self,
+        name: str,
+        tools: list[ToolSpec],
+        lookup: Callable[[str], SurfaceAgent | None],
+    ) -> None:
+        self.name = name
+        self.tools = {t.name: t for t in tools}
+        self._lookup = lookup
+        self._described = {t.name: t.describe() for t in tools}
+        self.server: Server[Any] = Server(
+            name, version=__version__, on_list_tools=self._list, on_call_tool=self._call
+        )
+        self.manager = StreamableHTTPSessionManager(
+            app=self.server,
+            json_response=True,
+            security_settings=TransportSecuritySettings(
+                enable_dns_rebinding_protection=True,
+                allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+                allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+            ),
+        )
+
+    def run(self) -> AbstractAsyncContextManager[None]:
+        """The session manager's lifespan (enter once, in the web app's lifespan)."""
+        return self.manager.run()
+
+    def _agent(self, ctx: ServerRequestContext[Any, Any]) -> SurfaceAgent:
+        scope: Mapping[str, Any] = getattr(ctx.request, "scope", {}) or {}
+        name = scope.get(AGENT_SCOPE_KEY)
+        agent = self._lookup(name) if isinstance(name, str) else None
+        if agent is None:
+            raise MCPError(types.INVALID_REQUEST, "no active agent for this request")
+        return agent
+
+    def listed_for(self, agent: SurfaceAgent) -> list[str]:
+        return [n for n, t in self.tools.items() if t.refusal(agent) is None]
+
+    async def _list(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        agent = self._agent(ctx)
+        return types.ListToolsResult(tools=[self._described[n] for n in self.listed_for(agent)])
+
+    async def _call(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        agent = self._agent(ctx)
+        spec = self.tools.get(params.name)
+        if spec is None:
+            raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r} on {self.name}")
+        arguments = params.arguments or {}
+        started = time.perf_counter()
+        log.info("%s → %s.%s %s", agent.name, self.name, spec.name, _preview(arguments))
+        ok = False
+        try:
+            refusal = spec.refusal(agent)
+            if refusal is not None:
+                text = refusal
+            else:
+                try:
+                    args = spec.args.model_validate(arguments)
+                except ValidationError as exc:
+                    text = f"bad arguments for {spec.name}: " + "; ".join(
+                        f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+                        for e in exc.errors()[:3]
+                    )
+                else:
+                    text = await spec.handler(agent, args)
+                    ok = True
+        except HiveError as exc:
+            text = exc.message
+        except Exception as exc:  # a bug in one tool must not take the surface down
+            log.exception("%s.%s failed for %s", self.name, spec.name, agent.name)
+            text = f"internal error in {spec.name} ({type(exc).__name__}); the host logged it"
+        duration_ms = (time.perf_counter() - started) * 1000
+        log.info(
+            "%s ← %s.%s %s in %.1f ms: %s",
+            agent.name,
+            self.name,
+            spec.name,
+            "ok" if ok else "error",
+            duration_ms,
+            _preview(text),
+        )
+        agent.bus.emit(
+            "tool_call",
+            server=self.name,
+            tool=spec.name,
+            arguments=arguments,
+            ok=ok,
+            duration_ms=round(duration_ms, 2),
+            result=_preview(text),
+        )
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)], is_error=not ok
+        )

@@ -1,0 +1,100 @@
+"""One active agent inside the agent host: its resolved permissions and handles.
+
+Tool groups and capabilities are resolved once, here, from the applied
+config, and read by everything that serves the agent (its harness, its MCP
+surfaces, its subagents): one resolution, nothing to drift.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from hyperhive.agent.events import EventsBus
+from hyperhive.agent.sandbox import AgentSandbox
+from hyperhive.client import RpcClient
+from hyperhive.config import AgentConfig, HiveConfig, HivePaths
+from hyperhive.errors import Unavailable
+from hyperhive.permissions import CAPABILITIES_ENV, TOOL_GROUPS_ENV, Capability, ToolGroup
+
+__all__ = ["AgentRuntime"]
+
+
+@dataclass
+class AgentRuntime:
+    name: str
+    config: AgentConfig
+    parent: str | None
+    paths: HivePaths
+    hive: HiveConfig
+    groups: tuple[ToolGroup, ...] = ()
+    capabilities: tuple[Capability, ...] = ()
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    bus: EventsBus = field(default_factory=EventsBus)
+    rpc: RpcClient | None = None
+    stopping: anyio.Event = field(default_factory=anyio.Event)
+    killed: anyio.Event = field(default_factory=anyio.Event)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    base_url: str = ""
+    claude_pid: int | None = None  # the turn's claude, while one runs
+
+    def __post_init__(self) -> None:
+        if not self.groups:
+            self.groups = tuple(self.config.tool_groups)
+        if not self.capabilities:
+            self.capabilities = tuple(self.config.capabilities)
+
+    @property
+    def runtime_dir(self) -> Path:
+        """Private (0700) dir for the per-turn claude config files."""
+        return self.paths.agent_runtime(self.name)
+
+    @property
+    def state_dir(self) -> Path:
+        return self.paths.agent_state(self.name)
+
+    def client(self) -> RpcClient:
+        if self.rpc is None:
+            raise Unavailable(f"{self.name} is not connected to the coordinator right now")
+        return self.rpc
+
+    async def call(self, request: Any) -> Any:
+        """Forward a request to the coordinator over this agent's own socket."""
+        return await self.client().call(request)
+
+    def hive_env(self) -> dict[str, str]:
+        """``HIVE_*`` identity for every process spawned for the agent."""
+        env = {
+            "HIVE_AGENT": self.name,
+            TOOL_GROUPS_ENV: ",".join(g.value for g in self.groups),
+            CAPABILITIES_ENV: ",".join(c.value for c in self.capabilities),
+            "HIVE_AGENT_SOCKET": str(self.paths.agent_sock(self.name)),
+            "HYPERHIVE_STATE_DIR": str(self.state_dir),
+        }
+        if self.parent:
+            env["HIVE_PARENT"] = self.parent
+        return env
+
+    def sandbox(self) -> AgentSandbox:
+        passthrough = {k: os.environ[k] for k in self.hive.env_passthrough if k in os.environ}
+        return AgentSandbox(
+            agent=self.name,
+            work=self.paths.agent_work(self.name),
+            home=self.paths.agent_home(self.name),
+            state=self.state_dir,
+            env={**passthrough, **self.config.env, **self.hive_env()},
+        )
+
+    def prepare_dirs(self) -> None:
+        for d in (
+            self.state_dir,
+            self.paths.agent_home(self.name),
+            self.paths.agent_work(self.name),
+            self.runtime_dir,
+        ):
+            d.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -1,0 +1,113 @@
+"""Unix-socket streams over asyncio transports, with anyio's stream semantics.
+
+Why not ``anyio.connect_unix``/``create_unix_listener``: on the asyncio
+backend (4.16) their raw-socket streams race a cancelled ``receive`` against
+the selector's reader callback (``Future.set_result`` on a cancelled future →
+``InvalidStateError`` in the loop), which every cancelled long-poll can hit
+(agronholm/anyio#1267 fixed the ``aclose`` half only). Transport-based
+streams do not have that race. The API mirrors anyio's so callers read the
+same: ``receive``/``send``/``aclose``, ``EndOfStream`` and
+``BrokenResourceError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from types import TracebackType
+
+import anyio
+from anyio.abc import TaskStatus
+
+__all__ = ["UnixStream", "connect_unix", "serve_unix_streams"]
+
+
+class UnixStream:
+    """One connected unix stream."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        try:
+            data = await self._reader.read(max_bytes)
+        except (ConnectionError, OSError) as exc:
+            raise anyio.BrokenResourceError from exc
+        if not data:
+            raise anyio.EndOfStream
+        return data
+
+    async def send(self, data: bytes) -> None:
+        if self._writer.is_closing():
+            raise anyio.ClosedResourceError
+        try:
+            self._writer.write(data)
+            await self._writer.drain()
+        except (ConnectionError, OSError) as exc:
+            raise anyio.BrokenResourceError from exc
+
+    async def aclose(self) -> None:
+        self._writer.close()
+        with contextlib.suppress(ConnectionError, OSError, asyncio.CancelledError):
+            with anyio.CancelScope(shield=True):
+                await self._writer.wait_closed()
+
+    async def __aenter__(self) -> UnixStream:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+async def connect_unix(path: Path) -> UnixStream:
+    reader, writer = await asyncio.open_unix_connection(str(path), limit=1 << 16)
+    return UnixStream(reader, writer)
+
+
+async def serve_unix_streams(
+    path: Path,
+    handler: Callable[[UnixStream], Coroutine[object, object, None]],
+    *,
+    mode: int = 0o600,
+    owner: tuple[int, int] | None = None,
+    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Listen on ``path`` until cancelled; each connection runs ``handler`` in our task group.
+
+    The mode is set between ``bind`` and ``listen``: nobody can connect before
+    the socket file has its final permissions.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(str(path))
+        os.chmod(path, mode)
+        if owner is not None:
+            os.chown(path, *owner)
+        sock.listen(256)
+    except BaseException:
+        sock.close()
+        raise
+    async with anyio.create_task_group() as tg:
+
+        def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            tg.start_soon(handler, UnixStream(reader, writer))
+
+        server = await asyncio.start_unix_server(accepted, sock=sock, limit=1 << 16)
+        task_status.started()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            server.close()
+            path.unlink(missing_ok=True)
