@@ -63,6 +63,8 @@ class HiveError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+        # Set by the framing layer when the failing frame had a readable id.
+        self.request_id: int | str | None = None
 
 
 class InvalidRequest(HiveError):

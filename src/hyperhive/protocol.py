@@ -15,6 +15,7 @@ who is asking is always the socket (or token) a request came in on.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -535,7 +536,8 @@ def _adapter(union: Any) -> TypeAdapter[Any]:
     return _ADAPTERS[union]
 
 
-def _commands(union: Any) -> list[str]:
+@functools.cache
+def _commands(union: Any) -> tuple[str, ...]:
     args = getattr(union, "__origin__", union)
     members = getattr(args, "__args__", ())
     out: list[str] = []
@@ -543,20 +545,30 @@ def _commands(union: Any) -> list[str]:
         field = member.model_fields.get("cmd")
         if field is not None:
             out.extend(getattr(field.annotation, "__args__", ()))
-    return sorted(out)
+    return tuple(sorted(out))
 
 
-def peek_id(line: bytes) -> RequestId:
-    """The request id of a frame, if one can be read (for error replies)."""
+def _load(line: bytes) -> Any:
     try:
-        data = json.loads(line)
-    except (ValueError, UnicodeDecodeError):
-        return None
+        return json.loads(line)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MalformedFrame(f"frame is not valid UTF-8 JSON: {exc}") from exc
+
+
+def _id_of(data: Any) -> RequestId:
     if isinstance(data, dict):
         rid = data.get("id")
         if isinstance(rid, int | str) and not isinstance(rid, bool):
             return rid
     return None
+
+
+def peek_id(line: bytes) -> RequestId:
+    """The request id of a frame, if one can be read (for error replies)."""
+    try:
+        return _id_of(_load(line))
+    except MalformedFrame:
+        return None
 
 
 def decode_request(union: Any, line: bytes) -> Any:
@@ -566,20 +578,30 @@ def decode_request(union: Any, line: bytes) -> Any:
     ``UnknownCommand`` (a ``cmd`` this socket does not speak), each naming
     the problem so the sender can fix it.
     """
+    return decode_frame(union, line)[1]
+
+
+def decode_frame(union: Any, line: bytes) -> tuple[RequestId, Any]:
+    """:func:`decode_request` plus the frame's id, parsing the JSON once.
+
+    On failure the raised error carries ``request_id`` so the reply can echo it.
+    """
+    data = _load(line)
+    rid = _id_of(data)
     try:
-        data = json.loads(line)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise MalformedFrame(f"frame is not valid UTF-8 JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise MalformedFrame("frame must be a JSON object with a 'cmd' field")
-    cmd = data.get("cmd")
-    known = _commands(union)
-    if not isinstance(cmd, str) or cmd not in known:
-        raise UnknownCommand(f"unknown cmd {cmd!r} on this socket; known: {', '.join(known)}")
-    try:
-        return _adapter(union).validate_python(data)
-    except ValidationError as exc:
-        raise MalformedFrame(f"bad {cmd!r} request: {_summarise(exc)}") from exc
+        if not isinstance(data, dict):
+            raise MalformedFrame("frame must be a JSON object with a 'cmd' field")
+        cmd = data.get("cmd")
+        known = _commands(union)
+        if not isinstance(cmd, str) or cmd not in known:
+            raise UnknownCommand(f"unknown cmd {cmd!r} on this socket; known: {', '.join(known)}")
+        try:
+            return rid, _adapter(union).validate_python(data)
+        except ValidationError as exc:
+            raise MalformedFrame(f"bad {cmd!r} request: {_summarise(exc)}") from exc
+    except HiveError as exc:
+        exc.request_id = rid
+        raise
 
 
 def _summarise(exc: ValidationError) -> str:

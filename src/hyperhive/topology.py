@@ -200,7 +200,7 @@ def check_route(
         return RouteDecision(True, "self")
     if recipient == OPERATOR:
         return RouteDecision(True, "operator")
-    if recipient in topology and topology.get(recipient) == parent:
+    if topology.get(recipient) == parent:  # an agent missing from the file is a root
         return RouteDecision(True, "sibling (same parent)")
     if is_descendant_of(topology, recipient, sender):
         return RouteDecision(True, "descendant")
@@ -233,6 +233,22 @@ class TopologyStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._cache: tuple[tuple[int, int, int], dict[str, str | None]] | None = None
+
+    def read_cached(self) -> dict[str, str | None]:
+        """:meth:`read`, re-parsed only when the file changed (one stat per call).
+
+        Routing reads the tree on every send; parsing JSON each time cost the
+        coordinator more than the send itself.
+        """
+        try:
+            st = self.path.stat()
+            key = (st.st_mtime_ns, st.st_size, st.st_ino)
+        except OSError:
+            key = (0, 0, 0)
+        if self._cache is None or self._cache[0] != key:
+            self._cache = (key, self.read())
+        return dict(self._cache[1])
 
     def read(self) -> dict[str, str | None]:
         """The stored tree; missing or unparsable → empty (every agent a root)."""

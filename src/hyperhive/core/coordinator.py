@@ -124,7 +124,7 @@ class Coordinator:
     # ---- shared lookups -------------------------------------------------------
 
     def topology(self) -> dict[str, str | None]:
-        return self.topology_store.read()
+        return self.topology_store.read_cached()
 
     def require_agent(self, name: str) -> None:
         if not self.registry.exists(name):

@@ -21,11 +21,10 @@ from hyperhive.errors import HiveError
 from hyperhive.framing import FrameDecoder
 from hyperhive.protocol import (
     Response,
-    decode_request,
+    decode_frame,
     encode,
     error_response,
     ok_response,
-    peek_id,
 )
 from hyperhive.unixsock import UnixStream, serve_unix_streams
 
@@ -56,20 +55,18 @@ class _Writer:
 async def _handle(
     line: bytes, union: Any, dispatch: Dispatch, writer: _Writer, slots: anyio.Semaphore
 ) -> None:
+    rid: int | str | None = None
     try:
-        rid = peek_id(line)
-        try:
-            request = decode_request(union, line)
-            result = await dispatch(request)
-            response = ok_response(rid, result)
-        except HiveError as exc:
-            response = error_response(rid, exc)
-        except Exception as exc:  # a bug must answer, log, and spare the connection
-            log.exception("internal error handling %r", line[:200])
-            response = error_response(rid, HiveError(f"internal error: {type(exc).__name__}"))
-        await writer.send(response)
+        rid, request = decode_frame(union, line)
+        response = ok_response(rid, await dispatch(request))
+    except HiveError as exc:
+        response = error_response(exc.request_id if exc.request_id is not None else rid, exc)
+    except Exception as exc:  # a bug must answer, log, and spare the connection
+        log.exception("internal error handling %r", line[:200])
+        response = error_response(rid, HiveError(f"internal error: {type(exc).__name__}"))
     finally:
         slots.release()
+    await writer.send(response)
 
 
 async def serve_connection(
