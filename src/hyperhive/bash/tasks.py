@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import os
 import secrets
 import signal
@@ -39,27 +38,40 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, Protocol
+from typing import Protocol
 
 import anyio
 from anyio.abc import Process, TaskGroup
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from hyperhive.agent.sandbox import AgentSandbox, process_identity, signal_group
 from hyperhive.atomic import atomic_write_text
-from hyperhive.errors import (
-    Conflict,
-    InvalidRequest,
-    LimitExceeded,
-    NotFound,
-    StorageError,
-    Unavailable,
+from hyperhive.bash.records import (
+    MAX_TIMEOUT_SECS,
+    TAIL_BYTES,
+    TERMINAL,
+    WAIT_CAP_SECS,
+    KillOutcome,
+    TaskRecord,
+    TaskReport,
+    TaskStarted,
+    TaskStatus,
+    TaskTable,
+    check_cmd,
+    check_timeout,
+    check_wait,
+    duration,
+    preview,
+    summary,
 )
+from hyperhive.errors import Conflict, NotFound, StorageError, Unavailable
 from hyperhive.names import validate_task_name
 
+# The record types are re-exported: callers think of them as the manager's answers.
 __all__ = [
     "MAX_TIMEOUT_SECS",
     "TAIL_BYTES",
+    "TASKS_SUBDIR",
     "TERMINAL",
     "WAIT_CAP_SECS",
     "KillOutcome",
@@ -74,14 +86,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-TaskStatus = Literal["pending", "running", "done", "timed_out", "interrupted", "killed"]
-KillOutcome = Literal["cancelled", "signalled", "already_finished"]
-TERMINAL: frozenset[str] = frozenset({"done", "timed_out", "interrupted", "killed"})
-
-WAIT_CAP_SECS = 30.0
-MAX_TIMEOUT_SECS = 7 * 24 * 3600.0
-TAIL_BYTES = 4096
-MAX_CMD_BYTES = 128 * 1024  # Linux MAX_ARG_STRLEN: a longer argv string cannot be exec'd
 TASKS_SUBDIR = Path("harness") / "bash-tasks"
 
 
@@ -91,58 +95,6 @@ class TodoSink(Protocol):
     async def upsert(self, key: str, body: str) -> None: ...
 
     async def clear(self, key: str) -> None: ...
-
-
-class TaskRecord(BaseModel):
-    """One task as persisted in ``tasks.json`` (wall-clock times, seconds)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    id: str
-    cmd: str
-    status: TaskStatus = "pending"
-    created_at: float
-    started_at: float | None = None
-    ended_at: float | None = None
-    exit_code: int | None = None
-    timeout_secs: float | None = None
-    pid: int | None = None
-    identity: str | None = None  # process_identity at spawn: tells our process from a reused pid
-    error: str | None = None
-
-
-class _Table(BaseModel):
-    version: Literal[1] = 1
-    tasks: list[TaskRecord] = []
-
-
-@dataclass(frozen=True)
-class TaskStarted:
-    """``run`` returned before the task ended; its end arrives as a todo."""
-
-    id: str
-    stdout_path: Path
-    stderr_path: Path
-
-
-@dataclass(frozen=True)
-class TaskReport:
-    """What ``status`` (or a ``run`` that saw the end) tells the agent."""
-
-    id: str
-    cmd: str
-    status: TaskStatus
-    exit_code: int | None
-    duration_secs: float | None
-    stdout_tail: str
-    stderr_tail: str
-    stdout_path: Path
-    stderr_path: Path
-    error: str | None = None
-
-    @property
-    def terminal(self) -> bool:
-        return self.status in TERMINAL
 
 
 @dataclass(eq=False)
@@ -156,34 +108,6 @@ class _Entry:
     todo_cleared: bool = False
 
 
-def _duration(rec: TaskRecord, now: float) -> float | None:
-    if rec.started_at is None:
-        return None
-    if rec.ended_at is not None:
-        return max(0.0, rec.ended_at - rec.started_at)
-    return max(0.0, now - rec.started_at) if rec.status == "running" else None
-
-
-def _preview(cmd: str) -> str:
-    line = " ".join(cmd.split())
-    return line if len(line) <= 120 else line[:119] + "…"
-
-
-def summary(rec: TaskRecord, stdout_path: Path, stderr_path: Path) -> str:
-    """The todo body for a task: its state, exit code, duration and where its output is."""
-    head = f"bash task {rec.id} {rec.status}"
-    if rec.exit_code is not None:
-        head += f" (exit {rec.exit_code})"
-    duration = _duration(rec, time.time())
-    if duration is not None:
-        head += f" after {duration:.1f}s"
-    lines = [f"{head}: {_preview(rec.cmd)}"]
-    if rec.error:
-        lines.append(rec.error)
-    lines += [f"stdout: Read({stdout_path})", f"stderr: Read({stderr_path})"]
-    return "\n".join(lines)
-
-
 def _tail(path: Path) -> str:
     try:
         with path.open("rb") as fh:
@@ -192,41 +116,6 @@ def _tail(path: Path) -> str:
             return fh.read(TAIL_BYTES).decode("utf-8", errors="replace")
     except FileNotFoundError:
         return ""
-
-
-def _check_cmd(cmd: str) -> str:
-    if not cmd.strip():
-        raise InvalidRequest("cmd is empty: pass the shell command to run")
-    if "\0" in cmd:
-        raise InvalidRequest("cmd contains a NUL byte, which no command line can carry")
-    size = len(cmd.encode("utf-8"))
-    if size >= MAX_CMD_BYTES:
-        raise LimitExceeded(
-            f"cmd is {size} bytes; the limit is {MAX_CMD_BYTES - 1}: write a script and run it"
-        )
-    return cmd
-
-
-def _check_timeout(timeout_secs: float | None) -> float | None:
-    if timeout_secs is None:
-        return None
-    if not math.isfinite(timeout_secs) or timeout_secs <= 0:
-        raise InvalidRequest(
-            f"timeout_secs must be a positive number of seconds, not {timeout_secs!r}; "
-            "omit it for no timeout"
-        )
-    if timeout_secs > MAX_TIMEOUT_SECS:
-        raise LimitExceeded(
-            f"timeout_secs {timeout_secs:g} is over the 7-day limit ({MAX_TIMEOUT_SECS:g}); "
-            "omit it for no timeout"
-        )
-    return float(timeout_secs)
-
-
-def _check_wait(wait_seconds: float) -> float:
-    if math.isnan(wait_seconds) or wait_seconds < 0:
-        raise InvalidRequest(f"wait_seconds must be 0 or more, not {wait_seconds!r}")
-    return min(float(wait_seconds), WAIT_CAP_SECS)
 
 
 class TaskManager:
@@ -301,9 +190,9 @@ class TaskManager:
     ) -> TaskStarted | TaskReport:
         """Start ``bash -c cmd``; return its report if it ends within ``wait_seconds``."""
         self._running_group()
-        cmd = _check_cmd(cmd)
-        timeout = _check_timeout(timeout_secs)
-        wait = _check_wait(wait_seconds)
+        cmd = check_cmd(cmd)
+        timeout = check_timeout(timeout_secs)
+        wait = check_wait(wait_seconds)
         if name is None:
             task_id = self._fresh_id()
         else:
@@ -340,7 +229,7 @@ class TaskManager:
     async def status(self, task_id: str, wait_seconds: float = 0) -> TaskReport:
         """Report a task, waiting up to ``wait_seconds`` for it to end."""
         entry = self._get(task_id)
-        wait = _check_wait(wait_seconds)
+        wait = check_wait(wait_seconds)
         if wait > 0 and not entry.settled.is_set():
             with anyio.move_on_after(wait):
                 await entry.settled.wait()
@@ -406,7 +295,7 @@ class TaskManager:
             signal_group(process, signal.SIGKILL if entry.force else signal.SIGINT)
         try:
             await self._persist_quietly()
-            await self._upsert(entry, f"bash task {rec.id} running: {_preview(rec.cmd)}")
+            await self._upsert(entry, f"bash task {rec.id} running: {preview(rec.cmd)}")
             with anyio.move_on_after(rec.timeout_secs) as deadline:
                 await process.wait()
             timed_out = deadline.cancelled_caught
@@ -482,7 +371,7 @@ class TaskManager:
         except FileNotFoundError:
             return []
         try:
-            return _Table.model_validate_json(raw).tasks
+            return TaskTable.model_validate_json(raw).tasks
         except ValidationError as exc:
             aside = self.table_path.with_name(f"tasks.json.corrupt-{time.time_ns()}")
             os.replace(self.table_path, aside)
@@ -500,7 +389,7 @@ class TaskManager:
     async def _persist(self) -> None:
         async with self._persist_lock:
             # Snapshot under the lock: the last write always holds the latest state.
-            text = _Table(tasks=[e.record for e in self._entries.values()]).model_dump_json()
+            text = TaskTable(tasks=[e.record for e in self._entries.values()]).model_dump_json()
             await anyio.to_thread.run_sync(atomic_write_text, self.table_path, text)
 
     async def _persist_quietly(self) -> None:
@@ -555,7 +444,7 @@ class TaskManager:
             cmd=rec.cmd,
             status=rec.status,
             exit_code=rec.exit_code,
-            duration_secs=_duration(rec, time.time()),
+            duration_secs=duration(rec, time.time()),
             stdout_tail=_tail(out),
             stderr_tail=_tail(err),
             stdout_path=out,
