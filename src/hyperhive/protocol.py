@@ -249,6 +249,48 @@ class CancelScheduleReq(_Req):
     schedule_id: RowId
 
 
+class RequestInitConfigReq(_Req):
+    """Spawn (or re-init) a direct child: ``config`` is the child's agent.toml text."""
+
+    cmd: Literal["request_init_config"]
+    name: str
+    config: str = ""
+
+
+class RequestApplyCommitReq(_Req):
+    """Apply a commit of ``agent``'s proposed config repo (own or a descendant's)."""
+
+    cmd: Literal["request_apply_commit"]
+    agent: str
+    commit: str = Field(default="HEAD", min_length=1, max_length=64)
+
+
+class LifecycleReq(_Req):
+    """``kill``/``start``/``restart``/``update``/``destroy`` of a descendant."""
+
+    cmd: Literal["kill", "start", "restart", "update", "destroy"]
+    agent: str
+
+
+class GetLogsReq(_Req):
+    cmd: Literal["get_logs"]
+    agent: str
+    lines: int = Field(default=100, ge=1, le=5000)
+
+
+class GetHostJournalReq(_Req):
+    cmd: Literal["get_host_journal"]
+    lines: int = Field(default=100, ge=1, le=5000)
+
+
+class RequestUpdateMetaInputsReq(_Req):
+    """Ask the operator to move the hive to another pinned claude CLI version."""
+
+    cmd: Literal["request_update_meta_inputs"]
+    claude_version: str = Field(pattern=r"^\d+\.\d+\.\d+$")
+    reason: str = ""
+
+
 AgentRequest = Annotated[
     SendReq
     | RecvReq
@@ -269,7 +311,13 @@ AgentRequest = Annotated[
     | AskOperatorReq
     | SchedulePromptReq
     | ListSchedulesReq
-    | CancelScheduleReq,
+    | CancelScheduleReq
+    | RequestInitConfigReq
+    | RequestApplyCommitReq
+    | LifecycleReq
+    | GetLogsReq
+    | GetHostJournalReq
+    | RequestUpdateMetaInputsReq,
     Field(discriminator="cmd"),
 ]
 
@@ -349,6 +397,54 @@ class OpMessagesReq(_Req):
     limit: int = Field(default=50, ge=1, le=1000)
 
 
+class OpApprovalsReq(_Req):
+    cmd: Literal["approvals"]
+    pending_only: bool = True
+
+
+class OpApprovalShowReq(_Req):
+    cmd: Literal["approval_show"]
+    approval_id: RowId
+
+
+class OpResolveReq(_Req):
+    cmd: Literal["approve", "deny"]
+    approval_id: RowId
+    reason: str = ""
+
+
+class OpLifecycleReq(_Req):
+    """The operator's kill/start/restart/update/destroy of any agent."""
+
+    cmd: Literal["agent_kill", "agent_start", "agent_restart", "agent_update", "agent_destroy"]
+    agent: str
+
+
+class OpLogsReq(_Req):
+    cmd: Literal["logs"]
+    agent: str
+    lines: int = Field(default=100, ge=1, le=5000)
+
+
+class OpCompactReq(_Req):
+    cmd: Literal["compact"]
+    agent: str
+
+
+class OpPermsSetReq(_Req):
+    """Propose new tool groups/capabilities for an agent (an approval to apply)."""
+
+    cmd: Literal["perms_set"]
+    agent: str
+    tool_groups: list[str]
+    capabilities: list[str] = Field(default_factory=list)
+
+
+class OpConfigReq(_Req):
+    cmd: Literal["agent_config"]
+    agent: str
+
+
 HostRequest = Annotated[
     OpSendReq
     | OpInboxReq
@@ -362,7 +458,15 @@ HostRequest = Annotated[
     | OpAnswerReq
     | OpSpawnReq
     | OpStatusReq
-    | OpMessagesReq,
+    | OpMessagesReq
+    | OpApprovalsReq
+    | OpApprovalShowReq
+    | OpResolveReq
+    | OpLifecycleReq
+    | OpLogsReq
+    | OpCompactReq
+    | OpPermsSetReq
+    | OpConfigReq,
     Field(discriminator="cmd"),
 ]
 

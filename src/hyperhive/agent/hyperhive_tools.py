@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hyperhive.agent.mcp_surface import ToolSpec
 from hyperhive.agent.runtime import AgentRuntime
-from hyperhive.permissions import ToolGroup
+from hyperhive.permissions import Capability, ToolGroup
 from hyperhive.protocol import (
     AckUntilReq,
     AskOperatorReq,
@@ -23,11 +23,17 @@ from hyperhive.protocol import (
     CancelScheduleReq,
     CompactReq,
     GetAgentMetaReq,
+    GetHostJournalReq,
+    GetLogsReq,
     GetLooseEndsReq,
+    LifecycleReq,
     ListSchedulesReq,
     Message,
     RecvReq,
     RemindReq,
+    RequestApplyCommitReq,
+    RequestInitConfigReq,
+    RequestUpdateMetaInputsReq,
     SchedulePromptReq,
     SendReq,
     SetStatusReq,
@@ -200,6 +206,119 @@ async def _cancel_schedule(rt: AgentRuntime, a: ScheduleIdArgs) -> str:
     return f"schedule #{a.id} cancelled"
 
 
+class InitConfigArgs(_Args):
+    name: str = Field(description="The child's name (new, or your existing direct child).")
+    config: str = Field(default="", description="The child's agent.toml text ('' = defaults).")
+
+
+class ApplyCommitArgs(_Args):
+    agent: str = Field(description="Yourself or a descendant.")
+    commit: str = Field(default="HEAD", description="A commit of its proposed config repo.")
+
+
+class AgentArgs(_Args):
+    agent: str = Field(description="A descendant of yours.")
+
+
+class LogsArgs(_Args):
+    agent: str = Field(description="A descendant of yours.")
+    lines: int = Field(default=100, ge=1, le=5000)
+
+
+class LinesArgs(_Args):
+    lines: int = Field(default=100, ge=1, le=5000)
+
+
+class MetaInputsArgs(_Args):
+    claude_version: str = Field(description="The claude CLI version to pin, e.g. 2.1.330.")
+    reason: str = ""
+
+
+async def _init_config(rt: AgentRuntime, a: InitConfigArgs) -> str:
+    r = await rt.call(RequestInitConfigReq(cmd="request_init_config", name=a.name, config=a.config))
+    return (
+        f"approval #{r['approval_id']} pending: the operator decides; "
+        "approval_resolved arrives in your inbox"
+    )
+
+
+async def _apply_commit(rt: AgentRuntime, a: ApplyCommitArgs) -> str:
+    r = await rt.call(
+        RequestApplyCommitReq(cmd="request_apply_commit", agent=a.agent, commit=a.commit)
+    )
+    return f"approval #{r['approval_id']} pending for {a.agent} at {r['commit'][:12]}"
+
+
+def _verb(verb: Literal["kill", "start", "restart", "update", "destroy"]) -> Any:
+    async def run(rt: AgentRuntime, a: AgentArgs) -> str:
+        return _json(await rt.call(LifecycleReq(cmd=verb, agent=a.agent)))
+
+    return run
+
+
+async def _logs(rt: AgentRuntime, a: LogsArgs) -> str:
+    r = await rt.call(GetLogsReq(cmd="get_logs", agent=a.agent, lines=a.lines))
+    return "\n".join(r["lines"]) or f"(no log lines for {a.agent} yet)"
+
+
+async def _journal(rt: AgentRuntime, a: LinesArgs) -> str:
+    r = await rt.call(GetHostJournalReq(cmd="get_host_journal", lines=a.lines))
+    return "\n".join(f"== {name}\n" + "\n".join(lines) for name, lines in r.items())
+
+
+async def _meta_inputs(rt: AgentRuntime, a: MetaInputsArgs) -> str:
+    r = await rt.call(
+        RequestUpdateMetaInputsReq(
+            cmd="request_update_meta_inputs", claude_version=a.claude_version, reason=a.reason
+        )
+    )
+    return f"approval #{r['approval_id']} pending"
+
+
+def _lifecycle_tools() -> list[ToolSpec]:
+    lc, ap, dg = ToolGroup.LIFECYCLE, ToolGroup.APPROVALS, ToolGroup.DIAGNOSTICS
+    verbs: list[tuple[Literal["kill", "start", "restart", "update", "destroy"], str]] = [
+        ("kill", "Stop a descendant (it stays stopped until started)."),
+        ("start", "Start a stopped descendant."),
+        ("restart", "Restart a descendant (its unacked mail is redelivered)."),
+        ("update", "Rebuild a descendant from its applied config."),
+        ("destroy", "Remove a descendant for good (never yourself or an ancestor)."),
+    ]
+    return [
+        ToolSpec(
+            "request_init_config",
+            "Ask to spawn a child (or re-init your direct child) "
+            "with the given agent.toml; the operator approves.",
+            InitConfigArgs,
+            _init_config,
+            lc,
+        ),
+        *[ToolSpec(v, d, AgentArgs, _verb(v), lc) for v, d in verbs],
+        ToolSpec(
+            "request_update_meta_inputs",
+            "Root agents: ask to pin another claude CLI version for the hive.",
+            MetaInputsArgs,
+            _meta_inputs,
+            lc,
+        ),
+        ToolSpec(
+            "request_apply_commit",
+            "Ask to apply a commit of your or a descendant's proposed config repo.",
+            ApplyCommitArgs,
+            _apply_commit,
+            ap,
+        ),
+        ToolSpec("get_logs", "Tail a descendant's log.", LogsArgs, _logs, dg),
+        ToolSpec(
+            "get_host_journal",
+            "Tail the coordinator's and agent host's logs.",
+            LinesArgs,
+            _journal,
+            capability=Capability.READ_HOST_JOURNAL,
+        ),
+    ]
+
+
 def hyperhive_tools() -> list[ToolSpec]:
     m, i, me, sc = ToolGroup.MESSAGING, ToolGroup.INBOX, ToolGroup.META, ToolGroup.SCHEDULING
     return [
@@ -265,6 +384,7 @@ def hyperhive_tools() -> list[ToolSpec]:
         ToolSpec(
             "cancel_schedule", "Cancel a schedule by id.", ScheduleIdArgs, _cancel_schedule, sc
         ),
+        *_lifecycle_tools(),
         ToolSpec(
             "compact",
             "Ask for your context to be compacted after this turn (only above 66% usage).",

@@ -33,10 +33,16 @@ from hyperhive.protocol import (
     CompactReq,
     FenceReq,
     GetAgentMetaReq,
+    GetHostJournalReq,
+    GetLogsReq,
     GetLooseEndsReq,
+    LifecycleReq,
     ListSchedulesReq,
     RecvReq,
     RemindReq,
+    RequestApplyCommitReq,
+    RequestInitConfigReq,
+    RequestUpdateMetaInputsReq,
     SchedulePromptReq,
     SendReq,
     SetStatusReq,
@@ -234,6 +240,35 @@ class AgentApi:
     async def _list_schedules(self, req: ListSchedulesReq) -> list[dict[str, object]]:
         scope = [self.name, *topology.descendants(self.c.topology(), self.name)]
         return await self.c.loose_ends.schedules_for(scope)
+
+    # ---- lifecycle (target table of spec 004) ------------------------------------------
+
+    async def _request_init_config(self, req: RequestInitConfigReq) -> dict[str, Any]:
+        return await self.c.approvals.request_init_config(self.name, req.name, req.config)
+
+    async def _request_apply_commit(self, req: RequestApplyCommitReq) -> dict[str, Any]:
+        return await self.c.approvals.request_apply_commit(self.name, req.agent, req.commit)
+
+    async def _request_update_meta_inputs(self, req: RequestUpdateMetaInputsReq) -> dict[str, Any]:
+        return await self.c.approvals.request_update_meta_inputs(
+            self.name, req.claude_version, req.reason
+        )
+
+    async def _lifecycle(self, req: LifecycleReq) -> dict[str, Any]:
+        return await self.c.lifecycle.act(self.name, req.cmd, req.agent)
+
+    _kill = _start = _restart = _update = _destroy = _lifecycle
+
+    async def _get_logs(self, req: GetLogsReq) -> dict[str, Any]:
+        self.c.lifecycle.check_manage(self.name, "get_logs", req.agent)
+        return {"agent": req.agent, "lines": self.c.agent_log_tail(req.agent, req.lines)}
+
+    async def _get_host_journal(self, req: GetHostJournalReq) -> dict[str, Any]:
+        if Capability.READ_HOST_JOURNAL not in self.c.registry.config(self.name).capabilities:
+            raise PermissionDenied(
+                "get_host_journal needs the read_host_journal capability (permissions tab)"
+            )
+        return self.c.host_journal(req.lines)
 
     async def _cancel_schedule(self, req: CancelScheduleReq) -> dict[str, bool]:
         row = await self.c.loose_ends.row("schedule", req.schedule_id)

@@ -10,16 +10,19 @@ import time
 from typing import Any
 
 import anyio
-from anyio.abc import TaskStatus
+from anyio.abc import TaskGroup, TaskStatus
 from pydantic import BaseModel
 
 from hyperhive import __version__, topology
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths
 from hyperhive.core.agent_api import AgentApi
+from hyperhive.core.approvals import Approvals
 from hyperhive.core.broker import Broker, ensure_agent_row
 from hyperhive.core.db import Database
 from hyperhive.core.hostlink import HostLink
+from hyperhive.core.lifecycle import Lifecycle, tail_lines
 from hyperhive.core.loose_ends import LooseEnds
+from hyperhive.core.meta import MetaStore
 from hyperhive.core.notify import EventBus, Notifier
 from hyperhive.core.operator_api import OperatorApi
 from hyperhive.core.registry import AgentRegistry
@@ -69,16 +72,25 @@ class Coordinator:
             self._agent_crashed,
             self._host_lost,
         )
+        self.meta = MetaStore(paths)
+        self.approvals = Approvals(self)
+        self.lifecycle = Lifecycle(self)
         self._listeners: Listeners | None = None
+        self._tg: TaskGroup | None = None
 
     # ---- lifespan ------------------------------------------------------------
 
-    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, dashboard: bool = False, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
         """Serve until cancelled; ``task_status.started()`` once every socket listens."""
-        self._reconcile()
+        await anyio.to_thread.run_sync(self.meta.ensure)
+        self.reconcile()
+        await anyio.to_thread.run_sync(self.meta.commit_meta, "reconcile on coordinator start")
         await self.db.run(lambda c: [ensure_agent_row(c, a) for a in self.registry.known()])
         try:
             async with anyio.create_task_group() as tg:
+                self._tg = tg
                 self._listeners = Listeners(tg)
                 mf = self.config.max_frame_bytes
                 await tg.start(
@@ -96,8 +108,12 @@ class Coordinator:
                     )
                 )
                 for name in self.registry.known():
-                    await self._open_agent_socket(name)
+                    await self.open_agent_socket(name)
                 tg.start_soon(self.scheduler.run)
+                if dashboard:
+                    from hyperhive.core.dashboard.server import serve_dashboard
+
+                    await tg.start(serve_dashboard, self)
                 log.info(
                     "coordinator up: %s (%d agents)", self.paths.home, len(self.registry.known())
                 )
@@ -105,13 +121,26 @@ class Coordinator:
         finally:
             self.db.close()
 
-    def _reconcile(self) -> None:
+    def reconcile(self) -> None:
+        """Bring topology.json in line with the agents that exist (spec "Reconcile")."""
         current = self.topology_store.read()
         updated = topology.reconcile(current, self.registry.known())
         if updated != current:
             self.topology_store.write(updated)
 
-    async def _open_agent_socket(self, name: str) -> None:
+    def spawn_task(self, fn: Any, *args: Any) -> None:
+        """Run ``fn(*args)`` in the coordinator's task group (lives as long as it does)."""
+        assert self._tg is not None
+        self._tg.start_soon(fn, *args)
+
+    def close_agent_socket(self, name: str) -> None:
+        if self._listeners is not None:
+            self._listeners.remove(name)
+
+    def on_destroyed(self, name: str) -> None:
+        self.hostlink.turns.pop(name, None)
+
+    async def open_agent_socket(self, name: str) -> None:
         assert self._listeners is not None
         await self._listeners.add(
             name,
@@ -158,15 +187,32 @@ class Coordinator:
 
     async def notify_submitter(self, agent: str, event: BaseModel) -> None:
         submitter = self.submitter_of(agent)
-        kind = str(event.model_dump()["event"])
         if submitter is None:
-            log.info("%s for %s: no submitting agent to tell", kind, agent)
+            log.info("%s for %s: no submitting agent to tell", event.model_dump()["event"], agent)
             return
-        body = json.dumps(event.model_dump(mode="json"))
+        await self.notify_agent(submitter, event)
+
+    async def notify_agent(self, recipient: str, event: BaseModel) -> None:
+        """A helper event: urgent ones to the inbox from ``system``, the rest as core todos."""
+        data = event.model_dump(mode="json")
+        kind = str(data["event"])
+        body = json.dumps(data)
         if kind in INBOX_EVENTS:
-            await self.broker.send(SYSTEM, submitter, body)
+            await self.broker.send(SYSTEM, recipient, body)
         else:
-            await self.loose_ends.todo_upsert(submitter, "core", f"{kind}:{agent}", body)
+            await self.loose_ends.todo_upsert(recipient, "core", f"{kind}:{data['agent']}", body)
+
+    # ---- logs -------------------------------------------------------------------
+
+    def agent_log_tail(self, agent: str, lines: int) -> list[str]:
+        return tail_lines(self.paths.logs / "agents" / f"{agent}.log", lines)
+
+    def host_journal(self, lines: int) -> dict[str, list[str]]:
+        """The coordinator's and agent host's own logs (as ``hivectl up`` writes them)."""
+        return {
+            name: tail_lines(self.paths.logs / f"{name}.log", lines)
+            for name in ("coordinator", "host")
+        }
 
     # ---- agent state ------------------------------------------------------------
 
@@ -281,17 +327,8 @@ class Coordinator:
     # ---- lifecycle hooks ----------------------------------------------------------
 
     async def add_agent(self, name: str, config: AgentConfig, parent: str | None) -> None:
-        self.registry.write(name, config)
-        self.registry.agent_dir_ready(name)
-        topo = topology.reconcile(self.topology(), self.registry.known())
-        if parent is not None:
-            topo[name] = parent
-        self.topology_store.write(topo)
-        await self.db.run(lambda c: ensure_agent_row(c, name))
-        await self._open_agent_socket(name)
-        self.bus.emit("topology", child=name, parent=parent)
-        if self.hostlink.hosts:
-            await self.activate(name)
+        """The operator's own spawn: no approval needed."""
+        await self.lifecycle.create(name, config, parent, f"spawn {name} (operator)")
 
     async def activate(self, name: str) -> None:
         row = await self.db.run(lambda c: ensure_agent_row(c, name))
@@ -317,9 +354,12 @@ class Coordinator:
                 await self.activate(name)
 
     async def _agent_crashed(self, agent: str, reason: str) -> None:
-        log.error("agent %s crashed: %s", agent, reason)
-        await self.notify_submitter(agent, ContainerCrash(agent=agent, reason=reason))
+        await self.lifecycle.crashed(agent, reason)
 
     async def _host_lost(self, agents: list[str]) -> None:
+        # They come back when a host registers again (hivectl up restarts it).
         for agent in agents:
             log.warning("agent %s stopped with its host", agent)
+            await self.notify_submitter(
+                agent, ContainerCrash(agent=agent, reason="its agent host died")
+            )

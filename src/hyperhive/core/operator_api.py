@@ -10,17 +10,27 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hyperhive import topology
+from hyperhive.core.agent_api import COMPACT_THRESHOLD
 from hyperhive.errors import InvalidRequest, NotFound
 from hyperhive.names import OPERATOR, validate_agent_name
+from hyperhive.permissions import Capability, ToolGroup, allowed_tools_arg, builtin_tools_arg
 from hyperhive.protocol import (
     OpAckReq,
     OpAgentsReq,
     OpAnswerReq,
+    OpApprovalShowReq,
+    OpApprovalsReq,
     OpCancelLooseEndReq,
+    OpCompactReq,
+    OpConfigReq,
     OpInboxReq,
+    OpLifecycleReq,
+    OpLogsReq,
     OpLooseEndsReq,
     OpMessagesReq,
+    OpPermsSetReq,
     OpQuestionsReq,
+    OpResolveReq,
     OpSendReq,
     OpSetParentReq,
     OpSpawnReq,
@@ -110,6 +120,60 @@ class OperatorApi:
             "parent": req.parent,
             "running": self.c.hostlink.running(req.name),
         }
+
+    async def _approvals(self, req: OpApprovalsReq) -> list[dict[str, Any]]:
+        return await self.c.approvals.list(req.pending_only)
+
+    async def _approval_show(self, req: OpApprovalShowReq) -> dict[str, Any]:
+        return await self.c.approvals.show(req.approval_id)
+
+    async def _approve(self, req: OpResolveReq) -> dict[str, Any]:
+        return await self.c.approvals.resolve(req.approval_id, True, req.reason)
+
+    async def _deny(self, req: OpResolveReq) -> dict[str, Any]:
+        if not req.reason.strip():
+            raise InvalidRequest("say why: deny needs a reason (--reason), which the asker reads")
+        return await self.c.approvals.resolve(req.approval_id, False, req.reason)
+
+    async def _lifecycle(self, req: OpLifecycleReq) -> dict[str, Any]:
+        return await self.c.lifecycle.act(None, req.cmd.removeprefix("agent_"), req.agent)
+
+    _agent_kill = _agent_start = _agent_restart = _agent_update = _agent_destroy = _lifecycle
+
+    async def _logs(self, req: OpLogsReq) -> dict[str, Any]:
+        self.c.require_agent(req.agent)
+        return {"agent": req.agent, "lines": self.c.agent_log_tail(req.agent, req.lines)}
+
+    async def _compact(self, req: OpCompactReq) -> dict[str, Any]:
+        self.c.require_agent(req.agent)
+        return await self.c.request_compact(req.agent, COMPACT_THRESHOLD)
+
+    async def _agent_config(self, req: OpConfigReq) -> dict[str, Any]:
+        cfg = self.c.registry.config(req.agent)
+        groups = list(cfg.tool_groups)
+        extra = {n: s.allowed_tools for n, s in cfg.servers().items() if s.allowed_tools}
+        return {
+            "agent": req.agent,
+            "config": cfg.model_dump(mode="json"),
+            "tool_groups": [g.value for g in groups],
+            "capabilities": [c.value for c in cfg.capabilities],
+            "tools_arg": builtin_tools_arg(groups),
+            "allowed_tools_arg": allowed_tools_arg(groups, list(cfg.capabilities), extra),
+        }
+
+    async def _perms_set(self, req: OpPermsSetReq) -> dict[str, Any]:
+        current = self.c.registry.config(req.agent)
+        try:
+            groups = [ToolGroup(g.strip().lower()) for g in req.tool_groups if g.strip()]
+            caps = [Capability(c.strip().lower()) for c in req.capabilities if c.strip()]
+        except ValueError as exc:
+            raise InvalidRequest(f"{exc}; known groups: {', '.join(ToolGroup.ALL)}") from exc
+        if not groups:
+            raise InvalidRequest("an agent needs at least one tool group")
+        proposed = current.model_copy(update={"tool_groups": groups, "capabilities": caps})
+        return await self.c.approvals.propose(
+            OPERATOR, req.agent, proposed, "permissions: " + ",".join(groups)
+        )
 
     async def _status(self, req: OpStatusReq) -> dict[str, Any]:
         topo = self.c.topology()

@@ -1,0 +1,218 @@
+"""hivectl: Agents: list, tree, spawn, set-parent, lifecycle, logs, compact, permissions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hyperhive.cli.base import _Ctx, _emit, json_option, main, pass_ctx
+from hyperhive.config import AgentConfig, load_agent_config
+from hyperhive.protocol import (
+    OpAgentsReq,
+    OpCompactReq,
+    OpConfigReq,
+    OpLifecycleReq,
+    OpLogsReq,
+    OpPermsSetReq,
+    OpResolveReq,
+    OpSetParentReq,
+    OpSpawnReq,
+)
+
+# ---- agents -------------------------------------------------------------------
+
+
+@main.group()
+def agents() -> None:
+    """List, spawn and arrange agents."""
+
+
+@agents.command("list")
+@json_option
+@pass_ctx
+def agents_list(obj: _Ctx, as_json: bool) -> None:
+    """Every agent with parent, running state and status."""
+    data = obj.call(OpAgentsReq(cmd="agents"))
+
+    def human(rows: list[dict[str, Any]]) -> None:
+        for a in rows:
+            state = "running" if a["running"] else "stopped"
+            click.echo(
+                f"{a['name']:20} parent={a['parent'] or '-':12} {state:8} "
+                f"{a['turn_state']:10} {a['status_text']}"
+            )
+
+    _emit(data, as_json, human)
+
+
+@agents.command("tree")
+@json_option
+@pass_ctx
+def agents_tree(obj: _Ctx, as_json: bool) -> None:
+    """The agent tree, roots first."""
+    data = obj.call(OpAgentsReq(cmd="agents"))
+    assert isinstance(data, list)
+    rows = {str(a["name"]): a for a in data if isinstance(a, dict)}
+
+    def human(_: object) -> None:
+        def walk(name: str, depth: int) -> None:
+            a = rows[name]
+            mark = "●" if a["running"] else "○"
+            click.echo(f"{'  ' * depth}{mark} {name}  {a['turn_state']}  {a['status_text']}")
+            for child in sorted(n for n, r in rows.items() if r["parent"] == name):
+                walk(child, depth + 1)
+
+        for root in sorted(n for n, r in rows.items() if r["parent"] not in rows):
+            walk(root, 0)
+
+    _emit(data, as_json, human)
+
+
+@agents.command("spawn")
+@click.argument("name")
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path, exists=True),
+    help="An agent.toml to apply (default: the default agent config).",
+)
+@click.option("--parent", default=None, help="Place the new agent under this agent.")
+@pass_ctx
+def agents_spawn(obj: _Ctx, name: str, config_file: Path | None, parent: str | None) -> None:
+    """Create agent NAME (the operator's own spawn: no approval needed)."""
+    config = load_agent_config(config_file) if config_file else AgentConfig()
+    result = obj.call(OpSpawnReq(cmd="spawn", name=name, config=config, parent=parent))
+    assert isinstance(result, dict)
+    click.echo(
+        f"spawned {name}"
+        + (" (running)" if result.get("running") else " (starts when an agent host connects)")
+    )
+
+
+@agents.command("set-parent")
+@click.argument("child")
+@click.option("--parent", default=None, help="The new parent.")
+@click.option("--root", is_flag=True, help="Promote CHILD to a root agent.")
+@pass_ctx
+def agents_set_parent(obj: _Ctx, child: str, parent: str | None, root: bool) -> None:
+    """Move CHILD under --parent P, or to the top with --root (exactly one)."""
+    if (parent is None) == (not root):
+        raise click.UsageError("give exactly one of --parent P or --root")
+    result = obj.call(OpSetParentReq(cmd="set_parent", child=child, new_parent=parent))
+    assert isinstance(result, dict)
+    where = f"under {parent}" if parent else "at the root"
+    click.echo(f"{child} is now {where}" if result["changed"] else f"{child} was already {where}")
+
+
+def _lifecycle_command(verb: str, summary: str) -> None:
+    @agents.command(verb, help=summary)
+    @click.argument("name")
+    @click.option("--yes", is_flag=True, help="Do not ask for confirmation (destroy).")
+    @pass_ctx
+    def command(obj: _Ctx, name: str, yes: bool) -> None:
+        if verb == "destroy" and not yes:
+            click.confirm(f"destroy {name}? Its data moves to agents/.trash", abort=True)
+        request = OpLifecycleReq.model_validate({"cmd": f"agent_{verb}", "agent": name})
+        result = obj.call(request)
+        click.echo(json.dumps(result))
+
+
+for _verb, _summary in (
+    ("kill", "Stop agent NAME; it stays stopped until started."),
+    ("start", "Start agent NAME."),
+    ("restart", "Restart agent NAME (unacked mail is redelivered)."),
+    ("update", "Rebuild agent NAME from its applied config."),
+    ("destroy", "Remove agent NAME for good (data moves to agents/.trash)."),
+):
+    _lifecycle_command(_verb, _summary)
+
+
+@main.command()
+@click.argument("name")
+@click.option("-n", "--lines", default=100, show_default=True)
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new lines.")
+@pass_ctx
+def logs(obj: _Ctx, name: str, lines: int, follow: bool) -> None:
+    """Tail agent NAME's log (its claude turns, bash tasks, subagents)."""
+    result = obj.call(OpLogsReq(cmd="logs", agent=name, lines=lines))
+    assert isinstance(result, dict) and isinstance(result["lines"], list)
+    for line in result["lines"]:
+        click.echo(str(line))
+    if follow:
+        path = obj.paths.logs / "agents" / f"{name}.log"
+        _follow(path)
+
+
+def _follow(path: Path) -> None:
+    import time
+
+    with path.open("rb") as fh:
+        fh.seek(0, 2)
+        while True:
+            line = fh.readline()
+            if line:
+                click.echo(line.decode("utf-8", "replace").rstrip("\n"))
+            else:
+                time.sleep(0.2)
+
+
+@main.command()
+@click.argument("name")
+@pass_ctx
+def compact(obj: _Ctx, name: str) -> None:
+    """Queue a compaction of NAME's context (only above 66% usage; runs after its turn)."""
+    click.echo(json.dumps(obj.call(OpCompactReq(cmd="compact", agent=name))))
+
+
+# ---- permissions -----------------------------------------------------------------
+
+
+@main.group()
+def perms() -> None:
+    """Tool groups and capabilities of an agent."""
+
+
+@perms.command("show")
+@click.argument("name")
+@json_option
+@pass_ctx
+def perms_show(obj: _Ctx, name: str, as_json: bool) -> None:
+    """NAME's groups, capabilities and the exact --tools / --allowedTools it gets."""
+    data = obj.call(OpConfigReq(cmd="agent_config", agent=name))
+
+    def human(d: dict[str, Any]) -> None:
+        click.echo(f"groups:         {','.join(d['tool_groups'])}")
+        click.echo(f"capabilities:   {','.join(d['capabilities']) or '-'}")
+        click.echo(f"--tools         {d['tools_arg']}")
+        click.echo(f"--allowedTools  {d['allowed_tools_arg']}")
+
+    _emit(data, as_json, human)
+
+
+@perms.command("set")
+@click.argument("name")
+@click.option("--groups", required=True, help="Comma-separated tool groups.")
+@click.option("--caps", default="", help="Comma-separated capabilities.")
+@click.option("--apply", "apply_now", is_flag=True, help="Approve the change at once.")
+@pass_ctx
+def perms_set(obj: _Ctx, name: str, groups: str, caps: str, apply_now: bool) -> None:
+    """Propose new groups/capabilities for NAME (an approval; --apply approves it)."""
+    result = obj.call(
+        OpPermsSetReq(
+            cmd="perms_set",
+            agent=name,
+            tool_groups=groups.split(","),
+            capabilities=[c for c in caps.split(",") if c],
+        )
+    )
+    assert isinstance(result, dict)
+    click.echo(
+        f"approval #{result['approval_id']} created (proposed commit {str(result['commit'])[:12]})"
+    )
+    if apply_now:
+        click.echo(
+            json.dumps(obj.call(OpResolveReq(cmd="approve", approval_id=result["approval_id"])))
+        )

@@ -1,0 +1,76 @@
+"""hivectl: Approvals: list, show, approve, deny."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from hyperhive.cli.base import _Ctx, _emit, json_option, main, pass_ctx
+from hyperhive.protocol import (
+    OpApprovalShowReq,
+    OpApprovalsReq,
+    OpResolveReq,
+)
+
+# ---- approvals -------------------------------------------------------------------
+
+
+@main.group()
+def approvals() -> None:
+    """Config changes waiting for the operator."""
+
+
+@approvals.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Include resolved ones.")
+@json_option
+@pass_ctx
+def approvals_list(obj: _Ctx, show_all: bool, as_json: bool) -> None:
+    """Pending approvals (id, kind, requester, subject, state)."""
+    data = obj.call(OpApprovalsReq(cmd="approvals", pending_only=not show_all))
+
+    def human(rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            click.echo("(no pending approvals)")
+        for a in rows:
+            click.echo(
+                f"#{a['id']} [{a['state']}] {a['kind']} {a['subject']} (by {a['requester']})"
+            )
+
+    _emit(data, as_json, human)
+
+
+@approvals.command("show")
+@click.argument("approval_id", type=int)
+@json_option
+@pass_ctx
+def approvals_show(obj: _Ctx, approval_id: int, as_json: bool) -> None:
+    """One approval with the proposed config diff."""
+    data = obj.call(OpApprovalShowReq(cmd="approval_show", approval_id=approval_id))
+
+    def human(a: dict[str, Any]) -> None:
+        click.echo(f"#{a['id']} [{a['state']}] {a['kind']} {a['subject']} (by {a['requester']})")
+        if a.get("diff"):
+            click.echo(a["diff"])
+
+    _emit(data, as_json, human)
+
+
+@approvals.command("approve")
+@click.argument("approval_id", type=int)
+@pass_ctx
+def approvals_approve(obj: _Ctx, approval_id: int) -> None:
+    """Approve and carry out APPROVAL_ID (apply, spawn, rebuild)."""
+    result = obj.call(OpResolveReq(cmd="approve", approval_id=approval_id))
+    click.echo(json.dumps(result))
+
+
+@approvals.command("deny")
+@click.argument("approval_id", type=int)
+@click.option("--reason", required=True, help="Why (the asker reads it).")
+@pass_ctx
+def approvals_deny(obj: _Ctx, approval_id: int, reason: str) -> None:
+    """Deny APPROVAL_ID with a reason."""
+    result = obj.call(OpResolveReq(cmd="deny", approval_id=approval_id, reason=reason))
+    click.echo(json.dumps(result))

@@ -1,0 +1,94 @@
+"""``hivectl``: the operator's command line (the group and shared helpers).
+
+Every read command takes ``--json`` (stable shapes, documented in the
+README); errors are one line on stderr and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import click
+from pydantic import BaseModel, JsonValue
+
+from hyperhive import __version__
+from hyperhive.client import call_once
+from hyperhive.config import (
+    HivePaths,
+    resolve_home,
+)
+from hyperhive.errors import HiveError
+
+__all__ = ["main"]
+
+
+class _Ctx:
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.paths = HivePaths(home)
+
+    def call(self, request: BaseModel) -> JsonValue:
+        return anyio.run(call_once, self.paths.host_sock, request)
+
+
+pass_ctx = click.make_pass_decorator(_Ctx)
+
+
+class _Group(click.Group):
+    """Turns a ``HiveError`` into one clear line and exit code 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except HiveError as exc:
+            click.echo(f"hivectl: {exc.message}", err=True)
+            sys.exit(1)
+
+
+def _emit(data: JsonValue, as_json: bool, human: Callable[[Any], None]) -> None:
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+    else:
+        human(data)
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="hivectl")
+@click.option(
+    "--home",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The hive's home (default: $HIVE_HOME or ~/.local/share/hyperhive).",
+)
+@click.pass_context
+def main(ctx: click.Context, home: Path | None) -> None:
+    """Run and steer a hive of sandboxed Claude Code agents."""
+    ctx.obj = _Ctx(resolve_home(home))
+
+
+def _setup_logging() -> None:
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+async def _until_signalled(run: Callable[..., Any]) -> None:
+    async with anyio.create_task_group() as tg:
+        await tg.start(run)
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                logging.getLogger("hyperhive").info("%s: stopping", signal.Signals(signum).name)
+                break
+        tg.cancel_scope.cancel()

@@ -1,0 +1,113 @@
+"""hivectl: Running the hive: serve, host, status, tools."""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+import anyio
+import click
+
+from hyperhive.cli.base import (
+    _Ctx,
+    _emit,
+    _setup_logging,
+    _until_signalled,
+    json_option,
+    main,
+    pass_ctx,
+)
+from hyperhive.config import load_hive_config
+from hyperhive.permissions import Capability, ToolGroup, allowed_tools_arg, builtin_tools_arg
+from hyperhive.protocol import (
+    OpStatusReq,
+)
+
+
+@main.command()
+@click.option("--no-dashboard", is_flag=True, help="Do not serve the web dashboard.")
+@pass_ctx
+def serve(obj: _Ctx, no_dashboard: bool) -> None:
+    """Run the coordinator in the foreground (logs to stderr)."""
+    from functools import partial
+
+    from hyperhive.core.coordinator import Coordinator
+
+    _setup_logging()
+    coordinator = Coordinator(obj.paths, load_hive_config(obj.home))
+    anyio.run(_until_signalled, partial(coordinator.run, dashboard=not no_dashboard))
+
+
+@main.command()
+@pass_ctx
+def up(obj: _Ctx) -> None:
+    """Start the whole hive: coordinator, agent host, dashboard; supervise until Ctrl-C.
+
+    Ensures the root manager agent exists, prints the dashboard's URL and
+    where the logs are, reports each agent as it comes up, and restarts the
+    agent host if it dies. Ctrl-C stops agents gracefully.
+    """
+    from hyperhive.supervisor import Supervisor
+
+    hive = load_hive_config(obj.home)
+    anyio.run(Supervisor(obj.home, hive, click.echo).run)
+
+
+@main.command()
+@pass_ctx
+def host(obj: _Ctx) -> None:
+    """Run the agent host in the foreground: every active agent of this machine.
+
+    SIGTERM/SIGINT stops agents gracefully (their current turn finishes);
+    a second signal kills their claude processes at once.
+    """
+    from hyperhive.agent.host import AgentHost
+
+    _setup_logging()
+    agent_host = AgentHost(obj.paths, load_hive_config(obj.home))
+
+    async def run() -> None:
+        async with anyio.create_task_group() as tg:
+            await tg.start(agent_host.run)
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for _ in signals:
+                    break
+
+                async def second_signal_kills() -> None:
+                    async for _ in signals:
+                        await agent_host.stop_all(graceful=False)
+                        return
+
+                async with anyio.create_task_group() as stopping:
+                    stopping.start_soon(second_signal_kills)
+                    await agent_host.stop_all()
+                    stopping.cancel_scope.cancel()
+            tg.cancel_scope.cancel()
+
+    anyio.run(run)
+
+
+@main.command()
+@json_option
+@pass_ctx
+def status(obj: _Ctx, as_json: bool) -> None:
+    """Show the coordinator's view of the hive."""
+    data = obj.call(OpStatusReq(cmd="status"))
+
+    def human(d: dict[str, Any]) -> None:
+        for key, value in d.items():
+            click.echo(f"{key:15} {value}")
+
+    _emit(data, as_json, human)
+
+
+@main.command("tools")
+@click.option("--groups", default="", help="Comma-separated tool groups (blank: the default).")
+@click.option("--caps", default="", help="Comma-separated capabilities.")
+def tools_cmd(groups: str, caps: str) -> None:
+    """Show the exact --tools and --allowedTools a set of groups resolves to."""
+    resolved = ToolGroup.parse_list(groups)
+    capabilities = Capability.parse_list(caps)
+    click.echo(f"groups:         {','.join(resolved)}")
+    click.echo(f"--tools         {builtin_tools_arg(resolved)}")
+    click.echo(f"--allowedTools  {allowed_tools_arg(resolved, capabilities)}")

@@ -1,0 +1,1 @@
+"""The operator's web dashboard, served by the coordinator (loopback by default)."""

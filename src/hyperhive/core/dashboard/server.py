@@ -1,0 +1,77 @@
+"""Serving the dashboard: bind (falling back to a free port), record the URL, run.
+
+The URL goes to ``run/dashboard.json`` so ``hivectl up`` can print it and
+several hives can run side by side without fighting over one port.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import socket
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import anyio
+import uvicorn
+from anyio.abc import TaskStatus
+
+from hyperhive.atomic import atomic_write_text
+from hyperhive.core.dashboard.app import build_dashboard
+
+if TYPE_CHECKING:
+    from hyperhive.core.coordinator import Coordinator
+
+__all__ = ["serve_dashboard"]
+
+log = logging.getLogger(__name__)
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn without its own signal handlers: the process's owner decides."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        if port == 0:
+            sock.close()
+            raise
+        log.warning(
+            "dashboard port %d is busy (%s); using a free port instead (set "
+            "dashboard_port in hive.toml to choose)",
+            port,
+            exc.strerror,
+        )
+        sock.bind((host, 0))
+    sock.listen(128)
+    return sock
+
+
+async def serve_dashboard(
+    coord: Coordinator, *, task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    cfg = coord.config
+    sock = _bind(cfg.bind, cfg.dashboard_port)
+    port = sock.getsockname()[1]
+    url = f"http://{cfg.bind}:{port}"
+    atomic_write_text(coord.paths.run / "dashboard.json", json.dumps({"url": url}), 0o600)
+    server = _QuietServer(
+        uvicorn.Config(
+            build_dashboard(coord), log_level="warning", lifespan="on", timeout_graceful_shutdown=2
+        )
+    )
+    log.info("dashboard on %s", url)
+    task_status.started(url)
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        sock.close()

@@ -1,0 +1,145 @@
+"""Git repositories: the meta repo (applied configs, topology, deploy log) and
+each agent's proposed config repo.
+
+``meta/`` holds ``topology.json`` and ``agents/<name>.toml``; every apply is
+a commit, so ``git log`` is the deploy log. ``agents/<name>/config/`` holds
+the agent's proposed ``agent.toml``; the agent and its ancestors edit and
+commit there, and ask for a commit to be applied. All git runs through
+``_git`` with a fixed identity and no hooks or user config, so a repo an
+agent can write to cannot make the coordinator run anything.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from hyperhive.config import HivePaths
+from hyperhive.errors import ConfigError, NotFound, StorageError
+
+__all__ = ["AGENT_TOML", "GitRepo", "MetaStore", "git_available"]
+
+AGENT_TOML = "agent.toml"
+_COMMIT_RE = re.compile(r"[0-9a-fA-F]{4,40}|HEAD(~\d+)?")
+_ENV = {
+    "GIT_AUTHOR_NAME": "hyperhive",
+    "GIT_AUTHOR_EMAIL": "hyperhive@localhost",
+    "GIT_COMMITTER_NAME": "hyperhive",
+    "GIT_COMMITTER_EMAIL": "hyperhive@localhost",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_TERMINAL_PROMPT": "0",
+    "LC_ALL": "C",
+}
+
+
+def git_available() -> bool:
+    return subprocess.run(["git", "--version"], capture_output=True).returncode == 0
+
+
+class GitRepo:
+    """A small, safe wrapper over one git working tree."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        env = {**_ENV, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.path)}
+        cmd = [
+            "git",
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            "safe.directory=*",
+            "-c",
+            "commit.gpgsign=false",
+            "-C",
+            str(self.path),
+            *args,
+        ]
+        result = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if check and result.returncode != 0:
+            raise StorageError(
+                f"git {' '.join(args[:2])} failed in {self.path}: {result.stderr.strip()[:300]}"
+            )
+        return result
+
+    def ensure(self) -> None:
+        """Create the repo (with an empty first commit) if it is not one yet."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        if (self.path / ".git").exists():
+            return
+        self._git("init", "-q", "-b", "main")
+        self._git("commit", "-q", "--allow-empty", "-m", "hyperhive: initial commit")
+
+    def commit(self, message: str, paths: list[str]) -> str | None:
+        """Stage ``paths`` (adds and removals) and commit; None if nothing changed."""
+        self._git("add", "-A", "--", *paths)
+        if self._git("diff", "--cached", "--quiet", check=False).returncode == 0:
+            return None
+        self._git("commit", "-q", "-m", message)
+        return self.head()
+
+    def head(self) -> str:
+        return self._git("rev-parse", "HEAD").stdout.strip()
+
+    def resolve(self, commit: str) -> str:
+        """A full commit id for ``commit`` (hex prefix or HEAD~n), or NotFound."""
+        if not _COMMIT_RE.fullmatch(commit):
+            raise NotFound(f"{commit!r} is not a commit id (hex, or HEAD / HEAD~n)")
+        result = self._git("rev-parse", "--verify", "-q", f"{commit}^{{commit}}", check=False)
+        if result.returncode != 0:
+            raise NotFound(f"no commit {commit!r} in {self.path}")
+        return result.stdout.strip()
+
+    def show(self, commit: str, path: str) -> str:
+        """The text of ``path`` at ``commit``."""
+        full = self.resolve(commit)
+        result = self._git("show", f"{full}:{path}", check=False)
+        if result.returncode != 0:
+            raise ConfigError(f"commit {full[:12]} has no {path}", path=str(self.path / path))
+        return result.stdout
+
+    def log(self, limit: int = 50) -> list[dict[str, str]]:
+        out = self._git("log", f"-{limit}", "--format=%H%x00%ct%x00%s").stdout
+        rows = []
+        for line in out.splitlines():
+            sha, when, subject = line.split("\x00", 2)
+            rows.append({"commit": sha, "time": when, "subject": subject})
+        return rows
+
+    def clean_tree(self) -> bool:
+        """No half-written state: nothing staged or modified in the work tree."""
+        return not self._git("status", "--porcelain").stdout.strip()
+
+
+class MetaStore:
+    """The hive's repos: ``meta/`` and every ``agents/<name>/config/``."""
+
+    def __init__(self, paths: HivePaths) -> None:
+        self.paths = paths
+        self.repo = GitRepo(paths.meta)
+
+    def ensure(self) -> None:
+        self.repo.ensure()
+
+    def commit_meta(self, message: str) -> str | None:
+        """Commit whatever changed in ``meta/`` (applied configs, topology, inputs)."""
+        return self.repo.commit(message, ["."])
+
+    def proposed(self, agent: str) -> GitRepo:
+        repo = GitRepo(self.paths.agent_config_repo(agent))
+        repo.ensure()
+        return repo
+
+    def seed_proposed(self, agent: str, text: str, message: str) -> str:
+        """Write ``agent.toml`` into the proposed repo and commit it (if it changed)."""
+        repo = self.proposed(agent)
+        (repo.path / AGENT_TOML).write_text(text)
+        return repo.commit(message, [AGENT_TOML]) or repo.head()
+
+    def record_inputs(self, claude_version: str) -> str | None:
+        (self.paths.meta / "inputs.toml").write_text(f'claude_code = "{claude_version}"\n')
+        return self.commit_meta(f"inputs: claude-code {claude_version}")

@@ -1,0 +1,181 @@
+"""``hivectl up``: the coordinator and the agent host as supervised processes.
+
+Two processes, not one: a coordinator restart interrupts no turn, and a host
+crash costs its turns (they are redelivered) but never the coordinator's
+state. The host is restarted after 2 s, with the delay doubling (to a
+minute) while it keeps dying quickly. The first Ctrl-C stops the host
+gracefully (every agent finishes its turn), then the coordinator; a second
+one kills at once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import Process
+
+from hyperhive.client import call_once
+from hyperhive.config import HiveConfig, HivePaths
+from hyperhive.errors import HiveError
+from hyperhive.permissions import ToolGroup
+from hyperhive.protocol import OpAgentsReq, OpSpawnReq
+
+__all__ = ["Supervisor"]
+
+log = logging.getLogger(__name__)
+
+RESTART_DELAY = 2.0
+MAX_DELAY = 60.0
+STABLE_AFTER = 60.0
+STOP_GRACE = 150.0
+
+
+def _listening(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX) as sock:
+        try:
+            sock.connect(str(path))
+        except OSError:
+            return False
+        return True
+
+
+class Supervisor:
+    def __init__(self, home: Path, hive: HiveConfig, say: Callable[[str], None]) -> None:
+        self.home = home
+        self.paths = HivePaths(home)
+        self.hive = hive
+        self.say = say
+        self.stopping = False
+
+    def _argv(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "hyperhive", "--home", str(self.home), *args]
+
+    async def _start(self, name: str, *args: str) -> Process:
+        self.paths.logs.mkdir(parents=True, exist_ok=True)
+        with (self.paths.logs / f"{name}.log").open("ab") as log_file:
+            return await anyio.open_process(
+                self._argv(*args),
+                stdin=None,
+                stdout=log_file,
+                stderr=log_file,
+                start_new_session=True,
+            )
+
+    async def run(self) -> None:
+        self.say(f"hyperhive: home {self.home}")
+        coordinator = await self._start("coordinator", "serve")
+        with anyio.fail_after(30):
+            while not _listening(self.paths.host_sock):
+                if coordinator.returncode is not None:
+                    raise HiveError(
+                        f"the coordinator exited with {coordinator.returncode}; "
+                        f"see {self.paths.logs / 'coordinator.log'}"
+                    )
+                await anyio.sleep(0.05)
+        await self._ensure_root()
+        self._announce()
+        self.procs: dict[str, Process] = {"coordinator": coordinator}
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._keep, "coordinator", "serve")
+            tg.start_soon(self._keep, "host", "host")
+            tg.start_soon(self._report_agents)
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    break
+                self.say("stopping: agents finish their turns (Ctrl-C again to kill)")
+                self.stopping = True
+                async with anyio.create_task_group() as stop:
+                    stop.start_soon(self._stop_host, signals)
+                tg.cancel_scope.cancel()
+        coordinator = self.procs["coordinator"]
+        if coordinator.returncode is None:
+            coordinator.send_signal(signal.SIGTERM)
+            with anyio.move_on_after(20):
+                await coordinator.wait()
+            if coordinator.returncode is None:
+                coordinator.kill()
+        self.say("hyperhive stopped")
+
+    async def _ensure_root(self) -> None:
+        root = self.hive.root_agent
+        agents: Any = await call_once(self.paths.host_sock, OpAgentsReq(cmd="agents"))
+        if any(a["name"] == root for a in agents):
+            return
+        from hyperhive.config import AgentConfig
+
+        config = AgentConfig(tool_groups=list(ToolGroup.MANAGER_DEFAULT))
+        await call_once(self.paths.host_sock, OpSpawnReq(cmd="spawn", name=root, config=config))
+        self.say(f"spawned the root manager {root!r}")
+
+    def _announce(self) -> None:
+        try:
+            url = json.loads((self.paths.run / "dashboard.json").read_text())["url"]
+        except (OSError, ValueError, KeyError):
+            url = "(not serving)"
+        self.say(f"dashboard: {url}")
+        self.say(f"logs:      {self.paths.logs}/coordinator.log, host.log, agents/<name>.log")
+
+    async def _keep(self, name: str, *args: str) -> None:
+        """Keep one process alive: restart after 2 s, doubling while it dies quickly."""
+        quick_exits = 0
+        while not self.stopping:
+            proc = self.procs.get(name)
+            if proc is None or proc.returncode is not None:
+                proc = self.procs[name] = await self._start(name, *args)
+            started = time.monotonic()
+            code = await proc.wait()
+            if self.stopping:
+                return
+            quick_exits = quick_exits + 1 if time.monotonic() - started < STABLE_AFTER else 1
+            delay = min(RESTART_DELAY * 2 ** (quick_exits - 1), MAX_DELAY)
+            self.say(
+                f"{name} exited ({code}); restarting in {delay:.0f}s "
+                f"(see {self.paths.logs / (name + '.log')})"
+            )
+            await anyio.sleep(delay)
+
+    async def _stop_host(self, signals: Any) -> None:
+        host = self.procs.get("host")
+        if host is None or host.returncode is not None:
+            return
+        host.send_signal(signal.SIGTERM)
+        async with anyio.create_task_group() as tg:
+
+            async def second_signal() -> None:
+                async for _ in signals:
+                    self.say("killing the agent host now")
+                    host.send_signal(signal.SIGTERM)  # the host's own second-signal path
+                    return
+
+            tg.start_soon(second_signal)
+            with anyio.move_on_after(STOP_GRACE):
+                await host.wait()
+            if host.returncode is None:
+                os.killpg(host.pid, signal.SIGKILL)
+            tg.cancel_scope.cancel()
+
+    async def _report_agents(self) -> None:
+        seen: dict[str, bool] = {}
+        while True:
+            try:
+                agents: Any = await call_once(
+                    self.paths.host_sock, OpAgentsReq(cmd="agents"), within=5
+                )
+            except HiveError:
+                agents = []
+            for a in agents:
+                if seen.get(a["name"]) != a["running"]:
+                    seen[a["name"]] = a["running"]
+                    state = "up" if a["running"] else "down"
+                    self.say(f"agent {a['name']}: {state}")
+            await anyio.sleep(1.0)
