@@ -11,10 +11,16 @@ tool set is per agent and enforced here, server-side:
   can read; an unknown tool is a protocol error);
 - every call is logged before and after with arguments, outcome and
   duration, and put on the agent's events bus (the tool envelope).
+
+Two hooks let a surface differ from the default: ``authenticate`` decides
+which bearer token opens it and *who* the caller is (the agent itself by
+default; one subagent for ``subagent_control``), and ``gate`` refuses a whole
+surface to an agent (e.g. ``bash`` when its ``agent.toml`` disabled it).
 """
 
 from __future__ import annotations
 
+import hmac
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -32,10 +38,20 @@ from pydantic import BaseModel, ValidationError
 
 from hyperhive import __version__
 from hyperhive.agent.events import EventsBus
+from hyperhive.config import AgentConfig
 from hyperhive.errors import HiveError
 from hyperhive.permissions import Capability, ToolGroup
 
-__all__ = ["AGENT_SCOPE_KEY", "Surface", "SurfaceAgent", "ToolSpec"]
+__all__ = [
+    "AGENT_SCOPE_KEY",
+    "Authenticate",
+    "Gate",
+    "Surface",
+    "SurfaceAgent",
+    "ToolSpec",
+    "agent_token",
+    "builtin_gate",
+]
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +68,52 @@ class SurfaceAgent(Protocol):
     bus: EventsBus
 
 
+class TokenHolder(Protocol):
+    """An active agent as the web layer sees it: its name and its bearer token."""
+
+    name: str
+    token: str
+
+
 Handler = Callable[[Any, Any], Awaitable[str]]
+Authenticate = Callable[[Any, str], str | None]
+"""``(agent runtime, bearer token) -> principal`` for ``lookup``, or None: refused."""
+Gate = Callable[[Any], str | None]
+"""``agent -> why this whole surface is refused to it`` (None: it is not)."""
+
+
+def agent_token(runtime: TokenHolder, token: str) -> str | None:
+    """The default: the agent's own token, and the caller is the agent."""
+    return runtime.name if hmac.compare_digest(token.encode(), runtime.token.encode()) else None
+
+
+class ConfiguredAgent(Protocol):
+    name: str
+    config: AgentConfig
+
+
+def builtin_gate(server: str) -> Gate:
+    """Refuse the host's own ``server`` surface to an agent whose config turned it off.
+
+    The MCP config already leaves such a surface out (``AgentConfig.servers``);
+    this is the server-side half, for a caller that dials the URL anyway.
+    """
+
+    def gate(agent: ConfiguredAgent) -> str | None:
+        entry = agent.config.servers().get(server)
+        if entry is None:
+            return (
+                f"the {server} surface is disabled for {agent.name} by its agent.toml "
+                f"([mcp_servers.{server}] enabled = false)"
+            )
+        if not entry.builtin:
+            return (
+                f"{agent.name}'s agent.toml replaces the {server} surface with its own "
+                f"[mcp_servers.{server}] server; use that one"
+            )
+        return None
+
+    return gate
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,17 +150,26 @@ def _preview(value: object) -> str:
 
 
 class Surface:
-    """One MCP server name, all agents, per-agent tool sets."""
+    """One MCP server name, all agents, per-agent tool sets.
+
+    ``lookup`` maps the principal ``authenticate`` returned (stamped into the
+    request scope by the web layer) to the caller the tools receive.
+    """
 
     def __init__(
         self,
         name: str,
         tools: list[ToolSpec],
         lookup: Callable[[str], SurfaceAgent | None],
+        *,
+        authenticate: Authenticate = agent_token,
+        gate: Gate | None = None,
     ) -> None:
         self.name = name
         self.tools = {t.name: t for t in tools}
         self._lookup = lookup
+        self.authenticate = authenticate
+        self._gate = gate
         self._described = {t.name: t.describe() for t in tools}
         self.server: Server[Any] = Server(
             name, version=__version__, on_list_tools=self._list, on_call_tool=self._call
@@ -126,7 +196,13 @@ class Surface:
             raise MCPError(types.INVALID_REQUEST, "no active agent for this request")
         return agent
 
+    def refusal(self, agent: SurfaceAgent) -> str | None:
+        """Why the whole surface is closed to ``agent`` (None: it is open)."""
+        return self._gate(agent) if self._gate is not None else None
+
     def listed_for(self, agent: SurfaceAgent) -> list[str]:
+        if self.refusal(agent) is not None:
+            return []
         return [n for n, t in self.tools.items() if t.refusal(agent) is None]
 
     async def _list(
@@ -147,7 +223,7 @@ class Surface:
         log.info("%s → %s.%s %s", agent.name, self.name, spec.name, _preview(arguments))
         ok = False
         try:
-            refusal = spec.refusal(agent)
+            refusal = self.refusal(agent) or spec.refusal(agent)
             if refusal is not None:
                 text = refusal
             else:

@@ -1,10 +1,12 @@
 """The agent host's one loopback HTTP server: MCP surfaces and the per-agent API.
 
-``/agents/<X>/mcp/<surface>`` needs X's bearer token — another agent's token
-on X's path is refused like no token at all. ``/api/agents/<X>/state`` and
-``/api/agents/<X>/events`` (SSE, replaying recent history) accept X's token
-or the host's operator token (``run/agent-host.json``, 0600), so an agent
-cannot watch another agent's turns.
+``/agents/<X>/mcp/<surface>`` needs a token the surface accepts for X — X's
+own bearer token by default (another agent's token on X's path is refused
+like no token at all); ``subagent_control`` accepts only the per-run token of
+one of X's subagents, and the surface learns from it which one is calling.
+``/api/agents/<X>/state`` and ``/api/agents/<X>/events`` (SSE, replaying
+recent history) accept X's token or the host's operator token
+(``run/agent-host.json``, 0600), so an agent cannot watch another agent's turns.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from hyperhive.agent.mcp_surface import AGENT_SCOPE_KEY, Surface
+from hyperhive.agent.mcp_surface import AGENT_SCOPE_KEY, Surface, agent_token
 from hyperhive.agent.runtime import AgentRuntime
 
 __all__ = ["build_app"]
@@ -60,7 +62,11 @@ class _McpEndpoint:
         surface = self.surfaces.get(request.path_params["surface"])
         runtime = self.lookup(agent_name)
         token = _bearer(request.headers)
-        if runtime is None or token is None or not _same(token, runtime.token):
+        authenticate = surface.authenticate if surface is not None else agent_token
+        principal = None
+        if runtime is not None and token is not None:
+            principal = authenticate(runtime, token)
+        if principal is None:
             await _unauthorized(f"a valid bearer token for agent {agent_name!r} is required")(
                 scope, receive, send
             )
@@ -71,7 +77,7 @@ class _McpEndpoint:
             )(scope, receive, send)
             return
         scope = dict(scope)
-        scope[AGENT_SCOPE_KEY] = agent_name
+        scope[AGENT_SCOPE_KEY] = principal
         await surface.manager.handle_request(scope, receive, send)
 
 

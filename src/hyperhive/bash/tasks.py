@@ -38,13 +38,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol
 
 import anyio
 from anyio.abc import Process, TaskGroup
 from pydantic import ValidationError
 
 from hyperhive.agent.sandbox import AgentSandbox, process_identity, signal_group
+from hyperhive.agent.todos import TodoSink
 from hyperhive.atomic import atomic_write_text
 from hyperhive.bash.records import (
     MAX_TIMEOUT_SECS,
@@ -87,14 +87,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 TASKS_SUBDIR = Path("harness") / "bash-tasks"
-
-
-class TodoSink(Protocol):
-    """Where task todos go (the coordinator, subsystem ``bash``, in production)."""
-
-    async def upsert(self, key: str, body: str) -> None: ...
-
-    async def clear(self, key: str) -> None: ...
 
 
 @dataclass(eq=False)

@@ -1,0 +1,60 @@
+"""Keyed todos an agent-host subsystem files on its agent (bash tasks, subagents).
+
+A todo goes to the coordinator over the agent's own socket, so it lands on
+that agent (identity = the socket) and wakes its turn. The harness's
+connection is used when it is up; otherwise — the host just started and the
+harness has not connected yet, which is exactly when a restart reports its
+``interrupted`` tasks — a one-off connection to the same socket.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from pydantic import BaseModel
+
+from hyperhive.client import RpcClient, call_once
+from hyperhive.config import HivePaths
+from hyperhive.protocol import TodoClearReq, TodoUpsertReq
+
+__all__ = ["CoordinatorTodos", "TodoSink"]
+
+CALL_TIMEOUT = 10.0
+
+
+class TodoSink(Protocol):
+    """Where a subsystem's keyed todos go (the coordinator, in production)."""
+
+    async def upsert(self, key: str, body: str) -> None: ...
+
+    async def clear(self, key: str) -> None: ...
+
+
+class _Agent(Protocol):
+    name: str
+    paths: HivePaths
+    rpc: RpcClient | None
+
+
+@dataclass(frozen=True)
+class CoordinatorTodos:
+    """A :class:`TodoSink` filing the agent's todos under ``subsystem``."""
+
+    agent: _Agent
+    subsystem: str
+
+    async def _call(self, request: BaseModel) -> None:
+        rpc = self.agent.rpc
+        if rpc is not None:
+            await rpc.call(request)
+        else:
+            await call_once(self.agent.paths.agent_sock(self.agent.name), request, CALL_TIMEOUT)
+
+    async def upsert(self, key: str, body: str) -> None:
+        await self._call(
+            TodoUpsertReq(cmd="todo_upsert", subsystem=self.subsystem, key=key, body=body)
+        )
+
+    async def clear(self, key: str) -> None:
+        await self._call(TodoClearReq(cmd="todo_clear", subsystem=self.subsystem, key=key))

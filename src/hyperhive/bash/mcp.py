@@ -1,0 +1,148 @@
+"""The ``bash`` MCP surface: ``run``, ``status``, ``kill`` (spec 001).
+
+Each tool sits behind the ``execution`` tool group — a real, server-side
+gate — and the whole surface behind the agent's ``[mcp_servers.bash]``
+entry (disabled or replaced there = refused here too). The tools call the
+agent's own :class:`~hyperhive.bash.tasks.TaskManager`, which the host runs
+while the agent is active, and answer with short text the model reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hyperhive.agent.mcp_surface import Surface, SurfaceAgent, ToolSpec, builtin_gate
+from hyperhive.agent.runtime import AgentRuntime
+from hyperhive.bash.records import TaskReport, TaskStarted
+from hyperhive.bash.tasks import TaskManager
+from hyperhive.errors import Unavailable
+from hyperhive.permissions import BASH_SERVER, ToolGroup
+
+__all__ = ["bash_surface", "bash_tools", "render_report", "render_started"]
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RunArgs(_Args):
+    cmd: str = Field(description="The shell command; runs as `bash -c cmd` in your workspace.")
+    timeout_secs: float | None = Field(
+        default=None, description="Kill it after this many seconds (timed_out). Omit: no limit."
+    )
+    wait_seconds: float = Field(
+        default=3,
+        description="Wait up to this long (max 30) for the end; 0 returns at once.",
+    )
+    name: str | None = Field(
+        default=None,
+        description="Your own id for the task ([a-z0-9-], ≤ 63); reusable once it has finished.",
+    )
+
+
+class StatusArgs(_Args):
+    id: str = Field(description="The task id from run.")
+    wait_seconds: float = Field(default=0, description="Wait up to this long (max 30) for the end.")
+
+
+class KillArgs(_Args):
+    id: str = Field(description="The task id from run.")
+    force: bool = Field(default=False, description="SIGKILL instead of SIGINT.")
+
+
+def _section(label: str, text: str, path: object) -> str:
+    body = text.rstrip("\n") if text else "(empty)"
+    return f"--- {label} (last 4 KiB; all of it: Read({path})) ---\n{body}"
+
+
+def render_report(report: TaskReport) -> str:
+    """A task's status as the model reads it: one head line, then both output tails."""
+    head = f"task {report.id}: {report.status}"
+    if report.exit_code is not None:
+        head += f", exit_code {report.exit_code}"
+    if report.duration_secs is not None:
+        head += f", ran {report.duration_secs:.1f}s"
+    lines = [head, f"cmd: {report.cmd}"]
+    if report.error:
+        lines.append(report.error)
+    if not report.terminal:
+        lines.append("still going: its end arrives as a todo, or poll status(id)")
+    lines += [
+        _section("stdout", report.stdout_tail, report.stdout_path),
+        _section("stderr", report.stderr_tail, report.stderr_path),
+    ]
+    return "\n".join(lines)
+
+
+def render_started(started: TaskStarted) -> str:
+    return (
+        f"task started: id={started.id}\n"
+        "It runs in the background; its end arrives as a todo (get_loose_ends), "
+        f"or poll status({started.id!r}). Output: Read({started.stdout_path}), "
+        f"Read({started.stderr_path})"
+    )
+
+
+def _manager(rt: AgentRuntime) -> TaskManager:
+    if rt.bash_tasks is None:
+        raise Unavailable(f"bash tasks are not running for {rt.name} (agent starting or stopping)")
+    return rt.bash_tasks
+
+
+async def _run(rt: AgentRuntime, a: RunArgs) -> str:
+    got = await _manager(rt).run(a.cmd, a.timeout_secs, a.wait_seconds, a.name)
+    return render_started(got) if isinstance(got, TaskStarted) else render_report(got)
+
+
+async def _status(rt: AgentRuntime, a: StatusArgs) -> str:
+    return render_report(await _manager(rt).status(a.id, a.wait_seconds))
+
+
+async def _kill(rt: AgentRuntime, a: KillArgs) -> str:
+    outcome = await _manager(rt).kill(a.id, a.force)
+    if outcome == "already_finished":
+        return f"task {a.id} had already finished; status({a.id!r}) has its result"
+    if outcome == "cancelled":
+        return f"task {a.id} was still pending: cancelled before it started (killed)"
+    signal = "SIGKILL" if a.force else "SIGINT"
+    return f"sent {signal} to task {a.id}'s process group; its end arrives as a todo" + (
+        "" if a.force else " (if it does not stop, kill again with force=true)"
+    )
+
+
+def bash_tools() -> list[ToolSpec]:
+    x = ToolGroup.EXECUTION
+    return [
+        ToolSpec(
+            "run",
+            "Run a shell command in the background (bash -c, your workspace). Returns its "
+            "result if it ends within wait_seconds, else `task started: id=<id>`; the end "
+            "then arrives as a todo.",
+            RunArgs,
+            _run,
+            x,
+        ),
+        ToolSpec(
+            "status",
+            "A task's status, exit code, duration and the last 4 KiB of stdout/stderr; "
+            "observing its end clears its todo.",
+            StatusArgs,
+            _status,
+            x,
+        ),
+        ToolSpec(
+            "kill",
+            "Stop a task's whole process group: SIGINT, or SIGKILL with force=true. "
+            "A pending task is cancelled.",
+            KillArgs,
+            _kill,
+            x,
+        ),
+    ]
+
+
+def bash_surface(lookup: Callable[[str], SurfaceAgent | None]) -> Surface:
+    """The host's ``bash`` surface (``/agents/<X>/mcp/bash``)."""
+    return Surface(BASH_SERVER, bash_tools(), lookup, gate=builtin_gate(BASH_SERVER))
