@@ -28,14 +28,17 @@ from pydantic import TypeAdapter, ValidationError
 from hyperhive.agent.events import EventsBus
 from hyperhive.agent.harness import run_agent
 from hyperhive.agent.hyperhive_tools import hyperhive_tools
+from hyperhive.agent.launch import SUBAGENT_CONTROL_SERVER
 from hyperhive.agent.mcp_surface import Surface
 from hyperhive.agent.runtime import AgentRuntime
+from hyperhive.agent.services import agent_services
 from hyperhive.agent.web import build_app
 from hyperhive.atomic import atomic_write_text
+from hyperhive.bash.mcp import bash_surface
 from hyperhive.client import RpcClient, connect
-from hyperhive.config import HiveConfig, HivePaths
+from hyperhive.config import SUBAGENT_SERVER, HiveConfig, HivePaths
 from hyperhive.errors import HiveError, Unavailable
-from hyperhive.permissions import HYPERHIVE_SERVER
+from hyperhive.permissions import BASH_SERVER, HYPERHIVE_SERVER
 from hyperhive.protocol import (
     ActivateCmd,
     DeactivateCmd,
@@ -45,6 +48,7 @@ from hyperhive.protocol import (
     LinkCommand,
     LinkRegisterReq,
 )
+from hyperhive.subagent.mcp import control_surface, subagent_surface
 
 __all__ = ["AgentHost", "resolve_claude_bin"]
 
@@ -81,7 +85,10 @@ class AgentHost:
         self._scopes: dict[str, anyio.CancelScope] = {}
         self.operator_token = secrets.token_urlsafe(32)
         self.surfaces = {
-            HYPERHIVE_SERVER: Surface(HYPERHIVE_SERVER, hyperhive_tools(), self.runtimes.get)
+            HYPERHIVE_SERVER: Surface(HYPERHIVE_SERVER, hyperhive_tools(), self.runtimes.get),
+            BASH_SERVER: bash_surface(self.runtimes.get),
+            SUBAGENT_SERVER: subagent_surface(self.runtimes.get),
+            SUBAGENT_CONTROL_SERVER: control_surface(self.runtimes.get),
         }
         self.app = build_app(self.surfaces, self.runtimes.get, self.operator_token)
         self.base_url = ""
@@ -202,7 +209,8 @@ class AgentHost:
         reason: str | None = None
         with scope:
             try:
-                await run_agent(rt)
+                async with agent_services(rt):
+                    await run_agent(rt)
             except Exception as exc:  # contained: one agent's crash is not the host's
                 log.exception("agent %s crashed", rt.name)
                 reason = f"{type(exc).__name__}: {exc}"

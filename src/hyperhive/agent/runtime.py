@@ -11,7 +11,7 @@ import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -21,6 +21,10 @@ from hyperhive.client import RpcClient
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths
 from hyperhive.errors import Unavailable
 from hyperhive.permissions import CAPABILITIES_ENV, TOOL_GROUPS_ENV, Capability, ToolGroup
+
+if TYPE_CHECKING:
+    from hyperhive.bash.tasks import TaskManager
+    from hyperhive.subagent.session import SubagentManager
 
 __all__ = ["AgentRuntime"]
 
@@ -42,6 +46,9 @@ class AgentRuntime:
     done: anyio.Event = field(default_factory=anyio.Event)
     base_url: str = ""
     claude_pid: int | None = None  # the turn's claude, while one runs
+    # Per-agent services the host runs beside the harness, while the agent is active.
+    bash_tasks: TaskManager | None = None
+    subagents: SubagentManager | None = None
 
     def __post_init__(self) -> None:
         if not self.groups:

@@ -1,0 +1,196 @@
+"""The ``subagent`` and ``subagent_control`` MCP surfaces.
+
+``subagent`` (``/agents/<X>/mcp/subagent``, the agent's token): ``start``,
+``continue``, ``interrupt``, ``status``. Default-on and in no tool group (as
+in the spec); the agent's ``[mcp_servers.subagent]`` entry can disable or
+replace it, and then this surface refuses the agent too.
+
+``subagent_control`` (``/agents/<X>/mcp/subagent_control``): what a
+subagent's own claude gets — ``goal_reached(summary)`` and
+``need_help(question)``. It accepts no agent token, only the per-run token
+of one of X's running subagents (see :mod:`hyperhive.subagent.session`);
+the principal stamped into the request is ``<agent>/<subagent id>``, which
+is how a signal knows its sender. Both signals become todos for the parent.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hyperhive.agent.events import EventsBus
+from hyperhive.agent.launch import SUBAGENT_CONTROL_SERVER
+from hyperhive.agent.mcp_surface import Surface, SurfaceAgent, ToolSpec, builtin_gate
+from hyperhive.agent.runtime import AgentRuntime
+from hyperhive.config import SUBAGENT_SERVER
+from hyperhive.errors import Unavailable
+from hyperhive.permissions import Capability, ToolGroup
+from hyperhive.subagent.records import render_status
+from hyperhive.subagent.session import SubagentManager
+
+__all__ = ["ControlCaller", "control_surface", "subagent_surface", "subagent_tools"]
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StartArgs(_Args):
+    prompt: str = Field(description="The task: what to do and what to report back.")
+    name: str | None = Field(
+        default=None, description="Your own id for it ([a-z0-9-], ≤ 63); default: generated."
+    )
+    model: str | None = Field(
+        default=None, description="Model or alias; default: your config's subagent_model."
+    )
+    dir: str | None = Field(
+        default=None, description="Its working directory (inside your dirs); default: work/."
+    )
+    prompt_file: str | None = Field(
+        default=None, description="A file of instructions appended to its system prompt."
+    )
+
+
+class ContinueArgs(_Args):
+    id: str = Field(description="The subagent id from start.")
+    prompt: str = Field(description="What to tell it next (e.g. the answer to need_help).")
+
+
+class IdArgs(_Args):
+    id: str = Field(description="The subagent id from start.")
+
+
+def _manager(rt: AgentRuntime) -> SubagentManager:
+    if rt.subagents is None:
+        raise Unavailable(f"subagents are not running for {rt.name} (agent starting or stopping)")
+    return rt.subagents
+
+
+async def _start(rt: AgentRuntime, a: StartArgs) -> str:
+    rec = await _manager(rt).start(a.prompt, a.name, a.model, a.dir, a.prompt_file)
+    return (
+        f"subagent started: id={rec.id} (model {rec.model or rt.config.subagent_model}, "
+        f"dir {rec.cwd})\nIts result, goal_reached and need_help arrive as todos; "
+        f"status({rec.id!r}) meanwhile."
+    )
+
+
+async def _continue(rt: AgentRuntime, a: ContinueArgs) -> str:
+    rec = await _manager(rt).resume(a.id, a.prompt)
+    return (
+        f"subagent {rec.id} continues in its session (run {rec.runs}); its result arrives as a todo"
+    )
+
+
+async def _interrupt(rt: AgentRuntime, a: IdArgs) -> str:
+    if await _manager(rt).interrupt(a.id):
+        return f"subagent {a.id} interrupted (its process group is stopped); continue() resumes it"
+    return f"subagent {a.id} was not running; status({a.id!r}) has its result"
+
+
+async def _status(rt: AgentRuntime, a: IdArgs) -> str:
+    return render_status(await _manager(rt).status(a.id), time.time())
+
+
+def subagent_tools() -> list[ToolSpec]:
+    return [
+        ToolSpec(
+            "start",
+            "Start a subagent: a separate claude with your built-in tools and no hyperhive, "
+            "bash or subagent tools, on a bounded task. Returns its id at once.",
+            StartArgs,
+            _start,
+        ),
+        ToolSpec(
+            "continue",
+            "Give a finished subagent its next prompt, in the same session.",
+            ContinueArgs,
+            _continue,
+        ),
+        ToolSpec("interrupt", "Stop a running subagent.", IdArgs, _interrupt),
+        ToolSpec(
+            "status",
+            "A subagent's state (running/finished/interrupted) and its last output.",
+            IdArgs,
+            _status,
+        ),
+    ]
+
+
+def subagent_surface(lookup: Callable[[str], SurfaceAgent | None]) -> Surface:
+    """The host's ``subagent`` surface (``/agents/<X>/mcp/subagent``)."""
+    return Surface(SUBAGENT_SERVER, subagent_tools(), lookup, gate=builtin_gate(SUBAGENT_SERVER))
+
+
+# ---- subagent_control ---------------------------------------------------------------
+
+
+@dataclass
+class ControlCaller:
+    """A running subagent calling its control surface (a SurfaceAgent with no groups)."""
+
+    name: str  # "<agent>/<subagent id>", as logged and put on the parent's bus
+    bus: EventsBus
+    manager: SubagentManager
+    subagent_id: str
+    groups: tuple[ToolGroup, ...] = field(default=())
+    capabilities: tuple[Capability, ...] = field(default=())
+
+
+class GoalArgs(_Args):
+    summary: str = Field(description="What you achieved, for your parent agent.")
+
+
+class HelpArgs(_Args):
+    question: str = Field(description="What you need to know to go on.")
+
+
+async def _goal_reached(caller: ControlCaller, a: GoalArgs) -> str:
+    await caller.manager.signal(caller.subagent_id, "goal_reached", a.summary)
+    return "your parent agent has been told; finish your turn now"
+
+
+async def _need_help(caller: ControlCaller, a: HelpArgs) -> str:
+    await caller.manager.signal(caller.subagent_id, "need_help", a.question)
+    return (
+        "your question went to your parent agent; end your turn now — "
+        "its answer arrives as your next prompt"
+    )
+
+
+def control_tools() -> list[ToolSpec]:
+    return [
+        ToolSpec(
+            "goal_reached",
+            "Tell your parent agent the goal is reached, with a summary.",
+            GoalArgs,
+            _goal_reached,
+        ),
+        ToolSpec(
+            "need_help",
+            "Ask your parent agent a question you cannot answer yourself.",
+            HelpArgs,
+            _need_help,
+        ),
+    ]
+
+
+def control_surface(runtimes: Callable[[str], AgentRuntime | None]) -> Surface:
+    """The host's ``subagent_control`` surface; identity = a running subagent's token."""
+
+    def authenticate(rt: AgentRuntime, token: str) -> str | None:
+        sid = rt.subagents.authenticate(token) if rt.subagents is not None else None
+        return f"{rt.name}/{sid}" if sid is not None else None
+
+    def lookup(principal: str) -> ControlCaller | None:
+        agent, _, sid = principal.partition("/")
+        rt = runtimes(agent)
+        manager = rt.subagents if rt is not None else None
+        if rt is None or manager is None or not manager.running(sid):
+            return None
+        return ControlCaller(principal, rt.bus, manager, sid)
+
+    return Surface(SUBAGENT_CONTROL_SERVER, control_tools(), lookup, authenticate=authenticate)
