@@ -1,50 +1,68 @@
-"""The dashboard's Starlette app.
+"""The dashboard's FastAPI app: pages, the JSON API, SSE, static files, security.
 
-A first page (the agent tree with live state) until the full dashboard
-lands; it reads the coordinator in-process, never through the body of a
-request.
+It reads and steers the coordinator in-process through the operator's own
+requests (``ops.Ops``), never trusting the body of a request for who is
+asking: whoever passes :mod:`security` is the operator.
 """
 
 from __future__ import annotations
 
-import html
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
-from starlette.routing import Route
+import anyio
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from hyperhive import __version__
+from hyperhive.core.dashboard import api, pages
+from hyperhive.core.dashboard.errors import hive_error_handler
+from hyperhive.core.dashboard.security import Guard, Security, ensure_token, is_loopback
+from hyperhive.core.dashboard.state import HERE, Dashboard
+from hyperhive.errors import HiveError
 
 if TYPE_CHECKING:
     from hyperhive.core.coordinator import Coordinator
 
-__all__ = ["build_dashboard"]
+__all__ = ["build_dashboard", "security_for"]
 
 
-def build_dashboard(coord: Coordinator) -> Starlette:
-    async def index(request: Request) -> Response:
-        rows = await coord.agents_view()
-        items = "".join(
-            f"<li><b>{html.escape(a['name'])}</b> parent={html.escape(a['parent'] or '-')} "
-            f"{'running' if a['running'] else 'stopped'} {html.escape(a['turn_state'])} "
-            f"{html.escape(a['status_text'] or '')}</li>"
-            for a in rows
-        )
-        return HTMLResponse(
-            "<!doctype html><title>hyperhive</title><h1>hyperhive</h1>"
-            f"<p>{len(rows)} agents</p><ul>{items}</ul>"
-        )
+def security_for(coord: Coordinator, require_token: bool | None = None) -> Security:
+    """Loopback needs no token; any other ``bind`` (or ``require_token``) does."""
+    bind = coord.config.bind
+    if require_token is None:
+        require_token = not is_loopback(bind)
+    return Security(ensure_token(coord.paths.run) if require_token else None, bind)
 
-    async def agents(request: Request) -> Response:
-        return JSONResponse(await coord.agents_view())
 
-    async def health(request: Request) -> Response:
-        return JSONResponse({"ok": True})
+def build_dashboard(coord: Coordinator, *, require_token: bool | None = None) -> FastAPI:
+    dash = Dashboard(coord, security_for(coord, require_token))
 
-    return Starlette(
-        routes=[
-            Route("/", index),
-            Route("/api/agents", agents),
-            Route("/healthz", health),
-        ]
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with anyio.create_task_group() as tg:
+            await tg.start(dash.watch)
+            yield
+            tg.cancel_scope.cancel()
+
+    app = FastAPI(
+        title="hyperhive dashboard",
+        version=__version__,
+        description="Everything the operator's dashboard does, as JSON. Errors are "
+        "`{ok: false, error: {code, message}}`; `/api/events` and "
+        "`/api/agents/{name}/events` are server-sent event streams.",
+        lifespan=lifespan,
     )
+    app.state.dash = dash
+    app.add_exception_handler(HiveError, hive_error_handler)
+    app.include_router(api.router)
+    app.include_router(pages.router)
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+
+    @app.get("/healthz", include_in_schema=False)
+    async def health() -> dict[str, bool]:
+        return {"ok": True}
+
+    app.add_middleware(Guard, security=dash.security)
+    return app

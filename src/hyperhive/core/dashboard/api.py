@@ -1,0 +1,354 @@
+"""The JSON API under ``/api/``: everything the pages do, described by OpenAPI.
+
+Each route is one operator request (``hyperhive.protocol.HostRequest``) or a
+read of the agent host; refusals come back as ``{ok: false, error: {code,
+message}}`` with the status ``errors.status_for`` picks.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Form, Query, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from hyperhive.config import parse_agent_config
+from hyperhive.core.agent_api import COMPACT_THRESHOLD
+from hyperhive.core.dashboard.live import EventStream, agent_events, hive_events
+from hyperhive.core.dashboard.state import Dashboard, dashboard
+from hyperhive.core.dashboard.views import compact_rule, perms_preview, thread_messages
+from hyperhive.errors import InvalidRequest, NotFound, Unavailable
+from hyperhive.names import OPERATOR
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api")
+Dash = Annotated[Dashboard, Depends(dashboard)]
+Json = dict[str, Any]
+_SSE: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"text/event-stream": {}}, "description": "server-sent events"}
+}
+Limit = Annotated[int, Query(ge=1, le=1000)]
+RowId = Annotated[int, Field(ge=0, le=2**63 - 1)]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SpawnBody(_Body):
+    name: str
+    parent: str | None = None
+    config_toml: str = Field(default="", description="agent.toml text; blank = the default")
+
+
+class DestroyBody(_Body):
+    confirm: str = Field(description="must repeat the agent's name")
+
+
+class PermsBody(_Body):
+    tool_groups: list[str]
+    capabilities: list[str] = Field(default_factory=list)
+
+
+class ReasonBody(_Body):
+    reason: str = ""
+
+
+class SendBody(_Body):
+    to: str
+    body: str
+    in_reply_to: RowId | None = None
+
+
+class ReplyBody(_Body):
+    body: str
+
+
+class AckBody(_Body):
+    up_to: RowId
+
+
+class AnswerBody(_Body):
+    answer: str
+
+
+class Verb(StrEnum):
+    kill = "kill"
+    start = "start"
+    restart = "restart"
+    update = "update"
+
+
+class LooseEndKind(StrEnum):
+    reminder = "reminder"
+    approval = "approval"
+    todo = "todo"
+    question = "question"
+    schedule = "schedule"
+
+
+# ---- the hive ------------------------------------------------------------------
+
+
+@router.get("/status")
+async def status(d: Dash) -> Json:
+    result: Json = await d.ops.call("status")
+    return result
+
+
+@router.get("/agents")
+async def agents(d: Dash) -> list[Json]:
+    """Every agent: name, parent, running, turn_state(+since), status_text, badges."""
+    return await d.agents()
+
+
+@router.get("/topology")
+async def get_topology(d: Dash) -> dict[str, str | None]:
+    result: dict[str, str | None] = await d.ops.call("topology")
+    return result
+
+
+@router.post("/topology/set-parent")
+async def set_parent(
+    d: Dash, child: Annotated[str, Form()], new_parent: Annotated[str, Form()] = ""
+) -> Json:
+    """Move ``child`` under ``new_parent``; absent or empty promotes it to a root."""
+    result: Json = await d.ops.call("set_parent", child=child, new_parent=new_parent or None)
+    return result
+
+
+@router.get("/events", response_class=Response, responses=_SSE)
+async def events(d: Dash) -> Response:
+    """SSE: topology, agent, turn, status, approval, host and inbox events."""
+    return EventStream(lambda emit: hive_events(d.coord, emit))
+
+
+# ---- one agent -------------------------------------------------------------------
+
+
+@router.post("/agents")
+async def spawn(d: Dash, body: SpawnBody) -> Json:
+    """The operator's own spawn (no approval)."""
+    config = parse_agent_config(body.config_toml, f"{body.name}/agent.toml")
+    result: Json = await d.ops.call(
+        "spawn", name=body.name, parent=body.parent, config=config.model_dump(mode="json")
+    )
+    return result
+
+
+async def _agent_row(d: Dashboard, name: str) -> Json:
+    for row in await d.agents():
+        if row["name"] == name:
+            return row
+    raise NotFound(f"no agent named {name!r}; `hivectl agents list` shows the hive")
+
+
+@router.get("/agents/{name}")
+async def agent(d: Dash, name: str) -> Json:
+    row = await _agent_row(d, name)
+    row["compact_rule"] = compact_rule(row.get("last_context_usage"), COMPACT_THRESHOLD)
+    return row
+
+
+@router.get("/agents/{name}/messages")
+async def messages(d: Dash, name: str, limit: Limit = 50) -> Json:
+    result: Json = await d.ops.call("messages", agent=name, limit=limit)
+    return result
+
+
+@router.get("/agents/{name}/loose-ends")
+async def agent_loose_ends(d: Dash, name: str) -> list[Json]:
+    result: list[Json] = await d.ops.call("get_loose_ends", agent=name)
+    return result
+
+
+@router.get("/agents/{name}/logs")
+async def logs(d: Dash, name: str, lines: Annotated[int, Query(ge=1, le=5000)] = 100) -> Json:
+    result: Json = await d.ops.call("logs", agent=name, lines=lines)
+    return result
+
+
+@router.get("/agents/{name}/state")
+async def agent_state(d: Dash, name: str) -> Json:
+    """The host's authoritative turn state, else the coordinator's last report."""
+    row = await _agent_row(d, name)
+    try:
+        return await d.proxy.state(name)
+    except Unavailable:
+        return {
+            "agent": name,
+            "turn_state": row["turn_state"],
+            "turn_state_since": row["turn_state_since"],
+            "status_text": row["status_text"],
+            "context_usage": row["last_context_usage"],
+        }
+
+
+@router.get("/agents/{name}/events", response_class=Response, responses=_SSE)
+async def agent_stream(d: Dash, name: str) -> Response:
+    """SSE: the agent's turn stream (text, tool calls, results), proxied from its host."""
+    d.coord.require_agent(name)
+    return EventStream(lambda emit: agent_events(d.coord, d.proxy, name, emit))
+
+
+@router.post("/agents/{name}/compact")
+async def compact(d: Dash, name: str) -> Json:
+    """Queue a compaction after the current turn; refused at or below 66% usage."""
+    result: Json = await d.ops.call("compact", agent=name)
+    return result
+
+
+@router.post("/agents/{name}/destroy")
+async def destroy(d: Dash, name: str, body: DestroyBody) -> Json:
+    if body.confirm != name:
+        raise InvalidRequest(f"to destroy {name!r}, confirm with its name")
+    result: Json = await d.ops.call("agent_destroy", agent=name)
+    return result
+
+
+@router.get("/agents/{name}/perms")
+async def perms(d: Dash, name: str) -> Json:
+    """Tool groups, capabilities and the exact ``--tools`` / ``--allowedTools``."""
+    d.coord.require_agent(name)
+    result: Json = await d.ops.call("agent_config", agent=name)
+    return result
+
+
+@router.get("/agents/{name}/perms/preview")
+async def perms_preview_route(d: Dash, name: str, groups: str = "", caps: str = "") -> Json:
+    """What ``--tools`` / ``--allowedTools`` the toggled groups would give ``name``."""
+    d.coord.require_agent(name)
+    cfg = d.coord.registry.config(name)
+    extra = {n: s.allowed_tools for n, s in cfg.servers().items() if s.allowed_tools}
+    return perms_preview(groups.split(","), caps.split(","), extra)
+
+
+@router.post("/agents/{name}/perms")
+async def perms_set(d: Dash, name: str, body: PermsBody) -> Json:
+    """Propose the groups/capabilities: creates an approval (applied when approved)."""
+    d.coord.require_agent(name)
+    result: Json = await d.ops.call(
+        "perms_set", agent=name, tool_groups=body.tool_groups, capabilities=body.capabilities
+    )
+    return result
+
+
+@router.post("/agents/{name}/{verb}")
+async def lifecycle(d: Dash, name: str, verb: Verb) -> Json:
+    """kill / start / restart / update."""
+    result: Json = await d.ops.call(f"agent_{verb.value}", agent=name)
+    return result
+
+
+# ---- approvals, mail, questions, loose ends ------------------------------------------
+
+
+@router.get("/approvals")
+async def approvals(d: Dash, all: bool = False) -> list[Json]:
+    result: list[Json] = await d.ops.call("approvals", pending_only=not all)
+    return result
+
+
+@router.get("/approvals/{approval_id}")
+async def approval(d: Dash, approval_id: int) -> Json:
+    """One approval with the proposed config diff."""
+    result: Json = await d.ops.call("approval_show", approval_id=approval_id)
+    return result
+
+
+@router.post("/approvals/{approval_id}/approve")
+async def approve(d: Dash, approval_id: int, body: ReasonBody | None = None) -> Json:
+    reason = body.reason if body else ""
+    result: Json = await d.ops.call("approve", approval_id=approval_id, reason=reason)
+    return result
+
+
+@router.post("/approvals/{approval_id}/deny")
+async def deny(d: Dash, approval_id: int, body: ReasonBody) -> Json:
+    result: Json = await d.ops.call("deny", approval_id=approval_id, reason=body.reason)
+    return result
+
+
+@router.get("/inbox")
+async def inbox(d: Dash, limit: Limit = 50, unread: bool = False) -> list[Json]:
+    """Messages to the operator: id, from, to, body, in_reply_to, created_at, acked."""
+    result: list[Json] = await d.ops.call("inbox", limit=limit, unread_only=unread)
+    return result
+
+
+async def operator_threads(d: Dashboard, limit: int = 200) -> list[Json]:
+    received: list[Json] = await d.ops.call("inbox", limit=limit)
+    sent: list[Json] = []
+    # No operator outbox request: the operator's messages are in each agent's inbox.
+    for name in d.coord.registry.known():
+        box = await d.ops.call("messages", agent=name, limit=limit)
+        sent.extend(m for m in box["inbox"] if m["from"] == OPERATOR)
+    threads = thread_messages([*received, *sent])
+    return [
+        {
+            "last_at": t.last_at,
+            "messages": [{**m, "depth": depth} for depth, m in t.messages],
+        }
+        for t in threads
+    ]
+
+
+@router.get("/inbox/threads")
+async def threads(d: Dash) -> list[Json]:
+    """The operator's conversations, threaded by ``in_reply_to``, newest first."""
+    return await operator_threads(d)
+
+
+@router.post("/inbox/ack")
+async def ack(d: Dash, body: AckBody) -> Json:
+    """Mark the operator's messages up to ``up_to`` as read."""
+    result: Json = await d.ops.call("ack_until", up_to=body.up_to)
+    return result
+
+
+@router.post("/inbox/{message_id}/reply")
+async def reply(d: Dash, message_id: int, body: ReplyBody) -> Json:
+    """Answer a message in the operator's inbox (to its sender, ``in_reply_to`` set)."""
+    rows: list[Json] = await d.ops.call("inbox", limit=1000)
+    match = next((m for m in rows if m["id"] == message_id), None)
+    if match is None:
+        raise NotFound(f"no message #{message_id} in the operator's inbox")
+    result: Json = await d.ops.call(
+        "send", to=match["from"], body=body.body, in_reply_to=message_id
+    )
+    return result
+
+
+@router.post("/messages")
+async def send(d: Dash, body: SendBody) -> Json:
+    result: Json = await d.ops.call(
+        "send", to=body.to, body=body.body, in_reply_to=body.in_reply_to
+    )
+    return result
+
+
+@router.get("/questions")
+async def questions(d: Dash, all: bool = False) -> list[Json]:
+    result: list[Json] = await d.ops.call("questions", open_only=not all)
+    return result
+
+
+@router.post("/questions/{question_id}/answer")
+async def answer(d: Dash, question_id: int, body: AnswerBody) -> Json:
+    result: Json = await d.ops.call("answer_question", question_id=question_id, answer=body.answer)
+    return result
+
+
+@router.get("/loose-ends")
+async def loose_ends(d: Dash) -> list[Json]:
+    """Every open loose end of the hive (reminders, approvals, todos, questions, schedules)."""
+    result: list[Json] = await d.ops.call("get_loose_ends")
+    return result
+
+
+@router.post("/loose-ends/{kind}/{row_id}/cancel")
+async def cancel_loose_end(d: Dash, kind: LooseEndKind, row_id: int) -> Json:
+    result: Json = await d.ops.call("cancel_loose_end", kind=kind.value, row_id=row_id)
+    return result

@@ -1,0 +1,168 @@
+"""Server-rendered pages (Jinja) and the fragments the live script swaps in."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from hyperhive.core.agent_api import COMPACT_THRESHOLD
+from hyperhive.core.dashboard.api import operator_threads
+from hyperhive.core.dashboard.security import AUTH_COOKIE, safe_next
+from hyperhive.core.dashboard.state import Dashboard, dashboard
+from hyperhive.core.dashboard.views import compact_rule, tree_rows
+from hyperhive.errors import NotFound
+from hyperhive.permissions import Capability, ToolGroup
+
+__all__ = ["router"]
+
+router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
+Dash = Annotated[Dashboard, Depends(dashboard)]
+
+
+def _render(d: Dashboard, request: Request, name: str, **context: Any) -> Response:
+    return d.templates.TemplateResponse(request, name, context)
+
+
+@router.get("/")
+async def index(request: Request, d: Dash) -> Response:
+    return _render(d, request, "index.html", nav="tree", rows=tree_rows(await d.agents()))
+
+
+@router.get("/fragments/tree")
+async def tree_fragment(request: Request, d: Dash) -> Response:
+    return _render(d, request, "_tree.html", rows=tree_rows(await d.agents()))
+
+
+async def _agent(d: Dashboard, name: str) -> dict[str, Any]:
+    for row in await d.agents():
+        if row["name"] == name:
+            return row
+    raise NotFound(f"no agent named {name!r}")
+
+
+@router.get("/agents/{name}")
+async def agent_page(request: Request, d: Dash, name: str) -> Response:
+    a = await _agent(d, name)
+    return _render(
+        d,
+        request,
+        "agent.html",
+        nav="tree",
+        tab="overview",
+        a=a,
+        compact_rule=compact_rule(a.get("last_context_usage"), COMPACT_THRESHOLD),
+        box=await d.ops.call("messages", agent=name, limit=20),
+        loose=await d.ops.call("get_loose_ends", agent=name),
+        log=(await d.ops.call("logs", agent=name, lines=60))["lines"],
+    )
+
+
+@router.get("/fragments/agents/{name}/head")
+async def agent_head_fragment(
+    request: Request, d: Dash, name: str, tab: str = "overview"
+) -> Response:
+    return _render(d, request, "_agent_head.html", a=await _agent(d, name), tab=tab)
+
+
+@router.get("/agents/{name}/permissions")
+async def permissions_page(request: Request, d: Dash, name: str) -> Response:
+    a = await _agent(d, name)
+    return _render(
+        d,
+        request,
+        "permissions.html",
+        nav="tree",
+        tab="perms",
+        a=a,
+        cfg=await d.ops.call("agent_config", agent=name),
+        groups=list(ToolGroup.ALL),
+        caps=list(Capability),
+    )
+
+
+async def _approvals_context(d: Dashboard) -> dict[str, Any]:
+    rows = await d.ops.call("approvals", pending_only=False)
+    pending = [
+        await d.ops.call("approval_show", approval_id=r["id"])
+        for r in rows
+        if r["state"] == "pending"
+    ]
+    resolved = [r for r in reversed(rows) if r["state"] != "pending"][:10]
+    return {"pending": pending, "resolved": resolved}
+
+
+@router.get("/approvals")
+async def approvals_page(request: Request, d: Dash) -> Response:
+    return _render(d, request, "approvals.html", nav="approvals", **await _approvals_context(d))
+
+
+@router.get("/fragments/approvals")
+async def approvals_fragment(request: Request, d: Dash) -> Response:
+    return _render(d, request, "_approvals.html", **await _approvals_context(d))
+
+
+async def _inbox_context(d: Dashboard) -> dict[str, Any]:
+    inbox = await d.ops.call("inbox", limit=200)
+    threads = await operator_threads(d)
+    return {
+        "threads": [{"messages": [(m["depth"], m) for m in t["messages"]]} for t in threads],
+        "unread": sum(1 for m in inbox if not m["acked"]),
+        "max_id": max((m["id"] for m in inbox), default=0),
+        "questions": await d.ops.call("questions"),
+    }
+
+
+@router.get("/inbox")
+async def inbox_page(request: Request, d: Dash) -> Response:
+    return _render(d, request, "inbox.html", nav="inbox", **await _inbox_context(d))
+
+
+@router.get("/fragments/inbox")
+async def inbox_fragment(request: Request, d: Dash) -> Response:
+    return _render(d, request, "_inbox.html", **await _inbox_context(d))
+
+
+# ---- login (only meaningful when a token is required) -----------------------------------
+
+
+@router.get("/login")
+async def login_page(request: Request, d: Dash, next: str = "/") -> Response:
+    if not d.security.required:
+        return RedirectResponse(safe_next(next), status_code=303)
+    return _render(d, request, "login.html", next=safe_next(next), error=None)
+
+
+@router.post("/login")
+async def login(
+    request: Request,
+    d: Dash,
+    token: Annotated[str, Form()],
+    next: Annotated[str, Form()] = "/",
+) -> Response:
+    if not d.security.required:
+        return RedirectResponse(safe_next(next), status_code=303)
+    if not d.security.valid(token.strip()):
+        response = _render(
+            d, request, "login.html", next=safe_next(next), error="That is not the operator token."
+        )
+        response.status_code = 401
+        return response
+    response = RedirectResponse(safe_next(next), status_code=303)
+    response.set_cookie(
+        AUTH_COOKIE,
+        token.strip(),
+        httponly=True,
+        samesite="strict",
+        path="/",
+        secure=request.url.scheme == "https",
+    )
+    return response
+
+
+@router.post("/logout")
+async def logout() -> Response:
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(AUTH_COOKIE, path="/")
+    return response

@@ -1,0 +1,237 @@
+// hyperhive dashboard: live fragments over SSE, forms and buttons over the JSON API.
+// Plain JS, no network but this dashboard, no polling: the server pushes events.
+"use strict";
+
+function cookie(name) {
+  const hit = document.cookie.split("; ").find((c) => c.startsWith(name + "="));
+  return hit ? decodeURIComponent(hit.slice(name.length + 1)) : "";
+}
+
+async function api(method, url, body) {
+  const headers = { "X-CSRF-Token": cookie("hive_csrf"), Accept: "application/json" };
+  let payload;
+  if (body instanceof URLSearchParams) {
+    payload = body;
+  } else if (body !== undefined) {
+    headers["Content-Type"] = "application/json";
+    payload = JSON.stringify(body);
+  }
+  const resp = await fetch(url, { method, headers, body: payload, credentials: "same-origin" });
+  let data = null;
+  try { data = await resp.json(); } catch (_) { data = null; }
+  if (!resp.ok) {
+    let message = `HTTP ${resp.status}`;
+    if (data && data.error && data.error.message) message = data.error.message;
+    else if (data && Array.isArray(data.detail)) {
+      message = data.detail.map((d) => `${(d.loc || []).slice(1).join(".")}: ${d.msg}`).join("; ");
+    }
+    const err = new Error(message);
+    err.status = resp.status;
+    throw err;
+  }
+  return data;
+}
+
+function show(out, text, refused) {
+  if (!out) return;
+  out.textContent = text;
+  out.classList.toggle("refused", !!refused);
+  out.classList.toggle("ok", !refused);
+}
+
+function summary(verb, data) {
+  if (!data || typeof data !== "object") return verb;
+  if ("approval_id" in data && data.state === "pending") {
+    return `approval #${data.approval_id} created — approve it under Approvals`;
+  }
+  if ("changed" in data) return data.changed ? "moved" : "already there (nothing changed)";
+  if (data.queued) return `compaction queued (${Math.round(data.context_usage * 100)}% used): ${data.note}`;
+  if ("id" in data && "to" in data) return `sent #${data.id} to ${data.to}`;
+  if (data.message_id) return `answered; sent to ${data.asker} as #${data.message_id}`;
+  if (data.destroyed) return `destroyed; data moved to ${data.data_moved_to}`;
+  if (data.state) return `#${data.approval_id} ${data.state}`;
+  return `${verb}: ${JSON.stringify(data)}`;
+}
+
+// ---- forms with data-api and buttons with data-post ---------------------------------
+
+document.addEventListener("submit", async (ev) => {
+  const form = ev.target.closest("form[data-api]");
+  if (!form) return;
+  ev.preventDefault();
+  const out = form.querySelector("output.result");
+  const fields = new FormData(form);
+  let body;
+  if (form.dataset.encoding === "form") {
+    body = new URLSearchParams(fields);
+  } else {
+    body = {};
+    for (const [k, v] of fields.entries()) body[k] = v;
+  }
+  show(out, "…", false);
+  try {
+    const data = await api("POST", form.dataset.api, body);
+    show(out, summary(form.dataset.ok || "done", data), false);
+    form.querySelectorAll("input:not([type=hidden])").forEach((i) => { if (i.type !== "checkbox") i.value = ""; });
+  } catch (err) {
+    show(out, err.message, true);
+  }
+});
+
+document.addEventListener("click", async (ev) => {
+  const button = ev.target.closest("button[data-post]");
+  if (!button) return;
+  ev.preventDefault();
+  if (button.dataset.confirm && !window.confirm(button.dataset.confirm)) return;
+  const out = document.getElementById("action-result") || button.parentElement.querySelector("output");
+  const body = button.dataset.body ? JSON.parse(button.dataset.body) : undefined;
+  show(out, "…", false);
+  try {
+    const data = await api("POST", button.dataset.post, body);
+    show(out, summary(button.textContent.trim().toLowerCase(), data), false);
+  } catch (err) {
+    show(out, err.message, true);
+  }
+});
+
+// ---- "since" clocks (local, no network) ----------------------------------------------
+
+function ago(seconds) {
+  const s = Math.max(0, Math.floor(seconds));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
+  return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+}
+
+function tick() {
+  const now = Date.now() / 1000;
+  document.querySelectorAll("[data-since]").forEach((el) => {
+    el.textContent = `for ${ago(now - parseFloat(el.dataset.since))}`;
+  });
+}
+
+// ---- live fragments -------------------------------------------------------------------
+
+const pending = new Map();
+
+async function refresh(box) {
+  const active = document.activeElement;
+  if (active && box.contains(active) && active.value) {
+    box.dataset.stale = "1";  // do not wipe what the operator is typing
+    return;
+  }
+  const resp = await fetch(box.dataset.src, { headers: { Accept: "text/html" } });
+  if (resp.ok) {
+    box.innerHTML = await resp.text();
+    delete box.dataset.stale;
+    box.dispatchEvent(new CustomEvent("hive:refreshed", { bubbles: true }));
+    tick();
+  }
+}
+
+function schedule(box) {
+  if (pending.has(box)) return;
+  pending.set(box, setTimeout(() => { pending.delete(box); refresh(box); }, 30));
+}
+
+function connectHive() {
+  const boxes = [...document.querySelectorAll("[data-on][data-src]")];
+  const dot = document.getElementById("live-dot");
+  const source = new EventSource("/api/events");
+  const kinds = new Set(boxes.flatMap((b) => b.dataset.on.split(" ")));
+  kinds.add("hello");
+  source.addEventListener("hello", () => {
+    if (dot) dot.classList.add("on");
+    document.body.dataset.live = "1";
+  });
+  for (const kind of kinds) {
+    if (kind === "hello") continue;
+    source.addEventListener(kind, () => {
+      boxes.filter((b) => b.dataset.on.split(" ").includes(kind)).forEach(schedule);
+    });
+  }
+  source.onerror = () => { if (dot) dot.classList.remove("on"); };
+  document.addEventListener("focusout", () => {
+    boxes.filter((b) => b.dataset.stale).forEach(schedule);
+  });
+}
+
+// ---- the agent page's turn stream -------------------------------------------------------
+
+function streamLine(list, cls, text) {
+  const li = document.createElement("li");
+  li.className = cls;
+  li.textContent = text;
+  list.appendChild(li);
+  while (list.children.length > 400) list.removeChild(list.firstChild);
+  list.scrollTop = list.scrollHeight;
+}
+
+function setTurn(state, since) {
+  const el = document.getElementById("turn-state");
+  if (!el) return;
+  el.className = `turn turn-${state}`;
+  el.dataset.turn = state;
+  el.textContent = state + " ";
+  const s = document.createElement("span");
+  s.className = "since";
+  s.dataset.since = since;
+  el.appendChild(s);
+  tick();
+}
+
+function connectAgent() {
+  const list = document.getElementById("stream");
+  if (!list) return;
+  const source = new EventSource(list.dataset.src);
+  const on = (kind, fn) => source.addEventListener(kind, (ev) => fn(JSON.parse(ev.data)));
+  on("state", (e) => { setTurn(e.turn_state, e.since); streamLine(list, "state", `· ${e.turn_state}`); });
+  on("turn_start", (e) => streamLine(list, "turn-start", `▶ turn: ${e.prompt || ""}`));
+  on("init", (e) => streamLine(list, "init", `session ${e.session_id || ""} (${(e.tools || []).length} tools)`));
+  on("text", (e) => streamLine(list, "text", e.text));
+  on("tool_use", (e) => streamLine(list, "tool-use", `→ ${e.name} ${JSON.stringify(e.input)}`));
+  on("tool_result", (e) => streamLine(list, e.is_error ? "tool-result error" : "tool-result", `← ${e.text}`));
+  on("turn_end", (e) => streamLine(list, "turn-end", `■ turn ended: ${e.outcome || ""}`));
+  on("offline", (e) => streamLine(list, "offline", `(not streaming: ${e.message})`));
+  source.addEventListener("open", () => { document.getElementById("stream-state").textContent = "live"; });
+}
+
+// ---- the permissions tab ------------------------------------------------------------------
+
+function connectPerms() {
+  const form = document.getElementById("perms");
+  if (!form) return;
+  const agent = form.dataset.agent;
+  const out = document.getElementById("perms-result");
+  const picked = (name) => [...form.querySelectorAll(`input[name=${name}]:checked`)].map((i) => i.value);
+  form.addEventListener("change", async () => {
+    const q = new URLSearchParams({ groups: picked("group").join(","), caps: picked("cap").join(",") });
+    try {
+      const data = await api("GET", `/api/agents/${agent}/perms/preview?${q}`);
+      document.getElementById("tools-arg").textContent = data.tools_arg;
+      document.getElementById("allowed-tools-arg").textContent = data.allowed_tools_arg;
+      show(out, "not saved yet", false);
+    } catch (err) {
+      show(out, err.message, true);
+    }
+  });
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    try {
+      const data = await api("POST", `/api/agents/${agent}/perms`, {
+        tool_groups: picked("group"), capabilities: picked("cap"),
+      });
+      show(out, summary("saved", data), false);
+    } catch (err) {
+      show(out, err.message, true);
+    }
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  tick();
+  setInterval(tick, 1000);
+  connectHive();
+  connectAgent();
+  connectPerms();
+});
