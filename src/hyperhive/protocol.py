@@ -506,6 +506,7 @@ class ActivateCmd(_Req):
     agent: str
     config: AgentConfig
     parent: str | None = None
+    descendants: list[str] = Field(default_factory=list)
     incarnation: int = 0
 
 

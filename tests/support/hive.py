@@ -39,8 +39,10 @@ def seed_home(
         paths.applied_config(name).write_text(text)
     if topology is not None:
         paths.topology.write_text(json.dumps(dict(topology)))
-    if hive_toml:
-        (home / "hive.toml").write_text(hive_toml)
+    if "runtime" not in hive_toml:
+        # Most suites test the hive's logic, not isolation: no system users for them.
+        hive_toml = 'runtime = "unsandboxed"\n' + hive_toml
+    (home / "hive.toml").write_text(hive_toml)
     return paths
 
 
@@ -128,12 +130,20 @@ def agent_env(model_url: str) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def running_hive(home: Path, claude_bin: Path) -> AsyncIterator[tuple[Coordinator, Any]]:
-    """Coordinator and agent host in-process, on real sockets and a real HTTP port."""
+async def running_hive(
+    home: Path, claude_bin: Path, runtime: str = "unsandboxed"
+) -> AsyncIterator[tuple[Coordinator, Any]]:
+    """Coordinator and agent host in-process, on real sockets and a real HTTP port.
+
+    Unsandboxed by default (pytest's tmp dirs are 0700, unreachable to agent
+    users); the isolation suites pass ``runtime="bwrap"`` with a traversable home.
+    """
     from hyperhive.agent.host import AgentHost
 
     hive_toml = home / "hive.toml"
     existing = hive_toml.read_text() if hive_toml.exists() else ""
+    if "runtime" not in existing:
+        existing = f'runtime = "{runtime}"\n{existing}'
     hive_toml.write_text(f'claude_bin = "{claude_bin}"\n{existing}')
     paths = HivePaths(home)
     hive = load_hive_config(home, {})

@@ -165,6 +165,8 @@ async def run_turn(rt: AgentRuntime, prompt: str, session_id: str | None) -> Tur
         ),
         0o600,
     )
+    rt.give(spec.mcp_config_file)
+    rt.give(spec.system_prompt_file)
     rt.bus.emit("turn_start", prompt=prompt[:2000])
     events, code = await run_claude(rt, launch.harness_argv(spec), prompt)
     report = summarize_turn(events, code, rt.hive.context_window)

@@ -162,8 +162,18 @@ class AgentHost:
 
     async def activate(self, cmd: ActivateCmd) -> None:
         current = self.runtimes.get(cmd.agent)
+        if current is not None and current.stopping.is_set():
+            # A rebuild: the old incarnation is finishing its turn; start after it.
+            with anyio.move_on_after(STOP_TIMEOUT):
+                await current.done.wait()
+            current = self.runtimes.get(cmd.agent)
         if current is not None:
-            if current.config == cmd.config and current.parent == cmd.parent:
+            same = (current.config, current.parent, current.descendants) == (
+                cmd.config,
+                cmd.parent,
+                tuple(cmd.descendants),
+            )
+            if same:
                 self._report_state(
                     current.name, current.bus.turn_state, current.bus.turn_state_since
                 )
@@ -173,6 +183,7 @@ class AgentHost:
             name=cmd.agent,
             config=cmd.config,
             parent=cmd.parent,
+            descendants=tuple(cmd.descendants),
             paths=self.paths,
             hive=self.hive,
             bus=EventsBus(on_state=self._state_reporter(cmd.agent)),

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from hyperhive.agent.bwrap import Isolation
 from hyperhive.agent.events import EventsBus
+from hyperhive.agent.isolation import build_isolation
 from hyperhive.agent.sandbox import AgentSandbox
 from hyperhive.client import RpcClient
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths
@@ -38,6 +40,10 @@ class AgentRuntime:
     hive: HiveConfig
     groups: tuple[ToolGroup, ...] = ()
     capabilities: tuple[Capability, ...] = ()
+    descendants: tuple[str, ...] = ()
+    isolation: Isolation | None = None
+    isolation_notes: list[str] = field(default_factory=list)
+    prepared: bool = False
     token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     bus: EventsBus = field(default_factory=EventsBus)
     rpc: RpcClient | None = None
@@ -95,13 +101,28 @@ class AgentRuntime:
             home=self.paths.agent_home(self.name),
             state=self.state_dir,
             env={**passthrough, **self.config.env, **self.hive_env()},
+            isolation=self.isolation,
         )
 
     def prepare_dirs(self) -> None:
-        for d in (
-            self.state_dir,
-            self.paths.agent_home(self.name),
-            self.paths.agent_work(self.name),
-            self.runtime_dir,
-        ):
+        """Create the agent's dirs; under bubblewrap also its user, ownership and limits."""
+        if self.prepared:
+            return
+        self.prepared = True
+        own = (self.state_dir, self.paths.agent_home(self.name), self.paths.agent_work(self.name))
+        for d in (*own, self.runtime_dir):
             d.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if self.hive.runtime == "bwrap":
+            self.isolation, self.isolation_notes = build_isolation(self)
+        else:
+            self.isolation = None
+            self.isolation_notes = [
+                "runtime = unsandboxed: this agent's processes run as the host's own user "
+                "with its whole filesystem in reach"
+            ]
+
+    def give(self, path: Path) -> None:
+        """Hand a file the host wrote (claude's config, prompts) to the agent's user."""
+        iso = self.isolation
+        if iso is not None and iso.uid is not None and iso.gid is not None:
+            os.chown(path, iso.uid, iso.gid)

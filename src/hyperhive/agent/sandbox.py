@@ -1,9 +1,11 @@
 """The one entry point through which every process of an agent is started.
 
 Claude turns, bash tasks, subagents and daemons all go through
-:meth:`AgentSandbox.open_process`, so isolation is decided in one place. Today
-it runs a plain subprocess; the bubblewrap version keeps this API and changes
-only :meth:`AgentSandbox.command` (the wrapper argv) and what it mounts.
+:meth:`AgentSandbox.open_process`, so isolation is decided in one place: with
+an :class:`~hyperhive.agent.bwrap.Isolation` the command runs under
+bubblewrap as the agent's own user (``runtime = "bwrap"``, the default);
+without one it is a plain subprocess (``runtime = "unsandboxed"``, chosen
+explicitly and warned about loudly).
 
 Every process starts in its own session, so its process group id is its pid
 and :func:`signal_group` reaches the children it spawns too. The environment
@@ -23,6 +25,7 @@ from typing import IO, Any
 import anyio
 from anyio.abc import Process
 
+from hyperhive.agent.bwrap import Isolation, isolated_argv
 from hyperhive.errors import InvalidRequest
 
 __all__ = [
@@ -53,12 +56,15 @@ class AgentSandbox:
     home: Path
     state: Path
     env: Mapping[str, str]
+    isolation: Isolation | None = None
 
-    def command(self, argv: Sequence[str]) -> list[str]:
-        """The argv actually exec'd for ``argv`` (identity until bubblewrap lands)."""
+    def command(self, argv: Sequence[str], cwd: Path | None = None) -> list[str]:
+        """The argv actually exec'd: bubblewrap around ``argv`` when isolated."""
         if not argv:
             raise InvalidRequest("cannot start a process with an empty argv")
-        return list(argv)
+        if self.isolation is None:
+            return list(argv)
+        return isolated_argv(self.isolation, argv, cwd if cwd is not None else self.work)
 
     def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """The child's whole environment: PATH, then the base env, then ``extra``, then HOME."""
@@ -80,9 +86,11 @@ class AgentSandbox:
         stderr: StdSpec = subprocess.PIPE,
     ) -> Process:
         """Start ``argv`` in its own session (pgid = pid), in ``cwd`` or the work dir."""
+        where = cwd if cwd is not None else self.work
         return await anyio.open_process(
-            self.command(argv),
-            cwd=cwd if cwd is not None else self.work,
+            self.command(argv, where),
+            # Isolated, the directory is bubblewrap's --chdir; the launcher starts in /.
+            cwd="/" if self.isolation is not None else where,
             env=self.environment(env),
             stdin=stdin,
             stdout=stdout,

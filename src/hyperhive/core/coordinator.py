@@ -42,6 +42,7 @@ from hyperhive.protocol import (
     NeedsLogin,
     TurnEndReq,
 )
+from hyperhive.sysusers import ensure_user, remove_user
 from hyperhive.topology import TopologyStore
 
 __all__ = ["Coordinator"]
@@ -114,6 +115,11 @@ class Coordinator:
                     from hyperhive.core.dashboard.server import serve_dashboard
 
                     await tg.start(serve_dashboard, self)
+                if self.config.runtime == "unsandboxed":
+                    log.warning(
+                        'RUNTIME IS UNSANDBOXED (hive.toml runtime = "unsandboxed"): agents '
+                        "run as this user with the whole filesystem in reach"
+                    )
                 log.info(
                     "coordinator up: %s (%d agents)", self.paths.home, len(self.registry.known())
                 )
@@ -139,15 +145,21 @@ class Coordinator:
 
     def on_destroyed(self, name: str) -> None:
         self.hostlink.turns.pop(name, None)
+        remove_user(name)
 
     async def open_agent_socket(self, name: str) -> None:
+        """The agent's own socket; under bubblewrap it belongs to the agent's user."""
         assert self._listeners is not None
+        owner = None
+        if self.config.runtime == "bwrap":
+            owner = ensure_user(name, self.paths.agent_home(name))
         await self._listeners.add(
             name,
             self.paths.agent_sock(name),
             AgentRequest,
             AgentApi(self, name),
             self.config.max_frame_bytes,
+            owner=owner,
         )
 
     # ---- shared lookups -------------------------------------------------------
@@ -332,12 +344,14 @@ class Coordinator:
 
     async def activate(self, name: str) -> None:
         row = await self.db.run(lambda c: ensure_agent_row(c, name))
+        topo = self.topology()
         await self.hostlink.activate(
             ActivateCmd(
                 cmd="activate",
                 agent=name,
                 config=self.registry.config(name),
-                parent=self.topology().get(name),
+                parent=topo.get(name),
+                descendants=topology.descendants(topo, name),
                 incarnation=int(row["incarnation"]) + 1,
             )
         )

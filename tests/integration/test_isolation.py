@@ -1,0 +1,159 @@
+"""Isolation for real: processes of two agents under bubblewrap as their own users."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import subprocess
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+
+from hyperhive.agent.runtime import AgentRuntime
+from hyperhive.config import AgentConfig, HivePaths, ResourceLimits, load_hive_config
+from hyperhive.core.coordinator import Coordinator
+from hyperhive.names import system_user
+from hyperhive.sysusers import remove_user
+from tests.support.hive import seed_home
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(os.geteuid() != 0, reason="per-agent users need root (CI runs as root)"),
+]
+
+
+@pytest.fixture
+def home() -> Iterator[Path]:
+    """A hive home other users can traverse (pytest's tmp dirs are 0700)."""
+    path = Path(tempfile.mkdtemp(prefix="hh-iso-", dir="/tmp"))
+    path.chmod(0o755)
+    yield path
+    subprocess.run(["rm", "-rf", str(path)], check=False)
+    for agent in ("alpha", "beta", "lim"):
+        remove_user(agent)
+
+
+@asynccontextmanager
+async def hive(home: Path, **agents: AgentConfig) -> AsyncIterator[Coordinator]:
+    seed_home(home, agents, hive_toml='runtime = "bwrap"\n')
+    coord = Coordinator(HivePaths(home), load_hive_config(home, {}))
+    async with anyio.create_task_group() as tg:
+        await tg.start(coord.run)
+        try:
+            yield coord
+        finally:
+            tg.cancel_scope.cancel()
+
+
+def runtime(coord: Coordinator, name: str) -> AgentRuntime:
+    rt = AgentRuntime(
+        name=name,
+        config=coord.registry.config(name),
+        parent=None,
+        paths=coord.paths,
+        hive=coord.config,
+    )
+    rt.prepare_dirs()
+    return rt
+
+
+async def run_in(rt: AgentRuntime, script: str) -> tuple[int, str]:
+    proc = await rt.sandbox().open_process(
+        [sys.executable, "-c", script], stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT
+    )
+    assert proc.stdout is not None
+    out = b""
+    async for chunk in proc.stdout:
+        out += chunk
+    return await proc.wait(), out.decode()
+
+
+PROBE = """
+import json, os, socket, sys
+targets = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+"""
+
+
+async def test_an_agent_cannot_reach_another_agent_or_the_hive(home: Path) -> None:
+    async with hive(home, alpha=AgentConfig(), beta=AgentConfig()) as coord:
+        alpha, beta = runtime(coord, "alpha"), runtime(coord, "beta")
+        secret = beta.state_dir / "notes.md"
+        secret.write_text("beta's notes")
+        assert beta.isolation is not None and beta.isolation.uid is not None
+        os.chown(secret, beta.isolation.uid, beta.isolation.gid or 0)
+        targets = {
+            "beta_state": str(secret),
+            "db": str(coord.paths.db),
+            "meta": str(coord.paths.topology),
+            "operator_socket": str(coord.paths.host_sock),
+            "beta_socket": str(coord.paths.agent_sock("beta")),
+        }
+        script = f"""
+import os, socket
+results = {{}}
+for name, path in {targets!r}.items():
+    try:
+        if path.endswith('.sock'):
+            s = socket.socket(socket.AF_UNIX); s.connect(path); results[name] = 'reached'
+        else:
+            open(path).read(); results[name] = 'read'
+    except OSError as exc:
+        results[name] = type(exc).__name__
+print(os.getuid(), results)
+"""
+        code, out = await run_in(alpha, script)
+        assert code == 0, out
+        uid = pwd.getpwnam(system_user("alpha")).pw_uid
+        assert out.startswith(f"{uid} ")
+        for name in targets:
+            assert f"'{name}': 'FileNotFoundError'" in out, out  # not even in its world
+
+
+async def test_an_agent_reaches_its_own_dirs_socket_and_loopback(home: Path) -> None:
+    async with hive(home, alpha=AgentConfig()) as coord:
+        alpha = runtime(coord, "alpha")
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        sock = coord.paths.agent_sock("alpha")
+        script = f"""
+import json, os, socket
+open({str(alpha.state_dir / "mine.md")!r}, 'w').write('ok')
+s = socket.socket(socket.AF_UNIX); s.connect({str(sock)!r})
+s.sendall(b'{{"id": 1, "cmd": "get_agent_meta"}}\\n')
+reply = json.loads(s.makefile().readline())
+t = socket.create_connection(('127.0.0.1', {port}))
+print(reply['result']['name'], os.getcwd())
+"""
+        async with listener:
+            code, out = await run_in(alpha, script)
+        assert code == 0, out
+        assert out.split() == ["alpha", str(alpha.paths.agent_work("alpha"))]
+        assert (alpha.state_dir / "mine.md").read_text() == "ok"
+
+
+async def test_resource_limits_hold(home: Path) -> None:
+    limited = AgentConfig(limits=ResourceLimits(pids=16))
+    async with hive(home, lim=limited) as coord:
+        rt = runtime(coord, "lim")
+        if rt.isolation is None or not rt.isolation.cgroups:
+            pytest.fail(f"pids cgroup unavailable here: {rt.isolation_notes}")
+        script = """
+import os, time
+kids = 0
+try:
+    for _ in range(64):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(3); os._exit(0)
+        kids += 1
+except OSError as exc:
+    print('refused after', kids, type(exc).__name__)
+"""
+        code, out = await run_in(rt, script)
+        assert "refused after" in out, out
+        assert int(out.split()[2]) < 16
