@@ -1,10 +1,10 @@
 """``hivectl``: the operator's command line.
 
-Every read command takes ``--json`` (stable shapes, documented in the
-README); errors are one line on stderr and a non-zero exit.
+Every read command takes ``--json`` (stable shapes, documented in
+``docs/cli-json.md``); errors are one line on stderr and a non-zero exit.
 """
 
-from hyperhive.cli import agents, approvals, messages, run  # noqa: F401  (register commands)
+from hyperhive.cli import agents, approvals, choom, messages, run  # noqa: F401  (register commands)
 from hyperhive.cli.base import main
 
 __all__ = ["main"]

@@ -80,16 +80,48 @@ def agents_tree(obj: _Ctx, as_json: bool) -> None:
     help="An agent.toml to apply (default: the default agent config).",
 )
 @click.option("--parent", default=None, help="Place the new agent under this agent.")
+@click.option(
+    "--timeout", default=30.0, show_default=True, help="Seconds to wait for the agent to come up."
+)
 @pass_ctx
-def agents_spawn(obj: _Ctx, name: str, config_file: Path | None, parent: str | None) -> None:
+def agents_spawn(
+    obj: _Ctx, name: str, config_file: Path | None, parent: str | None, timeout: float
+) -> None:
     """Create agent NAME (the operator's own spawn: no approval needed)."""
     config = load_agent_config(config_file) if config_file else AgentConfig()
     result = obj.call(OpSpawnReq(cmd="spawn", name=name, config=config, parent=parent))
     assert isinstance(result, dict)
-    click.echo(
-        f"spawned {name}"
-        + (" (running)" if result.get("running") else " (starts when an agent host connects)")
-    )
+    if not result.get("running"):
+        click.echo(f"spawned {name} (starts when an agent host connects)")
+        return
+    click.echo(f"{name} placed on an agent host; waiting for it to come up…", err=True)
+    if wait_until_active(obj, name, timeout):
+        click.echo(f"spawned {name} (running)")
+    else:
+        click.echo(f"spawned {name} (running; not confirmed by its host within {timeout:.0f}s)")
+
+
+def wait_until_active(obj: _Ctx, name: str, timeout: float) -> bool:
+    """Until the agent host serves ``name``'s API (its harness is up), or ``timeout``."""
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            host = json.loads((obj.paths.run / "agent-host.json").read_text())
+            got = httpx.get(
+                f"{host['url']}/api/agents/{name}/state",
+                headers={"authorization": f"Bearer {host['token']}"},
+                timeout=2,
+            )
+            if got.status_code == 200:
+                return True
+        except (OSError, ValueError, KeyError, httpx.HTTPError):
+            pass
+        time.sleep(0.1)
+    return False
 
 
 @agents.command("set-parent")
@@ -134,11 +166,15 @@ for _verb, _summary in (
 @click.argument("name")
 @click.option("-n", "--lines", default=100, show_default=True)
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new lines.")
+@json_option
 @pass_ctx
-def logs(obj: _Ctx, name: str, lines: int, follow: bool) -> None:
+def logs(obj: _Ctx, name: str, lines: int, follow: bool, as_json: bool) -> None:
     """Tail agent NAME's log (its claude turns, bash tasks, subagents)."""
     result = obj.call(OpLogsReq(cmd="logs", agent=name, lines=lines))
     assert isinstance(result, dict) and isinstance(result["lines"], list)
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+        return
     for line in result["lines"]:
         click.echo(str(line))
     if follow:

@@ -1,7 +1,7 @@
 """``hivectl``: the operator's command line (the group and shared helpers).
 
-Every read command takes ``--json`` (stable shapes, documented in the
-README); errors are one line on stderr and a non-zero exit.
+Every read command takes ``--json`` (stable shapes, documented in
+``docs/cli-json.md``); errors are one line on stderr and a non-zero exit.
 """
 
 from __future__ import annotations

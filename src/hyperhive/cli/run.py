@@ -7,6 +7,7 @@ from typing import Any
 
 import anyio
 import click
+from pydantic import JsonValue
 
 from hyperhive.cli.base import (
     _Ctx,
@@ -104,10 +105,21 @@ def status(obj: _Ctx, as_json: bool) -> None:
 @main.command("tools")
 @click.option("--groups", default="", help="Comma-separated tool groups (blank: the default).")
 @click.option("--caps", default="", help="Comma-separated capabilities.")
-def tools_cmd(groups: str, caps: str) -> None:
+@json_option
+def tools_cmd(groups: str, caps: str, as_json: bool) -> None:
     """Show the exact --tools and --allowedTools a set of groups resolves to."""
     resolved = ToolGroup.parse_list(groups)
     capabilities = Capability.parse_list(caps)
-    click.echo(f"groups:         {','.join(resolved)}")
-    click.echo(f"--tools         {builtin_tools_arg(resolved)}")
-    click.echo(f"--allowedTools  {allowed_tools_arg(resolved, capabilities)}")
+    data: dict[str, JsonValue] = {
+        "tool_groups": [g.value for g in resolved],
+        "capabilities": [c.value for c in capabilities],
+        "tools_arg": builtin_tools_arg(resolved),
+        "allowed_tools_arg": allowed_tools_arg(resolved, capabilities),
+    }
+
+    def human(d: dict[str, Any]) -> None:
+        click.echo(f"groups:         {','.join(d['tool_groups'])}")
+        click.echo(f"--tools         {d['tools_arg']}")
+        click.echo(f"--allowedTools  {d['allowed_tools_arg']}")
+
+    _emit(data, as_json, human)
