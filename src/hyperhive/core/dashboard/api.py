@@ -122,7 +122,7 @@ async def set_parent(
 @router.get("/events", response_class=Response, responses=_SSE)
 async def events(d: Dash) -> Response:
     """SSE: topology, agent, turn, status, approval, host and inbox events."""
-    return EventStream(lambda emit: hive_events(d.coord, emit))
+    return EventStream(lambda emit: hive_events(d.coord, emit), d.closing)
 
 
 # ---- one agent -------------------------------------------------------------------
@@ -190,7 +190,7 @@ async def agent_state(d: Dash, name: str) -> Json:
 async def agent_stream(d: Dash, name: str) -> Response:
     """SSE: the agent's turn stream (text, tool calls, results), proxied from its host."""
     d.coord.require_agent(name)
-    return EventStream(lambda emit: agent_events(d.coord, d.proxy, name, emit))
+    return EventStream(lambda emit: agent_events(d.coord, d.proxy, name, emit), d.closing)
 
 
 @router.post("/agents/{name}/compact")

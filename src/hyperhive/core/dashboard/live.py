@@ -34,12 +34,19 @@ class EventStream(Response):
 
     media_type = "text/event-stream"
 
-    def __init__(self, produce: Callable[[Emit], Awaitable[None]]) -> None:
-        super().__init__(
-            media_type=self.media_type,
-            headers={"cache-control": "no-store", "x-accel-buffering": "no"},
-        )
+    def __init__(
+        self, produce: Callable[[Emit], Awaitable[None]], until: anyio.Event | None = None
+    ) -> None:
+        # No super().__init__: that would declare a Content-Length of 0.
+        self.status_code = 200
+        self.background = None
+        self.raw_headers = [
+            (b"content-type", b"text/event-stream; charset=utf-8"),
+            (b"cache-control", b"no-store"),
+            (b"x-accel-buffering", b"no"),
+        ]
         self._produce = produce
+        self._until = until
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
@@ -64,7 +71,13 @@ class EventStream(Response):
                     await anyio.sleep(KEEPALIVE)
                     await chunk(b": keepalive\n\n")
 
+            async def until_closing() -> None:
+                if self._until is not None:
+                    await self._until.wait()
+                    tg.cancel_scope.cancel()
+
             tg.start_soon(until_disconnect)
+            tg.start_soon(until_closing)
             tg.start_soon(keepalive)
             await chunk(b"retry: 2000\n\n")
             try:

@@ -64,14 +64,36 @@ async def serve_dashboard(
     port = sock.getsockname()[1]
     url = f"http://{cfg.bind}:{port}"
     atomic_write_text(coord.paths.run / "dashboard.json", json.dumps({"url": url}), 0o600)
+    app = build_dashboard(coord)
     server = _QuietServer(
-        uvicorn.Config(
-            build_dashboard(coord), log_level="warning", lifespan="on", timeout_graceful_shutdown=2
-        )
+        uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
     )
     log.info("dashboard on %s", url)
-    task_status.started(url)
+    done = anyio.Event()
+    # The server runs shielded so that cancelling this task shuts it down
+    # gracefully (below) instead of dropping its connections mid-response.
+    serving = anyio.CancelScope(shield=True)
+
+    async def run() -> None:
+        with serving:
+            try:
+                await server.serve(sockets=[sock])
+            finally:
+                done.set()
+
     try:
-        await server.serve(sockets=[sock])
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            task_status.started(url)
+            try:
+                await anyio.sleep_forever()
+            finally:
+                # Graceful even when cancelled: end the event streams, let uvicorn
+                # close every connection and run the lifespan's shutdown.
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    app.state.dash.closing.set()
+                    server.should_exit = True
+                    await done.wait()
+                serving.cancel()
     finally:
         sock.close()

@@ -33,6 +33,8 @@ class Dashboard:
         self.security = security
         self.templates = Jinja2Templates(directory=HERE / "templates")
         self.crashed: dict[str, str] = {}
+        # Set when the server shuts down: every open event stream ends.
+        self.closing = anyio.Event()
 
     async def watch(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Remember crashes (the coordinator's view has no such flag) until a restart."""

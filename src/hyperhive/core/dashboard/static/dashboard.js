@@ -33,10 +33,18 @@ async function api(method, url, body) {
 }
 
 function show(out, text, refused) {
-  if (!out) return;
-  out.textContent = text;
-  out.classList.toggle("refused", !!refused);
-  out.classList.toggle("ok", !refused);
+  // The local output, and the page's flash line (which survives a fragment repaint).
+  for (const el of [out, text === "…" ? null : document.getElementById("flash")]) {
+    if (!el) continue;
+    el.textContent = text;
+    el.classList.toggle("refused", !!refused);
+    el.classList.toggle("ok", !refused);
+  }
+}
+
+function repaint(el) {
+  const box = el.closest("[data-src][data-on]");
+  if (box) schedule(box);
 }
 
 function summary(verb, data) {
@@ -73,6 +81,7 @@ document.addEventListener("submit", async (ev) => {
     const data = await api("POST", form.dataset.api, body);
     show(out, summary(form.dataset.ok || "done", data), false);
     form.querySelectorAll("input:not([type=hidden])").forEach((i) => { if (i.type !== "checkbox") i.value = ""; });
+    repaint(form);
   } catch (err) {
     show(out, err.message, true);
   }
@@ -89,6 +98,7 @@ document.addEventListener("click", async (ev) => {
   try {
     const data = await api("POST", button.dataset.post, body);
     show(out, summary(button.textContent.trim().toLowerCase(), data), false);
+    repaint(button);
   } catch (err) {
     show(out, err.message, true);
   }
