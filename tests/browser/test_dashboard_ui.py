@@ -3,6 +3,7 @@ approvals, the operator's inbox, and an agent page mid-turn."""
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -236,6 +237,9 @@ def test_agent_page_mid_turn(
             expect(page.locator("#turn-state")).to_have_attribute("data-turn", "thinking")
             expect(page.locator("#stream")).to_contain_text("summarise the open issues")
             screenshot(page, "agent-mid-turn.png")
+            # The host's operator token stays server-side.
+            host_token = json.loads((hive.paths.run / "agent-host.json").read_text())["token"]
+            assert host_token not in page.content()
         finally:
             gate.set()
         expect(page.locator("#stream")).to_contain_text("all done", timeout=60_000)
