@@ -220,7 +220,8 @@ function connectPerms() {
       const data = await api("GET", `/api/agents/${agent}/perms/preview?${q}`);
       document.getElementById("tools-arg").textContent = data.tools_arg;
       document.getElementById("allowed-tools-arg").textContent = data.allowed_tools_arg;
-      show(out, "not saved yet", false);
+      out.textContent = "not saved yet";
+      out.className = "result";
     } catch (err) {
       show(out, err.message, true);
     }
