@@ -108,7 +108,9 @@ def live_hive(home: Path, claude_bin: Path | None = None) -> Iterator[LiveHive]:
         yield LiveHive(portal, coord, host, url)
 
 
-@pytest.fixture(scope="session")
+# Module-scoped, not session: Playwright's sync API drives an event loop in the
+# main thread while it is open, which anyio's pytest plugin cannot share.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(f"{CHROMIUM} not found: run scripts/bootstrap --dev (installs Debian chromium)")
