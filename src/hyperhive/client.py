@@ -38,6 +38,7 @@ class RpcClient:
         tg: TaskGroup,
         max_frame: int,
         on_push: Callable[[dict[str, Any]], None] | None = None,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
         self._stream = stream
         self._tg = tg
@@ -47,6 +48,7 @@ class RpcClient:
         self._send_lock = anyio.Lock()
         self._closed: HiveError | None = None
         self._on_push = on_push
+        self._on_close = on_close
 
     async def call(self, request: BaseModel) -> JsonValue:
         """Send ``request`` and return its ``result``; raise the peer's error."""
@@ -105,6 +107,8 @@ class RpcClient:
             self._closed = Unavailable("the coordinator closed the connection")
             for event, _ in list(self._waiters.values()):
                 event.set()
+            if self._on_close is not None:
+                self._on_close()
 
     def _dispatch(self, frame: bytes) -> None:
         try:
@@ -134,6 +138,7 @@ async def connect(
     path: Path,
     max_frame: int = DEFAULT_MAX_FRAME,
     on_push: Callable[[dict[str, Any]], None] | None = None,
+    on_close: Callable[[], None] | None = None,
 ) -> AsyncIterator[RpcClient]:
     """Connect to a coordinator socket for the duration of the block."""
     try:
@@ -145,7 +150,7 @@ async def connect(
         ) from exc
     try:
         async with anyio.create_task_group() as tg:
-            client = RpcClient(stream, tg, max_frame, on_push)
+            client = RpcClient(stream, tg, max_frame, on_push, on_close)
             tg.start_soon(client._read_loop)
             try:
                 yield client

@@ -204,11 +204,6 @@ def test_a_coordinator_restart_interrupts_no_agent(
     assert hive.host.poll() is None, hive.logs()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TimeoutError,
-    reason="bug: AgentHost._linked never sees its link close, so it never re-registers",
-)
 def test_the_host_links_up_again_after_a_coordinator_restart(
     tmp_path: Path,
     model_server: ModelServer,

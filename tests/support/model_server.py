@@ -209,7 +209,8 @@ class ModelServer:
         self._stalls: list[threading.Event] = []
         self.unscripted = 0
         self.set_script(script)
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP so asyncio sets TCP_NODELAY: no delayed-ACK stall per reply.
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._sock.bind(("127.0.0.1", 0))
         self._sock.listen(128)
         self.port: int = self._sock.getsockname()[1]

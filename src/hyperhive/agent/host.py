@@ -111,8 +111,11 @@ class AgentHost:
                 await anyio.sleep(0.5)
 
     async def _serve_http(self, *, task_status: TaskStatus[None]) -> None:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on such sockets, and
+        # without it every keep-alive response waits ~40 ms for a delayed ACK.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((self.hive.bind, self.hive.agent_host_port))
         sock.listen(512)
         port = sock.getsockname()[1]
@@ -136,7 +139,10 @@ class AgentHost:
 
     async def _linked(self, task_status: TaskStatus[None]) -> None:
         send, receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
-        async with send, connect(self.paths.hosts_sock, on_push=send.send_nowait) as link:
+        async with (
+            send,
+            connect(self.paths.hosts_sock, on_push=send.send_nowait, on_close=send.close) as link,
+        ):
             self._link = link
             await link.call(LinkRegisterReq(cmd="register", host_id=self.host_id, pid=os.getpid()))
             task_status.started()

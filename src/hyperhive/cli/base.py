@@ -76,7 +76,17 @@ def main(ctx: click.Context, home: Path | None) -> None:
     ctx.obj = _Ctx(resolve_home(home))
 
 
+def _raise_fd_limit() -> None:
+    """Lift the soft open-files limit to the hard one: two fds per agent add up."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 def _setup_logging() -> None:
+    _raise_fd_limit()
     logging.basicConfig(
         level=logging.INFO,
         stream=sys.stderr,

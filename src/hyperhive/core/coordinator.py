@@ -14,7 +14,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from pydantic import BaseModel
 
 from hyperhive import __version__, topology
-from hyperhive.config import AgentConfig, HiveConfig, HivePaths
+from hyperhive.config import AgentConfig, HiveConfig, HivePaths, dump_agent_config
 from hyperhive.core.agent_api import AgentApi
 from hyperhive.core.approvals import Approvals
 from hyperhive.core.broker import Broker, ensure_agent_row
@@ -86,6 +86,7 @@ class Coordinator:
     ) -> None:
         """Serve until cancelled; ``task_status.started()`` once every socket listens."""
         await anyio.to_thread.run_sync(self.meta.ensure)
+        await anyio.to_thread.run_sync(self._seed_missing_proposed_repos)
         self.reconcile()
         await anyio.to_thread.run_sync(self.meta.commit_meta, "reconcile on coordinator start")
         await self.db.run(lambda c: [ensure_agent_row(c, a) for a in self.registry.known()])
@@ -133,6 +134,12 @@ class Coordinator:
         updated = topology.reconcile(current, self.registry.known())
         if updated != current:
             self.topology_store.write(updated)
+
+    def _seed_missing_proposed_repos(self) -> None:
+        """Every agent has a proposed config repo, starting from its applied config."""
+        for name, config in self.registry.configs.items():
+            if not (self.paths.agent_config_repo(name) / ".git").exists():
+                self.meta.seed_proposed(name, dump_agent_config(config), f"seed {name} from meta")
 
     def spawn_task(self, fn: Any, *args: Any) -> None:
         """Run ``fn(*args)`` in the coordinator's task group (lives as long as it does)."""

@@ -126,7 +126,7 @@ class Lifecycle:
             return {"agent": target, "stopped": stopped}
         if verb == "start":
             await self._set_desired(target, True)
-            if not self.c.hostlink.running(target):
+            if not self.c.hostlink.running(target) and self.c.hostlink.hosts:
                 await self.c.activate(target)
             return {"agent": target, "running": self.c.hostlink.running(target)}
         if verb in ("restart", "update"):
@@ -151,17 +151,19 @@ class Lifecycle:
         self.c.registry.remove(name)
         self.c.reconcile()
         await anyio.to_thread.run_sync(self.c.meta.commit_meta, f"destroy {name}")
-        trash = self.c.paths.home / "agents" / ".trash" / f"{name}-{int(time.time())}"
+        trash: Path | None = self.c.paths.home / "agents" / ".trash" / f"{name}-{int(time.time())}"
         src = self.c.paths.agent_dir(name)
-        if src.exists():
+        if src.exists() and trash is not None:
             trash.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             await anyio.to_thread.run_sync(shutil.move, str(src), str(trash))
+        else:
+            trash = None
         await self.c.db.run(lambda c: c.execute("DELETE FROM agent_state WHERE name = ?", (name,)))
         self.c.on_destroyed(name)
         if submitter is not None:
             await self.c.notify_agent(submitter, Destroyed(agent=name))
         self.c.bus.emit("topology", child=name, parent=None, destroyed=True)
-        return {"agent": name, "destroyed": True, "data_moved_to": str(trash)}
+        return {"agent": name, "destroyed": True, "data_moved_to": str(trash) if trash else None}
 
     # ---- crash watch --------------------------------------------------------------------
 
