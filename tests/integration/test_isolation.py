@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import subprocess
@@ -18,6 +19,7 @@ from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.config import AgentConfig, HivePaths, ResourceLimits, load_hive_config
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.names import system_user
+from hyperhive.permissions import Capability
 from hyperhive.sysusers import remove_user
 from tests.support.hive import seed_home
 
@@ -50,11 +52,11 @@ async def hive(home: Path, **agents: AgentConfig) -> AsyncIterator[Coordinator]:
             tg.cancel_scope.cancel()
 
 
-def runtime(coord: Coordinator, name: str) -> AgentRuntime:
+def runtime(coord: Coordinator, name: str, parent: str | None = None) -> AgentRuntime:
     rt = AgentRuntime(
         name=name,
         config=coord.registry.config(name),
-        parent=None,
+        parent=parent,
         paths=coord.paths,
         hive=coord.config,
     )
@@ -115,8 +117,19 @@ print(os.getuid(), results)
 
 
 async def test_an_agent_reaches_its_own_dirs_socket_and_loopback(home: Path) -> None:
-    async with hive(home, alpha=AgentConfig()) as coord:
-        alpha = runtime(coord, "alpha")
+    async with hive(
+        home, alpha=AgentConfig(capabilities=[Capability.READ_HOST_JOURNAL]), beta=AgentConfig()
+    ) as coord:
+        alpha = runtime(coord, "alpha", parent="beta")
+        code, env = await run_in(alpha, "import os, json; print(json.dumps(dict(os.environ)))")
+        seen = json.loads(env)
+        assert seen["HIVE_AGENT"] == "alpha" and seen["HIVE_PARENT"] == "beta"
+        assert seen["HIVE_TOOL_GROUPS"] == "messaging,meta,inbox,execution"
+        assert seen["HIVE_CAPABILITIES"] == "read_host_journal"
+        assert seen["HOME"] == str(alpha.paths.agent_home("alpha"))
+        assert "ANTHROPIC_API_KEY" not in seen or seen["ANTHROPIC_API_KEY"] == os.environ.get(
+            "ANTHROPIC_API_KEY"
+        )
         listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
         port = listener.extra(anyio.abc.SocketAttribute.local_port)
         sock = coord.paths.agent_sock("alpha")

@@ -225,3 +225,21 @@ async def test_reconcile_on_start_commits_the_tree(tmp_path: Path) -> None:
         assert set(c.topology()) == set(TREE)
         assert all(parent is None for parent in c.topology().values())  # safe degradation
         assert c.meta.repo.clean_tree()
+
+
+async def test_a_root_asks_to_update_the_hives_inputs(tmp_path: Path) -> None:
+    async with coordinator(_seed(tmp_path)) as c, operator(c.paths) as op:
+        async with agent(c.paths, "queen") as queen:
+            with pytest.raises(Exception, match="claude_version"):
+                await agent_call(queen, "request_update_meta_inputs", claude_version="latest")
+            asked = await agent_call(
+                queen,
+                "request_update_meta_inputs",
+                claude_version="2.1.400",
+                reason="a fix we need",
+            )
+        assert isinstance(asked, dict)
+        done = await op_call(op, "approve", approval_id=asked["approval_id"])
+        assert isinstance(done, dict) and "package.json" in done["note"]
+        assert (c.paths.meta / "inputs.toml").read_text() == 'claude_code = "2.1.400"\n'
+        assert c.meta.repo.log(1)[0]["subject"] == "inputs: claude-code 2.1.400"
