@@ -234,13 +234,24 @@ def load_hive_config(home: Path, env: Mapping[str, str] | None = None) -> HiveCo
     return config
 
 
-def resolve_home(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """``--home``, else ``$HIVE_HOME``, else ``~/.local/share/hyperhive``."""
+SYSTEM_HOME = Path("/var/lib/hyperhive")
+
+
+def resolve_home(
+    explicit: str | os.PathLike[str] | None = None, *, euid: int | None = None
+) -> Path:
+    """``--home``, else ``$HIVE_HOME``, else ``~/.local/share/hyperhive``.
+
+    As root the default is ``/var/lib/hyperhive``: root's home is mode 0700,
+    so sandboxed agent users could never reach a hive kept under it.
+    """
     if explicit:
         return Path(explicit).expanduser().resolve()
     env = os.environ.get(HOME_ENV)
     if env:
         return Path(env).expanduser().resolve()
+    if (os.geteuid() if euid is None else euid) == 0:
+        return SYSTEM_HOME
     return (Path.home() / ".local" / "share" / "hyperhive").resolve()
 
 

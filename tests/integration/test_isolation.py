@@ -6,7 +6,6 @@ import json
 import os
 import pwd
 import subprocess
-import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -65,8 +64,9 @@ def runtime(coord: Coordinator, name: str, parent: str | None = None) -> AgentRu
 
 
 async def run_in(rt: AgentRuntime, script: str) -> tuple[int, str]:
+    # Debian's python: reachable by any user, wherever this checkout lives.
     proc = await rt.sandbox().open_process(
-        [sys.executable, "-c", script], stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT
+        ["/usr/bin/python3", "-c", script], stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT
     )
     assert proc.stdout is not None
     out = b""

@@ -128,7 +128,8 @@ def test_resolve_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert resolve_home(tmp_path / "flag") == tmp_path / "flag"
     monkeypatch.delenv("HIVE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert resolve_home() == tmp_path / ".local" / "share" / "hyperhive"
+    assert resolve_home(euid=1000) == tmp_path / ".local" / "share" / "hyperhive"
+    assert resolve_home(euid=0) == Path("/var/lib/hyperhive")
 
 
 def test_paths() -> None:
