@@ -173,7 +173,12 @@ def test_agent_commands_without_a_host(hive: Path) -> None:
 
     killed = hivectl(hive, "agents", "kill", "worker")
     assert killed.returncode == 0 and json.loads(killed.stdout)["stopped"] is False
-    for verb in ("start", "restart", "update"):
+    started = hivectl(hive, "agents", "start", "worker")
+    if started.returncode:  # refused outright, or recorded as wanted-running: both say so
+        one_line_error(started, "no agent host is connected")
+    else:
+        assert json.loads(started.stdout) == {"agent": "worker", "running": False}
+    for verb in ("restart", "update"):
         out = hivectl(hive, "agents", verb, "worker")
         assert out.returncode == 0 and json.loads(out.stdout) == {
             "agent": "worker",
