@@ -495,8 +495,14 @@ class LinkAgentCrashedReq(_Req):
     reason: str
 
 
+class LinkGoodbyeReq(_Req):
+    """The host is stopping on purpose: its agents stopping is not a crash."""
+
+    cmd: Literal["goodbye"]
+
+
 LinkRequest = Annotated[
-    LinkRegisterReq | LinkAgentStateReq | LinkAgentCrashedReq,
+    LinkRegisterReq | LinkAgentStateReq | LinkAgentCrashedReq | LinkGoodbyeReq,
     Field(discriminator="cmd"),
 ]
 

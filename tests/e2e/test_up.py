@@ -88,6 +88,9 @@ def up(tmp_path: Path, claude_bin: Path) -> Iterator[Up]:
         if running.proc.poll() is None:
             os.killpg(running.proc.pid, signal.SIGKILL)
             running.proc.wait()
+        running._reader.join(timeout=5)
+        if running.proc.stdout is not None:
+            running.proc.stdout.close()
 
 
 def _host_pid(home: Path) -> int | None:

@@ -46,6 +46,7 @@ from hyperhive.protocol import (
     LinkAgentCrashedReq,
     LinkAgentStateReq,
     LinkCommand,
+    LinkGoodbyeReq,
     LinkRegisterReq,
 )
 from hyperhive.subagent.mcp import control_surface, subagent_surface
@@ -132,10 +133,24 @@ class AgentHost:
         )
         log.info("agent host %s serving MCP on %s", self.host_id, self.base_url)
         task_status.started()
-        try:
-            await server.serve(sockets=[sock])
-        finally:
-            sock.close()
+        done = anyio.Event()
+
+        async def serve() -> None:
+            # Shielded so uvicorn shuts down its way (lifespan, connections) on should_exit
+            # instead of being cancelled mid-lifespan.
+            with anyio.CancelScope(shield=True):
+                await server.serve(sockets=[sock])
+            done.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(serve)
+            try:
+                await anyio.sleep_forever()
+            finally:
+                server.should_exit = True
+                with anyio.CancelScope(shield=True):
+                    await done.wait()
+                sock.close()
 
     async def _linked(self, task_status: TaskStatus[None]) -> None:
         send, receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
@@ -265,6 +280,12 @@ class AgentHost:
         scope.cancel()
 
     async def stop_all(self, graceful: bool = True, grace: float = STOP_TIMEOUT) -> None:
+        """Stop every agent; then tell the coordinator this was on purpose, not a crash."""
         async with anyio.create_task_group() as tg:
             for name in list(self.runtimes):
                 tg.start_soon(self.deactivate, name, graceful, grace)
+        if self._link is not None:
+            try:
+                await self._link.call(LinkGoodbyeReq(cmd="goodbye"))
+            except HiveError:
+                pass

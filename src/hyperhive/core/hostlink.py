@@ -26,6 +26,7 @@ from hyperhive.protocol import (
     DeactivateCmd,
     LinkAgentCrashedReq,
     LinkAgentStateReq,
+    LinkGoodbyeReq,
     LinkRegisterReq,
     LinkRequest,
     Response,
@@ -55,6 +56,7 @@ class _Host:
     stream: UnixStream
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     agents: set[str] = field(default_factory=set)
+    leaving: bool = False
 
     async def push(self, data: bytes) -> None:
         async with self.lock:
@@ -183,6 +185,9 @@ class HostLink:
                         needs_login=req.needs_login,
                     )
                 return ok_response(rid), host
+            if isinstance(req, LinkGoodbyeReq):
+                host.leaving = True
+                return ok_response(rid), host
             if isinstance(req, LinkAgentCrashedReq):
                 if req.agent in host.agents:
                     host.agents.discard(req.agent)
@@ -207,4 +212,5 @@ class HostLink:
             ", ".join(lost) or "(none)",
         )
         self.bus.emit("host", host=host.host_id, connected=False)
-        await self._on_host_lost(lost)
+        if not host.leaving:
+            await self._on_host_lost(lost)
