@@ -30,11 +30,9 @@ todo, as bash tasks are.
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 import secrets
 import signal
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,10 +42,8 @@ import anyio
 from anyio.abc import Process, TaskGroup, TaskStatus
 from pydantic import ValidationError
 
-from hyperhive.agent import launch
 from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.agent.sandbox import signal_group
-from hyperhive.agent.stream import AssistantEvent, InitEvent, ResultEvent, parse_line
 from hyperhive.agent.todos import TodoSink
 from hyperhive.atomic import atomic_write_text
 from hyperhive.errors import (
@@ -59,7 +55,6 @@ from hyperhive.errors import (
     StorageError,
     Unavailable,
 )
-from hyperhive.framing import FrameDecoder
 from hyperhive.names import validate_task_name
 from hyperhive.subagent.records import (
     Signal,
@@ -68,19 +63,18 @@ from hyperhive.subagent.records import (
     check_model,
     check_prompt,
     inside,
-    keep_output,
     preview,
     result_todo,
     signal_todo,
     todo_key,
 )
+from hyperhive.subagent.run import converse, spawn
 
 __all__ = ["SUBAGENTS_SUBDIR", "SubagentManager"]
 
 log = logging.getLogger(__name__)
 
 SUBAGENTS_SUBDIR = Path("harness") / "subagents"
-MAX_STREAM_LINE = 64 << 20
 
 
 @dataclass(eq=False)
@@ -273,48 +267,13 @@ class SubagentManager:
         except OSError as exc:
             raise Unavailable(f"could not start the subagent's claude: {exc}") from exc
 
-    def _spec(self, rec: SubagentRecord, token: str) -> launch.SubagentSpec:
-        rt = self.rt
-        return launch.SubagentSpec(
-            claude_bin=rt.hive.claude_bin or "claude",
-            groups=rt.groups,  # the harness's own resolution: one per agent
-            config=rt.config,
-            control_url=launch.agent_mcp_url(rt.base_url, rt.name, launch.SUBAGENT_CONTROL_SERVER),
-            mcp_config_file=rt.runtime_dir / "subagents" / f"{rec.id}.json",
-            token=token,
-            system_prompt_file=Path(rec.prompt_file) if rec.prompt_file else None,
-            session_id=rec.session_id,
-            model=rec.model,
-        )
-
     async def _run(self, entry: _Entry, prompt: str, *, task_status: TaskStatus[None]) -> None:
-        rt, rec = self.rt, entry.record
         token = secrets.token_urlsafe(32)
-        spec = self._spec(rec, token)
-        argv = launch.subagent_argv(spec)
-        spec.mcp_config_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        atomic_write_text(spec.mcp_config_file, json.dumps(launch.subagent_mcp_config(spec)), 0o600)
-        env = launch.claude_env(
-            {},
-            rt.paths.agent_home(rt.name),
-            (),
-            {**rt.config.env, **rt.hive_env(), "HIVE_SUBAGENT": rec.id},
-            sandboxed=True,
-        )
-        self.dir.mkdir(parents=True, exist_ok=True)
-        with (self.dir / f"{rec.id}.log").open("ab") as stderr:
-            process = await rt.sandbox().open_process(
-                argv,
-                cwd=Path(rec.cwd),
-                env=env,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-            )
+        process = await spawn(self.rt, entry.record, token, self.dir / f"{entry.record.id}.log")
         entry.process, entry.token = process, token
         task_status.started()
         try:
-            await self._converse(entry, process, prompt)
+            await converse(process, prompt, entry.record)
             code = await process.wait()
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
@@ -327,32 +286,6 @@ class SubagentManager:
         await process.aclose()
         entry.process = None
         await self._finish(entry, code)
-
-    async def _converse(self, entry: _Entry, process: Process, prompt: str) -> None:
-        rec = entry.record
-        assert process.stdin is not None and process.stdout is not None
-        try:
-            await process.stdin.send(prompt.encode())
-            await process.stdin.aclose()
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass  # claude died at once; its exit code and log tell why
-        decoder = FrameDecoder(MAX_STREAM_LINE)
-        async for chunk in process.stdout:
-            for line in decoder.feed(chunk):
-                if isinstance(line, Exception):
-                    continue
-                event = parse_line(line)
-                if isinstance(event, InitEvent):
-                    rec.session_id = event.session_id
-                elif isinstance(event, AssistantEvent) and event.text and not event.synthetic:
-                    rec.last_output = keep_output(event.text)
-                elif isinstance(event, ResultEvent):
-                    rec.session_id = event.session_id or rec.session_id
-                    rec.cost_usd += event.total_cost_usd
-                    if event.result:
-                        rec.last_output = keep_output(event.result)
-                    if event.is_error:
-                        rec.error = f"claude ended the run with {event.subtype}"
 
     async def _finish(self, entry: _Entry, code: int | None) -> None:
         rec = entry.record
