@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import sys
 import time
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from hyperhive.config import HiveConfig, HivePaths
 from hyperhive.errors import HiveError
 from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import OpAgentsReq, OpSpawnReq
+from hyperhive.unixsock import is_listening
 
 __all__ = ["Supervisor"]
 
@@ -38,15 +38,6 @@ RESTART_DELAY = 2.0
 MAX_DELAY = 60.0
 STABLE_AFTER = 60.0
 STOP_GRACE = 150.0
-
-
-def _listening(path: Path) -> bool:
-    with socket.socket(socket.AF_UNIX) as sock:
-        try:
-            sock.connect(str(path))
-        except OSError:
-            return False
-        return True
 
 
 class Supervisor:
@@ -75,7 +66,7 @@ class Supervisor:
         self.say(f"hyperhive: home {self.home}")
         coordinator = await self._start("coordinator", "serve")
         with anyio.fail_after(30):
-            while not _listening(self.paths.host_sock):
+            while not is_listening(self.paths.host_sock):
                 if coordinator.returncode is not None:
                     raise HiveError(
                         f"the coordinator exited with {coordinator.returncode}; "

@@ -23,7 +23,7 @@ from types import TracebackType
 import anyio
 from anyio.abc import TaskStatus
 
-__all__ = ["UnixStream", "connect_unix", "serve_unix_streams"]
+__all__ = ["UnixStream", "connect_unix", "is_listening", "serve_unix_streams"]
 
 
 class UnixStream:
@@ -111,3 +111,13 @@ async def serve_unix_streams(
         finally:
             server.close()
             path.unlink(missing_ok=True)
+
+
+def is_listening(path: Path) -> bool:
+    """Whether something accepts connections on ``path`` (a stale socket file does not)."""
+    with socket.socket(socket.AF_UNIX) as sock:
+        try:
+            sock.connect(str(path))
+        except OSError:
+            return False
+        return True

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from hyperhive.client import RpcClient, connect
 from hyperhive.config import AgentConfig, HivePaths, dump_agent_config, load_hive_config
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.protocol import AgentRequest, HostRequest
+from hyperhive.unixsock import is_listening
 
 _AGENT = TypeAdapter(AgentRequest)
 _HOST = TypeAdapter(HostRequest)
@@ -99,7 +99,7 @@ def start_serve(home: Path) -> subprocess.Popen[bytes]:
     log.close()
     paths = HivePaths(home)
     deadline = time.monotonic() + 20
-    while not (_listening(paths.host_sock) and _listening(paths.hosts_sock)):
+    while not (is_listening(paths.host_sock) and is_listening(paths.hosts_sock)):
         if proc.poll() is not None:
             raise RuntimeError(
                 f"hivectl serve exited: {proc.stderr.read().decode() if proc.stderr else ''}"
@@ -109,15 +109,6 @@ def start_serve(home: Path) -> subprocess.Popen[bytes]:
             raise RuntimeError("hivectl serve did not come up in 20 s")
         time.sleep(0.01)
     return proc
-
-
-def _listening(path: Path) -> bool:
-    with socket.socket(socket.AF_UNIX) as sock:
-        try:
-            sock.connect(str(path))
-        except OSError:
-            return False
-        return True
 
 
 def agent_env(model_url: str) -> dict[str, str]:

@@ -95,6 +95,9 @@ class Coordinator:
                 self._tg = tg
                 self._listeners = Listeners(tg)
                 mf = self.config.max_frame_bytes
+                # Agent sockets first: once host.sock answers, every agent socket does too.
+                for name in self.registry.known():
+                    await self.open_agent_socket(name)
                 await tg.start(
                     lambda task_status: serve_unix(
                         self.paths.host_sock,
@@ -109,8 +112,6 @@ class Coordinator:
                         self.paths.hosts_sock, task_status=task_status
                     )
                 )
-                for name in self.registry.known():
-                    await self.open_agent_socket(name)
                 tg.start_soon(self.scheduler.run)
                 if dashboard:
                     from hyperhive.core.dashboard.server import serve_dashboard
