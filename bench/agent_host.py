@@ -56,7 +56,10 @@ def _seed(home: Path, agents: Sequence[str], model_url: str, claude: str | Path)
     rendered = dump_agent_config(config)
     for name in agents:
         paths.applied_config(name).write_text(rendered)
-    (home / "hive.toml").write_text(f"claude_bin = {json.dumps(str(claude))}\n")
+    # Unsandboxed: this measures the hive's own overhead (lifecycle.bwrap measures bwrap's).
+    (home / "hive.toml").write_text(
+        f'claude_bin = {json.dumps(str(claude))}\nruntime = "unsandboxed"\n'
+    )
     return paths
 
 

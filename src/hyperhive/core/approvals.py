@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from hyperhive import topology
 from hyperhive.config import AgentConfig, dump_agent_config, parse_agent_config
 from hyperhive.core.meta import AGENT_TOML
-from hyperhive.errors import Conflict, NotFound, PermissionDenied
+from hyperhive.errors import Conflict, HiveError, NotFound, PermissionDenied
 from hyperhive.names import OPERATOR, validate_agent_name
 from hyperhive.protocol import ApprovalResolved, ConfigReady, Rebuilt, Spawned
 
@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 class Approvals:
     def __init__(self, coord: Coordinator) -> None:
         self.c = coord
+        self._resolving: set[int] = set()
 
     # ---- asking ---------------------------------------------------------------------
 
@@ -143,20 +144,35 @@ class Approvals:
         return view
 
     async def resolve(self, approval_id: int, approve: bool, reason: str = "") -> dict[str, Any]:
+        if approval_id in self._resolving:
+            raise Conflict(f"approval #{approval_id} is being resolved right now")
+        self._resolving.add(approval_id)
+        try:
+            return await self._resolve(approval_id, approve, reason)
+        finally:
+            self._resolving.discard(approval_id)
+
+    async def _resolve(self, approval_id: int, approve: bool, reason: str) -> dict[str, Any]:
         row = await self._row(approval_id)
         if row["state"] != "pending":
             raise Conflict(f"approval #{approval_id} is already {row['state']}")
         payload = json.loads(row["payload"])
         state = "approved" if approve else "denied"
+        applied: dict[str, Any] = {}
+        if approve:
+            # Carry out first: an approval that failed to apply stays pending, retryable.
+            try:
+                applied = await self._carry_out(row["kind"], row["requester"], payload)
+            except HiveError as exc:
+                raise type(exc)(
+                    f"approval #{approval_id} stays pending; applying it failed: {exc.message}"
+                ) from exc
         await self.c.db.run(
             lambda c: c.execute(
                 "UPDATE approvals SET state = ?, resolved_at = ?, resolution = ? WHERE id = ?",
                 (state, time.time(), reason, approval_id),
             )
         )
-        applied: dict[str, Any] = {}
-        if approve:
-            applied = await self._carry_out(row["kind"], row["requester"], payload)
         requester = row["requester"]
         if requester != OPERATOR and self.c.registry.exists(requester):
             await self.c.notify_agent(
