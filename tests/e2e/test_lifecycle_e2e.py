@@ -176,3 +176,5 @@ async def test_a_crashing_harness_is_restarted_and_its_submitter_told(
 
         notices = await eventually(crash_notice)
         assert json.loads(notices[0]["body"])["agent"] == "broken"
+        view = next(a for a in await c.agents_view() if a["name"] == "broken")
+        assert view["crashed"] is None or "ConfigError" in view["crashed"]

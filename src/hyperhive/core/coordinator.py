@@ -338,6 +338,7 @@ class Coordinator:
                     "status_text": row.get("status_text", ""),
                     "needs_login": bool(row.get("needs_login", 0)),
                     "broken": self.registry.broken.get(name),
+                    "crashed": self.lifecycle.crash_reasons.get(name),
                     "unread_operator_messages": int(unread.get(name, 0)),
                     "last_context_usage": row.get("last_context_usage"),
                 }
@@ -351,6 +352,7 @@ class Coordinator:
         await self.lifecycle.create(name, config, parent, f"spawn {name} (operator)")
 
     async def activate(self, name: str) -> None:
+        self.lifecycle.crash_reasons.pop(name, None)
         row = await self.db.run(lambda c: ensure_agent_row(c, name))
         topo = self.topology()
         await self.hostlink.activate(
@@ -381,6 +383,7 @@ class Coordinator:
     async def _host_lost(self, agents: list[str]) -> None:
         # They come back when a host registers again (hivectl up restarts it).
         for agent in agents:
+            self.lifecycle.crash_reasons[agent] = "its agent host died"
             log.warning("agent %s stopped with its host", agent)
             await self.notify_submitter(
                 agent, ContainerCrash(agent=agent, reason="its agent host died")

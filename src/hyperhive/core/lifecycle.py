@@ -56,6 +56,8 @@ class Lifecycle:
     def __init__(self, coord: Coordinator) -> None:
         self.c = coord
         self._crashes: dict[str, deque[float]] = {}
+        # The last crash reason of agents not running again yet (for views).
+        self.crash_reasons: dict[str, str] = {}
 
     # ---- rules ----------------------------------------------------------------------
 
@@ -170,6 +172,7 @@ class Lifecycle:
     async def crashed(self, agent: str, reason: str) -> None:
         """Restart with backoff; tell the submitting agent (the root manager just restarts)."""
         now = time.time()
+        self.crash_reasons[agent] = reason
         history = self._crashes.setdefault(agent, deque(maxlen=len(CRASH_BACKOFF)))
         while history and now - history[0] > CRASH_WINDOW:
             history.popleft()
