@@ -54,7 +54,8 @@ async def spawn(rt: AgentRuntime, rec: SubagentRecord, token: str, log_path: Pat
         {},
         rt.paths.agent_home(rt.name),
         (),
-        {**rt.config.env, **rt.hive_env(), "HIVE_SUBAGENT": rec.id},
+        # Not the agent's socket: that is the agent's identity at the coordinator.
+        {**rt.config.env, **rt.hive_env(), "HIVE_SUBAGENT": rec.id, "HIVE_AGENT_SOCKET": ""},
         sandboxed=True,
     )
     log_path.parent.mkdir(parents=True, exist_ok=True)
