@@ -87,3 +87,21 @@ def test_system_links_follow_the_host_layout() -> None:
     assert ("usr/bin", "/bin") in _pairs(merged, "--symlink")
     assert not any(dst == "/lib64" for _, dst in _pairs(merged, "--symlink"))
     assert not any(src == "/opt" for src, _ in _pairs(merged, "--ro-bind"))
+
+
+def test_a_subagent_sandbox_has_no_agent_socket(tmp_path: Path) -> None:
+    from hyperhive.agent.runtime import AgentRuntime
+    from hyperhive.config import AgentConfig, HiveConfig, HivePaths
+
+    rt = AgentRuntime(
+        name="a",
+        config=AgentConfig(),
+        parent=None,
+        paths=HivePaths(tmp_path),
+        hive=HiveConfig(),
+        isolation=_iso(),
+    )
+    with_socket = rt.sandbox().command(["true"], WORK)
+    without = rt.sandbox(agent_socket=False).command(["true"], WORK)
+    assert (str(SOCK), str(SOCK)) in _pairs(with_socket, "--bind")
+    assert str(SOCK) not in without

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -93,15 +93,23 @@ class AgentRuntime:
             env["HIVE_PARENT"] = self.parent
         return env
 
-    def sandbox(self) -> AgentSandbox:
+    def sandbox(self, *, agent_socket: bool = True) -> AgentSandbox:
+        """The agent's sandbox; ``agent_socket=False`` leaves its coordinator socket out.
+
+        A subagent gets no socket: the socket *is* the agent's identity at the
+        coordinator, and a subagent must not act as its parent there.
+        """
         passthrough = {k: os.environ[k] for k in self.hive.env_passthrough if k in os.environ}
+        isolation = self.isolation
+        if isolation is not None and not agent_socket:
+            isolation = replace(isolation, sockets=())
         return AgentSandbox(
             agent=self.name,
             work=self.paths.agent_work(self.name),
             home=self.paths.agent_home(self.name),
             state=self.state_dir,
             env={**passthrough, **self.config.env, **self.hive_env()},
-            isolation=self.isolation,
+            isolation=isolation,
         )
 
     def prepare_dirs(self) -> None:

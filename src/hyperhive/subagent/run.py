@@ -60,7 +60,7 @@ async def spawn(rt: AgentRuntime, rec: SubagentRecord, token: str, log_path: Pat
     )
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as stderr:
-        return await rt.sandbox().open_process(
+        return await rt.sandbox(agent_socket=False).open_process(
             argv,
             cwd=Path(rec.cwd),
             env=env,
