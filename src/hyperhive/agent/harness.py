@@ -24,6 +24,7 @@ from typing import Any
 import anyio
 
 from hyperhive.agent import launch
+from hyperhive.agent.agentlog import AgentLog
 from hyperhive.agent.prompt import render_system_prompt, wake_prompt
 from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.agent.sandbox import signal_group
@@ -104,10 +105,9 @@ async def run_claude(
     env = launch.claude_env(
         {}, rt.paths.agent_home(rt.name), (), {**rt.config.env, **rt.hive_env()}
     )
-    log_path = rt.paths.logs / "agents" / f"{rt.name}.log"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
+    agent_log = AgentLog(rt.paths.logs / "agents" / f"{rt.name}.log")
     events: list[StreamEvent] = []
-    with log_path.open("ab") as stderr:
+    with agent_log.open() as stderr:
         proc = await rt.sandbox().open_process(
             argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr
         )
@@ -168,6 +168,8 @@ async def run_turn(rt: AgentRuntime, prompt: str, session_id: str | None) -> Tur
     rt.give(spec.mcp_config_file)
     rt.give(spec.system_prompt_file)
     rt.bus.emit("turn_start", prompt=prompt[:2000])
+    rt_log = AgentLog(rt.paths.logs / "agents" / f"{rt.name}.log")
+    rt_log.line(f"turn start: {prompt.splitlines()[0][:200] if prompt else ''}")
     events, code = await run_claude(rt, launch.harness_argv(spec), prompt)
     report = summarize_turn(events, code, rt.hive.context_window)
     if session_id and not any(isinstance(e, InitEvent) for e in events) and code:
@@ -186,6 +188,10 @@ async def run_turn(rt: AgentRuntime, prompt: str, session_id: str | None) -> Tur
         "context_usage": report.context_usage,
     }
     rt.bus.emit("turn_end", **rt.bus.last_turn)
+    rt_log.line(
+        f"turn end: {report.outcome}, {report.num_turns} model call(s), "
+        f"${report.total_cost_usd:.4f}, context {report.context_usage:.0%}"
+    )
     return report
 
 
