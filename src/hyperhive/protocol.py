@@ -337,6 +337,13 @@ class OpInboxReq(_Req):
     unread_only: bool = False
 
 
+class OpOutboxReq(_Req):
+    """Messages the operator sent (newest ``limit``, oldest first)."""
+
+    cmd: Literal["outbox"]
+    limit: int = Field(default=50, ge=1, le=1000)
+
+
 class OpAckReq(_Req):
     cmd: Literal["ack_until"]
     up_to: RowId
@@ -448,6 +455,7 @@ class OpConfigReq(_Req):
 HostRequest = Annotated[
     OpSendReq
     | OpInboxReq
+    | OpOutboxReq
     | OpAckReq
     | OpAgentsReq
     | OpSetParentReq

@@ -225,6 +225,8 @@ async def test_operator_mailbox_and_questions(tmp_path: Path) -> None:
             assert await op_call(op, "inbox", unread_only=True) == []
             views = await op_call(op, "messages", agent="bob")
             assert isinstance(views, dict) and views["outbox"][0]["to"] == "operator"
+            sent = await op_call(op, "outbox")
+            assert isinstance(sent, list) and [m["body"] for m in sent] == ["yes"]
 
 
 async def test_status_and_meta(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from hyperhive.protocol import (
     OpLogsReq,
     OpLooseEndsReq,
     OpMessagesReq,
+    OpOutboxReq,
     OpPermsSetReq,
     OpQuestionsReq,
     OpResolveReq,
@@ -61,6 +62,9 @@ class OperatorApi:
 
     async def _inbox(self, req: OpInboxReq) -> list[Any]:
         return list(await self.c.broker.inbox(OPERATOR, req.limit, req.unread_only))
+
+    async def _outbox(self, req: OpOutboxReq) -> list[Any]:
+        return list(await self.c.broker.outbox(OPERATOR, req.limit))
 
     async def _ack_until(self, req: OpAckReq) -> dict[str, int]:
         return {"acked": await self.c.broker.ack_until(OPERATOR, req.up_to)}

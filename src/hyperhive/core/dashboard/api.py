@@ -19,7 +19,6 @@ from hyperhive.core.dashboard.live import EventStream, agent_events, hive_events
 from hyperhive.core.dashboard.state import Dashboard, dashboard
 from hyperhive.core.dashboard.views import compact_rule, perms_preview, thread_messages
 from hyperhive.errors import InvalidRequest, NotFound, Unavailable
-from hyperhive.names import OPERATOR
 
 __all__ = ["router"]
 
@@ -280,11 +279,7 @@ async def inbox(d: Dash, limit: Limit = 50, unread: bool = False) -> list[Json]:
 
 async def operator_threads(d: Dashboard, limit: int = 200) -> list[Json]:
     received: list[Json] = await d.ops.call("inbox", limit=limit)
-    sent: list[Json] = []
-    # No operator outbox request: the operator's messages are in each agent's inbox.
-    for name in d.coord.registry.known():
-        box = await d.ops.call("messages", agent=name, limit=limit)
-        sent.extend(m for m in box["inbox"] if m["from"] == OPERATOR)
+    sent: list[Json] = await d.ops.call("outbox", limit=limit)
     threads = thread_messages([*received, *sent])
     return [
         {
