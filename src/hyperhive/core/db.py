@@ -156,8 +156,12 @@ class Database:
                 pass
             failure = _storage_error(exc)
             results = [(None, failure)] * len(batch)
+        # One wake-up of each waiting event loop per batch, not one per operation.
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Any, Any, Any]]] = {}
         for (_, future, loop), (value, error) in zip(batch, results, strict=True):
-            loop.call_soon_threadsafe(_settle, future, value, error)
+            by_loop.setdefault(loop, []).append((future, value, error))
+        for loop, settled in by_loop.items():
+            loop.call_soon_threadsafe(_settle_all, settled)
 
 
 def _storage_error(exc: Exception) -> BaseException:
@@ -171,6 +175,11 @@ def _storage_error(exc: Exception) -> BaseException:
         log.error("hive.db write failed: %s", text)
         return StorageError(f"the hive database refused the write ({text}){hint}")
     return exc
+
+
+def _settle_all(settled: list[tuple[Any, Any, Any]]) -> None:
+    for future, value, error in settled:
+        _settle(future, value, error)
 
 
 def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
