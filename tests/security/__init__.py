@@ -1,0 +1,1 @@
+"""The hostile-agent suite: one agent attacks through every surface it can reach."""
