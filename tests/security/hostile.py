@@ -303,7 +303,7 @@ def snapshot(
         "db": db_rows(paths, skip),
         "topology": json.loads(paths.topology.read_text()),
         "meta_head": _meta_head(paths),
-        "applied": {a: paths.applied_config(a).read_text() for a in TOPOLOGY},
+        "applied": {f.name: f.read_text() for f in sorted((paths.meta / "agents").iterdir())},
         "files": {a: _tree_digest(paths.agent_dir(a)) for a in agents},
     }
 

@@ -28,7 +28,7 @@ from tests.security.hostile import (
     seed,
     snapshot,
 )
-from tests.support.hive import agent_call, coordinator
+from tests.support.hive import agent_call, coordinator, op_call, operator
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -229,7 +229,7 @@ def attempts(p: Planted) -> list[Attempt]:
             "cancel the parent's schedule on a sibling",
             {"cmd": "cancel_schedule", "schedule_id": p.boss_schedule_on_victim},
             "permission_denied",
-            "not you or your descendant",
+            "not a descendant",
         ),
         (
             "cancel a row that is not there",
@@ -308,13 +308,13 @@ def attempts(p: Planted) -> list[Attempt]:
             "apply a sibling's config",
             {"cmd": "request_apply_commit", "agent": "victim"},
             "permission_denied",
-            "not you or your descendant",
+            "not a descendant",
         ),
         (
             "apply the parent's config",
             {"cmd": "request_apply_commit", "agent": "boss"},
             "permission_denied",
-            "not you or your descendant",
+            "not a descendant",
         ),
         (
             "bump the hive's inputs",
@@ -595,3 +595,42 @@ async def test_deeply_nested_json_is_a_malformed_frame(tmp_path: Path) -> None:
     async with coordinator(tmp_path) as c:
         got = await _exchange(c.paths.agent_sock(ATTACKER), [b"[" * 200_000 + b"\n"], 1)
         assert got[0]["error"]["code"] == "malformed_frame", got
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: a request id holding a lone surrogate (JSON escape \\ud800) is echoed into "
+    "the response, whose encode() in core/sockets.py:47 (_Writer.send, outside every "
+    "handler's try) raises PydanticSerializationError: it escapes the connection's task "
+    "group and takes the whole coordinator down — any agent can stop the hive with one frame",
+)
+async def test_a_lone_surrogate_request_id_does_not_bring_the_coordinator_down(
+    tmp_path: Path,
+) -> None:
+    seed(tmp_path)
+    alive = False
+    async with coordinator(tmp_path) as c:
+        got = await _exchange(
+            c.paths.agent_sock(ATTACKER), [b'{"id": "\\ud800", "cmd": "get_agent_meta"}\n'], 1
+        )
+        with anyio.move_on_after(5):
+            async with operator(c.paths) as op:
+                alive = isinstance(await op_call(op, "status"), dict)
+    assert alive and got[0]["error"]["code"] == "malformed_frame", got
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: protocol.py:664 (_load) accepts lone surrogates (JSON escape \\ud800) in "
+    "strings; storing one in SQLite raises UnicodeEncodeError, answered as an internal "
+    "hive_error instead of a malformed_frame naming the field",
+)
+async def test_a_lone_surrogate_in_a_body_is_malformed_not_internal(tmp_path: Path) -> None:
+    seed(tmp_path)
+    async with coordinator(tmp_path) as c:
+        got = await _exchange(
+            c.paths.agent_sock(ATTACKER),
+            [b'{"cmd": "send", "to": "mallory", "body": "\\ud800"}\n'],
+            1,
+        )
+    assert got[0]["error"]["code"] in ("malformed_frame", "invalid_request"), got
