@@ -19,7 +19,7 @@ import anyio
 from anyio.abc import TaskGroup
 from pydantic import BaseModel, JsonValue, ValidationError
 
-from hyperhive.errors import HiveError, Unavailable, error_from_code
+from hyperhive.errors import FrameTooLarge, HiveError, Unavailable, error_from_code
 from hyperhive.framing import DEFAULT_MAX_FRAME, FrameDecoder
 from hyperhive.protocol import Response, encode, parse_result
 from hyperhive.unixsock import UnixStream, connect_unix
@@ -63,6 +63,12 @@ class RpcClient:
     async def _roundtrip(self, rid: int, frame: bytes) -> JsonValue:
         if self._closed is not None:
             raise self._closed
+        if len(frame) > self._max_frame:
+            # The peer would drop it unread (no id to answer): refuse here, with a reason.
+            raise FrameTooLarge(
+                f"request is {len(frame)} bytes; the limit is {self._max_frame} bytes per frame "
+                "(large payloads belong in files)"
+            )
         event = anyio.Event()
         box: list[Response] = []
         self._waiters[rid] = (event, box)

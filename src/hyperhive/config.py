@@ -190,6 +190,10 @@ class HiveConfig(_Strict):
     runtime: Literal["bwrap", "unsandboxed"] = "bwrap"
     bind: str = "127.0.0.1"
     dashboard_port: int = Field(default=7878, ge=0, le=65535)
+    # "token": the operator token is required even on loopback, because every
+    # sandbox shares the host's network (agents reach loopback for their MCP
+    # surfaces). "loopback" trusts anything that reaches a loopback bind.
+    dashboard_auth: Literal["token", "loopback"] = "token"
     agent_host_port: int = Field(default=0, ge=0, le=65535)
     claude_bin: str | None = None
     default_model: str | None = None

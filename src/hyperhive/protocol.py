@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
@@ -667,11 +668,23 @@ def _commands(union: Any) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
 def _load(line: bytes) -> Any:
     try:
-        return json.loads(line)
+        data = json.loads(line)
     except (ValueError, UnicodeDecodeError) as exc:
         raise MalformedFrame(f"frame is not valid UTF-8 JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise MalformedFrame("frame is nested too deeply") from exc
+    if _SURROGATE_ESCAPE.search(line):
+        # A lone \ud800-style escape decodes to a string no UTF-8 store or reply can hold.
+        try:
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise MalformedFrame("frame holds a lone UTF-16 surrogate (\\ud800-\\udfff)") from exc
+    return data
 
 
 def _id_of(data: Any) -> RequestId:

@@ -114,6 +114,10 @@ class Supervisor:
         except (OSError, ValueError, KeyError):
             url = "(not serving)"
         self.say(f"dashboard: {url}")
+        if self.hive.dashboard_auth == "token":
+            self.say(
+                f"           log in with the operator token in {self.paths.run / 'dashboard-token'}"
+            )
         self.say(f"logs:      {self.paths.logs}/coordinator.log, host.log, agents/<name>.log")
 
     async def _keep(self, name: str, *args: str) -> None:

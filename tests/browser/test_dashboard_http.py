@@ -40,6 +40,18 @@ pytestmark = pytest.mark.timeout(60)
 TREE = {"queen": None, "alice": "queen", "bob": None}
 
 
+def test_the_default_needs_the_token_on_loopback_too(tmp_path: Path) -> None:
+    """Every sandbox shares the host's network: loopback alone is no proof."""
+    seed(tmp_path, "")
+    with live_hive(tmp_path) as hive, httpx.Client(base_url=hive.url) as http:
+        assert http.get("/api/agents").status_code == 401
+        refused = http.post("/api/topology/set-parent", data={"child": "bob", "new_parent": ""})
+        assert refused.status_code == 401
+        token = (hive.paths.run / "dashboard-token").read_text().strip()
+        ok = http.get("/api/agents", headers={"authorization": f"Bearer {token}"})
+        assert ok.status_code == 200
+
+
 def seed(home: Path, extra: str = "") -> None:
     seed_home(
         home,
@@ -82,7 +94,7 @@ def test_hive_errors_map_to_http_statuses(error: HiveError, status: int) -> None
 
 
 def test_loopback_mode_needs_no_token_but_refuses_cross_site_posts(tmp_path: Path) -> None:
-    seed(tmp_path)
+    seed(tmp_path, 'dashboard_auth = "loopback"\n')
     with live_hive(tmp_path) as hive, httpx.Client(base_url=hive.url) as http:
         page = http.get("/")
         assert page.status_code == 200 and "hive_csrf" in page.headers["set-cookie"]
@@ -107,7 +119,7 @@ def test_loopback_mode_needs_no_token_but_refuses_cross_site_posts(tmp_path: Pat
 
 
 def test_error_statuses_and_bodies(tmp_path: Path) -> None:
-    seed(tmp_path)
+    seed(tmp_path, 'dashboard_auth = "loopback"\n')
     with live_hive(tmp_path) as hive, httpx.Client(base_url=hive.url) as http:
         cycle = http.post(
             "/api/topology/set-parent", data={"child": "queen", "new_parent": "alice"}
@@ -137,7 +149,7 @@ def test_error_statuses_and_bodies(tmp_path: Path) -> None:
 
 
 def test_event_stream_pushes_a_reparent(tmp_path: Path) -> None:
-    seed(tmp_path)
+    seed(tmp_path, 'dashboard_auth = "loopback"\n')
     with (
         live_hive(tmp_path) as hive,
         httpx.Client(base_url=hive.url, timeout=10) as http,

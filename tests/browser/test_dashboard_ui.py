@@ -19,7 +19,7 @@ from tests.support.model_server import ModelServer, Stall, text
 
 pytestmark = pytest.mark.timeout(120)
 
-HIVE_TOML = 'runtime = "unsandboxed"\ndashboard_port = 0\n'
+HIVE_TOML = 'runtime = "unsandboxed"\ndashboard_port = 0\ndashboard_auth = "loopback"\n'
 TREE = {"queen": None, "alice": "queen", "carol": "alice", "bob": None}
 
 

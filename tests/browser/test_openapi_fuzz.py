@@ -31,7 +31,7 @@ def api_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[schemathesi
         home,
         {"queen": AgentConfig(), "alice": AgentConfig()},
         {"queen": None, "alice": "queen"},
-        hive_toml='runtime = "unsandboxed"\ndashboard_port = 0\n',
+        hive_toml='runtime = "unsandboxed"\ndashboard_port = 0\ndashboard_auth = "loopback"\n',
     )
     proc = start_serve(home)
     try:

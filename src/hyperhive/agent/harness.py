@@ -43,6 +43,7 @@ from hyperhive.client import RpcClient, connect
 from hyperhive.errors import HiveError, Unavailable
 from hyperhive.framing import FrameDecoder
 from hyperhive.protocol import AttachReq, TurnEndReq, WaitReq, WaitResult, parse_result
+from hyperhive.safefs import atomic_write_beneath
 
 __all__ = ["CHECKPOINT_PROMPT", "run_agent", "run_turn"]
 
@@ -73,7 +74,8 @@ def load_session(rt: AgentRuntime) -> str | None:
 
 
 def save_session(rt: AgentRuntime, session_id: str | None) -> None:
-    atomic_write_text(_session_file(rt), json.dumps({"session_id": session_id}) + "\n", 0o600)
+    data = (json.dumps({"session_id": session_id}) + "\n").encode()
+    atomic_write_beneath(rt.state_dir, _session_file(rt), data, 0o600)
 
 
 def _publish(rt: AgentRuntime, event: StreamEvent) -> None:

@@ -74,8 +74,11 @@ def build_isolation(rt: AgentRuntime) -> tuple[Isolation, list[str]]:
         ):
             parent.mkdir(parents=True, exist_ok=True)
             parent.chmod(0o711)
-        for d in (*own, rt.runtime_dir):
+        for d in own:
             chown_tree(d, *ids)
+        # The runtime dir stays root's (0711): the agent reads the files it is given
+        # there but cannot swap them for links between the host's write and chown.
+        rt.runtime_dir.chmod(0o711)
     rw = list(own)
     for child in rt.descendants:
         repo = rt.paths.agent_config_repo(child)

@@ -56,6 +56,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 AGENT_SCOPE_KEY = "hyperhive.agent"
+MAX_MCP_BODY = 512 << 10
 PREVIEW = 300
 
 
@@ -177,6 +178,9 @@ class Surface:
         self.manager = StreamableHTTPSessionManager(
             app=self.server,
             json_response=True,
+            # Under the coordinator's frame cap, so an oversized call is refused here
+            # with a status instead of travelling on as a frame nobody can answer.
+            max_request_body_size=MAX_MCP_BODY,
             security_settings=TransportSecuritySettings(
                 enable_dns_rebinding_protection=True,
                 allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],

@@ -133,4 +133,4 @@ class AgentRuntime:
         """Hand a file the host wrote (claude's config, prompts) to the agent's user."""
         iso = self.isolation
         if iso is not None and iso.uid is not None and iso.gid is not None:
-            os.chown(path, iso.uid, iso.gid)
+            os.chown(path, iso.uid, iso.gid, follow_symlinks=False)

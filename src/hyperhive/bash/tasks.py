@@ -45,7 +45,6 @@ from pydantic import ValidationError
 
 from hyperhive.agent.sandbox import AgentSandbox, process_identity, signal_group
 from hyperhive.agent.todos import TodoSink
-from hyperhive.atomic import atomic_write_text
 from hyperhive.bash.records import (
     MAX_TIMEOUT_SECS,
     TAIL_BYTES,
@@ -66,6 +65,7 @@ from hyperhive.bash.records import (
 )
 from hyperhive.errors import Conflict, NotFound, StorageError, Unavailable
 from hyperhive.names import validate_task_name
+from hyperhive.safefs import atomic_write_beneath, open_beneath
 
 # The record types are re-exported: callers think of them as the manager's answers.
 __all__ = [
@@ -100,14 +100,17 @@ class _Entry:
     todo_cleared: bool = False
 
 
-def _tail(path: Path) -> str:
+def _tail(root: Path, path: Path) -> str:
     try:
-        with path.open("rb") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, size - TAIL_BYTES))
-            return fh.read(TAIL_BYTES).decode("utf-8", errors="replace")
-    except FileNotFoundError:
-        return ""
+        fd = open_beneath(root, path, os.O_RDONLY, make_dirs=False)
+    except StorageError as exc:
+        if isinstance(exc.__cause__, FileNotFoundError):
+            return ""
+        return f"(output unreadable: {exc.message})"
+    with os.fdopen(fd, "rb") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, size - TAIL_BYTES))
+        return fh.read(TAIL_BYTES).decode("utf-8", errors="replace")
 
 
 class TaskManager:
@@ -129,6 +132,7 @@ class TaskManager:
         history: int = 1000,
     ) -> None:
         self.sandbox = sandbox
+        self.state_dir = state_dir  # agent-writable: every access goes through safefs
         self.dir = state_dir / TASKS_SUBDIR
         self.table_path = self.dir / "tasks.json"
         self._todos = todos
@@ -266,9 +270,11 @@ class TaskManager:
         try:
             with contextlib.ExitStack() as fds:
                 # The child gets the files themselves: no pipe, no copy loop, no buffer here.
-                out_fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                # Beneath the state dir without following links the agent may have planted.
+                wflags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+                out_fd = open_beneath(self.state_dir, out, wflags)
                 fds.callback(os.close, out_fd)
-                err_fd = os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                err_fd = open_beneath(self.state_dir, err, wflags)
                 fds.callback(os.close, err_fd)
                 process = await self.sandbox.open_process(
                     ["bash", "-c", rec.cmd],
@@ -276,7 +282,7 @@ class TaskManager:
                     stdout=out_fd,
                     stderr=err_fd,
                 )
-        except OSError as exc:
+        except (OSError, StorageError) as exc:
             rec.error = f"could not start the task: {exc}"
             await self._finish(entry, "done")
             return
@@ -382,7 +388,9 @@ class TaskManager:
         async with self._persist_lock:
             # Snapshot under the lock: the last write always holds the latest state.
             text = TaskTable(tasks=[e.record for e in self._entries.values()]).model_dump_json()
-            await anyio.to_thread.run_sync(atomic_write_text, self.table_path, text)
+            await anyio.to_thread.run_sync(
+                atomic_write_beneath, self.state_dir, self.table_path, text.encode()
+            )
 
     async def _persist_quietly(self) -> None:
         # A full disk must not kill the manager (and every other task) from a runner.
@@ -437,8 +445,8 @@ class TaskManager:
             status=rec.status,
             exit_code=rec.exit_code,
             duration_secs=duration(rec, time.time()),
-            stdout_tail=_tail(out),
-            stderr_tail=_tail(err),
+            stdout_tail=_tail(self.state_dir, out),
+            stderr_tail=_tail(self.state_dir, err),
             stdout_path=out,
             stderr_path=err,
             error=rec.error,

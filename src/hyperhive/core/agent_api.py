@@ -274,8 +274,15 @@ class AgentApi:
         row = await self.c.loose_ends.row("schedule", req.schedule_id)
         if row is None:
             raise NotFound(f"no schedule #{req.schedule_id}")
-        if row["owner"] != self.name:
-            self._self_or_descendant(row["target"])
+        owner = row["owner"]
+        if owner != self.name and not topology.is_descendant_of(
+            self.c.topology(), owner, self.name
+        ):
+            # Moderation runs downward only: a target cannot cancel what its parent set.
+            raise PermissionDenied(
+                f"schedule #{req.schedule_id} was set by {owner}; only its owner or the "
+                "owner's ancestors may cancel it (not a descendant)"
+            )
         if row["cancelled_at"] is not None:
             raise Conflict(f"schedule #{req.schedule_id} is already cancelled")
         return {"cancelled": await self.c.loose_ends.cancel("schedule", req.schedule_id)}

@@ -15,13 +15,14 @@ import time
 
 import anyio
 
-from hyperhive.atomic import atomic_write_text
 from hyperhive.config import HivePaths
 from hyperhive.core.broker import insert_message
 from hyperhive.core.db import Database
 from hyperhive.core.loose_ends import next_cron
 from hyperhive.core.notify import Notifier
+from hyperhive.errors import StorageError
 from hyperhive.names import REMINDER
+from hyperhive.safefs import atomic_write_beneath
 
 __all__ = ["Scheduler"]
 
@@ -57,7 +58,19 @@ class Scheduler:
         if len(message.encode("utf-8")) <= self.spill_bytes:
             return f"[reminder #{row['id']}] {message}"
         path = self.paths.agent_state(row["agent"]) / "reminders" / f"{row['id']}.md"
-        atomic_write_text(path, message)
+        state = self.paths.agent_state(row["agent"])
+        try:
+            state.mkdir(parents=True, exist_ok=True, mode=0o700)
+            # The state dir is the agent's: never follow a link it planted there.
+            atomic_write_beneath(state, path, message.encode())
+        except StorageError as exc:
+            # Deliver it anyway, cut short: a reminder is never lost to a bad spill.
+            log.warning("reminder #%s of %s not spilled: %s", row["id"], row["agent"], exc)
+            head = message[: self.spill_bytes]
+            return (
+                f"[reminder #{row['id']}] (could not be written to {path}: {exc.message}; "
+                f"first {len(head)} of {len(message)} characters follow) {head}"
+            )
         return (
             f"[reminder #{row['id']}] ({len(message)} characters, too long to inline) Read({path})"
         )

@@ -44,7 +44,11 @@ class _Writer:
         self.lock = anyio.Lock()
 
     async def send(self, response: Response) -> None:
-        data = encode(response)
+        try:
+            data = encode(response)
+        except Exception:  # a reply that cannot be encoded must not take the server down
+            log.exception("could not encode a reply; sending a generic error instead")
+            data = encode(error_response(None, HiveError("internal error: unencodable reply")))
         async with self.lock:
             try:
                 await self.stream.send(data)

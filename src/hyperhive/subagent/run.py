@@ -11,6 +11,7 @@ stdin and folds the stream-json events into the subagent's record.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.agent.stream import AssistantEvent, InitEvent, ResultEvent, parse_line
 from hyperhive.atomic import atomic_write_text
 from hyperhive.framing import FrameDecoder
+from hyperhive.safefs import open_beneath
 from hyperhive.subagent.records import SubagentRecord, keep_output
 
 __all__ = ["converse", "spawn", "subagent_spec"]
@@ -58,8 +60,9 @@ async def spawn(rt: AgentRuntime, rec: SubagentRecord, token: str, log_path: Pat
         {**rt.config.env, **rt.hive_env(), "HIVE_SUBAGENT": rec.id, "HIVE_AGENT_SOCKET": ""},
         sandboxed=True,
     )
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("ab") as stderr:
+    # The log lives in the agent's state dir: open it without following planted links.
+    log_fd = open_beneath(rt.state_dir, log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    with os.fdopen(log_fd, "ab") as stderr:
         return await rt.sandbox(agent_socket=False).open_process(
             argv,
             cwd=Path(rec.cwd),

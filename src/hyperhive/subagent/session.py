@@ -45,7 +45,6 @@ from pydantic import ValidationError
 from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.agent.sandbox import signal_group
 from hyperhive.agent.todos import TodoSink
-from hyperhive.atomic import atomic_write_text
 from hyperhive.errors import (
     Conflict,
     InvalidRequest,
@@ -56,6 +55,7 @@ from hyperhive.errors import (
     Unavailable,
 )
 from hyperhive.names import validate_task_name
+from hyperhive.safefs import atomic_write_beneath
 from hyperhive.subagent.records import (
     Signal,
     SubagentRecord,
@@ -341,7 +341,9 @@ class SubagentManager:
             text = SubagentTable(
                 subagents=[e.record for e in self._entries.values()]
             ).model_dump_json()
-            await anyio.to_thread.run_sync(atomic_write_text, self.table_path, text)
+            await anyio.to_thread.run_sync(
+                atomic_write_beneath, self.rt.state_dir, self.table_path, text.encode()
+            )
 
     async def _persist_quietly(self) -> None:
         # A full disk must not take a runner (and with it every subagent) down.

@@ -29,10 +29,14 @@ __all__ = ["build_dashboard", "security_for"]
 
 
 def security_for(coord: Coordinator, require_token: bool | None = None) -> Security:
-    """Loopback needs no token; any other ``bind`` (or ``require_token``) does."""
+    """The token is required unless ``dashboard_auth = "loopback"`` on a loopback bind.
+
+    Loopback alone proves nothing here: agents' sandboxes share the host's
+    network, so any agent process can reach a loopback port.
+    """
     bind = coord.config.bind
     if require_token is None:
-        require_token = not is_loopback(bind)
+        require_token = coord.config.dashboard_auth == "token" or not is_loopback(bind)
     return Security(ensure_token(coord.paths.run) if require_token else None, bind)
 
 

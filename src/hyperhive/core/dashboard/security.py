@@ -1,9 +1,11 @@
 """Who may use the dashboard, and which POSTs are really the operator's.
 
-Loopback (the default ``bind``): anyone who can reach the port is the
-operator; the ``Host`` header must name a loopback address (no DNS
-rebinding) and a POST carrying a foreign ``Origin`` is refused. Bound
-elsewhere: the operator token (``run/dashboard-token``, 0600) is required —
+By default the operator token (``run/dashboard-token``, 0600) is required,
+on loopback too: every agent sandbox shares the host's network, so reaching
+a loopback port proves nothing. ``dashboard_auth = "loopback"`` (for hives
+whose agents cannot reach loopback) trusts a loopback bind instead; then the
+``Host`` header must name a loopback address (no DNS rebinding) and a POST
+carrying a foreign ``Origin`` is refused. With the token —
 as ``Authorization: Bearer`` or as the HttpOnly cookie the login form sets —
 and every cookie-authenticated POST must echo the ``hive_csrf`` cookie in an
 ``X-CSRF-Token`` header (double submit), on top of the origin check.

@@ -1,0 +1,105 @@
+"""Writing and reading inside a directory an agent controls, without following its links.
+
+The coordinator and the host run as root and must touch files in an agent's
+``state/`` (task output, task and session tables, reminder spills). The agent
+can replace any name there with a symlink; a plain ``open`` would then write
+(or read) whatever the link points at, as root. Every path component below
+the trusted root is opened with ``O_NOFOLLOW`` relative to its parent's fd,
+so a planted link fails the call instead of redirecting it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+from pathlib import Path
+
+from hyperhive.errors import StorageError
+
+__all__ = ["atomic_write_beneath", "open_beneath"]
+
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _parts(root: Path, path: Path) -> tuple[str, ...]:
+    try:
+        rel = path.relative_to(root)
+    except ValueError as exc:
+        raise StorageError(f"{path} is not inside {root}") from exc
+    parts = rel.parts
+    if not parts or any(p in ("..", ".") for p in parts):
+        raise StorageError(f"{path} is not a file below {root}")
+    return parts
+
+
+def _parent_fd(root: Path, parts: tuple[str, ...], make_dirs: bool) -> int:
+    fd = os.open(root, _DIR)
+    try:
+        for part in parts[:-1]:
+            if make_dirs:
+                try:
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                except FileExistsError:
+                    pass
+            nxt = os.open(part, _DIR, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _refuse(path: Path, exc: OSError) -> StorageError:
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        return StorageError(f"refusing to follow a symlink at or above {path}")
+    return StorageError(f"cannot open {path}: {exc.strerror or exc}")
+
+
+def open_beneath(
+    root: Path, path: Path, flags: int, mode: int = 0o644, make_dirs: bool = True
+) -> int:
+    """An fd for ``path`` (below ``root``) opened with no symlink followed on the way."""
+    parts = _parts(root, path)
+    try:
+        dfd = _parent_fd(root, parts, make_dirs)
+        try:
+            return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dfd)
+        finally:
+            os.close(dfd)
+    except OSError as exc:
+        raise _refuse(path, exc) from exc
+
+
+def atomic_write_beneath(root: Path, path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Replace ``path`` atomically (temp + fsync + rename) without following links."""
+    parts = _parts(root, path)
+    try:
+        dfd = _parent_fd(root, parts, make_dirs=True)
+    except OSError as exc:
+        raise _refuse(path, exc) from exc
+    tmp = f".{parts[-1]}.{secrets.token_hex(6)}.tmp"
+    try:
+        fd = os.open(
+            tmp,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            mode,
+            dir_fd=dfd,
+        )
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        # rename replaces a planted link itself, never what it points at.
+        os.rename(tmp, parts[-1], src_dir_fd=dfd, dst_dir_fd=dfd)
+        os.fsync(dfd)
+    except OSError as exc:
+        try:
+            os.unlink(tmp, dir_fd=dfd)
+        except OSError:
+            pass
+        raise _refuse(path, exc) from exc
+    finally:
+        os.close(dfd)
