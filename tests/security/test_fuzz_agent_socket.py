@@ -170,46 +170,22 @@ def _mutate_bytes(rng: random.Random, data: bytes) -> bytes:
     return bytes(buf)
 
 
-def _has_surrogate(obj: Any) -> bool:
-    if isinstance(obj, str):
-        return any("\ud800" <= ch <= "\udfff" for ch in obj)
-    if isinstance(obj, dict):
-        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in obj.items())
-    if isinstance(obj, list):
-        return any(_has_surrogate(v) for v in obj)
-    return False
-
-
-def _scrub(obj: Any) -> Any:
-    if isinstance(obj, str):
-        return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in obj)
-    if isinstance(obj, dict):
-        return {_scrub(k): _scrub(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_scrub(v) for v in obj]
-    return obj
-
-
 def _defuse(frame: bytes) -> bytes:
-    """Keep a frame from hanging the batch or from hitting a bug already documented.
+    """Keep a frame from hanging the batch: a long-poll ``wait`` returns at once.
 
-    A long-poll ``wait`` would only hold this connection, so it returns at once.
-    Lone surrogates (a mutated ``\\uXXXX`` escape) are replaced: they crash the
-    coordinator or answer ``hive_error`` — the strict xfails in
-    ``test_socket_attacks.py`` document both; drop this scrub once they pass.
+    Lone surrogates (a mutated ``\\uXXXX`` escape) are left in on purpose: they
+    must come back as ``malformed_frame``, never crash or ``hive_error``.
     """
-    if b"wait" not in frame and b"\\u" not in frame and b"\xed" not in frame:
+    if b"wait" not in frame:
         return frame  # the common case, without a parse
     try:
         obj = json.loads(frame)
     except (ValueError, RecursionError):
         return frame
-    changed = False
-    if _has_surrogate(obj):
-        obj, changed = _scrub(obj), True
     if isinstance(obj, dict) and obj.get("cmd") == "wait":
-        obj["timeout"], changed = 0, True
-    return json.dumps(obj).encode() if changed else frame
+        obj["timeout"] = 0
+        return json.dumps(obj).encode()
+    return frame
 
 
 def expand(batch: Batch, cap: int) -> list[bytes]:

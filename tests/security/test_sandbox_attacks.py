@@ -295,13 +295,6 @@ async def test_the_sandbox_keeps_the_attacker_out_of_everything_not_its_own(
         assert (victim_state / "notes.md").read_text() == "victim's private notes\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: the coordinator's dashboard needs no token on loopback "
-    "(core/dashboard/app.py:35, security.py:153) and every sandbox shares the host's "
-    "network (agent/bwrap.py:60 --share-net), so any agent process is the operator: "
-    "it reparents itself, approves its own requests, kills anyone",
-)
 async def test_the_operator_dashboard_is_not_the_attackers(
     home: Path, claude_bin: Path, model_server: ModelServer
 ) -> None:
@@ -336,12 +329,6 @@ def _exploit_ids(home: Path) -> tuple[Path, Path]:
     return paths.agent_state(ATTACKER), paths.agent_state("victim") / "notes.md"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: bash/tasks.py:269-271 opens <state>/harness/bash-tasks/<name>.out with "
-    "O_CREAT|O_TRUNC as the host (root), following a symlink the agent planted in its own "
-    "state dir: the agent's command output overwrites any file (here another agent's notes)",
-)
 async def test_a_bash_task_cannot_write_through_a_planted_symlink(
     home: Path, claude_bin: Path, model_server: ModelServer
 ) -> None:
@@ -365,12 +352,6 @@ async def test_a_bash_task_cannot_write_through_a_planted_symlink(
     assert notes.read_text() == "victim's private notes\n", "victim's notes were overwritten"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: core/scheduler.py:58-60 spills a long reminder to "
-    "<state>/reminders/<id>.md as the coordinator (root), following a symlink the agent "
-    "planted: the agent writes a file of its choosing into another agent's state (or any dir)",
-)
 async def test_a_long_reminder_cannot_spill_through_a_planted_symlink(
     home: Path, claude_bin: Path, model_server: ModelServer
 ) -> None:

@@ -473,12 +473,6 @@ async def test_what_the_socket_accepts_touches_only_the_attackers_own_rows(
         assert_unchanged(before, snapshot(c.paths))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: core/agent_api.py:277-278 lets a schedule's *target* cancel it, so a child "
-    "cancels the schedule its parent (the owner) set on it; spec 004 grants moderation "
-    "downward only",
-)
 async def test_a_child_cannot_cancel_the_schedule_its_parent_set_on_it(tmp_path: Path) -> None:
     seed(tmp_path)
     async with coordinator(tmp_path) as c:
@@ -566,12 +560,6 @@ async def test_oversized_frames_and_bodies_are_refused_and_the_stream_survives(
         assert_unchanged(before, snapshot(c.paths))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: core/sockets.py:87 answers an oversized frame with id null and client.py:127 "
-    "drops id-less responses, so RpcClient.call (the host's MCP tools forward through it) "
-    "never returns instead of raising FrameTooLarge",
-)
 async def test_an_oversized_request_through_the_client_is_refused_not_hung(
     tmp_path: Path,
 ) -> None:
@@ -585,11 +573,6 @@ async def test_an_oversized_request_through_the_client_is_refused_not_hung(
     assert isinstance(answer, FrameTooLarge), "no answer in 3 s: the refusal never came back"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: protocol.py:664 (_load) catches ValueError only; deeply nested JSON raises "
-    "RecursionError and comes back as an internal hive_error, not malformed_frame",
-)
 async def test_deeply_nested_json_is_a_malformed_frame(tmp_path: Path) -> None:
     seed(tmp_path)
     async with coordinator(tmp_path) as c:
@@ -597,13 +580,6 @@ async def test_deeply_nested_json_is_a_malformed_frame(tmp_path: Path) -> None:
         assert got[0]["error"]["code"] == "malformed_frame", got
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a request id holding a lone surrogate (JSON escape \\ud800) is echoed into "
-    "the response, whose encode() in core/sockets.py:47 (_Writer.send, outside every "
-    "handler's try) raises PydanticSerializationError: it escapes the connection's task "
-    "group and takes the whole coordinator down — any agent can stop the hive with one frame",
-)
 async def test_a_lone_surrogate_request_id_does_not_bring_the_coordinator_down(
     tmp_path: Path,
 ) -> None:
@@ -619,12 +595,6 @@ async def test_a_lone_surrogate_request_id_does_not_bring_the_coordinator_down(
     assert alive and got[0]["error"]["code"] == "malformed_frame", got
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: protocol.py:664 (_load) accepts lone surrogates (JSON escape \\ud800) in "
-    "strings; storing one in SQLite raises UnicodeEncodeError, answered as an internal "
-    "hive_error instead of a malformed_frame naming the field",
-)
 async def test_a_lone_surrogate_in_a_body_is_malformed_not_internal(tmp_path: Path) -> None:
     seed(tmp_path)
     async with coordinator(tmp_path) as c:
