@@ -12,15 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+import anyio
 from pydantic import BaseModel
 
 from hyperhive.client import RpcClient, call_once
 from hyperhive.config import HivePaths
+from hyperhive.errors import Unavailable
 from hyperhive.protocol import TodoClearReq, TodoUpsertReq
 
 __all__ = ["CoordinatorTodos", "TodoSink"]
 
 CALL_TIMEOUT = 10.0
+RETRY_FOR = 120.0
 
 
 class TodoSink(Protocol):
@@ -45,11 +48,28 @@ class CoordinatorTodos:
     subsystem: str
 
     async def _call(self, request: BaseModel) -> None:
-        rpc = self.agent.rpc
-        if rpc is not None:
-            await rpc.call(request)
-        else:
-            await call_once(self.agent.paths.agent_sock(self.agent.name), request, CALL_TIMEOUT)
+        """Deliver, retrying while the coordinator is away (a restart takes seconds).
+
+        A todo dropped here would leave the agent with a stale "running" or no
+        completion at all, so it is retried with backoff for a while, in order:
+        the caller awaits each todo of a task before its next.
+        """
+        delay = 0.2
+        deadline = anyio.current_time() + RETRY_FOR
+        while True:
+            try:
+                rpc = self.agent.rpc
+                if rpc is not None:
+                    await rpc.call(request)
+                else:
+                    sock = self.agent.paths.agent_sock(self.agent.name)
+                    await call_once(sock, request, CALL_TIMEOUT)
+                return
+            except Unavailable:
+                if anyio.current_time() + delay > deadline:
+                    raise
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 2.0)
 
     async def upsert(self, key: str, body: str) -> None:
         await self._call(

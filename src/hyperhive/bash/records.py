@@ -65,6 +65,9 @@ class TaskRecord(BaseModel):
     pid: int | None = None
     identity: str | None = None  # process_identity at spawn: tells our process from a reused pid
     error: str | None = None
+    # The terminal todo reached the coordinator (or was deliberately cleared); a host
+    # that died in between re-sends it on restart, so no completion is ever lost.
+    todo_synced: bool = False
 
 
 class TaskTable(BaseModel):

@@ -345,10 +345,13 @@ class TaskManager:
     async def _recover(self) -> None:
         records = await anyio.to_thread.run_sync(self._load)
         interrupted: list[_Entry] = []
+        unsynced: list[_Entry] = []
         for rec in records:
             entry = _Entry(rec)
             self._entries[rec.id] = entry
             if rec.status in TERMINAL:
+                if not rec.todo_synced:
+                    unsynced.append(entry)  # died before its completion todo went out
                 entry.settled.set()
                 continue
             if rec.pid and rec.identity and process_identity(rec.pid) == rec.identity:
@@ -361,6 +364,8 @@ class TaskManager:
         for entry in interrupted:
             await self._upsert(entry, summary(entry.record, *self.paths(entry.record.id)))
             entry.settled.set()
+        for entry in unsynced:
+            await self._upsert(entry, summary(entry.record, *self.paths(entry.record.id)))
 
     def _load(self) -> list[TaskRecord]:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -410,6 +415,10 @@ class TaskManager:
             await self._todos.upsert(entry.record.id, body)
         except Exception:  # the coordinator being away must not lose the task itself
             log.warning("could not upsert the todo of bash task %s", entry.record.id, exc_info=True)
+            return
+        if entry.record.status in TERMINAL and not entry.record.todo_synced:
+            entry.record.todo_synced = True
+            await self._persist_quietly()
 
     async def _clear_todo(self, entry: _Entry) -> None:
         if entry.todo_cleared:
@@ -420,6 +429,10 @@ class TaskManager:
         except Exception:
             entry.todo_cleared = False
             log.warning("could not clear the todo of bash task %s", entry.record.id, exc_info=True)
+            return
+        if entry.record.status in TERMINAL and not entry.record.todo_synced:
+            entry.record.todo_synced = True
+            await self._persist_quietly()
 
     def _fresh_id(self) -> str:
         while (task_id := secrets.token_hex(5)) in self._entries:

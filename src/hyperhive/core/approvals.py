@@ -18,6 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from hyperhive import topology
+from hyperhive.atomic import atomic_write_text
 from hyperhive.config import AgentConfig, dump_agent_config, parse_agent_config
 from hyperhive.core.meta import AGENT_TOML
 from hyperhive.errors import Conflict, HiveError, NotFound, PermissionDenied
@@ -90,7 +91,7 @@ class Approvals:
         """A change the operator (or a tool) proposes: committed to the proposed repo first."""
         self.c.require_agent(agent)
         repo = self.c.meta.proposed(agent)
-        (repo.path / AGENT_TOML).write_text(dump_agent_config(config))
+        atomic_write_text(repo.path / AGENT_TOML, dump_agent_config(config))
         commit = repo.commit(subject, [AGENT_TOML]) or repo.head()
         approval = await self._create(
             "apply_commit",

@@ -14,8 +14,10 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
+from hyperhive.atomic import atomic_write_text
 from hyperhive.config import HivePaths
 from hyperhive.errors import ConfigError, NotFound, StorageError
 
@@ -70,7 +72,11 @@ class GitRepo:
         """Create the repo (with an empty first commit) if it is not one yet."""
         self.path.mkdir(parents=True, exist_ok=True)
         if (self.path / ".git").exists():
-            return
+            if self._git("rev-parse", "--verify", "-q", "HEAD", check=False).returncode == 0:
+                return
+            # A half-made repo (an init cut short, e.g. by a full disk): start it over.
+            aside = self.path / f".git.broken-{time.time_ns()}"
+            (self.path / ".git").rename(aside)
         self._git("init", "-q", "-b", "main")
         self._git("commit", "-q", "--allow-empty", "-m", "hyperhive: initial commit")
 
@@ -137,9 +143,9 @@ class MetaStore:
     def seed_proposed(self, agent: str, text: str, message: str) -> str:
         """Write ``agent.toml`` into the proposed repo and commit it (if it changed)."""
         repo = self.proposed(agent)
-        (repo.path / AGENT_TOML).write_text(text)
+        atomic_write_text(repo.path / AGENT_TOML, text)
         return repo.commit(message, [AGENT_TOML]) or repo.head()
 
     def record_inputs(self, claude_version: str) -> str | None:
-        (self.paths.meta / "inputs.toml").write_text(f'claude_code = "{claude_version}"\n')
+        atomic_write_text(self.paths.meta / "inputs.toml", f'claude_code = "{claude_version}"\n')
         return self.commit_meta(f"inputs: claude-code {claude_version}")
