@@ -42,7 +42,7 @@ from hyperhive.atomic import atomic_write_text
 from hyperhive.client import RpcClient, connect
 from hyperhive.errors import HiveError, Unavailable
 from hyperhive.framing import FrameDecoder
-from hyperhive.protocol import AttachReq, TurnEndReq, WaitReq, WaitResult, parse_result
+from hyperhive.protocol import AttachReq, FenceReq, TurnEndReq, WaitReq, WaitResult, parse_result
 from hyperhive.safefs import atomic_write_beneath
 
 __all__ = ["CHECKPOINT_PROMPT", "run_agent", "run_turn"]
@@ -223,12 +223,16 @@ class _Loop:
 
     async def serve(self, rpc: RpcClient) -> None:
         rt = self.rt
-        if not self.attached:
-            await rpc.call(AttachReq(cmd="attach"))
-            self.attached = True
+        # After a lost connection, first settle the turn that already ran (ack its
+        # mail), then start a new incarnation: anything the coordinator marked
+        # delivered whose answer never reached us (it died mid-reply) comes back.
         if self.pending_end is not None:
             await rpc.call(self.pending_end)
             self.pending_end = None
+        await rpc.call(AttachReq(cmd="attach"))
+        self.attached = True
+        if rt.stopping.is_set():
+            await rpc.call(FenceReq(cmd="fence"))  # a graceful stop survives the reconnect
         while True:
             rt.bus.set_state("idle")
             woke = parse_result(

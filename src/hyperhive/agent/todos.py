@@ -9,7 +9,7 @@ harness has not connected yet, which is exactly when a restart reports its
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
 from typing import Protocol
 
 import anyio
@@ -40,23 +40,27 @@ class _Agent(Protocol):
     rpc: RpcClient | None
 
 
-@dataclass(frozen=True)
 class CoordinatorTodos:
     """A :class:`TodoSink` filing the agent's todos under ``subsystem``."""
 
-    agent: _Agent
-    subsystem: str
+    def __init__(self, agent: _Agent, subsystem: str) -> None:
+        self.agent = agent
+        self.subsystem = subsystem
+        self._seq = itertools.count(1)
+        self._latest: dict[str, int] = {}
 
-    async def _call(self, request: BaseModel) -> None:
+    async def _call(self, key: str, request: BaseModel) -> None:
         """Deliver, retrying while the coordinator is away (a restart takes seconds).
 
         A todo dropped here would leave the agent with a stale "running" or no
-        completion at all, so it is retried with backoff for a while, in order:
-        the caller awaits each todo of a task before its next.
+        completion at all, so it is retried with backoff for a while. A retry
+        that a later operation on the same key has overtaken is dropped, so a
+        late "running" can never land on top of the completion.
         """
+        seq = self._latest[key] = next(self._seq)
         delay = 0.2
         deadline = anyio.current_time() + RETRY_FOR
-        while True:
+        while self._latest.get(key) == seq:
             try:
                 rpc = self.agent.rpc
                 if rpc is not None:
@@ -73,8 +77,8 @@ class CoordinatorTodos:
 
     async def upsert(self, key: str, body: str) -> None:
         await self._call(
-            TodoUpsertReq(cmd="todo_upsert", subsystem=self.subsystem, key=key, body=body)
+            key, TodoUpsertReq(cmd="todo_upsert", subsystem=self.subsystem, key=key, body=body)
         )
 
     async def clear(self, key: str) -> None:
-        await self._call(TodoClearReq(cmd="todo_clear", subsystem=self.subsystem, key=key))
+        await self._call(key, TodoClearReq(cmd="todo_clear", subsystem=self.subsystem, key=key))
