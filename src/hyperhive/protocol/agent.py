@@ -1,0 +1,218 @@
+"""Requests on an agent's own socket (harness, MCP surfaces, in-sandbox producers)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import (
+    Field,
+    model_validator,
+)
+
+from hyperhive.protocol.base import LooseEndKind, RowId, _Req
+
+# ---- agent socket ---------------------------------------------------------
+
+
+class SendReq(_Req):
+    cmd: Literal["send"]
+    to: str
+    body: str
+    in_reply_to: RowId | None = None
+
+
+class RecvReq(_Req):
+    cmd: Literal["recv"]
+    max: int = Field(default=1, ge=1, le=2**31)
+
+
+class AckUntilReq(_Req):
+    cmd: Literal["ack_until"]
+    up_to: RowId
+
+
+class WaitReq(_Req):
+    cmd: Literal["wait"]
+    timeout: float = Field(default=30.0, ge=0, le=3600)
+    todo_version: RowId = 0
+
+
+class AttachReq(_Req):
+    """A new harness incarnation: unacked deliveries of the old one redeliver."""
+
+    cmd: Literal["attach"]
+
+
+class FenceReq(_Req):
+    """Graceful stop begins: ``recv`` answers the graceful-stop message."""
+
+    cmd: Literal["fence"]
+
+
+class TurnEndReq(_Req):
+    cmd: Literal["turn_end"]
+    outcome: Literal["ok", "error", "api_error", "needs_login", "interrupted"]
+    handled: list[RowId] = Field(default_factory=list, max_length=10_000)
+    context_usage: float | None = Field(default=None, ge=0)
+    session_id: str | None = None
+    cost_usd: float | None = None
+
+
+class RemindReq(_Req):
+    cmd: Literal["remind"]
+    message: str
+    delay_seconds: float | None = Field(default=None, ge=0)
+    at_unix_timestamp: float | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> RemindReq:
+        if (self.delay_seconds is None) == (self.at_unix_timestamp is None):
+            raise ValueError("give exactly one of delay_seconds or at_unix_timestamp")
+        return self
+
+
+class GetLooseEndsReq(_Req):
+    cmd: Literal["get_loose_ends"]
+    agent: str | None = None
+
+
+class CancelLooseEndReq(_Req):
+    cmd: Literal["cancel_loose_end"]
+    kind: LooseEndKind
+    row_id: RowId
+
+
+class TodoUpsertReq(_Req):
+    cmd: Literal["todo_upsert"]
+    subsystem: str = Field(min_length=1, max_length=64)
+    key: str = Field(min_length=1, max_length=128)
+    body: str
+
+
+class TodoClearReq(_Req):
+    cmd: Literal["todo_clear"]
+    subsystem: str = Field(min_length=1, max_length=64)
+    key: str = Field(min_length=1, max_length=128)
+
+
+class SetStatusReq(_Req):
+    cmd: Literal["set_status"]
+    text: str
+
+
+class GetAgentMetaReq(_Req):
+    cmd: Literal["get_agent_meta"]
+    name: str | None = None
+
+
+class WakeReq(_Req):
+    """From an in-sandbox producer: lands as a message from ``from`` and wakes."""
+
+    cmd: Literal["wake"]
+    sender: str = Field(alias="from")
+    body: str
+
+
+class CompactReq(_Req):
+    cmd: Literal["compact"]
+
+
+class AskOperatorReq(_Req):
+    cmd: Literal["ask_operator"]
+    question: str
+
+
+class SchedulePromptReq(_Req):
+    cmd: Literal["schedule_prompt"]
+    target: str
+    prompt: str
+    every_seconds: float | None = Field(default=None, ge=60)
+    cron: str | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> SchedulePromptReq:
+        if (self.every_seconds is None) == (self.cron is None):
+            raise ValueError("give exactly one of every_seconds (at least 60) or cron")
+        return self
+
+
+class ListSchedulesReq(_Req):
+    cmd: Literal["list_schedules"]
+
+
+class CancelScheduleReq(_Req):
+    cmd: Literal["cancel_schedule"]
+    schedule_id: RowId
+
+
+class RequestInitConfigReq(_Req):
+    """Spawn (or re-init) a direct child: ``config`` is the child's agent.toml text."""
+
+    cmd: Literal["request_init_config"]
+    name: str
+    config: str = ""
+
+
+class RequestApplyCommitReq(_Req):
+    """Apply a commit of ``agent``'s proposed config repo (own or a descendant's)."""
+
+    cmd: Literal["request_apply_commit"]
+    agent: str
+    commit: str = Field(default="HEAD", min_length=1, max_length=64)
+
+
+class LifecycleReq(_Req):
+    """``kill``/``start``/``restart``/``update``/``destroy`` of a descendant."""
+
+    cmd: Literal["kill", "start", "restart", "update", "destroy"]
+    agent: str
+
+
+class GetLogsReq(_Req):
+    cmd: Literal["get_logs"]
+    agent: str
+    lines: int = Field(default=100, ge=1, le=5000)
+
+
+class GetHostJournalReq(_Req):
+    cmd: Literal["get_host_journal"]
+    lines: int = Field(default=100, ge=1, le=5000)
+
+
+class RequestUpdateMetaInputsReq(_Req):
+    """Ask the operator to move the hive to another pinned claude CLI version."""
+
+    cmd: Literal["request_update_meta_inputs"]
+    claude_version: str = Field(pattern=r"^\d+\.\d+\.\d+$")
+    reason: str = ""
+
+
+AgentRequest = Annotated[
+    SendReq
+    | RecvReq
+    | AckUntilReq
+    | WaitReq
+    | AttachReq
+    | FenceReq
+    | TurnEndReq
+    | RemindReq
+    | GetLooseEndsReq
+    | CancelLooseEndReq
+    | TodoUpsertReq
+    | TodoClearReq
+    | SetStatusReq
+    | GetAgentMetaReq
+    | WakeReq
+    | CompactReq
+    | AskOperatorReq
+    | SchedulePromptReq
+    | ListSchedulesReq
+    | CancelScheduleReq
+    | RequestInitConfigReq
+    | RequestApplyCommitReq
+    | LifecycleReq
+    | GetLogsReq
+    | GetHostJournalReq
+    | RequestUpdateMetaInputsReq,
+    Field(discriminator="cmd"),
+]
