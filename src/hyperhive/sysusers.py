@@ -79,7 +79,7 @@ def chown_tree(path: Path, uid: int, gid: int) -> None:
     if st.st_uid == uid and st.st_gid == gid:
         return
     for root, dirs, files in os.walk(path):
-        os.chown(root, uid, gid)
+        os.chown(root, uid, gid, follow_symlinks=False)
         for entry in (*dirs, *files):
             os.lchown(os.path.join(root, entry), uid, gid)
 

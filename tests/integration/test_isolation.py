@@ -170,3 +170,48 @@ except OSError as exc:
         code, out = await run_in(rt, script)
         assert "refused after" in out, out
         assert int(out.split()[2]) < 16
+
+
+async def test_an_agent_and_its_ancestors_edit_its_proposed_config(home: Path) -> None:
+    seed_home(
+        home,
+        {"alpha": AgentConfig(), "beta": AgentConfig()},
+        {"alpha": None, "beta": "alpha"},
+        hive_toml='runtime = "bwrap"\n',
+    )
+    coord = Coordinator(HivePaths(home), load_hive_config(home, {}))
+    async with anyio.create_task_group() as tg:
+        await tg.start(coord.run)
+        beta = runtime(coord, "beta", parent="alpha")
+        alpha = AgentRuntime(
+            name="alpha",
+            config=coord.registry.config("alpha"),
+            parent=None,
+            descendants=("beta",),
+            paths=coord.paths,
+            hive=coord.config,
+        )
+        alpha.prepare_dirs()
+        repo = coord.paths.agent_config_repo("beta")
+
+        def commit(line: str, message: str) -> str:
+            return f"""
+import subprocess
+with open({str(repo / "agent.toml")!r}, "a") as fh:
+    fh.write({line!r} + "\\n")
+r = subprocess.run(["git", "-C", {str(repo)!r}, "commit", "-qam", {message!r}],
+                   capture_output=True, text=True)
+print(r.returncode, r.stderr.strip())
+"""
+
+        code, out = await run_in(beta, commit('model = "sonnet"', "beta picks a model"))
+        assert code == 0 and out.startswith("0"), out
+        code, out = await run_in(alpha, commit('subagent_model = "haiku"', "alpha adds one"))
+        assert code == 0 and out.startswith("0"), out
+        asked = await coord.approvals.request_apply_commit("alpha", "beta", "HEAD")
+        await coord.approvals.resolve(asked["approval_id"], True)
+        applied = coord.registry.config("beta")
+        assert applied.model == "sonnet" and applied.subagent_model == "haiku"
+        # The coordinator's git ran as beta in beta's repo, never as root.
+        assert repo.stat().st_uid == pwd.getpwnam(system_user("beta")).pw_uid
+        tg.cancel_scope.cancel()

@@ -36,6 +36,7 @@ from tests.security.hostile import (
     live_hive,
     snapshot,
 )
+from tests.support.hive import op_call, operator
 from tests.support.model_server import ModelServer, always, text
 from tests.support.surfaces import mcp_client, result_text
 
@@ -173,7 +174,6 @@ async def test_the_sandbox_keeps_the_attacker_out_of_everything_not_its_own(
         assert mallory.isolation is not None and mallory.isolation.uid is not None
         before = snapshot(p, files_of=[a for a in TOPOLOGY if a not in ACTIVE])
         victim_state = p.agent_state("victim")
-        minion_repo = p.agent_config_repo("minion")
         fs = {
             "victim notes": (str(victim_state / "notes.md"), "read"),
             "victim notes (write)": (str(victim_state / "notes.md"), "write"),
@@ -196,8 +196,6 @@ async def test_the_sandbox_keeps_the_attacker_out_of_everything_not_its_own(
             "new file in run": (str(p.run / "evil.sock"), "create"),
             "hive.toml": (str(home / "hive.toml"), "write"),
             "logs": (str(p.logs), "list"),
-            "child's repo git config (write)": (str(minion_repo / ".git" / "config"), "write"),
-            "child's repo hooks": (str(minion_repo / ".git" / "hooks" / "x"), "create"),
         }
         socks = {
             "operator socket": str(p.host_sock),
@@ -372,3 +370,41 @@ print(s.makefile().readline().strip())
         planted = notes.parent / f"{reply['result']['id']}.md"
         exists = planted.exists()
     assert not exists, f"{planted} was written into victim's state by the coordinator"
+
+
+async def test_git_in_a_childs_repo_never_runs_what_the_parent_planted(
+    home: Path, claude_bin: Path, model_server: ModelServer
+) -> None:
+    """An ancestor may edit its descendant's proposed config repo (spec 004), .git
+    included; the coordinator's own git there must never run a hook or filter."""
+    model_server.set_script(always(text("ok")))
+    async with live_hive(home, claude_bin, model_server, MALLORY_GROUPS, "bwrap") as (c, host):
+        repo = c.paths.agent_config_repo("minion")
+        # World-writable, outside every sandbox: a planted command run as anyone would land.
+        marker = Path(tempfile.gettempdir()) / f"hh-git-marker-{secrets.token_hex(6)}"
+        script = f"""
+import json, os
+repo = {str(repo)!r}
+evil = "touch {marker}"
+with open(os.path.join(repo, ".git", "config"), "a") as fh:
+    fh.write("[filter \\"x\\"]\\n\\tclean = " + evil + "\\n\\tsmudge = " + evil + "\\n")
+    fh.write("[core]\\n\\tfsmonitor = " + evil + "\\n")
+with open(os.path.join(repo, ".gitattributes"), "w") as fh:
+    fh.write("* filter=x\\n")
+for hook in ("pre-commit", "post-commit", "reference-transaction", "post-index-change"):
+    path = os.path.join(repo, ".git", "hooks", hook)
+    with open(path, "w") as fh:
+        fh.write("#!/bin/sh\\n" + evil + "\\n")
+    os.chmod(path, 0o755)
+print(json.dumps("planted"))
+"""
+        await run_in(host.runtimes[ATTACKER], script)
+        assert (repo / ".gitattributes").exists()
+        # The operator proposes and applies a change to minion: commit, read, apply.
+        async with operator(c.paths) as op:
+            proposal = await op_call(op, "perms_set", agent="minion", tool_groups=["messaging"])
+            await op_call(op, "approve", approval_id=proposal["approval_id"])
+        asked = await c.approvals.request_apply_commit(ATTACKER, "minion", "HEAD")
+        await c.approvals.resolve(asked["approval_id"], True)
+        assert c.registry.config("minion").tool_groups == [ToolGroup.MESSAGING]
+        assert not marker.exists(), "the coordinator ran a hook or filter planted in the repo"

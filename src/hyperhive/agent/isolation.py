@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,6 +50,25 @@ def readonly_paths(claude_bin: str | None) -> tuple[Path, ...]:
     )
 
 
+def grant_repo(repo: Path, uid: int) -> None:
+    """Let ``uid`` read and write ``repo`` (and what others create in it later): ACLs.
+
+    A proposed config repo belongs to its agent's user; each ancestor (another
+    user) gets a named-user entry plus a default one for files created later.
+    """
+    entry = f"u:{uid}:rwX,d:u:{uid}:rwX"
+    result = subprocess.run(
+        ["setfacl", "-R", "-m", entry, str(repo)], capture_output=True, text=True
+    )
+    if result.returncode != 0:
+        log.warning(
+            "could not grant uid %d access to %s: %s (install Debian's acl)",
+            uid,
+            repo,
+            result.stderr.strip() or result.returncode,
+        )
+
+
 def build_isolation(rt: AgentRuntime) -> tuple[Isolation, list[str]]:
     """The agent's sandbox: its user (created if missing), dirs it owns, limits."""
     notes: list[str] = []
@@ -80,10 +100,17 @@ def build_isolation(rt: AgentRuntime) -> tuple[Isolation, list[str]]:
         # there but cannot swap them for links between the host's write and chown.
         rt.runtime_dir.chmod(0o711)
     rw = list(own)
+    mine = rt.paths.agent_config_repo(rt.name)
+    if mine.exists():
+        rw.append(mine)  # it edits its own proposed config
+        if ids is not None:
+            grant_repo(mine, ids[0])  # and reads what its ancestors commit there
     for child in rt.descendants:
         repo = rt.paths.agent_config_repo(child)
         if repo.exists():
             rw.append(repo)
+            if ids is not None:
+                grant_repo(repo, ids[0])
     cgroups, problems = prepare_cgroups(rt.name, rt.config.limits)
     notes.extend(f"limit not applied: {p}" for p in problems)
     existing = frozenset(

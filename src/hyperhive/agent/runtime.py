@@ -88,6 +88,15 @@ class AgentRuntime:
             CAPABILITIES_ENV: ",".join(c.value for c in self.capabilities),
             "HIVE_AGENT_SOCKET": str(self.paths.agent_sock(self.name)),
             "HYPERHIVE_STATE_DIR": str(self.state_dir),
+            # Its own and its descendants' config repos belong to other users; git
+            # inside the sandbox must still work on them, and sign as the agent.
+            "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": "safe.directory",
+            "GIT_CONFIG_VALUE_0": "*",
+            "GIT_AUTHOR_NAME": self.name,
+            "GIT_AUTHOR_EMAIL": f"{self.name}@hyperhive",
+            "GIT_COMMITTER_NAME": self.name,
+            "GIT_COMMITTER_EMAIL": f"{self.name}@hyperhive",
         }
         if self.parent:
             env["HIVE_PARENT"] = self.parent

@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import json
 import logging
+import os
 import sqlite3
 import time
 from typing import TYPE_CHECKING, Any
@@ -92,7 +93,9 @@ class Approvals:
         self.c.require_agent(agent)
         repo = self.c.meta.proposed(agent)
         atomic_write_text(repo.path / AGENT_TOML, dump_agent_config(config))
-        commit = repo.commit(subject, [AGENT_TOML]) or repo.head()
+        if repo.run_as is not None:
+            os.chown(repo.path / AGENT_TOML, *repo.run_as, follow_symlinks=False)
+        commit = repo.commit_file(subject, AGENT_TOML, dump_agent_config(config)) or repo.head()
         approval = await self._create(
             "apply_commit",
             requester,

@@ -73,7 +73,7 @@ class Coordinator:
             self._agent_crashed,
             self._host_lost,
         )
-        self.meta = MetaStore(paths)
+        self.meta = MetaStore(paths, isolated=config.runtime == "bwrap")
         self.approvals = Approvals(self)
         self.lifecycle = Lifecycle(self)
         self._listeners: Listeners | None = None

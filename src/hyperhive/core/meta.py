@@ -20,6 +20,7 @@ from pathlib import Path
 from hyperhive.atomic import atomic_write_text
 from hyperhive.config import HivePaths
 from hyperhive.errors import ConfigError, NotFound, StorageError
+from hyperhive.sysusers import chown_tree, ensure_user
 
 __all__ = ["AGENT_TOML", "GitRepo", "MetaStore", "git_available"]
 
@@ -44,12 +45,26 @@ def git_available() -> bool:
 class GitRepo:
     """A small, safe wrapper over one git working tree."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, run_as: tuple[int, int] | None = None) -> None:
         self.path = path
+        # A repo an agent can write is only ever touched by git as that agent: its
+        # .git/config could define filters, which must never run as root.
+        self.run_as = run_as
 
-    def _git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def _git(
+        self,
+        *args: str,
+        check: bool = True,
+        stdin: str | None = None,
+        env_extra: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
         env = {**_ENV, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.path)}
+        drop: list[str] = []
+        if self.run_as is not None:
+            uid, gid = self.run_as
+            drop = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"]
         cmd = [
+            *drop,
             "git",
             "-c",
             "core.hooksPath=/dev/null",
@@ -57,11 +72,16 @@ class GitRepo:
             "safe.directory=*",
             "-c",
             "commit.gpgsign=false",
+            # Repo-local config can name commands; the ones plumbing might reach are off.
+            "-c",
+            "core.fsmonitor=false",
             "-C",
             str(self.path),
             *args,
         ]
-        result = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        result = subprocess.run(
+            cmd, capture_output=True, text=True, env={**env, **(env_extra or {})}, input=stdin
+        )
         if check and result.returncode != 0:
             raise StorageError(
                 f"git {' '.join(args[:2])} failed in {self.path}: {result.stderr.strip()[:300]}"
@@ -88,6 +108,31 @@ class GitRepo:
         self._git("commit", "-q", "-m", message)
         return self.head()
 
+    def commit_file(self, message: str, name: str, text: str) -> str | None:
+        """Commit ``text`` as ``name`` with plumbing only: no clean/smudge filter or hook
+        a writable ``.git`` might define ever runs. None if nothing changed."""
+        blob = self._git("hash-object", "-w", "--no-filters", "--stdin", stdin=text)
+        index = {"GIT_INDEX_FILE": str(self.path / ".git" / f"hh-index-{os.getpid()}")}
+        try:
+            self._git("read-tree", "HEAD", env_extra=index)
+            self._git(
+                "update-index",
+                "--add",
+                "--cacheinfo",
+                f"100644,{blob.stdout.strip()},{name}",
+                env_extra=index,
+            )
+            tree = self._git("write-tree", env_extra=index).stdout.strip()
+        finally:
+            Path(index["GIT_INDEX_FILE"]).unlink(missing_ok=True)
+        if tree == self._git("rev-parse", "HEAD^{tree}").stdout.strip():
+            return None
+        commit = self._git("commit-tree", tree, "-p", "HEAD", "-m", message).stdout.strip()
+        self._git("update-ref", "HEAD", commit)
+        # Keep the repo's own index in step for that one file (nothing else of it touched).
+        self._git("update-index", "--add", "--cacheinfo", f"100644,{blob.stdout.strip()},{name}")
+        return commit
+
     def head(self) -> str:
         return self._git("rev-parse", "HEAD").stdout.strip()
 
@@ -103,7 +148,7 @@ class GitRepo:
     def show(self, commit: str, path: str) -> str:
         """The text of ``path`` at ``commit``."""
         full = self.resolve(commit)
-        result = self._git("show", f"{full}:{path}", check=False)
+        result = self._git("cat-file", "blob", f"{full}:{path}", check=False)
         if result.returncode != 0:
             raise ConfigError(f"commit {full[:12]} has no {path}", path=str(self.path / path))
         return result.stdout
@@ -124,9 +169,11 @@ class GitRepo:
 class MetaStore:
     """The hive's repos: ``meta/`` and every ``agents/<name>/config/``."""
 
-    def __init__(self, paths: HivePaths) -> None:
+    def __init__(self, paths: HivePaths, isolated: bool = False) -> None:
         self.paths = paths
         self.repo = GitRepo(paths.meta)
+        # Under bubblewrap (as root) each proposed repo belongs to its agent's user.
+        self.isolated = isolated and os.geteuid() == 0
 
     def ensure(self) -> None:
         self.repo.ensure()
@@ -136,7 +183,14 @@ class MetaStore:
         return self.repo.commit(message, ["."])
 
     def proposed(self, agent: str) -> GitRepo:
-        repo = GitRepo(self.paths.agent_config_repo(agent))
+        path = self.paths.agent_config_repo(agent)
+        owner = None
+        if self.isolated:
+            owner = ensure_user(agent, self.paths.agent_home(agent))
+            if owner is not None:
+                path.mkdir(parents=True, exist_ok=True)
+                chown_tree(path, *owner)
+        repo = GitRepo(path, run_as=owner)
         repo.ensure()
         return repo
 
@@ -144,7 +198,9 @@ class MetaStore:
         """Write ``agent.toml`` into the proposed repo and commit it (if it changed)."""
         repo = self.proposed(agent)
         atomic_write_text(repo.path / AGENT_TOML, text)
-        return repo.commit(message, [AGENT_TOML]) or repo.head()
+        if repo.run_as is not None:
+            os.chown(repo.path / AGENT_TOML, *repo.run_as, follow_symlinks=False)
+        return repo.commit_file(message, AGENT_TOML, text) or repo.head()
 
     def record_inputs(self, claude_version: str) -> str | None:
         atomic_write_text(self.paths.meta / "inputs.toml", f'claude_code = "{claude_version}"\n')
