@@ -45,9 +45,17 @@ def readonly_paths(claude_bin: str | None) -> tuple[Path, ...]:
     if claude is not None:
         paths.add(claude)
     system = tuple(Path(p) for p in SYSTEM_RO)
-    return tuple(
-        sorted(p for p in paths if p.exists() and not any(p.is_relative_to(s) for s in system))
-    )
+    out = []
+    for p in sorted(paths):
+        if not p.exists() or any(p.is_relative_to(s) for s in system):
+            continue
+        problem = traversal_problem(p / "_")
+        if problem is not None:
+            # bwrap (as the agent's user) could not even open it: leave it out and say so.
+            log.warning("not binding %s into sandboxes: %s", p, problem)
+            continue
+        out.append(p)
+    return tuple(out)
 
 
 def grant_repo(repo: Path, uid: int) -> None:
