@@ -31,6 +31,10 @@ def seed_home(home: Path, agents: Sequence[str]) -> HivePaths:
     text = dump_agent_config(AgentConfig())
     for name in agents:
         paths.applied_config(name).write_text(text)
+    # Unsandboxed: these benchmarks measure the coordinator, and a bwrap hive would
+    # create a system user per agent on the machine running them.
+    if not (home / "hive.toml").exists():
+        (home / "hive.toml").write_text('runtime = "unsandboxed"\n')
     return paths
 
 
