@@ -38,7 +38,9 @@ def api_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[schemathesi
         record = home / "run" / "dashboard.json"
         deadline = time.monotonic() + 20
         while not record.exists():
-            assert proc.poll() is None and time.monotonic() < deadline, "no dashboard came up"
+            assert proc.poll() is None, "hivectl serve exited"
+            if time.monotonic() > deadline:
+                raise TimeoutError("no dashboard came up in 20 s")
             time.sleep(0.02)
         url = json.loads(record.read_text())["url"]
         schema = schemathesis.openapi.from_url(f"{url}/openapi.json", wait_for_schema=10)

@@ -8,13 +8,10 @@ API and the dashboard render it rather than deriving state from events.
 from __future__ import annotations
 
 import time
-from collections import deque
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from typing import Any, Literal
 
-import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from hyperhive.bus import EventBus
 
 __all__ = ["EventsBus", "TurnStateName"]
 
@@ -23,13 +20,11 @@ TurnStateName = Literal["idle", "thinking", "compacting", "stopped"]
 HISTORY = 200
 
 
-class EventsBus:
+class EventsBus(EventBus):
     """Per-agent broadcast with a bounded history (kept small: agents sleep cheap)."""
 
     def __init__(self, on_state: Callable[[TurnStateName, float], None] | None = None) -> None:
-        self.history: deque[dict[str, Any]] = deque(maxlen=HISTORY)
-        self._subs: set[MemoryObjectSendStream[dict[str, Any]]] = set()
-        self._seq = 0
+        super().__init__(buffer=64, history=HISTORY, replay=True)
         self.turn_state: TurnStateName = "idle"
         self.turn_state_since = time.time()
         self.last_turn: dict[str, Any] | None = None
@@ -37,19 +32,6 @@ class EventsBus:
         self.session_id: str | None = None
         self.status_text = ""
         self._on_state = on_state
-
-    def emit(self, kind: str, **data: Any) -> dict[str, Any]:
-        self._seq += 1
-        event = {"seq": self._seq, "kind": kind, "at": time.time(), **data}
-        self.history.append(event)
-        for send in list(self._subs):
-            try:
-                send.send_nowait(event)
-            except anyio.WouldBlock:
-                pass  # a stalled viewer must not stall the agent
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                self._subs.discard(send)
-        return event
 
     def set_state(self, state: TurnStateName) -> None:
         if state == self.turn_state:
@@ -70,20 +52,3 @@ class EventsBus:
             "session_id": self.session_id,
             "status_text": self.status_text,
         }
-
-    @asynccontextmanager
-    async def subscribe(
-        self, replay: bool = True
-    ) -> AsyncIterator[MemoryObjectReceiveStream[dict[str, Any]]]:
-        """Live events, preceded by the recent history when ``replay``."""
-        send, receive = anyio.create_memory_object_stream[dict[str, Any]](HISTORY + 64)
-        if replay:
-            for event in self.history:
-                send.send_nowait(event)
-        self._subs.add(send)
-        try:
-            yield receive
-        finally:
-            self._subs.discard(send)
-            send.close()
-            receive.close()

@@ -94,7 +94,7 @@ class MetaArgs(_Args):
 
 
 class NoArgs(_Args):
-    pass
+    """A tool that takes no arguments (and refuses any)."""
 
 
 class ScheduleArgs(_Args):

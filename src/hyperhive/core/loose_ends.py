@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from croniter import croniter
@@ -19,7 +21,7 @@ from hyperhive.core.db import Database
 from hyperhive.core.notify import Notifier
 from hyperhive.errors import InvalidRequest, LimitExceeded, NotFound
 from hyperhive.names import OPERATOR
-from hyperhive.protocol import LooseEnd
+from hyperhive.protocol import LooseEnd, LooseEndKind
 
 __all__ = ["LooseEnds", "next_cron"]
 
@@ -223,88 +225,92 @@ class LooseEnds:
         """Every open loose end of ``agents`` (None = the whole hive)."""
 
         def op(conn: sqlite3.Connection) -> list[LooseEnd]:
-            def scope(column: str) -> tuple[str, tuple[str, ...]]:
-                if agents is None:
-                    return "1", ()
-                return f"{column} IN ({','.join('?' * len(agents))})", tuple(agents)
-
             out: list[LooseEnd] = []
-            cond, args = scope("agent")
-            rows = conn.execute(
-                f"SELECT * FROM reminders WHERE fired_at IS NULL AND {cond} ORDER BY due_at", args
-            )
-            out.extend(
-                LooseEnd(
-                    kind="reminder",
-                    id=r["id"],
-                    agent=r["agent"],
-                    summary=_summary(r["message"]),
-                    created_at=r["created_at"],
-                    due_at=r["due_at"],
+            for view in _VIEWS:
+                cond = "1"
+                args: tuple[str, ...] = ()
+                if agents is not None:
+                    cond = f"{view.agent} IN ({','.join('?' * len(agents))})"
+                    args = tuple(agents)
+                sql = (
+                    f"SELECT * FROM {view.table} WHERE {view.open} AND {cond} ORDER BY {view.order}"
                 )
-                for r in rows
-            )
-            rows = conn.execute(f"SELECT * FROM todos WHERE {cond} ORDER BY id", args)
-            out.extend(
-                LooseEnd(
-                    kind="todo",
-                    id=r["id"],
-                    agent=r["agent"],
-                    summary=_summary(r["body"]),
-                    created_at=r["created_at"],
-                    subsystem=r["subsystem"],
-                    key=r["key"],
-                )
-                for r in rows
-            )
-            cond, args = scope("requester")
-            rows = conn.execute(
-                f"SELECT * FROM approvals WHERE state = 'pending' AND {cond} ORDER BY id", args
-            )
-            out.extend(
-                LooseEnd(
-                    kind="approval",
-                    id=r["id"],
-                    agent=r["requester"],
-                    summary=_summary(f"{r['kind']}: {r['subject']}"),
-                    created_at=r["created_at"],
-                    state=r["state"],
-                )
-                for r in rows
-            )
-            cond, args = scope("asker")
-            rows = conn.execute(
-                f"SELECT * FROM questions WHERE state = 'open' AND {cond} ORDER BY id", args
-            )
-            out.extend(
-                LooseEnd(
-                    kind="question",
-                    id=r["id"],
-                    agent=r["asker"],
-                    summary=_summary(r["question"]),
-                    created_at=r["created_at"],
-                    state=r["state"],
-                )
-                for r in rows
-            )
-            cond, args = scope("target")
-            rows = conn.execute(
-                f"SELECT * FROM schedules WHERE cancelled_at IS NULL AND {cond} ORDER BY id", args
-            )
-            out.extend(
-                LooseEnd(
-                    kind="schedule",
-                    id=r["id"],
-                    agent=r["target"],
-                    summary=_summary(r["prompt"]),
-                    created_at=r["created_at"],
-                    due_at=r["next_at"],
-                )
-                for r in rows
-            )
+                out.extend(view.row(r) for r in conn.execute(sql, args))
             return out
 
         return await self.db.run(op)
+
+
+@dataclass(frozen=True)
+class _View:
+    """How one table's open rows become loose ends."""
+
+    kind: LooseEndKind
+    table: str
+    agent: str  # the column naming the agent the row belongs to in this view
+    open: str
+    order: str
+    summary: Callable[[sqlite3.Row], str]
+    extra: Callable[[sqlite3.Row], dict[str, object]]
+
+    def row(self, r: sqlite3.Row) -> LooseEnd:
+        return LooseEnd(
+            kind=self.kind,
+            id=r["id"],
+            agent=r[self.agent],
+            summary=_summary(self.summary(r)),
+            created_at=r["created_at"],
+            **self.extra(r),
+        )
+
+
+_VIEWS = (
+    _View(
+        "reminder",
+        "reminders",
+        "agent",
+        "fired_at IS NULL",
+        "due_at",
+        lambda r: r["message"],
+        lambda r: {"due_at": r["due_at"]},
+    ),
+    _View(
+        "todo",
+        "todos",
+        "agent",
+        "1",
+        "id",
+        lambda r: r["body"],
+        lambda r: {"subsystem": r["subsystem"], "key": r["key"]},
+    ),
+    _View(
+        "approval",
+        "approvals",
+        "requester",
+        "state = 'pending'",
+        "id",
+        lambda r: f"{r['kind']}: {r['subject']}",
+        lambda r: {"state": r["state"]},
+    ),
+    _View(
+        "question",
+        "questions",
+        "asker",
+        "state = 'open'",
+        "id",
+        lambda r: r["question"],
+        lambda r: {"state": r["state"]},
+    ),
+    _View(
+        "schedule",
+        "schedules",
+        "target",
+        "cancelled_at IS NULL",
+        "id",
+        lambda r: r["prompt"],
+        lambda r: {"due_at": r["next_at"]},
+    ),
+)
 
 
 _TABLES = {

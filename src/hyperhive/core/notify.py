@@ -8,15 +8,11 @@ never polled.
 
 from __future__ import annotations
 
-import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
-
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-__all__ = ["EventBus", "Notifier"]
+from hyperhive.bus import EventBus
+
+__all__ = ["EventBus", "Notifier"]  # EventBus re-exported: the shared broadcast
 
 
 class Notifier:
@@ -43,32 +39,3 @@ class Notifier:
             await event.wait()
             return True
         return False
-
-
-class EventBus:
-    """Broadcast of ``{"kind": ..., ...}`` dicts; slow subscribers drop events."""
-
-    def __init__(self, buffer: int = 256) -> None:
-        self._subs: set[MemoryObjectSendStream[dict[str, Any]]] = set()
-        self._buffer = buffer
-
-    def emit(self, kind: str, **data: Any) -> None:
-        event = {"kind": kind, "at": time.time(), **data}
-        for send in list(self._subs):
-            try:
-                send.send_nowait(event)
-            except anyio.WouldBlock:
-                pass  # a stalled viewer must not stall the coordinator
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                self._subs.discard(send)
-
-    @asynccontextmanager
-    async def subscribe(self) -> AsyncIterator[MemoryObjectReceiveStream[dict[str, Any]]]:
-        send, receive = anyio.create_memory_object_stream[dict[str, Any]](self._buffer)
-        self._subs.add(send)
-        try:
-            yield receive
-        finally:
-            self._subs.discard(send)
-            send.close()
-            receive.close()
