@@ -231,12 +231,7 @@ async def _attached(c: Coordinator, name: str) -> None:
     """The harness has attached (and so finished its start-up writes)."""
     with anyio.fail_after(30):
         while True:
-            row = await c.db.run(
-                lambda conn: conn.execute(
-                    "SELECT incarnation FROM agent_state WHERE name = ?", (name,)
-                ).fetchone()
-            )
-            if row is not None and row[0] >= 1:
+            if (await c.store.agents.get(name)).incarnation >= 1:
                 return
             event = c.notifier.event(name)
             with anyio.move_on_after(0.2):

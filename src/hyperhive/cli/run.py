@@ -7,6 +7,7 @@ from typing import Any
 
 import anyio
 import click
+from anyio.abc import TaskStatus
 from pydantic import JsonValue
 
 from hyperhive.cli.base import (
@@ -30,13 +31,17 @@ from hyperhive.protocol import (
 @pass_ctx
 def serve(obj: _Ctx, no_dashboard: bool) -> None:
     """Run the coordinator in the foreground (logs to stderr)."""
-    from functools import partial
-
     from hyperhive.core.coordinator import Coordinator
 
     _setup_logging()
-    coordinator = Coordinator(obj.paths, load_hive_config(obj.home))
-    anyio.run(_until_signalled, partial(coordinator.run, dashboard=not no_dashboard))
+    config = load_hive_config(obj.home)
+
+    async def serve_hive(*, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        # Opened inside the loop that serves: a PostgreSQL pool belongs to it.
+        coordinator = await Coordinator.open(obj.paths, config)
+        await coordinator.run(dashboard=not no_dashboard, task_status=task_status)
+
+    anyio.run(_until_signalled, serve_hive)
 
 
 @main.command()
