@@ -7,7 +7,6 @@ from typing import Any
 
 import anyio
 import click
-from anyio.abc import TaskStatus
 from pydantic import JsonValue
 
 from hyperhive.cli.base import (
@@ -31,17 +30,20 @@ from hyperhive.protocol import (
 @pass_ctx
 def serve(obj: _Ctx, no_dashboard: bool) -> None:
     """Run the coordinator in the foreground (logs to stderr)."""
+    from functools import partial
+
     from hyperhive.core.coordinator import Coordinator
 
     _setup_logging()
     config = load_hive_config(obj.home)
 
-    async def serve_hive(*, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        # Opened inside the loop that serves: a PostgreSQL pool belongs to it.
+    async def serve_hive() -> None:
+        # Opened in the loop that serves (a PostgreSQL pool belongs to it), and
+        # before the task group, so a refused store is one clear error.
         coordinator = await Coordinator.open(obj.paths, config)
-        await coordinator.run(dashboard=not no_dashboard, task_status=task_status)
+        await _until_signalled(partial(coordinator.run, dashboard=not no_dashboard))
 
-    anyio.run(_until_signalled, serve_hive)
+    anyio.run(serve_hive)
 
 
 @main.command()
