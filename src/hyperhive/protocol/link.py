@@ -21,11 +21,14 @@ class LinkRegisterReq(_Req):
 
 
 class LinkAgentStateReq(_Req):
-    """The host reports an agent's turn state (Idle/Thinking/Compacting)."""
+    """The host reports an agent's turn state (Idle/WaitingSlot/Thinking/Compacting).
+
+    ``waiting_slot``: woken, queued for one of the host's claude slots since ``since``.
+    """
 
     cmd: Literal["agent_state"]
     agent: str
-    turn_state: Literal["idle", "thinking", "compacting", "stopped"]
+    turn_state: Literal["idle", "waiting_slot", "thinking", "compacting", "stopped"]
     since: float
     needs_login: bool = False
 
