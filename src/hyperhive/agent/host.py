@@ -167,7 +167,14 @@ class AgentHost:
             connect(self.paths.hosts_sock, on_push=send.send_nowait, on_close=send.close) as link,
         ):
             self._link = link
-            await link.call(LinkRegisterReq(cmd="register", host_id=self.host_id, pid=os.getpid()))
+            await link.call(
+                LinkRegisterReq(
+                    cmd="register",
+                    host_id=self.host_id,
+                    pid=os.getpid(),
+                    claude_slots=self.admission.capacity,
+                )
+            )
             task_status.started()
             try:
                 async with receive:

@@ -18,6 +18,7 @@ class LinkRegisterReq(_Req):
     cmd: Literal["register"]
     host_id: str = Field(min_length=1, max_length=64)
     pid: int | None = None
+    claude_slots: int | None = Field(default=None, ge=1)  # how many claudes it runs at once
 
 
 class LinkAgentStateReq(_Req):
