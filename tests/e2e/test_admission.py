@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 
 from hyperhive.agent.sandbox import CLAUDE_OOM_SCORE_ADJ
 from hyperhive.config import AgentConfig
+from hyperhive.core.dashboard.server import serve_dashboard
 from tests.support.hive import agent_env, op_call, operator, running_hive, seed_home
 from tests.support.model_server import Answer, ModelServer, Stall, text
 from tests.support.procs import hivectl
@@ -79,7 +81,20 @@ def _gated(gates: dict[str, threading.Event]) -> Any:
 
 def _seed(home: Path, model: ModelServer, names: list[str], slots: int) -> None:
     config = AgentConfig(env=agent_env(model.url))
-    seed_home(home, dict.fromkeys(names, config), hive_toml=f"claude_slots = {slots}\n")
+    toml = f"claude_slots = {slots}\ndashboard_port = 0\n"
+    seed_home(home, dict.fromkeys(names, config), hive_toml=toml)
+
+
+async def _dashboard_tree(c: Any) -> str:
+    """The dashboard's front page (the agent tree), as the operator's browser gets it."""
+    async with anyio.create_task_group() as tg:
+        url = await tg.start(serve_dashboard, c)
+        token = (c.paths.run / "dashboard-token").read_text().strip()
+        async with httpx.AsyncClient(base_url=url) as http:
+            page = await http.get("/", headers={"authorization": f"Bearer {token}"})
+        tg.cancel_scope.cancel()
+    assert page.status_code == 200, page.text
+    return page.text
 
 
 async def _wake(c: Any, name: str) -> None:
@@ -130,9 +145,14 @@ async def test_a_herd_of_wakes_runs_within_the_slots_in_wake_order(
             shown = await anyio.to_thread.run_sync(lambda: hivectl(tmp_path, "status").stdout)
             line = next(li for li in shown.splitlines() if li.startswith("waiting_slot"))
             assert [part.split()[0] for part in line.split(None, 1)[1].split(", ")] == names[2:]
-            rows = {r["name"]: r for r in await c.agents_view()}
-            assert [n for n in names if rows[n]["turn_state"] == "waiting_slot"] == names[2:]
-            assert all(rows[n]["turn_state_since"] for n in names[2:])
+            tree = await _dashboard_tree(c)
+            for name in names:
+                row = tree.split(f'data-agent="{name}"', 1)[1].split("</li>", 1)[0]
+                queued = 'class="turn turn-waiting_slot"' in row
+                assert queued == (name in names[2:]), row
+                assert 'class="since" data-since="' in row
+                if queued:
+                    assert ">waiting_slot <" in row
 
             # End the running turns one at a time: each frees a slot for the next in line.
             for i, name in enumerate(names):
