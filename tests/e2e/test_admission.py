@@ -23,7 +23,7 @@ from hyperhive.agent.sandbox import CLAUDE_OOM_SCORE_ADJ
 from hyperhive.config import AgentConfig
 from hyperhive.core.dashboard.server import serve_dashboard
 from tests.support.hive import agent_env, op_call, operator, running_hive, seed_home
-from tests.support.model_server import Answer, ModelServer, Stall, text
+from tests.support.model_server import Answer, ModelServer, Stall, Usage, text
 from tests.support.procs import hivectl
 from tests.support.surfaces import eventually, result_text, surface_client, until
 
@@ -213,6 +213,54 @@ async def test_stopping_an_agent_that_waits_for_a_slot_takes_it_out_of_the_queue
     finally:
         for gate in gates.values():
             gate.set()
+
+
+async def test_a_compaction_queues_for_a_slot_behind_an_earlier_wake(
+    tmp_path: Path, model_server: ModelServer, claude_bin: Path
+) -> None:
+    """The checkpoint and /compact turns take a slot too, in their place in the line."""
+    busy_gate, comp_gate = threading.Event(), threading.Event()
+    comp_calls: list[str] = []
+
+    def answer(body: dict[str, Any]) -> Answer:
+        said = json.dumps(body.get("messages", []))
+        if "wake-busy" in said:
+            return Stall(release=busy_gate, then=text("busy done"))
+        comp_calls.append(said)
+        if len(comp_calls) == 1:  # comp's own turn ends 90% full: compaction follows
+            return Stall(release=comp_gate, then=text("comp done", Usage(input_tokens=900)))
+        return text("noted")
+
+    model_server.set_script(answer)
+    config = AgentConfig(env=agent_env(model_server.url))
+    seed_home(
+        tmp_path,
+        {"busy": config, "comp": config},
+        hive_toml="claude_slots = 1\ncontext_window = 1000\n",
+    )
+    try:
+        async with running_hive(tmp_path, claude_bin) as (c, host):
+            await until(
+                lambda: all(host.runtimes.get(n) and host.runtimes[n].rpc for n in ("busy", "comp"))
+            )
+            comp, busy = host.runtimes["comp"], host.runtimes["busy"]
+            await _wake(c, "comp")
+            await until(lambda: comp.claude_pid)
+            await _wake(c, "busy")
+            await until(lambda: busy.bus.turn_state == "waiting_slot")
+
+            comp_gate.set()  # comp's turn ends; busy was first in line
+            await until(lambda: busy.claude_pid and comp.bus.turn_state == "waiting_slot")
+            assert [(w.agent, w.kind) for w in host.admission.waiting()] == [("comp", "turn")]
+            assert len(comp_calls) == 1  # no checkpoint turn has run yet
+
+            busy_gate.set()
+            await until(lambda: len(comp_calls) >= 3, within=60)  # checkpoint, then /compact
+            await until(lambda: comp.bus.turn_state == "idle" and host.admission.in_use == 0)
+            assert "compacted right after this turn" in comp_calls[1]
+    finally:
+        busy_gate.set()
+        comp_gate.set()
 
 
 def _subagent_script(stall: threading.Event) -> Any:
