@@ -10,7 +10,6 @@ a turn ends and every step is a state, not a race.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -205,7 +204,6 @@ async def test_stopping_an_agent_that_waits_for_a_slot_takes_it_out_of_the_queue
             claude_adj = int(Path(f"/proc/{pid}/oom_score_adj").read_text())
             host_adj = int(Path("/proc/self/oom_score_adj").read_text())
             assert claude_adj == CLAUDE_OOM_SCORE_ADJ > host_adj
-            assert os.getpid() != pid
 
             gates["busy"].set()
             await until(lambda: host.runtimes["busy"].bus.last_turn, within=60)
