@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Form, Request
@@ -17,6 +19,7 @@ from hyperhive.permissions import Capability, ToolGroup
 
 __all__ = ["router"]
 
+log = logging.getLogger(__name__)
 router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
 Dash = Annotated[Dashboard, Depends(dashboard)]
 
@@ -127,11 +130,49 @@ async def inbox_fragment(request: Request, d: Dash) -> Response:
 # ---- login (only meaningful when a token is required) -----------------------------------
 
 
+def _logged_in(request: Request, token: str, target: str) -> Response:
+    response = RedirectResponse(safe_next(target), status_code=303)
+    response.set_cookie(
+        AUTH_COOKIE,
+        token,
+        httponly=True,
+        samesite="strict",
+        path="/",
+        secure=request.url.scheme == "https",
+    )
+    return response
+
+
+def _login_form(
+    d: Dashboard, request: Request, target: str, error: str | None, status: int = 200
+) -> Response:
+    response = _render(d, request, "login.html", next=safe_next(target), error=error)
+    response.status_code = status
+    # A refused link's code is still in the address bar: no Referer leaves the site with it
+    # ("no-referrer" would also make the form's POST carry Origin: null, refused as CSRF).
+    response.headers["referrer-policy"] = "same-origin"
+    response.headers["cache-control"] = "no-store"
+    return response
+
+
 @router.get("/login")
-async def login_page(request: Request, d: Dash, next: str = "/") -> Response:
-    if not d.security.required:
+async def login_page(
+    request: Request, d: Dash, next: str = "/", code: str | None = None
+) -> Response:
+    """The token form; with ``code`` (a one-click link) the code is exchanged for the cookie.
+
+    The answer to a good code is a redirect, so the code leaves the address bar.
+    """
+    if not d.security.required or d.codes is None or d.security.token is None:
         return RedirectResponse(safe_next(next), status_code=303)
-    return _render(d, request, "login.html", next=safe_next(next), error=None)
+    if code is None:
+        return _login_form(d, request, next, None)
+    refusal = d.codes.redeem(code, time.time())
+    if refusal is not None:
+        log.warning("a one-click log-in link was refused: %s", refusal.name.lower())
+        hint = " Run `hivectl dashboard` for a fresh link, or paste the operator token below."
+        return _login_form(d, request, next, refusal.value + hint, status=401)
+    return _logged_in(request, d.security.token, next)
 
 
 @router.post("/login")
@@ -144,21 +185,8 @@ async def login(
     if not d.security.required:
         return RedirectResponse(safe_next(next), status_code=303)
     if not d.security.valid(token.strip()):
-        response = _render(
-            d, request, "login.html", next=safe_next(next), error="That is not the operator token."
-        )
-        response.status_code = 401
-        return response
-    response = RedirectResponse(safe_next(next), status_code=303)
-    response.set_cookie(
-        AUTH_COOKIE,
-        token.strip(),
-        httponly=True,
-        samesite="strict",
-        path="/",
-        secure=request.url.scheme == "https",
-    )
-    return response
+        return _login_form(d, request, next, "That is not the operator token.", status=401)
+    return _logged_in(request, token.strip(), next)
 
 
 @router.post("/logout")
