@@ -252,7 +252,8 @@ async def approvals(d: Dash, all: bool = False) -> list[Json]:
 
 @router.get("/approvals/{approval_id}")
 async def approval(d: Dash, approval_id: int) -> Json:
-    """One approval with the proposed config diff."""
+    """One approval: the config diff, and ``effective`` — parent, tool groups, the exact
+    ``--tools`` / ``--allowedTools`` and the agent.toml with defaults filled in."""
     result: Json = await d.ops.call("approval_show", approval_id=approval_id)
     return result
 
