@@ -107,6 +107,7 @@ class AgentApi:
     async def _ask_operator(self, req: AskOperatorReq) -> dict[str, int]:
         self.c.broker.check_body(req.question)
         qid, mid = await self.c.loose_ends.ask_operator(self.name, req.question)
+        self.c.bus.emit("question", question_id=qid, state="open", asker=self.name)
         return {"question_id": qid, "message_id": mid}
 
     # ---- harness -----------------------------------------------------------
@@ -203,6 +204,8 @@ class AgentApi:
         done = await self.c.loose_ends.cancel(req.kind, req.row_id)
         if req.kind == "reminder":
             self.c.scheduler.poke()
+        if done and req.kind in ("approval", "question"):  # the operator's waiting count
+            self.c.bus.emit(req.kind, **{f"{req.kind}_id": req.row_id}, state="cancelled")
         return {"cancelled": done}
 
     # ---- meta --------------------------------------------------------------

@@ -103,6 +103,8 @@ class OperatorApi:
             raise NotFound(f"no {req.kind} #{req.row_id}")
         done = await self.c.loose_ends.cancel(req.kind, req.row_id)
         self.c.scheduler.poke()
+        if done and req.kind in ("approval", "question"):  # the operator's waiting count
+            self.c.bus.emit(req.kind, **{f"{req.kind}_id": req.row_id}, state="cancelled")
         return {"cancelled": done}
 
     async def _questions(self, req: OpQuestionsReq) -> list[dict[str, object]]:
@@ -111,6 +113,7 @@ class OperatorApi:
     async def _answer_question(self, req: OpAnswerReq) -> dict[str, Any]:
         self.c.broker.check_body(req.answer)
         asker, msg_id = await self.c.loose_ends.answer_question(req.question_id, req.answer)
+        self.c.bus.emit("question", question_id=req.question_id, state="answered")
         return {"asker": asker, "message_id": msg_id}
 
     async def _spawn(self, req: OpSpawnReq) -> dict[str, Any]:

@@ -28,9 +28,26 @@ def _render(d: Dashboard, request: Request, name: str, **context: Any) -> Respon
     return d.templates.TemplateResponse(request, name, context)
 
 
+async def _waiting(d: Dashboard) -> dict[str, int]:
+    """What waits for the operator: pending approvals and open questions."""
+    approvals = len(await d.ops.call("approvals", pending_only=True))
+    questions = len(await d.ops.call("questions", open_only=True))
+    return {"approvals": approvals, "questions": questions, "total": approvals + questions}
+
+
+async def _page(d: Dashboard, request: Request, name: str, **context: Any) -> Response:
+    """A whole page: its nav carries the waiting count (the fragments do not)."""
+    return _render(d, request, name, waiting=await _waiting(d), **context)
+
+
+@router.get("/fragments/waiting")
+async def waiting_fragment(request: Request, d: Dash) -> Response:
+    return _render(d, request, "_waiting.html", waiting=await _waiting(d))
+
+
 @router.get("/")
 async def index(request: Request, d: Dash) -> Response:
-    return _render(d, request, "index.html", nav="tree", rows=tree_rows(await d.agents()))
+    return await _page(d, request, "index.html", nav="tree", rows=tree_rows(await d.agents()))
 
 
 @router.get("/fragments/tree")
@@ -48,7 +65,7 @@ async def _agent(d: Dashboard, name: str) -> dict[str, Any]:
 @router.get("/agents/{name}")
 async def agent_page(request: Request, d: Dash, name: str) -> Response:
     a = await _agent(d, name)
-    return _render(
+    return await _page(
         d,
         request,
         "agent.html",
@@ -72,7 +89,7 @@ async def agent_head_fragment(
 @router.get("/agents/{name}/permissions")
 async def permissions_page(request: Request, d: Dash, name: str) -> Response:
     a = await _agent(d, name)
-    return _render(
+    return await _page(
         d,
         request,
         "permissions.html",
@@ -98,7 +115,7 @@ async def _approvals_context(d: Dashboard) -> dict[str, Any]:
 
 @router.get("/approvals")
 async def approvals_page(request: Request, d: Dash) -> Response:
-    return _render(d, request, "approvals.html", nav="approvals", **await _approvals_context(d))
+    return await _page(d, request, "approvals.html", nav="approvals", **await _approvals_context(d))
 
 
 @router.get("/fragments/approvals")
@@ -119,7 +136,7 @@ async def _inbox_context(d: Dashboard) -> dict[str, Any]:
 
 @router.get("/inbox")
 async def inbox_page(request: Request, d: Dash) -> Response:
-    return _render(d, request, "inbox.html", nav="inbox", **await _inbox_context(d))
+    return await _page(d, request, "inbox.html", nav="inbox", **await _inbox_context(d))
 
 
 @router.get("/fragments/inbox")
