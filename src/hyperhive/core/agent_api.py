@@ -52,6 +52,7 @@ from hyperhive.protocol import (
     WaitReq,
     WakeReq,
 )
+from hyperhive.protocol.agent import REMIND_MAX_BYTES
 
 if TYPE_CHECKING:
     from hyperhive.core.coordinator import Coordinator
@@ -155,6 +156,13 @@ class AgentApi:
     # ---- inbox -------------------------------------------------------------
 
     async def _remind(self, req: RemindReq) -> dict[str, Any]:
+        size = len(req.message.encode("utf-8"))
+        if size > REMIND_MAX_BYTES:
+            raise LimitExceeded(
+                f"a reminder is at most {REMIND_MAX_BYTES} bytes ({REMIND_MAX_BYTES // 1024} KiB) "
+                f"of UTF-8; this one is {size}: keep the detail in a file under your state "
+                "directory and remind yourself of its path"
+            )
         now = time.time()
         due = now + req.delay_seconds if req.delay_seconds is not None else req.at_unix_timestamp
         assert due is not None
