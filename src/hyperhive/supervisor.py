@@ -31,6 +31,7 @@ from hyperhive.core.dashboard.frontdoor import (
     token_required,
 )
 from hyperhive.errors import HiveError
+from hyperhive.fdlimit import check_fd_limit
 from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import OpAgentsReq, OpSpawnReq
 from hyperhive.unixsock import is_listening
@@ -120,6 +121,11 @@ class Supervisor:
         token = read_token(run) if required else None
         for line in announce_lines(record, token, run, time.time()):
             self.say(line)
+        # The children inherit this process's hard limit: say now if the hive outgrows it.
+        agents: Any = await call_once(self.paths.host_sock, OpAgentsReq(cmd="agents"))
+        fd_problem = check_fd_limit(len(agents))
+        if fd_problem is not None:
+            self.say(f"warning:   {fd_problem}")
         self.say(f"logs:      {self.paths.logs}/coordinator.log, host.log, agents/<name>.log")
 
     async def _keep(self, name: str, *args: str) -> None:

@@ -1,12 +1,16 @@
-"""``hivectl up``'s console about the dashboard: a busy port said beside the URL, and a
-one-click log-in link that really logs in (and ``hivectl dashboard`` for a fresh one)."""
+"""``hivectl up``'s console at start: a busy dashboard port said beside the URL, a
+one-click log-in link that really logs in (and ``hivectl dashboard`` for a fresh one),
+and an open-files limit too low for the hive."""
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +18,8 @@ import httpx
 import pytest
 
 from tests.e2e.test_up import Up
-from tests.support.procs import hivectl
+from tests.support.hive import hivectl_env
+from tests.support.procs import hivectl, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -68,6 +73,7 @@ def test_up_says_the_port_was_busy_and_prints_a_working_login_link(
         human = hivectl(tmp_path, "dashboard").stdout
         assert f"port {busy_port} was busy" in human and "log in:    " in human
 
+        up.wait_for(lambda: up.saw("agent queen: up"))  # supervising: Ctrl-C is handled
         up.proc.send_signal(signal.SIGINT)
         assert up.proc.wait(timeout=60) == 0, up.lines
     finally:
@@ -79,3 +85,47 @@ def test_up_says_the_port_was_busy_and_prints_a_working_login_link(
             up.proc.stdout.close()
     gone = hivectl(tmp_path, "dashboard", check=False)
     assert gone.returncode == 1 and "not serving" in gone.stderr
+
+
+def _low_fd_limit() -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))
+
+
+def test_up_with_a_hard_fd_limit_below_the_hives_need_says_what_to_raise(
+    tmp_path: Path, claude_bin: Path
+) -> None:
+    (tmp_path / "hive.toml").write_text(
+        f'claude_bin = "{claude_bin}"\nruntime = "unsandboxed"\ndashboard_port = 0\n'
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hyperhive", "--home", str(tmp_path), "up"],
+        env=hivectl_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_low_fd_limit,
+    )
+    lines: list[str] = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("agent queen: up"):  # supervising: Ctrl-C is handled now
+                break
+        console = "".join(lines)
+        assert "warning:   the open-files limit is too low for 1 agent(s)" in console, console
+        assert "hard limit (RLIMIT_NOFILE) is 200" in console
+        assert "ulimit -n 1024" in console and "LimitNOFILE=1024" in console
+        # The coordinator says so in its own log too (for `hivectl serve` alone).
+        log = tmp_path / "logs" / "coordinator.log"
+        wait_until(lambda: "open-files limit is too low" in log.read_text(), what="fd warning")
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=60)
+        assert code == 0, console + proc.stdout.read()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
