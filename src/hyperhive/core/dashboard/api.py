@@ -219,9 +219,7 @@ async def perms(d: Dash, name: str) -> Json:
 async def perms_preview_route(d: Dash, name: str, groups: str = "", caps: str = "") -> Json:
     """What ``--tools`` / ``--allowedTools`` the toggled groups would give ``name``."""
     d.coord.require_agent(name)
-    cfg = d.coord.registry.config(name)
-    extra = {n: s.allowed_tools for n, s in cfg.servers().items() if s.allowed_tools}
-    return perms_preview(groups.split(","), caps.split(","), extra)
+    return perms_preview(groups.split(","), caps.split(","), d.coord.registry.config(name))
 
 
 @router.post("/agents/{name}/perms")
