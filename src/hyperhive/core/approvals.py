@@ -140,8 +140,8 @@ class Approvals:
                 )
             )
             # What approving makes of the agent, not just the text it was asked with.
-            if row["kind"] == "init_config":
-                parent = None if row["requester"] == OPERATOR else row["requester"]
+            if row.kind == "init_config":
+                parent = None if row.requester == OPERATOR else row.requester
             else:
                 parent = self.c.topology().get(agent)
             config = parse_agent_config(payload["config"], f"approval/{agent}.toml")
