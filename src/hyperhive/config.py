@@ -19,6 +19,7 @@ import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hyperhive.errors import ConfigError, InvalidName
+from hyperhive.forge.config import ForgeConfig
 from hyperhive.names import validate_agent_name
 from hyperhive.permissions import BASH_SERVER, Capability, ToolGroup
 
@@ -206,6 +207,8 @@ class HiveConfig(_Strict):
     reminder_spill_bytes: int = Field(default=4096, ge=64)
     compact_watermark: float = Field(default=0.75, gt=0, lt=1)
     context_window: int = Field(default=200_000, ge=1000)
+    # [forge]: the Forgejo/Gitea agents with the forge group work on (none: no forge).
+    forge: ForgeConfig | None = None
 
     @field_validator("root_agent")
     @classmethod
