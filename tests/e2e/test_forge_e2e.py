@@ -67,9 +67,12 @@ def _tool_results(model: ModelServer) -> list[str]:
     for request in model.main_requests:
         last = request.messages[-1] if request.messages else {}
         content = last.get("content") if isinstance(last, dict) else None
-        for block in content if isinstance(content, list) else []:
-            if isinstance(block, dict) and block.get("type") == "tool_result":
-                out.append(str(block.get("content")))
+        blocks = content if isinstance(content, list) else []
+        out.extend(
+            str(b.get("content"))
+            for b in blocks
+            if isinstance(b, dict) and b.get("type") == "tool_result"
+        )
     return out
 
 

@@ -13,21 +13,22 @@ from __future__ import annotations
 import base64
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from pydantic import ValidationError
-from pyforgejo.admin.client import AsyncAdminClient
 from pyforgejo.core.api_error import ApiError
-from pyforgejo.core.client_wrapper import AsyncClientWrapper
 from pyforgejo.core.request_options import RequestOptions
-from pyforgejo.notification.client import AsyncNotificationClient
-from pyforgejo.organization.client import AsyncOrganizationClient
-from pyforgejo.repository.client import AsyncRepositoryClient
-from pyforgejo.user.client import AsyncUserClient
 
 from hyperhive.errors import HiveError, NotFound
 from hyperhive.forge.errors import ForgeError, ForgeTokenRejected, ForgeUnreachable
+
+if TYPE_CHECKING:
+    from pyforgejo.admin.client import AsyncAdminClient
+    from pyforgejo.notification.client import AsyncNotificationClient
+    from pyforgejo.organization.client import AsyncOrganizationClient
+    from pyforgejo.repository.client import AsyncRepositoryClient
+    from pyforgejo.user.client import AsyncUserClient
 
 __all__ = ["ForgeApi", "basic_auth"]
 
@@ -65,15 +66,25 @@ class ForgeApi:
     ) -> None:
         self.url = url.rstrip("/")
         self.whose = whose
+        # The generated clients take seconds to import: only a host with a forge pays.
+        from pyforgejo.admin.client import AsyncAdminClient
+        from pyforgejo.core.client_wrapper import AsyncClientWrapper
+        from pyforgejo.notification.client import AsyncNotificationClient
+        from pyforgejo.organization.client import AsyncOrganizationClient
+        from pyforgejo.repository.client import AsyncRepositoryClient
+        from pyforgejo.user.client import AsyncUserClient
+
         self._http = httpx.AsyncClient(timeout=TIMEOUT, follow_redirects=False, transport=transport)
         wrapper = AsyncClientWrapper(
             api_key=token, base_url=f"{self.url}/api/v1", timeout=TIMEOUT, httpx_client=self._http
         )
-        self.admin = AsyncAdminClient(client_wrapper=wrapper)
-        self.users = AsyncUserClient(client_wrapper=wrapper)
-        self.orgs = AsyncOrganizationClient(client_wrapper=wrapper)
-        self.repos = AsyncRepositoryClient(client_wrapper=wrapper)
-        self.notifications = AsyncNotificationClient(client_wrapper=wrapper)
+        self.admin: AsyncAdminClient = AsyncAdminClient(client_wrapper=wrapper)
+        self.users: AsyncUserClient = AsyncUserClient(client_wrapper=wrapper)
+        self.orgs: AsyncOrganizationClient = AsyncOrganizationClient(client_wrapper=wrapper)
+        self.repos: AsyncRepositoryClient = AsyncRepositoryClient(client_wrapper=wrapper)
+        self.notifications: AsyncNotificationClient = AsyncNotificationClient(
+            client_wrapper=wrapper
+        )
 
     async def aclose(self) -> None:
         await self._http.aclose()

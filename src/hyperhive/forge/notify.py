@@ -20,14 +20,17 @@ import logging
 import random
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import stamina
-from pyforgejo.types.notification_thread import NotificationThread
 
 from hyperhive.errors import HiveError, StorageError
 from hyperhive.forge.agent import AgentForge
 from hyperhive.safefs import atomic_write_beneath, open_beneath
+
+if TYPE_CHECKING:
+    from pyforgejo.types.notification_thread import NotificationThread
 
 __all__ = ["LEDGER_FILE", "NotificationPoller", "notification_key", "render_notification"]
 
