@@ -416,3 +416,36 @@ def test_git_push_through_the_credential_helper(forgejo: FakeForgejo, tmp_path: 
     env.pop("GIT_CONFIG_COUNT")
     denied = git("ls-remote", clone_url)
     assert denied.returncode != 0
+
+
+# ---- destroy -------------------------------------------------------------------------
+
+
+async def test_destroying_an_agent_revokes_its_token_and_disables_its_user(
+    forgejo: FakeForgejo, tmp_path: Path
+) -> None:
+    from hyperhive.config import AgentConfig
+    from hyperhive.permissions import ToolGroup
+    from tests.support.hive import coordinator, op_call, operator, seed_home
+
+    home = tmp_path / "home"
+    config = _config(forgejo.url, tmp_path, forgejo.admin_token)
+    forge_groups = [*ToolGroup.AGENT_DEFAULT, ToolGroup.FORGE]
+    seed_home(
+        home,
+        {"fg-queen": AgentConfig(), "fg-olga": AgentConfig(tool_groups=forge_groups)},
+        {"fg-queen": None, "fg-olga": "fg-queen"},
+        hive_toml=f'root_agent = "fg-queen"\n[forge]\nurl = "{forgejo.url}"\n'
+        f'admin_token_file = "{config.admin_token_file}"\n',
+    )
+    f = Forge.from_config(config)
+    try:
+        token = await _agent_forge(f, tmp_path, "fg-olga").token()
+    finally:
+        await f.aclose()
+    async with coordinator(home) as c, operator(c.paths) as op:
+        done = await op_call(op, "agent_destroy", agent="fg-olga")
+    assert isinstance(done, dict) and done["destroyed"]
+    assert forgejo.tokens_of("fg-olga") == []
+    assert forgejo.users["fg-olga"].prohibit_login and not forgejo.users["fg-olga"].active
+    assert token not in forgejo.tokens

@@ -17,13 +17,20 @@ from dataclasses import dataclass
 import httpx
 from pyforgejo.core.api_error import ApiError
 
-from hyperhive.errors import NotFound
+from hyperhive.errors import HiveError, NotFound
 from hyperhive.forge.client import ForgeApi, basic_auth
 from hyperhive.forge.config import ForgeConfig, read_admin_token
 from hyperhive.forge.errors import ForgeError, RepoNameTaken
 from hyperhive.forge.rules import validate_repo_name
 
-__all__ = ["AGENT_TOKEN_SCOPES", "DEFAULT_BRANCH", "TOKEN_NAME", "Forge", "RepoCreated"]
+__all__ = [
+    "AGENT_TOKEN_SCOPES",
+    "DEFAULT_BRANCH",
+    "TOKEN_NAME",
+    "Forge",
+    "RepoCreated",
+    "revoke_agent",
+]
 
 log = logging.getLogger(__name__)
 
@@ -255,3 +262,27 @@ class Forge:
                 continue
             out.append(repo.full_name)
         return out
+
+
+async def revoke_agent(config: ForgeConfig | None, agent: str) -> str | None:
+    """Destroy's half: revoke ``agent``'s token, disable its user. What went wrong, if anything.
+
+    Never raises: a forge that is down must not keep an agent from being
+    destroyed; the problem is returned for the log, with what to do by hand.
+    """
+    if config is None:
+        return None
+    try:
+        forge = Forge.from_config(config)
+    except HiveError as exc:
+        return exc.message
+    try:
+        await forge.revoke(agent)
+    except HiveError as exc:
+        return (
+            f"{exc.message}; disable forge user {config.username(agent)} and delete its "
+            f"{TOKEN_NAME!r} token by hand"
+        )
+    finally:
+        await forge.aclose()
+    return None
