@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 from hyperhive import topology
 from hyperhive.core.agent_api import COMPACT_THRESHOLD
 from hyperhive.errors import InvalidRequest, NotFound
+from hyperhive.forge.view import forge_view
 from hyperhive.names import OPERATOR, validate_agent_name
 from hyperhive.permissions import Capability, ToolGroup, allowed_tools_arg, builtin_tools_arg
 from hyperhive.protocol import (
     OpAckReq,
+    OpAgentForgeReq,
     OpAgentsReq,
     OpAnswerReq,
     OpApprovalShowReq,
@@ -78,6 +80,12 @@ class OperatorApi:
 
     async def _agents(self, req: OpAgentsReq) -> list[dict[str, Any]]:
         return await self.c.agents_view()
+
+    async def _agent_forge(self, req: OpAgentForgeReq) -> dict[str, Any]:
+        config = self.c.registry.config(req.agent)
+        granted = ToolGroup.FORGE in config.tool_groups
+        view = await forge_view(self.c.config.forge, req.agent, granted)
+        return view.model_dump()
 
     async def _topology(self, req: OpTopologyReq) -> dict[str, str | None]:
         return self.c.topology()
