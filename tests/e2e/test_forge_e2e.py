@@ -35,6 +35,7 @@ def forgejo() -> Iterator[FakeForgejo]:
     with FakeForgejo() as server:
         server.add_org("agents")
         yield server
+        assert server.rejected == []  # the hive only sent requests the API contract allows
 
 
 def _seed(home: Path, model: ModelServer, forgejo: FakeForgejo) -> str:

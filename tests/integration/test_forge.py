@@ -36,6 +36,8 @@ def forgejo() -> Iterator[FakeForgejo]:
     with FakeForgejo() as server:
         server.add_org("agents")
         yield server
+        # Everything the hive sent was a request the API contract allows.
+        assert server.rejected == []
 
 
 def _config(server_url: str, tmp_path: Path, token: str, **extra: object) -> ForgeConfig:
@@ -121,6 +123,7 @@ async def test_scripted_forge_rejects_a_malformed_request(forgejo: FakeForgejo) 
     assert good.status_code == 201 and good.json()["login"] == "ok"
     assert "bogus" not in [u for u in forgejo.users]
     assert len(forgejo.rejected) == 3
+    forgejo.rejected.clear()  # expected here; the fixture checks every other test sent none
 
 
 # ---- identities ----------------------------------------------------------------------

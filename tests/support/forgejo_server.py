@@ -141,7 +141,7 @@ class FakeForgejo:
         self.repos: dict[str, _Repo] = {}
         self.threads: list[_Thread] = []
         self.recorded: list[Recorded] = []
-        self.rejected: list[tuple[str, str]] = []  # (request line, why)
+        self.rejected: list[tuple[str, str]] = []  # (request line, why) the contract refused
         self.down = False  # answer every API request 503, as a forge being restarted
         self._ids = 0
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -318,9 +318,13 @@ class FakeForgejo:
         try:
             if self.down:
                 raise RequestRejected(503, "forge is restarting")
-            op, params = contract().match(request.method, path)
-            query = op.validate_query(list(request.query_params.multi_items()))
-            body = op.validate_body(raw)
+            try:
+                op, params = contract().match(request.method, path)
+                query = op.validate_query(list(request.query_params.multi_items()))
+                body = op.validate_body(raw)
+            except RequestRejected as exc:
+                self.rejected.append((line, exc.message))  # the contract refused it
+                raise
             with self._lock:
                 user, how = self._principal(request)
                 handler = getattr(self, f"_op_{op.name}", None)
@@ -330,8 +334,6 @@ class FakeForgejo:
             if status < 300 and payload is not None:
                 op.check_response(payload)
         except RequestRejected as exc:
-            if exc.status in (404, 405, 422):
-                self.rejected.append((line, exc.message))
             self.recorded.append(
                 Recorded(request.method, path, op.name if op else None, exc.status, user)
             )
@@ -390,6 +392,15 @@ class FakeForgejo:
             if b.get(key) is not None:
                 setattr(target, key, b[key])
         return 200, self._user_json(target)
+
+    def _op_delete_user(self, user: str | None, how: str, p: Any, q: Any, b: Any) -> Any:
+        self._need(user, admin=True)
+        if self.users.pop(p["username"], None) is None:
+            raise RequestRejected(404, "user does not exist")
+        for sha1, t in list(self.tokens.items()):
+            if t.user == p["username"]:
+                del self.tokens[sha1]
+        return 204, None
 
     def _op_get(self, user: str | None, how: str, p: Any, q: Any, b: Any) -> Any:
         target = self.users.get(p["username"])
