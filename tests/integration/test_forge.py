@@ -452,3 +452,23 @@ async def test_destroying_an_agent_revokes_its_token_and_disables_its_user(
     assert forgejo.tokens_of("fg-olga") == []
     assert forgejo.users["fg-olga"].prohibit_login and not forgejo.users["fg-olga"].active
     assert token not in forgejo.tokens
+
+
+async def test_a_token_revoked_on_the_forge_is_reissued_by_the_poller(
+    forge: Forge, forgejo: FakeForgejo, tmp_path: Path
+) -> None:
+    agent = _agent_forge(forge, tmp_path, "fg-pia")
+    old = await agent.token()
+    del forgejo.tokens[old]  # the operator revoked it in the forge's UI
+    forgejo.notify("fg-pia", "agents/x", "ping")
+    delivered: list[str] = []
+
+    async def deliver(body: str) -> None:
+        delivered.append(body)
+
+    poller = NotificationPoller(agent, deliver, interval=60, backoff_max=1)
+    with pytest.raises(ForgeTokenRejected, match="issues it a new one"):
+        await poller.poll_once()
+    new = read_token(agent.state_dir)
+    assert new is not None and new != old and new in forgejo.tokens
+    assert await poller.poll_once() == 1 and len(delivered) == 1

@@ -45,6 +45,20 @@ class AgentForge:
                 write_token(self.state_dir, token, self.owner)
             return token
 
+    async def reissue(self, rejected: str) -> str:
+        """A fresh token after the forge rejected ``rejected`` (revoked or expired there).
+
+        Only if the stored token is still the rejected one: two callers that
+        both saw the rejection provision once.
+        """
+        async with self._lock:
+            token = read_token(self.state_dir)
+            if token is None or token == rejected:
+                log.warning("%s: the forge rejected its token; issuing a new one", self.agent)
+                token = await self.forge.provision(self.agent)
+                write_token(self.state_dir, token, self.owner)
+            return token
+
     def as_agent(self, token: str) -> ForgeApi:
         return self.forge.as_agent(token)
 

@@ -121,7 +121,7 @@ class ForgeApi:
                     + (
                         "put a valid admin token in [forge] admin_token_file"
                         if self.whose == "admin"
-                        else "the operator can re-issue it by restarting the agent"
+                        else "the agent's host issues it a new one and retries"
                     )
                 ) from exc
             if status == 404 and missing is not None:

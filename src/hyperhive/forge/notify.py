@@ -27,6 +27,7 @@ import stamina
 
 from hyperhive.errors import HiveError, StorageError
 from hyperhive.forge.agent import AgentForge
+from hyperhive.forge.errors import ForgeTokenRejected
 from hyperhive.safefs import atomic_write_beneath, open_beneath
 
 if TYPE_CHECKING:
@@ -110,8 +111,14 @@ class NotificationPoller:
         token = await self.forge.token()
         delivered = 0
         async with self.forge.as_agent(token) as api:
-            async with api.guard("listing notifications"):
-                threads = await api.notifications.notify_get_list(status_types=["unread"], limit=50)
+            try:
+                async with api.guard("listing notifications"):
+                    threads = await api.notifications.notify_get_list(
+                        status_types=["unread"], limit=50
+                    )
+            except ForgeTokenRejected:
+                await self.forge.reissue(token)  # the retry polls with the new one
+                raise
             threads.sort(key=lambda t: (t.updated_at is None, t.updated_at, t.id or 0))
             for thread in threads:
                 if thread.id is None:
