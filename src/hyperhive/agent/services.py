@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 @asynccontextmanager
 async def agent_services(rt: AgentRuntime) -> AsyncIterator[None]:
-    """Run ``rt``'s task manager and subagent manager for the block."""
+    """Run ``rt``'s task manager, subagent manager and forge poller for the block."""
     rt.prepare_dirs()  # first, so the state dir is made private before anything fills it
     iso = rt.isolation
     if rt.forge is not None and iso is not None and iso.uid is not None and iso.gid is not None:
