@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import json
 import re
 import typing
 from dataclasses import dataclass
@@ -59,7 +60,7 @@ class Operation:
                 raise RequestRejected(422, f"{self.name} takes no request body")
             return {}
         try:
-            data = __import__("json").loads(raw or b"null")
+            data = json.loads(raw or b"null")
         except ValueError as exc:
             raise RequestRejected(422, f"{self.name}: body is not JSON ({exc})") from exc
         if not isinstance(data, dict):
@@ -102,6 +103,16 @@ def _param_in(expr: ast.expr, params: set[str]) -> str | None:
     return None
 
 
+def _fields(arg: ast.expr | None, params: set[str]) -> dict[str, str]:
+    """``{wire name: parameter}`` of a ``json={…}`` or ``params={…}`` literal."""
+    out: dict[str, str] = {}
+    if isinstance(arg, ast.Dict):
+        for k, v in zip(arg.keys, arg.values, strict=True):
+            if isinstance(k, ast.Constant) and (p := _param_in(v, params)):
+                out[str(k.value)] = p
+    return out
+
+
 def _template(arg: ast.expr) -> tuple[str, tuple[str, ...]]:
     if isinstance(arg, ast.Constant):
         return str(arg.value), ()
@@ -131,9 +142,7 @@ def _model(
         default = sig.parameters[param].default
         required = default is inspect.Parameter.empty
         spec[wire] = (annotation, ... if required else None)
-    return create_model(  # type: ignore[call-overload, no-any-return]
-        name, __config__=ConfigDict(extra="forbid", strict=False), **spec
-    )
+    return create_model(name, __config__=ConfigDict(extra="forbid", strict=False), **spec)
 
 
 def _operations(module: str) -> list[Operation]:
@@ -166,19 +175,10 @@ def _operations(module: str) -> list[Operation]:
             hints = typing.get_type_hints(method, vars(mod))
             template, path_params = _template(call.args[0])
             kw = {k.arg: k.value for k in call.keywords if k.arg}
-            http_method = (
-                kw["method"].value if isinstance(kw.get("method"), ast.Constant) else "GET"
-            )  # type: ignore[union-attr]
-            body_fields: dict[str, str] = {}
-            if isinstance(kw.get("json"), ast.Dict):
-                for k, v in zip(kw["json"].keys, kw["json"].values, strict=True):  # type: ignore[union-attr]
-                    if isinstance(k, ast.Constant) and (p := _param_in(v, params)):
-                        body_fields[str(k.value)] = p
-            query: dict[str, str] = {}
-            if isinstance(kw.get("params"), ast.Dict):
-                for k, v in zip(kw["params"].keys, kw["params"].values, strict=True):  # type: ignore[union-attr]
-                    if isinstance(k, ast.Constant) and (p := _param_in(v, params)):
-                        query[str(k.value)] = p
+            method_arg = kw.get("method")
+            http_method = method_arg.value if isinstance(method_arg, ast.Constant) else "GET"
+            body_fields = _fields(kw.get("json"), params)
+            query = _fields(kw.get("params"), params)
             regex = re.escape(template)
             for p in path_params:
                 regex = regex.replace(re.escape("{" + p + "}"), f"(?P<{p}>[^/]+)")
