@@ -136,7 +136,10 @@ async def test_provision_creates_user_and_a_token_that_works(
     token = await agent.token()
     assert read_token(agent.state_dir) == token
     assert (os.stat(agent.state_dir / TOKEN_FILE).st_mode & 0o777) == 0o600
-    assert "fg-alice" in forgejo.users and not forgejo.users["fg-alice"].admin
+    alice = forgejo.users["fg-alice"]
+    assert not alice.admin
+    # create_repo is its only way to a repository: no personal repos, no orgs of its own
+    assert alice.max_repo_creation == 0 and not alice.allow_create_organization
     async with forge.as_agent(token) as api:
         me = await api.users.get_current()
     assert me.login == "fg-alice"

@@ -49,6 +49,8 @@ class _User:
     active: bool = True
     prohibit_login: bool = False
     id: int = 0
+    max_repo_creation: int = -1
+    allow_create_organization: bool = True
 
 
 @dataclass
@@ -216,7 +218,15 @@ class ForgejoApi:
         target = self.users.get(p["username"])
         if target is None:
             raise RequestRejected(404, "user does not exist")
-        for key in ("password", "full_name", "active", "prohibit_login", "email"):
+        for key in (
+            "password",
+            "full_name",
+            "active",
+            "prohibit_login",
+            "email",
+            "max_repo_creation",
+            "allow_create_organization",
+        ):
             if b.get(key) is not None:
                 setattr(target, key, b[key])
         return 200, self._user_json(target)

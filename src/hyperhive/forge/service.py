@@ -104,12 +104,24 @@ class Forge:
                     send_notify=False,
                 )
         except ForgeError as exc:
-            if not isinstance(exc.__cause__, ApiError) or exc.__cause__.status_code not in (
-                409,
-                422,
-            ):
+            cause = exc.__cause__
+            if not isinstance(cause, ApiError) or cause.status_code not in (409, 422):
                 raise
-            await self._adopt(agent, username, password)
+            await self._check_ours(agent, username)
+        async with api.guard(f"setting up forge user {username}"):
+            # create_repo is the agent's only way to a repository: no personal repos,
+            # no orgs of its own. Re-enabled (and its password set) if it was disabled.
+            await api.admin.edit_user(
+                username,
+                login_name=username,
+                source_id=0,
+                password=password,
+                must_change_password=False,
+                prohibit_login=False,
+                active=True,
+                max_repo_creation=0,
+                allow_create_organization=False,
+            )
         await self._drop_token(username, password)
         async with api.guard(f"issuing a token for forge user {username}"):
             token = await api.users.create_token(
@@ -123,7 +135,7 @@ class Forge:
         log.info("forge user %s provisioned for agent %s", username, agent)
         return token.sha1
 
-    async def _adopt(self, agent: str, username: str, password: str) -> None:
+    async def _check_ours(self, agent: str, username: str) -> None:
         api = self.admin
         async with api.guard(f"looking up forge user {username}"):
             user = await api.users.get(username)
@@ -132,16 +144,6 @@ class Forge:
                 f"the forge at {self.config.url} already has a user {username!r} the hive did "
                 "not create; the hive will not take it over. Set [forge] user_prefix in "
                 "hive.toml (e.g. 'agent-') so agents' users get names of their own"
-            )
-        async with api.guard(f"re-enabling forge user {username}"):
-            await api.admin.edit_user(
-                username,
-                login_name=username,
-                source_id=0,
-                password=password,
-                must_change_password=False,
-                prohibit_login=False,
-                active=True,
             )
 
     async def _drop_token(self, username: str, password: str) -> None:
