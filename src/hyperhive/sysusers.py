@@ -16,7 +16,14 @@ from pathlib import Path
 from hyperhive.errors import StorageError
 from hyperhive.names import system_user
 
-__all__ = ["can_manage_users", "chown_tree", "ensure_user", "remove_user", "traversal_problem"]
+__all__ = [
+    "can_manage_users",
+    "chown_tree",
+    "ensure_user",
+    "home_problem",
+    "remove_user",
+    "traversal_problem",
+]
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +89,17 @@ def chown_tree(path: Path, uid: int, gid: int) -> None:
         os.chown(root, uid, gid, follow_symlinks=False)
         for entry in (*dirs, *files):
             os.lchown(os.path.join(root, entry), uid, gid)
+
+
+def home_problem(home: Path, runtime: str) -> str | None:
+    """Why agent users could not reach this hive's home, if they will be used at all.
+
+    Checked before anything is created or started: otherwise the first sign is
+    a ``git init … Permission denied`` from deep inside an agent's spawn.
+    """
+    if runtime != "bwrap" or not can_manage_users():
+        return None  # agents run as the operator's own user, who reaches the home
+    return traversal_problem(home / "agents" / "_")
 
 
 def traversal_problem(path: Path) -> str | None:
