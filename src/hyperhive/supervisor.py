@@ -29,6 +29,7 @@ from anyio.abc import Process
 
 from hyperhive.client import call_once
 from hyperhive.config import HiveConfig, HivePaths
+from hyperhive.credentials import LOGIN_REMEDY
 from hyperhive.errors import ConfigError, HiveError
 from hyperhive.homelock import refuse_if_held
 from hyperhive.lifeline import SUPERVISOR_ENV
@@ -193,7 +194,7 @@ class Supervisor:
             tg.cancel_scope.cancel()
 
     async def _report_agents(self) -> None:
-        seen: dict[str, bool] = {}
+        seen: dict[str, str] = {}
         while True:
             try:
                 agents: Any = await call_once(
@@ -202,9 +203,14 @@ class Supervisor:
             except HiveError:
                 agents = []
             for a in agents:
-                if seen.get(a["name"]) != a["running"]:
-                    seen[a["name"]] = a["running"]
+                if a.get("needs_login") and a["running"]:
+                    state = f"needs login: {LOGIN_REMEDY}"
+                else:
                     state = "up" if a["running"] else "down"
+                if seen.get(a["name"]) != state:
+                    if seen.get(a["name"], "").startswith("needs login") and a["running"]:
+                        state = "up (logged in)"
+                    seen[a["name"]] = state
                     self.say(f"agent {a['name']}: {state}")
             await anyio.sleep(1.0)
 

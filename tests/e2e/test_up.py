@@ -18,6 +18,7 @@ import pytest
 from hyperhive.config import HivePaths
 from hyperhive.homelock import holder
 from tests.support.hive import hivectl_env
+from tests.support.model_server import ModelServer, text, tool_call
 from tests.support.procs import hivectl, process_gone, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
@@ -26,12 +27,12 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 class Up:
     """A running ``hivectl up`` whose output lines are collected as they come."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, env: dict[str, str] | None = None) -> None:
         self.home = home
         self.lines: list[str] = []
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "hyperhive", "--home", str(home), "up"],
-            env=hivectl_env(home),
+            env=env or hivectl_env(home),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -214,3 +215,35 @@ def test_a_home_agent_users_cannot_reach_is_refused_before_anything(tmp_path: Pa
     assert out.returncode != 0
     assert f"{closed} is not traversable by other users" in out.stderr, out.stderr
     assert not home.exists()  # nothing created, so nothing started
+
+
+def test_the_console_says_needs_login_and_login_resumes_the_agent(
+    tmp_path: Path, claude_bin: Path, model_server: ModelServer
+) -> None:
+    model_server.set_script(
+        [tool_call("mcp__hyperhive__send", {"to": "operator", "body": "hello"}), text("done")]
+    )
+    _hive_toml(tmp_path, claude_bin)
+    env = hivectl_env(tmp_path)
+    for key in ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"):
+        env.pop(key, None)
+    env["ANTHROPIC_BASE_URL"] = model_server.url  # passed through to the agents
+    running = Up(tmp_path, env)
+    try:
+        running.wait_for(lambda: running.saw("agent queen: up"))
+        hivectl(tmp_path, "send", "queen", "are you there?")
+        running.wait_for(lambda: running.saw("agent queen: needs login"))
+        assert running.saw("hivectl login") and running.saw("CLAUDE_CODE_OAUTH_TOKEN")
+        login = subprocess.run(
+            [sys.executable, "-m", "hyperhive", "--home", str(tmp_path), "login"],
+            input="test-key\n",
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert login.returncode == 0, login.stderr
+        running.wait_for(lambda: running.saw("agent queen: up (logged in)"), within=60)
+        assert model_server.main_requests[0].headers.get("x-api-key") == "test-key"
+    finally:
+        _finish(running)

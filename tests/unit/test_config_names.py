@@ -113,7 +113,11 @@ def test_hive_config(tmp_path: Path) -> None:
     cfg = load_hive_config(tmp_path, {"HIVE_REMIND_MAX_PENDING_PER_AGENT": "7"})
     assert cfg.root_agent == "ruth" and cfg.runtime == "unsandboxed"
     assert cfg.remind_max_pending == 7
-    assert cfg.env_passthrough == ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"]
+    assert cfg.env_passthrough == [
+        "ANTHROPIC_API_KEY",
+        "CLAUDE_CODE_OAUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+    ]
     (tmp_path / "hive.toml").write_text('runtime = "docker"\n')
     with pytest.raises(ConfigError, match=r"hive.toml:1: runtime"):
         load_hive_config(tmp_path, {})
