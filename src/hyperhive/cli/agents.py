@@ -65,7 +65,8 @@ def agents_tree(obj: _Ctx, as_json: bool) -> None:
         def walk(name: str, depth: int) -> None:
             a = rows[name]
             mark = "●" if a["running"] else "○"
-            click.echo(f"{'  ' * depth}{mark} {name}  {a['turn_state']}  {a['status_text']}")
+            turn = "needs login" if a.get("needs_login") else a["turn_state"]
+            click.echo(f"{'  ' * depth}{mark} {name}  {turn}  {a['status_text']}")
             for child in sorted(n for n, r in rows.items() if r["parent"] == name):
                 walk(child, depth + 1)
 
