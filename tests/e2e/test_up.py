@@ -94,7 +94,7 @@ def _finish(running: Up) -> None:
     if running.proc.stdout is not None:
         running.proc.stdout.close()
     # Whatever a test left behind (it asserts on these itself): never leak a hive.
-    for pid in (holder(HivePaths(running.home), "coordinator"), _host_pid(running.home)):
+    for pid in (_coordinator_pid(running.home), _host_pid(running.home)):
         if pid and pid > 0 and not process_gone(pid):
             os.kill(pid, signal.SIGKILL)
 
@@ -110,8 +110,18 @@ def up(tmp_path: Path, claude_bin: Path) -> Iterator[Up]:
 
 
 def _coordinator_pid(home: Path) -> int | None:
-    pid = holder(HivePaths(home), "coordinator")
-    return pid if pid and pid > 0 else None
+    """The live ``hivectl serve`` of ``home``, found by its command line (not by its lock)."""
+    want = ["--home", str(home), "serve"]
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
+        except OSError:
+            continue
+        if argv[-3:] == want and "hyperhive" in argv and not process_gone(int(entry.name)):
+            return int(entry.name)
+    return None
 
 
 def _host_pid(home: Path) -> int | None:
@@ -174,6 +184,7 @@ def test_a_closed_terminal_stops_the_hive(up: Up) -> None:
 
 def test_a_held_home_is_refused_naming_the_holder(up: Up) -> None:
     coordinator, host = _running(up)
+    assert holder(HivePaths(up.home), "coordinator") == coordinator
     second = hivectl(up.home, "--home", str(up.home), "up", check=False)
     assert second.returncode != 0
     assert "already in use" in second.stderr and f"pid {coordinator}" in second.stderr
@@ -199,7 +210,8 @@ def test_a_failed_start_leaves_nothing_running(tmp_path: Path, claude_bin: Path)
         # What failed, the exception's text and where the log is; not a bare name.
         assert "internal error in 'spawn': NotADirectoryError: [Errno 20]" in out, out
         assert f"{tmp_path / 'logs' / 'coordinator.log'}" in out
-        assert _coordinator_pid(tmp_path) is None, out  # nobody holds the home
+        assert _coordinator_pid(tmp_path) is None, out  # no coordinator left running
+        assert holder(HivePaths(tmp_path), "coordinator") is None  # nobody holds the home
         assert not (tmp_path / "run" / "host.sock").exists()
     finally:
         _finish(failed)
