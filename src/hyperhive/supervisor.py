@@ -14,7 +14,6 @@ and a home already held by a running hive is refused before anything starts
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
@@ -29,8 +28,15 @@ from anyio.abc import Process
 
 from hyperhive.client import call_once
 from hyperhive.config import HiveConfig, HivePaths
+from hyperhive.core.dashboard.frontdoor import (
+    announce_lines,
+    await_record,
+    read_token,
+    token_required,
+)
 from hyperhive.credentials import LOGIN_REMEDY
 from hyperhive.errors import ConfigError, HiveError
+from hyperhive.fdlimit import check_fd_limit
 from hyperhive.homelock import refuse_if_held
 from hyperhive.lifeline import SUPERVISOR_ENV
 from hyperhive.permissions import ToolGroup
@@ -90,7 +96,7 @@ class Supervisor:
             with anyio.CancelScope(shield=True):
                 await self._stop_coordinator()
             raise
-        self._announce()
+        await self._announce(self.procs["coordinator"].pid)
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._keep, "coordinator", "serve")
             tg.start_soon(self._keep, "host", "host")
@@ -142,16 +148,18 @@ class Supervisor:
         await call_once(self.paths.host_sock, OpSpawnReq(cmd="spawn", name=root, config=config))
         self.say(f"spawned the root manager {root!r}")
 
-    def _announce(self) -> None:
-        try:
-            url = json.loads((self.paths.run / "dashboard.json").read_text())["url"]
-        except (OSError, ValueError, KeyError):
-            url = "(not serving)"
-        self.say(f"dashboard: {url}")
-        if self.hive.dashboard_auth == "token":
-            self.say(
-                f"           log in with the operator token in {self.paths.run / 'dashboard-token'}"
-            )
+    async def _announce(self, coordinator_pid: int) -> None:
+        run = self.paths.run
+        record = await await_record(run, coordinator_pid)
+        required = token_required(self.hive.dashboard_auth, self.hive.bind)
+        token = read_token(run) if required else None
+        for line in announce_lines(record, token, run, time.time()):
+            self.say(line)
+        # The children inherit this process's hard limit: say now if the hive outgrows it.
+        agents: Any = await call_once(self.paths.host_sock, OpAgentsReq(cmd="agents"))
+        fd_problem = check_fd_limit(len(agents))
+        if fd_problem is not None:
+            self.say(f"warning:   {fd_problem}")
         self.say(f"logs:      {self.paths.logs}/coordinator.log, host.log, agents/<name>.log")
 
     async def _keep(self, name: str, *args: str) -> None:
