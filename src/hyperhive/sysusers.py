@@ -27,7 +27,7 @@ import subprocess
 from pathlib import Path
 
 from hyperhive.config import HivePaths
-from hyperhive.errors import StorageError
+from hyperhive.errors import ConfigError, StorageError
 from hyperhive.names import HIVE_ID_LENGTH, legacy_system_user, system_user
 
 __all__ = [
@@ -55,7 +55,7 @@ def hive_id(paths: HivePaths) -> str:
     """This hive's short stable id, generated on first use and kept in ``<home>/hive-id``."""
     path = paths.home / "hive-id"
     try:
-        return path.read_text().strip()
+        return _valid_id(path, path.read_text().strip())
     except FileNotFoundError:
         pass
     new = "".join(secrets.choice(_ID_ALPHABET) for _ in range(HIVE_ID_LENGTH))
@@ -68,7 +68,17 @@ def hive_id(paths: HivePaths) -> str:
         pass
     finally:
         tmp.unlink(missing_ok=True)
-    return path.read_text().strip()
+    return _valid_id(path, path.read_text().strip())
+
+
+def _valid_id(path: Path, value: str) -> str:
+    if len(value) != HIVE_ID_LENGTH or any(c not in _ID_ALPHABET for c in value):
+        raise ConfigError(
+            f"holds {value!r}, not a hive id ({HIVE_ID_LENGTH} of [a-z0-9]); restore it "
+            "(the agents' system users are named after it: `getent passwd | grep hyperhive`)",
+            path=str(path),
+        )
+    return value
 
 
 def agent_user(paths: HivePaths, agent: str) -> str:
@@ -109,9 +119,15 @@ def _claim_legacy(paths: HivePaths, agent: str, name: str) -> pwd.struct_passwd 
         return None  # another hive's (or an orphan): leave it, make a fresh user
     result = _run(["usermod", "-l", name, "-c", owner_comment(paths, agent), old.pw_name])
     if result.returncode != 0:
-        raise StorageError(
-            f"could not rename system user {old.pw_name} to {name}: {result.stderr.strip()}"
+        # e.g. a process still runs as it: keep using it as it is, rename on a later start.
+        log.warning(
+            "kept system user %s for agent %s this time (renaming it to %s failed: %s)",
+            old.pw_name,
+            agent,
+            name,
+            result.stderr.strip(),
         )
+        return old
     group = _run(["groupmod", "-n", name, old.pw_name])
     if group.returncode != 0:
         log.warning("kept group %s for user %s: %s", old.pw_name, name, group.stderr.strip())

@@ -177,3 +177,39 @@ def test_a_non_root_operator_runs_agents_as_itself_whatever_users_exist(
     finally:
         serve.terminate()
         serve.wait(timeout=30)
+
+
+def test_an_old_user_still_in_use_is_kept_until_a_later_start(
+    two_homes: tuple[HivePaths, HivePaths], made: list[str]
+) -> None:
+    paths, _ = two_homes
+    agent = f"{TAG}-busy"
+    legacy = legacy_system_user(agent)
+    made.extend([legacy, agent_user(paths, agent)])
+    subprocess.run(
+        [
+            "useradd",
+            "--system",
+            "--no-create-home",
+            "--comment",
+            f"hyperhive agent {agent}",
+            legacy,
+        ],
+        check=True,
+    )
+    old = pwd.getpwnam(legacy)
+    paths.agent_state(agent).mkdir(parents=True)
+    os.chown(paths.agent_state(agent), old.pw_uid, old.pw_gid)
+    busy = subprocess.Popen(
+        ["setpriv", f"--reuid={old.pw_uid}", f"--regid={old.pw_gid}", "--clear-groups"]
+        + ["sleep", "300"]
+    )
+    try:
+        wait_until(lambda: os.stat(f"/proc/{busy.pid}").st_uid == old.pw_uid, 10, "sleep runs")
+        assert ensure_user(paths, agent) == (old.pw_uid, old.pw_gid)  # usermod refuses: kept
+        assert _exists(legacy)
+    finally:
+        busy.kill()
+        busy.wait()
+    assert ensure_user(paths, agent) == (old.pw_uid, old.pw_gid)
+    assert pwd.getpwuid(old.pw_uid).pw_name == agent_user(paths, agent)
