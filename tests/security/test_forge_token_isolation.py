@@ -41,9 +41,9 @@ def home() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="hh-forge-iso-", dir="/tmp"))
     path.chmod(0o755)
     yield path
-    subprocess.run(["rm", "-rf", str(path)], check=False)
     for agent in (OWNER, OTHER):
-        remove_user(agent)
+        remove_user(HivePaths(path), agent)  # before the home (and its hive id) goes
+    subprocess.run(["rm", "-rf", str(path)], check=False)
 
 
 @asynccontextmanager
