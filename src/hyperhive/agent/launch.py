@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hyperhive.config import SUBAGENT_SERVER, AgentConfig, McpServer
+from hyperhive.config import SUBAGENT_SERVER, AgentConfig, McpServer, allowed_by_server
 from hyperhive.errors import ConfigError
 from hyperhive.permissions import (
     BASH_SERVER,
@@ -140,26 +140,23 @@ def _bearer(token: str) -> dict[str, str]:
 
 
 def harness_servers(spec: LaunchSpec) -> dict[str, McpServer]:
-    """The agent's extra servers a turn gets: enabled ones, ``bash`` only with ``execution``.
-
-    ``bash`` is dropped rather than left for the server-side gate to refuse:
-    tools that can never succeed only cost context and invite failed calls.
-    """
-    servers = spec.config.servers()
-    if ToolGroup.EXECUTION not in spec.groups:
-        servers.pop(BASH_SERVER, None)
-    return servers
+    """The agent's extra servers a turn gets (:meth:`AgentConfig.servers_for`)."""
+    return spec.config.servers_for(spec.groups)
 
 
-def subagent_servers(config: AgentConfig) -> dict[str, McpServer]:
+def subagent_servers(
+    config: AgentConfig, groups: Iterable[ToolGroup] | None = None
+) -> dict[str, McpServer]:
     """The agent's extra servers a subagent gets: ``available_to_subagents`` only.
 
     Never the host's own surfaces (hyperhive, bash, subagent) nor anything
-    ``builtin``: those carry the agent's token and its authority.
+    ``builtin``: those carry the agent's token and its authority. With
+    ``groups`` (the parent's), a server gated behind a group it lacks is out too.
     """
+    servers = config.servers() if groups is None else config.servers_for(groups)
     return {
         name: server
-        for name, server in config.servers().items()
+        for name, server in servers.items()
         if server.available_to_subagents and not server.builtin and name not in _NEVER_FOR_SUBAGENTS
     }
 
@@ -206,10 +203,6 @@ def mcp_config(spec: LaunchSpec) -> dict[str, Any]:
     return {"mcpServers": servers}
 
 
-def _extra_allowed(servers: Mapping[str, McpServer]) -> dict[str, list[str]]:
-    return {name: list(s.allowed_tools) for name, s in servers.items() if s.allowed_tools}
-
-
 def harness_argv(spec: LaunchSpec) -> list[str]:
     """The argv of a harness turn; the prompt goes to stdin (see the module notes)."""
     argv = [
@@ -218,7 +211,7 @@ def harness_argv(spec: LaunchSpec) -> list[str]:
         "--tools",
         builtin_tools_arg(spec.groups),
         "--allowedTools",
-        allowed_tools_arg(spec.groups, spec.capabilities, _extra_allowed(harness_servers(spec))),
+        allowed_tools_arg(spec.groups, spec.capabilities, allowed_by_server(harness_servers(spec))),
         "--mcp-config",
         str(spec.mcp_config_file),
         "--strict-mcp-config",
@@ -239,7 +232,7 @@ def subagent_mcp_config(spec: SubagentSpec) -> dict[str, Any]:
     if spec.token is not None:
         control["headers"] = _bearer(spec.token)
     servers: dict[str, Any] = {SUBAGENT_CONTROL_SERVER: control}
-    for name, server in subagent_servers(spec.config).items():
+    for name, server in subagent_servers(spec.config, spec.groups).items():
         servers[name] = _render(name, server, builtin_url=None, token="")
     return {"mcpServers": servers}
 

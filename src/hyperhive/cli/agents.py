@@ -10,6 +10,7 @@ import click
 
 from hyperhive.cli.base import _Ctx, _emit, json_option, main, pass_ctx
 from hyperhive.config import AgentConfig, load_agent_config
+from hyperhive.errors import NotFound
 from hyperhive.protocol import (
     OpAgentsReq,
     OpCompactReq,
@@ -69,6 +70,35 @@ def agents_tree(obj: _Ctx, as_json: bool) -> None:
             walk(root, 0)
 
     _emit(data, as_json, human)
+
+
+@agents.command("show")
+@click.argument("name")
+@json_option
+@pass_ctx
+def agents_show(obj: _Ctx, name: str, as_json: bool) -> None:
+    """One agent: parent, state, status, and what is wrong with its config."""
+    data = obj.call(OpAgentsReq(cmd="agents"))
+    assert isinstance(data, list)
+    row = next((a for a in data if isinstance(a, dict) and a.get("name") == name), None)
+    if row is None:
+        raise NotFound(f"no agent named {name!r}; `hivectl agents list` shows the hive")
+
+    def human(a: dict[str, Any]) -> None:
+        click.echo(f"name:           {a['name']}")
+        click.echo(f"parent:         {a['parent'] or '- (root)'}")
+        running = "running" if a["running"] else "stopped"
+        click.echo(f"state:          {running}, turn {a['turn_state']}")
+        click.echo(f"status:         {a['status_text'] or '-'}")
+        for label, key in (("broken config", "broken"), ("crashed", "crashed")):
+            if a.get(key):
+                click.echo(f"{label + ':':16}{a[key]}")
+        if a.get("needs_login"):
+            click.echo("needs login:    yes")
+        for warning in a.get("config_warnings") or []:
+            click.echo(f"config warning: {warning}")
+
+    _emit(row, as_json, human)
 
 
 @agents.command("spawn")

@@ -338,6 +338,7 @@ class Coordinator:
                     "status_text": row.get("status_text", ""),
                     "needs_login": bool(row.get("needs_login", 0)),
                     "broken": self.registry.broken.get(name),
+                    "config_warnings": self.registry.warnings(name),
                     "crashed": self.lifecycle.crash_reasons.get(name),
                     "unread_operator_messages": int(unread.get(name, 0)),
                     "last_context_usage": row.get("last_context_usage"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hyperhive import topology
+from hyperhive.config import allowed_by_server
 from hyperhive.core.agent_api import COMPACT_THRESHOLD
 from hyperhive.errors import InvalidRequest, NotFound
 from hyperhive.names import OPERATOR, validate_agent_name
@@ -155,7 +156,7 @@ class OperatorApi:
     async def _agent_config(self, req: OpConfigReq) -> dict[str, Any]:
         cfg = self.c.registry.config(req.agent)
         groups = list(cfg.tool_groups)
-        extra = {n: s.allowed_tools for n, s in cfg.servers().items() if s.allowed_tools}
+        extra = allowed_by_server(cfg.servers_for(groups))
         return {
             "agent": req.agent,
             "config": cfg.model_dump(mode="json"),

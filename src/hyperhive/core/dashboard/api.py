@@ -13,12 +13,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Form, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from hyperhive.config import parse_agent_config
+from hyperhive.config import allowed_by_server, parse_agent_config
 from hyperhive.core.agent_api import COMPACT_THRESHOLD
 from hyperhive.core.dashboard.live import EventStream, agent_events, hive_events
 from hyperhive.core.dashboard.state import Dashboard, dashboard
 from hyperhive.core.dashboard.views import compact_rule, perms_preview, thread_messages
 from hyperhive.errors import InvalidRequest, NotFound, Unavailable
+from hyperhive.permissions import ToolGroup
 
 __all__ = ["router"]
 
@@ -220,7 +221,8 @@ async def perms_preview_route(d: Dash, name: str, groups: str = "", caps: str = 
     """What ``--tools`` / ``--allowedTools`` the toggled groups would give ``name``."""
     d.coord.require_agent(name)
     cfg = d.coord.registry.config(name)
-    extra = {n: s.allowed_tools for n, s in cfg.servers().items() if s.allowed_tools}
+    toggled = ToolGroup.parse_list(groups)
+    extra = allowed_by_server(cfg.servers_for(toggled))
     return perms_preview(groups.split(","), caps.split(","), extra)
 
 
