@@ -29,7 +29,7 @@ scripted model server in ``tests/support``):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,7 @@ __all__ = [
     "claude_env",
     "harness_argv",
     "harness_servers",
+    "turn_allowed_tools",
     "mcp_config",
     "subagent_argv",
     "subagent_mcp_config",
@@ -203,6 +204,20 @@ def mcp_config(spec: LaunchSpec) -> dict[str, Any]:
     return {"mcpServers": servers}
 
 
+def turn_allowed_tools(
+    config: AgentConfig, groups: Sequence[ToolGroup], capabilities: Sequence[Capability]
+) -> str:
+    """``--allowedTools`` of a turn: exactly the MCP tools its MCP config serves.
+
+    The group-granted tools of the host's own surfaces only when that surface
+    is in the config (an agent.toml can turn ``bash`` off or replace it), and
+    each extra server's ``allowed_tools``.
+    """
+    servers = config.servers_for(groups)
+    hosted = {HYPERHIVE_SERVER} | {name for name, s in servers.items() if s.builtin}
+    return allowed_tools_arg(groups, capabilities, allowed_by_server(servers), hosted=hosted)
+
+
 def harness_argv(spec: LaunchSpec) -> list[str]:
     """The argv of a harness turn; the prompt goes to stdin (see the module notes)."""
     argv = [
@@ -211,7 +226,7 @@ def harness_argv(spec: LaunchSpec) -> list[str]:
         "--tools",
         builtin_tools_arg(spec.groups),
         "--allowedTools",
-        allowed_tools_arg(spec.groups, spec.capabilities, allowed_by_server(harness_servers(spec))),
+        turn_allowed_tools(spec.config, spec.groups, spec.capabilities),
         "--mcp-config",
         str(spec.mcp_config_file),
         "--strict-mcp-config",

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hyperhive import topology
-from hyperhive.config import allowed_by_server
+from hyperhive.agent.launch import turn_allowed_tools
 from hyperhive.core.agent_api import COMPACT_THRESHOLD
 from hyperhive.errors import InvalidRequest, NotFound
 from hyperhive.names import OPERATOR, validate_agent_name
-from hyperhive.permissions import Capability, ToolGroup, allowed_tools_arg, builtin_tools_arg
+from hyperhive.permissions import Capability, ToolGroup, builtin_tools_arg
 from hyperhive.protocol import (
     OpAckReq,
     OpAgentsReq,
@@ -156,14 +156,14 @@ class OperatorApi:
     async def _agent_config(self, req: OpConfigReq) -> dict[str, Any]:
         cfg = self.c.registry.config(req.agent)
         groups = list(cfg.tool_groups)
-        extra = allowed_by_server(cfg.servers_for(groups))
+
         return {
             "agent": req.agent,
             "config": cfg.model_dump(mode="json"),
             "tool_groups": [g.value for g in groups],
             "capabilities": [c.value for c in cfg.capabilities],
             "tools_arg": builtin_tools_arg(groups),
-            "allowed_tools_arg": allowed_tools_arg(groups, list(cfg.capabilities), extra),
+            "allowed_tools_arg": turn_allowed_tools(cfg, groups, list(cfg.capabilities)),
         }
 
     async def _perms_set(self, req: OpPermsSetReq) -> dict[str, Any]:
