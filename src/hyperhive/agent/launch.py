@@ -67,14 +67,18 @@ DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 # Every claude we start runs offline-capable, quiet and without background
 # chatter: no update checks, no telemetry or error reports, no pre-warm
-# request (the umbrella switch also covers feature-flag fetches), and no tool
-# search so every granted tool is offered to the model directly.
+# request (the umbrella switch also covers feature-flag fetches), no tool
+# search so every granted tool is offered to the model directly, and no
+# bundled skills.
 QUIET_ENV: Mapping[str, str] = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "DISABLE_AUTOUPDATER": "1",
     "DISABLE_TELEMETRY": "1",
     "DISABLE_ERROR_REPORTING": "1",
     "ENABLE_TOOL_SEARCH": "false",
+    # claude's bundled skills (charts, its own settings, …) cost ~6 KB of listing
+    # in every request and serve no hive agent; the hive ships its own instead.
+    "CLAUDE_CODE_DISABLE_BUNDLED_SKILLS": "1",
 }
 
 # Surfaces a subagent never reaches, whatever the agent's config says.
