@@ -233,9 +233,18 @@ def _parse_toml(model: type[_M], text: str, path: str) -> _M:
         ) from exc
 
 
-def parse_agent_config(text: str, path: str = "agent.toml") -> AgentConfig:
-    """Parse an ``agent.toml`` text; ``ConfigError`` names file and line."""
-    return _parse_toml(AgentConfig, text, path)
+def parse_agent_config(text: str, path: str = "agent.toml", *, strict: bool = False) -> AgentConfig:
+    """Parse an ``agent.toml`` text; ``ConfigError`` names file and line.
+
+    ``strict`` refuses what would otherwise be skipped with a warning (a stale
+    tool-group name): right for a config being proposed now, whose author
+    can fix it, unlike an applied one that must keep its agent running.
+    """
+    config = _parse_toml(AgentConfig, text, path)
+    if strict and config.warnings:
+        line = _loc_line(text, ("tool_groups",))
+        raise ConfigError("; ".join(config.warnings), path=path, line=line)
+    return config
 
 
 def load_agent_config(path: Path) -> AgentConfig:

@@ -148,8 +148,9 @@ async def test_init_config_approval_spawns_the_child_under_the_requester(tmp_pat
             woke = await agent_call(alice, "wait", timeout=2)
             ends = await agent_call(alice, "get_loose_ends")
         assert isinstance(woke, dict) and isinstance(ends, list)
-        notice = json.loads(woke["messages"][0]["body"])
-        assert notice["event"] == "approval_resolved" and notice["approved"] is True
+        notice = woke["messages"][0]["body"]
+        assert notice.startswith("[approval_resolved] Your approval #")
+        assert "for worker was approved and applied" in notice and "send it its task" in notice
         assert sorted(e["key"] for e in ends if e["kind"] == "todo") == [
             "config_ready:worker",
             "spawned:worker",
@@ -171,8 +172,8 @@ async def test_deny_needs_a_reason_and_reaches_the_asker(tmp_path: Path) -> None
         async with agent(c.paths, "eve") as eve:
             woke = await agent_call(eve, "wait", timeout=2)
         assert isinstance(woke, dict)
-        body = json.loads(woke["messages"][0]["body"])
-        assert body["approved"] is False and body["reason"] == "not now"
+        body = woke["messages"][0]["body"]
+        assert body.startswith("[approval_resolved] ") and "was denied (not now)" in body
 
 
 async def test_apply_commit_of_a_descendants_proposed_config(tmp_path: Path) -> None:

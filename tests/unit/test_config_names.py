@@ -175,3 +175,11 @@ def test_paths() -> None:
     assert paths.topology == Path("/h/meta/topology.json")
     assert paths.agent_state("a") == Path("/h/agents/a/state")
     assert AgentConfig().subagent_model == "haiku"
+
+
+def test_a_config_being_proposed_is_held_to_known_groups() -> None:
+    text = 'model = "x"\ntool_groups = ["messaging", "telepathy"]\n'
+    with pytest.raises(ConfigError, match="'telepathy' skipped") as info:
+        parse_agent_config(text, "w/agent.toml", strict=True)
+    assert info.value.line == 2
+    assert parse_agent_config(text).tool_groups == [ToolGroup.MESSAGING]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sqlite3
@@ -41,6 +40,7 @@ from hyperhive.protocol import (
     LoggedIn,
     NeedsLogin,
     TurnEndReq,
+    describe,
 )
 from hyperhive.sysusers import ensure_user, remove_user
 from hyperhive.topology import TopologyStore
@@ -216,7 +216,7 @@ class Coordinator:
         """A helper event: urgent ones to the inbox from ``system``, the rest as core todos."""
         data = event.model_dump(mode="json")
         kind = str(data["event"])
-        body = json.dumps(data)
+        body = describe(event)
         if kind in INBOX_EVENTS:
             await self.broker.send(SYSTEM, recipient, body)
         else:

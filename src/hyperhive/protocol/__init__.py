@@ -64,6 +64,7 @@ from hyperhive.protocol.events import (
     NeedsUpdate,
     Rebuilt,
     Spawned,
+    describe,
 )
 from hyperhive.protocol.host import (
     HostRequest,
@@ -137,6 +138,7 @@ __all__ = [
     "HelperEvent",
     "HostRequest",
     "INBOX_EVENTS",
+    "describe",
     "Killed",
     "LifecycleReq",
     "LinkAgentCrashedReq",
