@@ -181,11 +181,17 @@ def render_markdown(machine: Machine, items: Sequence[Item | Failure], elapsed_s
 
     lines = [f"{line}  " for line in machine.lines()]
     lines += [f"{RATIO_NOTE}; total {elapsed_s:.0f} s", ""]
-    lines.append("| " + " | ".join(HEADER) + " |")
-    lines.append("|" + "|".join(["---", "--:", "---", "--:", "--:", "---"]) + "|")
-    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in _cells(items)]
+    cells = _cells(items)
+    if cells or not any(isinstance(i, Sizes) for i in items):
+        lines.append("| " + " | ".join(HEADER) + " |")
+        lines.append("|" + "|".join(["---", "--:", "---", "--:", "--:", "---"]) + "|")
+        lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in cells]
     for table in _size_tables(items):
-        lines += ["", "| " + " | ".join(table[0]) + " |"]
+        lines += (
+            ["", "| " + " | ".join(table[0]) + " |"]
+            if cells
+            else ["| " + " | ".join(table[0]) + " |"]
+        )
         lines.append("|---|" + "--:|" * (len(table[0]) - 2) + "---|")
         lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in table[1:]]
     notes = _notes(items)
