@@ -274,6 +274,9 @@ def subagent_argv(spec: SubagentSpec) -> list[str]:
         "--strict-mcp-config",
         "--mcp-config",
         str(spec.mcp_config_file),
+        # It shares its agent's HOME, hence the hive's skills, which name tools a
+        # subagent lacks. No skills: claude then drops Skill too (nothing to load).
+        "--disable-slash-commands",
     ]
     if spec.system_prompt_file is not None:
         argv += ["--append-system-prompt-file", str(spec.system_prompt_file)]
