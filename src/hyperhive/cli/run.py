@@ -9,6 +9,7 @@ import anyio
 import click
 from pydantic import JsonValue
 
+from hyperhive.agent.launch import turn_allowed_tools
 from hyperhive.cli.base import (
     _Ctx,
     _emit,
@@ -18,8 +19,8 @@ from hyperhive.cli.base import (
     main,
     pass_ctx,
 )
-from hyperhive.config import load_hive_config
-from hyperhive.permissions import Capability, ToolGroup, allowed_tools_arg, builtin_tools_arg
+from hyperhive.config import AgentConfig, load_hive_config
+from hyperhive.permissions import Capability, ToolGroup, builtin_tools_arg
 from hyperhive.protocol import (
     OpStatusReq,
 )
@@ -107,14 +108,19 @@ def status(obj: _Ctx, as_json: bool) -> None:
 @click.option("--caps", default="", help="Comma-separated capabilities.")
 @json_option
 def tools_cmd(groups: str, caps: str, as_json: bool) -> None:
-    """Show the exact --tools and --allowedTools a set of groups resolves to."""
+    """Show the exact --tools and --allowedTools a set of groups resolves to.
+
+    For an agent.toml that sets nothing else: the default servers included.
+    """
     resolved = ToolGroup.parse_list(groups)
     capabilities = Capability.parse_list(caps)
     data: dict[str, JsonValue] = {
         "tool_groups": [g.value for g in resolved],
         "capabilities": [c.value for c in capabilities],
         "tools_arg": builtin_tools_arg(resolved),
-        "allowed_tools_arg": allowed_tools_arg(resolved, capabilities),
+        "allowed_tools_arg": turn_allowed_tools(
+            AgentConfig(tool_groups=resolved), resolved, capabilities
+        ),
     }
 
     def human(d: dict[str, Any]) -> None:
