@@ -10,8 +10,9 @@ import pytest
 
 from hyperhive.config import AgentConfig, load_agent_config
 from hyperhive.core.meta import GitRepo
-from hyperhive.errors import Conflict, InvalidRequest, NotFound, PermissionDenied
+from hyperhive.errors import Conflict, CycleRefused, InvalidRequest, NotFound, PermissionDenied
 from hyperhive.permissions import Capability, ToolGroup
+from hyperhive.topology import MAX_DEPTH
 from tests.support.hive import agent, agent_call, coordinator, op_call, operator, seed_home
 
 pytestmark = pytest.mark.anyio
@@ -244,3 +245,17 @@ async def test_a_root_asks_to_update_the_hives_inputs(tmp_path: Path) -> None:
         assert isinstance(done, dict) and "package.json" in done["note"]
         assert (c.paths.meta / "inputs.toml").read_text() == 'claude_code = "2.1.400"\n'
         assert c.meta.repo.log(1)[0]["subject"] == "inputs: claude-code 2.1.400"
+
+
+async def test_init_config_chains_keep_set_parents_depth_limit(tmp_path: Path) -> None:
+    chain: dict[str, str | None] = {"n0": None}
+    for i in range(1, MAX_DEPTH + 1):
+        chain[f"n{i}"] = f"n{i - 1}"
+    seed_home(tmp_path, dict.fromkeys(chain, MANAGER), chain)
+    async with coordinator(tmp_path) as c:
+        async with agent(c.paths, f"n{MAX_DEPTH}") as deepest:
+            with pytest.raises(CycleRefused, match="levels deep"):
+                await agent_call(deepest, "request_init_config", name="one-more")
+        async with agent(c.paths, f"n{MAX_DEPTH - 1}") as above:
+            asked = await agent_call(above, "request_init_config", name="one-more")
+        assert isinstance(asked, dict) and asked["state"] == "pending"

@@ -52,6 +52,8 @@ class Approvals:
             )
         if name == requester:
             raise PermissionDenied("an agent cannot re-init itself (not your child)")
+        if not self.c.registry.exists(name):
+            topology.check_room_below(topo, requester)  # the depth limit set_parent keeps
         config = parse_agent_config(text or "", f"{name}/{AGENT_TOML}", strict=True)
         pending = await self._pending("init_config", name)
         if pending is not None:
