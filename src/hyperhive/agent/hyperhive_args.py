@@ -63,7 +63,9 @@ class AskArgs(_Args):
 
 
 class LooseEndsArgs(_Args):
-    agent: str | None = Field(default=None, description="A descendant's name; omit for your own.")
+    agent: str | None = Field(
+        default=None, description="A descendant (others: query_agent_state); omit for yours."
+    )
 
 
 class CancelArgs(_Args):
