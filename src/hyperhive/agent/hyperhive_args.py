@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from hyperhive.protocol.agent import REMIND_MAX_BYTES
+
 __all__ = [
     "AGENT_TOML_KEYS",
     "AckArgs",
@@ -74,7 +76,10 @@ class CancelArgs(_Args):
 
 
 class RemindArgs(_Args):
-    message: str = Field(description="What to tell yourself when it fires.")
+    message: str = Field(
+        description=f"What to tell yourself when it fires; at most {REMIND_MAX_BYTES // 1024} "
+        "KiB (longer: write a file, remind yourself of its path)."
+    )
     delay_seconds: float | None = Field(default=None, ge=0, description="Fire in N seconds.")
     at_unix_timestamp: float | None = Field(default=None, ge=0, description="Or fire at this time.")
 

@@ -29,19 +29,19 @@ scripted model server in ``tests/support``):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hyperhive.config import SUBAGENT_SERVER, AgentConfig, McpServer, allowed_by_server
+from hyperhive.config import SUBAGENT_SERVER, AgentConfig, McpServer
+from hyperhive.effective import turn_servers, turn_tool_args
 from hyperhive.errors import ConfigError
 from hyperhive.permissions import (
     BASH_SERVER,
     HYPERHIVE_SERVER,
     Capability,
     ToolGroup,
-    allowed_tools_arg,
     builtin_tools_arg,
 )
 
@@ -55,7 +55,6 @@ __all__ = [
     "claude_env",
     "harness_argv",
     "harness_servers",
-    "turn_allowed_tools",
     "mcp_config",
     "subagent_argv",
     "subagent_mcp_config",
@@ -145,8 +144,8 @@ def _bearer(token: str) -> dict[str, str]:
 
 
 def harness_servers(spec: LaunchSpec) -> dict[str, McpServer]:
-    """The agent's extra servers a turn gets (:meth:`AgentConfig.servers_for`)."""
-    return spec.config.servers_for(spec.groups)
+    """The agent's extra servers a turn gets (:func:`hyperhive.effective.turn_servers`)."""
+    return turn_servers(spec.config, spec.groups)
 
 
 def subagent_servers(
@@ -208,29 +207,16 @@ def mcp_config(spec: LaunchSpec) -> dict[str, Any]:
     return {"mcpServers": servers}
 
 
-def turn_allowed_tools(
-    config: AgentConfig, groups: Sequence[ToolGroup], capabilities: Sequence[Capability]
-) -> str:
-    """``--allowedTools`` of a turn: exactly the MCP tools its MCP config serves.
-
-    The group-granted tools of the host's own surfaces only when that surface
-    is in the config (an agent.toml can turn ``bash`` off or replace it), and
-    each extra server's ``allowed_tools``.
-    """
-    servers = config.servers_for(groups)
-    hosted = {HYPERHIVE_SERVER} | {name for name, s in servers.items() if s.builtin}
-    return allowed_tools_arg(groups, capabilities, allowed_by_server(servers), hosted=hosted)
-
-
 def harness_argv(spec: LaunchSpec) -> list[str]:
     """The argv of a harness turn; the prompt goes to stdin (see the module notes)."""
+    args = turn_tool_args(spec.config, spec.groups, spec.capabilities)
     argv = [
         spec.claude_bin,
         *_STREAM_FLAGS,
         "--tools",
-        builtin_tools_arg(spec.groups),
+        args.tools,
         "--allowedTools",
-        turn_allowed_tools(spec.config, spec.groups, spec.capabilities),
+        args.allowed_tools,
         "--mcp-config",
         str(spec.mcp_config_file),
         "--strict-mcp-config",

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import signal
+import time
 from typing import Any
 
 import anyio
 import click
 from pydantic import JsonValue
 
-from hyperhive.agent.launch import turn_allowed_tools
 from hyperhive.cli.base import (
     _Ctx,
     _emit,
@@ -20,6 +20,7 @@ from hyperhive.cli.base import (
     pass_ctx,
 )
 from hyperhive.config import AgentConfig, load_hive_config
+from hyperhive.effective import turn_tool_args
 from hyperhive.permissions import Capability, ToolGroup, builtin_tools_arg
 from hyperhive.protocol import (
     OpStatusReq,
@@ -98,9 +99,18 @@ def status(obj: _Ctx, as_json: bool) -> None:
 
     def human(d: dict[str, Any]) -> None:
         for key, value in d.items():
+            if key == "waiting_slot":
+                value = waiting_line(value, time.time())
             click.echo(f"{key:15} {value}")
 
     _emit(data, as_json, human)
+
+
+def waiting_line(waiting: Any, now: float) -> str:
+    """``alice 12s, bob 3s``: who waits for a claude slot, longest first, and how long."""
+    if not waiting:
+        return "(no agent waits for a claude slot)"
+    return ", ".join(f"{w['agent']} {max(0.0, now - w['since']):.0f}s" for w in waiting)
 
 
 @main.command("tools")
@@ -118,9 +128,9 @@ def tools_cmd(groups: str, caps: str, as_json: bool) -> None:
         "tool_groups": [g.value for g in resolved],
         "capabilities": [c.value for c in capabilities],
         "tools_arg": builtin_tools_arg(resolved),
-        "allowed_tools_arg": turn_allowed_tools(
+        "allowed_tools_arg": turn_tool_args(
             AgentConfig(tool_groups=resolved), resolved, capabilities
-        ),
+        ).allowed_tools,
     }
 
     def human(d: dict[str, Any]) -> None:

@@ -28,6 +28,7 @@ from hyperhive.core.registry import AgentRegistry
 from hyperhive.core.scheduler import Scheduler
 from hyperhive.core.sockets import Listeners, serve_unix
 from hyperhive.errors import Conflict, NotFound
+from hyperhive.fdlimit import check_fd_limit
 from hyperhive.names import OPERATOR, PARENT_SENTINEL, SYSTEM
 from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import (
@@ -88,6 +89,9 @@ class Coordinator:
         await anyio.to_thread.run_sync(self.meta.ensure)
         await anyio.to_thread.run_sync(self._seed_missing_proposed_repos)
         self.reconcile()
+        fd_problem = check_fd_limit(len(self.registry.known()))
+        if fd_problem is not None:
+            log.warning("%s", fd_problem)
         await anyio.to_thread.run_sync(self.meta.commit_meta, "reconcile on coordinator start")
         await self.db.run(lambda c: [ensure_agent_row(c, a) for a in self.registry.known()])
         try:

@@ -13,13 +13,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Form, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from hyperhive.config import allowed_by_server, parse_agent_config
+from hyperhive.config import parse_agent_config
 from hyperhive.core.agent_api import COMPACT_THRESHOLD
 from hyperhive.core.dashboard.live import EventStream, agent_events, hive_events
 from hyperhive.core.dashboard.state import Dashboard, dashboard
 from hyperhive.core.dashboard.views import compact_rule, perms_preview, thread_messages
 from hyperhive.errors import InvalidRequest, NotFound, Unavailable
-from hyperhive.permissions import ToolGroup
 
 __all__ = ["router"]
 
@@ -220,10 +219,7 @@ async def perms(d: Dash, name: str) -> Json:
 async def perms_preview_route(d: Dash, name: str, groups: str = "", caps: str = "") -> Json:
     """What ``--tools`` / ``--allowedTools`` the toggled groups would give ``name``."""
     d.coord.require_agent(name)
-    cfg = d.coord.registry.config(name)
-    toggled = ToolGroup.parse_list(groups)
-    extra = allowed_by_server(cfg.servers_for(toggled))
-    return perms_preview(groups.split(","), caps.split(","), extra)
+    return perms_preview(groups.split(","), caps.split(","), d.coord.registry.config(name))
 
 
 @router.post("/agents/{name}/perms")
@@ -254,7 +250,8 @@ async def approvals(d: Dash, all: bool = False) -> list[Json]:
 
 @router.get("/approvals/{approval_id}")
 async def approval(d: Dash, approval_id: int) -> Json:
-    """One approval with the proposed config diff."""
+    """One approval: the config diff, and ``effective`` — parent, tool groups, the exact
+    ``--tools`` / ``--allowedTools`` and the agent.toml with defaults filled in."""
     result: Json = await d.ops.call("approval_show", approval_id=approval_id)
     return result
 
