@@ -73,3 +73,39 @@ def test_sizes_print_as_their_own_table() -> None:
         "| context_tax: default agent | 8,000 B (~2,000 tok) | 40 B (~10 tok) | ≤ 2,200 tok |" in md
     )
     assert "- context_tax: default agent: why" in md
+
+
+def test_a_default_agents_additions_stay_within_the_budget() -> None:
+    """The bench measures the real request; this keeps a change from blowing the budget
+    unnoticed: the prompt, the schemas claude is offered and the skills lines, offline."""
+    from pathlib import Path
+
+    from bench.context_tax import BUDGET_TOKENS
+    from bench.report import BYTES_PER_TOKEN
+
+    from hyperhive.agent.host import AgentHost
+    from hyperhive.agent.runtime import AgentRuntime
+    from hyperhive.agent.skills import skill_text
+    from hyperhive.config import AgentConfig, HiveConfig, HivePaths
+
+    host = AgentHost(HivePaths(Path("/var/lib/hyperhive")), HiveConfig(runtime="unsandboxed"))
+    rt = AgentRuntime("alice", AgentConfig(), "queen", host.paths, host.hive)
+    tools = []
+    for server in ("hyperhive", *rt.config.servers_for(rt.groups)):
+        surface = host.surfaces[server]
+        for name in surface.listed_for(rt):
+            described = surface.tools[name].describe()
+            tools.append(
+                {
+                    "name": f"mcp__{server}__{name}",
+                    "description": described.description,
+                    "input_schema": described.input_schema,
+                }
+            )
+    lines = 0
+    for skill in rt.skills():
+        head = skill_text(skill, "alice", "/h").split("---\n")[1]
+        meta = dict(line.split(": ", 1) for line in head.strip().splitlines())
+        lines += len(f"- {skill}: {meta['description'].strip(chr(34))}\n".encode())
+    total = len(rt.system_prompt().encode()) + _size(tools) + lines
+    assert total <= BUDGET_TOKENS * BYTES_PER_TOKEN, total

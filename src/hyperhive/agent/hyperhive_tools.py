@@ -272,8 +272,8 @@ def hyperhive_tools(hive_home: Path | None = None) -> list[ToolSpec]:
         ),
         ToolSpec(
             "ack_until",
-            "Mark your messages up to #N handled: never redelivered. Mail that woke you is "
-            "acked when the turn ends cleanly; this is for mail you recv'd.",
+            "Mark your messages up to #N handled (never redelivered): for mail you recv'd; "
+            "mail that woke you is acked with the turn.",
             AckArgs,
             _ack,
             m,
@@ -313,7 +313,7 @@ def hyperhive_tools(hive_home: Path | None = None) -> list[ToolSpec]:
         ),
         ToolSpec(
             "set_status",
-            "Your one-line status on the dashboard; set it when you start or finish something.",
+            "Your one-line status on the dashboard.",
             StatusArgs,
             _status,
             me,
