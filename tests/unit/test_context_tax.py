@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-from bench.context_tax import request_parts
+from bench.context_tax import BUDGET_TOKENS, request_parts
 from bench.registry import Sizes
-from bench.report import Machine, render_markdown, render_text
+from bench.report import BYTES_PER_TOKEN, Machine, render_markdown, render_text
+
+from hyperhive.agent.host import AgentHost
+from hyperhive.agent.runtime import AgentRuntime
+from hyperhive.agent.skills import skill_text
+from hyperhive.config import AgentConfig, HiveConfig, HivePaths
 
 APPENDED = "# You are alice, an agent of a hyperhive\n"
 BODY = {
@@ -78,16 +84,6 @@ def test_sizes_print_as_their_own_table() -> None:
 def test_a_default_agents_additions_stay_within_the_budget() -> None:
     """The bench measures the real request; this keeps a change from blowing the budget
     unnoticed: the prompt, the schemas claude is offered and the skills lines, offline."""
-    from pathlib import Path
-
-    from bench.context_tax import BUDGET_TOKENS
-    from bench.report import BYTES_PER_TOKEN
-
-    from hyperhive.agent.host import AgentHost
-    from hyperhive.agent.runtime import AgentRuntime
-    from hyperhive.agent.skills import skill_text
-    from hyperhive.config import AgentConfig, HiveConfig, HivePaths
-
     host = AgentHost(HivePaths(Path("/var/lib/hyperhive")), HiveConfig(runtime="unsandboxed"))
     rt = AgentRuntime("alice", AgentConfig(), "queen", host.paths, host.hive)
     tools = []
@@ -108,4 +104,4 @@ def test_a_default_agents_additions_stay_within_the_budget() -> None:
         meta = dict(line.split(": ", 1) for line in head.strip().splitlines())
         lines += len(f"- {skill}: {meta['description'].strip(chr(34))}\n".encode())
     total = len(rt.system_prompt().encode()) + _size(tools) + lines
-    assert total <= BUDGET_TOKENS * BYTES_PER_TOKEN, total
+    assert 6000 < total <= BUDGET_TOKENS * BYTES_PER_TOKEN, total
