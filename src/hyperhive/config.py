@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from hyperhive.errors import ConfigError, InvalidName
+from hyperhive.forge.config import ForgeConfig
 from hyperhive.names import validate_agent_name
 from hyperhive.permissions import BASH_SERVER, Capability, ToolGroup
 
@@ -277,7 +278,11 @@ class HiveConfig(_Strict):
     claude_bin: str | None = None
     default_model: str | None = None
     env_passthrough: list[str] = Field(
-        default_factory=lambda: ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"]
+        default_factory=lambda: [
+            "ANTHROPIC_API_KEY",
+            "CLAUDE_CODE_OAUTH_TOKEN",  # a Claude subscription (`claude setup-token`)
+            "ANTHROPIC_BASE_URL",
+        ]
     )
     max_frame_bytes: int = Field(default=1 << 20, ge=1024)
     max_body_bytes: int = Field(default=64 << 10, ge=64)
@@ -288,6 +293,8 @@ class HiveConfig(_Strict):
     # How many claude processes the agent host runs at once (turns, compactions,
     # subagents); unset = from the machine (hyperhive.agent.admission.default_slots).
     claude_slots: int | None = Field(default=None, ge=1)
+    # [forge]: the Forgejo/Gitea agents with the forge group work on (none: no forge).
+    forge: ForgeConfig | None = None
 
     @field_validator("root_agent")
     @classmethod

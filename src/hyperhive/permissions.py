@@ -21,7 +21,7 @@ lifecycle      hyperhive  request_init_config, kill, start, restart, update,
 approvals      hyperhive  request_apply_commit
 scheduling     hyperhive  schedule_prompt, list_schedules, cancel_schedule
 diagnostics    hyperhive  get_logs
-forge          hyperhive  (none yet: create_repo comes with the forge integration)
+forge          hyperhive  create_repo
 web_tools      (none)     built-ins WebFetch, WebSearch
 (always on)    hyperhive  compact
 =============  =========  ===================================================
@@ -110,7 +110,7 @@ class ToolGroup(StrEnum):
     MANAGER_DEFAULT: ClassVar[tuple[ToolGroup, ...]]
 
     def tools(self) -> tuple[McpTool, ...]:
-        """The MCP tools this group grants (empty for ``web_tools`` and, for now, ``forge``)."""
+        """The MCP tools this group grants (empty for ``web_tools``)."""
         return _GROUP_TOOLS[self]
 
     def builtin_tools(self) -> tuple[str, ...]:
@@ -171,10 +171,7 @@ _GROUP_TOOLS: dict[ToolGroup, tuple[McpTool, ...]] = {
     ToolGroup.APPROVALS: _hh("request_apply_commit"),
     ToolGroup.SCHEDULING: _hh("schedule_prompt", "list_schedules", "cancel_schedule"),
     ToolGroup.DIAGNOSTICS: _hh("get_logs"),
-    # The forge integration (create_repo) is a later issue. Until a surface serves
-    # it, the group grants nothing: a name in --allowedTools that no server lists
-    # only invites the model to call a tool that does not exist.
-    ToolGroup.FORGE: (),
+    ToolGroup.FORGE: _hh("create_repo"),
     ToolGroup.WEB_TOOLS: (),
 }
 

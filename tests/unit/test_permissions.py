@@ -158,7 +158,7 @@ def test_group_tool_table() -> None:
     assert names(ToolGroup.APPROVALS) == ["request_apply_commit"]
     assert names(ToolGroup.SCHEDULING) == ["schedule_prompt", "list_schedules", "cancel_schedule"]
     assert names(ToolGroup.DIAGNOSTICS) == ["get_logs"]
-    assert names(ToolGroup.FORGE) == []  # until the forge integration serves create_repo
+    assert names(ToolGroup.FORGE) == ["create_repo"]
     assert Capability.READ_HOST_JOURNAL.tools()[0].qualified == "mcp__hyperhive__get_host_journal"
     assert Capability.QUERY_AGENT_STATE.tools() == ()
 

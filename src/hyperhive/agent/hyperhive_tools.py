@@ -34,6 +34,7 @@ from hyperhive.agent.hyperhive_args import (
 )
 from hyperhive.agent.mcp_surface import ToolSpec
 from hyperhive.agent.runtime import AgentRuntime
+from hyperhive.forge.tool import create_repo_tool
 from hyperhive.permissions import Capability, ToolGroup
 from hyperhive.protocol import (
     AckUntilReq,
@@ -338,6 +339,7 @@ def hyperhive_tools(hive_home: Path | None = None) -> list[ToolSpec]:
         ),
         ToolSpec("cancel_schedule", "Stop a schedule.", ScheduleIdArgs, _cancel_schedule, sc),
         *_lifecycle_tools(hive_home),
+        create_repo_tool(),
         ToolSpec(
             "compact",
             "Have your context compacted after this turn (a notes checkpoint runs first). "

@@ -25,11 +25,14 @@ from hyperhive.agent.sandbox import AgentSandbox
 from hyperhive.agent.skills import install_skills, skills_for
 from hyperhive.client import RpcClient
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths
+from hyperhive.credentials import effective_env
 from hyperhive.errors import StorageError, Unavailable
+from hyperhive.forge.identity import forge_env, git_credential_config
 from hyperhive.permissions import CAPABILITIES_ENV, TOOL_GROUPS_ENV, Capability, ToolGroup
 
 if TYPE_CHECKING:
     from hyperhive.bash.tasks import TaskManager
+    from hyperhive.forge.agent import AgentForge
     from hyperhive.subagent.session import SubagentManager
 
 __all__ = ["AgentRuntime"]
@@ -58,11 +61,15 @@ class AgentRuntime:
     done: anyio.Event = field(default_factory=anyio.Event)
     base_url: str = ""
     claude_pid: int | None = None  # the turn's claude, while one runs
+    needs_login: bool = False  # held: no turns until its credentials change
     # The host's claude slots, shared by all its agents (unlimited when run alone).
     admission: Admission = field(default_factory=Admission)
     # Per-agent services the host runs beside the harness, while the agent is active.
     bash_tasks: TaskManager | None = None
     subagents: SubagentManager | None = None
+    # Its forge identity (None: no forge group, or no forge on this host: forge_problem says).
+    forge: AgentForge | None = None
+    forge_problem: str | None = None
 
     def __post_init__(self) -> None:
         if not self.groups:
@@ -96,11 +103,6 @@ class AgentRuntime:
             CAPABILITIES_ENV: ",".join(c.value for c in self.capabilities),
             "HIVE_AGENT_SOCKET": str(self.paths.agent_sock(self.name)),
             "HYPERHIVE_STATE_DIR": str(self.state_dir),
-            # Its own and its descendants' config repos belong to other users; git
-            # inside the sandbox must still work on them, and sign as the agent.
-            "GIT_CONFIG_COUNT": "1",
-            "GIT_CONFIG_KEY_0": "safe.directory",
-            "GIT_CONFIG_VALUE_0": "*",
             "GIT_AUTHOR_NAME": self.name,
             "GIT_AUTHOR_EMAIL": f"{self.name}@hyperhive",
             "GIT_COMMITTER_NAME": self.name,
@@ -108,6 +110,17 @@ class AgentRuntime:
         }
         if self.parent:
             env["HIVE_PARENT"] = self.parent
+        # Its own and its descendants' config repos belong to other users; git
+        # inside the sandbox must still work on them, and sign as the agent.
+        git = [("safe.directory", "*")]
+        forge = self.hive.forge
+        if forge is not None and ToolGroup.FORGE in self.groups:
+            env.update(forge_env(forge, self.name))
+            git.extend(git_credential_config(forge))
+        env["GIT_CONFIG_COUNT"] = str(len(git))
+        for i, (key, value) in enumerate(git):
+            env[f"GIT_CONFIG_KEY_{i}"] = key
+            env[f"GIT_CONFIG_VALUE_{i}"] = value
         return env
 
     def sandbox(self, *, agent_socket: bool = True) -> AgentSandbox:
@@ -116,7 +129,8 @@ class AgentRuntime:
         A subagent gets no socket: the socket *is* the agent's identity at the
         coordinator, and a subagent must not act as its parent there.
         """
-        passthrough = {k: os.environ[k] for k in self.hive.env_passthrough if k in os.environ}
+        # Read per sandbox (so per turn): `hivectl login` needs no restart.
+        passthrough = effective_env(self.paths, os.environ, self.hive.env_passthrough)
         isolation = self.isolation
         if isolation is not None and not agent_socket:
             isolation = replace(isolation, sockets=())

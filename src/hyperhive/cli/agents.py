@@ -1,4 +1,4 @@
-"""hivectl: Agents: list, tree, spawn, set-parent, lifecycle, logs, compact, permissions."""
+"""hivectl: Agents: list, tree, show, spawn, set-parent, lifecycle, logs, compact, permissions."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ import click
 
 from hyperhive.cli.base import _Ctx, _emit, json_option, main, pass_ctx
 from hyperhive.config import AgentConfig, load_agent_config
+from hyperhive.credentials import LOGIN_REMEDY
 from hyperhive.errors import NotFound
+from hyperhive.forge.view import AgentForgeView
 from hyperhive.protocol import (
+    OpAgentForgeReq,
     OpAgentsReq,
     OpCompactReq,
     OpConfigReq,
@@ -41,10 +44,47 @@ def agents_list(obj: _Ctx, as_json: bool) -> None:
     def human(rows: list[dict[str, Any]]) -> None:
         for a in rows:
             state = "running" if a["running"] else "stopped"
+            turn = "needs login" if a.get("needs_login") else a["turn_state"]
             click.echo(
                 f"{a['name']:20} parent={a['parent'] or '-':12} {state:8} "
-                f"{a['turn_state']:10} {a['status_text']}"
+                f"{turn:11} {a['status_text']}"
             )
+        if any(a.get("needs_login") for a in rows):
+            click.echo(f"needs login: {LOGIN_REMEDY}")
+
+    _emit(data, as_json, human)
+
+
+@agents.command("show")
+@click.argument("name")
+@json_option
+@pass_ctx
+def agents_show(obj: _Ctx, name: str, as_json: bool) -> None:
+    """One agent: parent, state, status, tool groups, what is wrong with its config, and its
+    forge user and repositories."""
+    rows = obj.call(OpAgentsReq(cmd="agents"))
+    assert isinstance(rows, list)
+    row = next((r for r in rows if isinstance(r, dict) and r["name"] == name), None)
+    if row is None:
+        raise NotFound(f"no agent named {name!r}; `hivectl agents list` shows the hive")
+    config = None if row.get("broken") else obj.call(OpConfigReq(cmd="agent_config", agent=name))
+    forge = obj.call(OpAgentForgeReq(cmd="agent_forge", agent=name))
+    data = {**row, "config": config, "forge": forge}
+
+    def human(d: dict[str, Any]) -> None:
+        state = "running" if d["running"] else "stopped"
+        click.echo(f"{d['name']}  parent={d['parent'] or '-'}  {state}  {d['turn_state']}")
+        if d["status_text"]:
+            click.echo(f"status: {d['status_text']}")
+        for label, key in (("broken config", "broken"), ("crashed", "crashed")):
+            if d.get(key):
+                click.echo(f"{label}: {d[key]}")
+        for warning in d.get("config_warnings") or []:
+            click.echo(f"config warning: {warning}")
+        if d["config"] is not None:
+            click.echo("tool groups: " + ", ".join(d["config"]["tool_groups"]))
+        for line in AgentForgeView.model_validate(d["forge"]).lines():
+            click.echo(line)
 
     _emit(data, as_json, human)
 
@@ -62,7 +102,8 @@ def agents_tree(obj: _Ctx, as_json: bool) -> None:
         def walk(name: str, depth: int) -> None:
             a = rows[name]
             mark = "●" if a["running"] else "○"
-            click.echo(f"{'  ' * depth}{mark} {name}  {a['turn_state']}  {a['status_text']}")
+            turn = "needs login" if a.get("needs_login") else a["turn_state"]
+            click.echo(f"{'  ' * depth}{mark} {name}  {turn}  {a['status_text']}")
             for child in sorted(n for n, r in rows.items() if r["parent"] == name):
                 walk(child, depth + 1)
 
@@ -70,35 +111,6 @@ def agents_tree(obj: _Ctx, as_json: bool) -> None:
             walk(root, 0)
 
     _emit(data, as_json, human)
-
-
-@agents.command("show")
-@click.argument("name")
-@json_option
-@pass_ctx
-def agents_show(obj: _Ctx, name: str, as_json: bool) -> None:
-    """One agent: parent, state, status, and what is wrong with its config."""
-    data = obj.call(OpAgentsReq(cmd="agents"))
-    assert isinstance(data, list)
-    row = next((a for a in data if isinstance(a, dict) and a.get("name") == name), None)
-    if row is None:
-        raise NotFound(f"no agent named {name!r}; `hivectl agents list` shows the hive")
-
-    def human(a: dict[str, Any]) -> None:
-        click.echo(f"name:           {a['name']}")
-        click.echo(f"parent:         {a['parent'] or '- (root)'}")
-        running = "running" if a["running"] else "stopped"
-        click.echo(f"state:          {running}, turn {a['turn_state']}")
-        click.echo(f"status:         {a['status_text'] or '-'}")
-        for label, key in (("broken config", "broken"), ("crashed", "crashed")):
-            if a.get(key):
-                click.echo(f"{label + ':':16}{a[key]}")
-        if a.get("needs_login"):
-            click.echo("needs login:    yes")
-        for warning in a.get("config_warnings") or []:
-            click.echo(f"config warning: {warning}")
-
-    _emit(row, as_json, human)
 
 
 @agents.command("spawn")

@@ -157,14 +157,14 @@ class Coordinator:
 
     def on_destroyed(self, name: str) -> None:
         self.hostlink.turns.pop(name, None)
-        remove_user(name)
+        remove_user(self.paths, name)
 
     async def open_agent_socket(self, name: str) -> None:
         """The agent's own socket; under bubblewrap it belongs to the agent's user."""
         assert self._listeners is not None
         owner = None
         if self.config.runtime == "bwrap":
-            owner = ensure_user(name, self.paths.agent_home(name))
+            owner = ensure_user(self.paths, name)
         await self._listeners.add(
             name,
             self.paths.agent_sock(name),

@@ -24,6 +24,8 @@ from hyperhive import topology
 from hyperhive.config import AgentConfig, dump_agent_config
 from hyperhive.core.broker import ensure_agent_row
 from hyperhive.errors import Conflict, PermissionDenied
+from hyperhive.forge.service import revoke_agent
+from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import ContainerCrash, Destroyed, Killed, Rebuilt
 
 if TYPE_CHECKING:
@@ -148,6 +150,7 @@ class Lifecycle:
                 f"{name} still has children ({', '.join(kids)}); destroy or reparent them first"
             )
         submitter = self.c.submitter_of(name)
+        applied = self.c.registry.configs.get(name)
         await self.c.hostlink.deactivate(name, graceful=False)
         self.c.close_agent_socket(name)
         self.c.registry.remove(name)
@@ -162,6 +165,10 @@ class Lifecycle:
             trash = None
         await self.c.db.run(lambda c: c.execute("DELETE FROM agent_state WHERE name = ?", (name,)))
         self.c.on_destroyed(name)
+        if applied is not None and ToolGroup.FORGE in applied.tool_groups:
+            problem = await revoke_agent(self.c.config.forge, name)
+            if problem is not None:
+                log.error("destroying %s: its forge identity: %s", name, problem)
         if submitter is not None:
             await self.c.notify_agent(submitter, Destroyed(agent=name))
         self.c.bus.emit("topology", child=name, parent=None, destroyed=True)

@@ -69,6 +69,7 @@ from hyperhive.protocol.events import (
 from hyperhive.protocol.host import (
     HostRequest,
     OpAckReq,
+    OpAgentForgeReq,
     OpAgentsReq,
     OpAnswerReq,
     OpApprovalShowReq,
@@ -161,6 +162,7 @@ __all__ = [
     "OpApprovalsReq",
     "OpCancelLooseEndReq",
     "OpCompactReq",
+    "OpAgentForgeReq",
     "OpConfigReq",
     "OpInboxReq",
     "OpLifecycleReq",
