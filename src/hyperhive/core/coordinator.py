@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sqlite3
@@ -42,6 +41,7 @@ from hyperhive.protocol import (
     LoggedIn,
     NeedsLogin,
     TurnEndReq,
+    describe,
 )
 from hyperhive.sysusers import ensure_user, remove_user
 from hyperhive.topology import TopologyStore
@@ -220,7 +220,7 @@ class Coordinator:
         """A helper event: urgent ones to the inbox from ``system``, the rest as core todos."""
         data = event.model_dump(mode="json")
         kind = str(data["event"])
-        body = json.dumps(data)
+        body = describe(event)
         if kind in INBOX_EVENTS:
             await self.broker.send(SYSTEM, recipient, body)
         else:
@@ -342,6 +342,7 @@ class Coordinator:
                     "status_text": row.get("status_text", ""),
                     "needs_login": bool(row.get("needs_login", 0)),
                     "broken": self.registry.broken.get(name),
+                    "config_warnings": self.registry.warnings(name),
                     "crashed": self.lifecycle.crash_reasons.get(name),
                     "unread_operator_messages": int(unread.get(name, 0)),
                     "last_context_usage": row.get("last_context_usage"),
