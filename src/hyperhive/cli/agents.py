@@ -11,6 +11,7 @@ import click
 from hyperhive.cli.base import _Ctx, _emit, json_option, main, pass_ctx
 from hyperhive.config import AgentConfig, load_agent_config
 from hyperhive.credentials import LOGIN_REMEDY
+from hyperhive.errors import NotFound
 from hyperhive.forge.view import AgentForgeView
 from hyperhive.protocol import (
     OpAgentForgeReq,
@@ -59,13 +60,14 @@ def agents_list(obj: _Ctx, as_json: bool) -> None:
 @json_option
 @pass_ctx
 def agents_show(obj: _Ctx, name: str, as_json: bool) -> None:
-    """One agent: parent, state, status, tool groups, and its forge user and repositories."""
+    """One agent: parent, state, status, tool groups, what is wrong with its config, and its
+    forge user and repositories."""
     rows = obj.call(OpAgentsReq(cmd="agents"))
     assert isinstance(rows, list)
     row = next((r for r in rows if isinstance(r, dict) and r["name"] == name), None)
     if row is None:
-        raise click.ClickException(f"no agent named {name!r}; `hivectl agents list` shows the hive")
-    config = obj.call(OpConfigReq(cmd="agent_config", agent=name))
+        raise NotFound(f"no agent named {name!r}; `hivectl agents list` shows the hive")
+    config = None if row.get("broken") else obj.call(OpConfigReq(cmd="agent_config", agent=name))
     forge = obj.call(OpAgentForgeReq(cmd="agent_forge", agent=name))
     data = {**row, "config": config, "forge": forge}
 
@@ -74,7 +76,13 @@ def agents_show(obj: _Ctx, name: str, as_json: bool) -> None:
         click.echo(f"{d['name']}  parent={d['parent'] or '-'}  {state}  {d['turn_state']}")
         if d["status_text"]:
             click.echo(f"status: {d['status_text']}")
-        click.echo("tool groups: " + ", ".join(d["config"]["tool_groups"]))
+        for label, key in (("broken config", "broken"), ("crashed", "crashed")):
+            if d.get(key):
+                click.echo(f"{label}: {d[key]}")
+        for warning in d.get("config_warnings") or []:
+            click.echo(f"config warning: {warning}")
+        if d["config"] is not None:
+            click.echo("tool groups: " + ", ".join(d["config"]["tool_groups"]))
         for line in AgentForgeView.model_validate(d["forge"]).lines():
             click.echo(line)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -40,6 +39,7 @@ from hyperhive.protocol import (
     LoggedIn,
     NeedsLogin,
     TurnEndReq,
+    describe,
 )
 from hyperhive.store import Store, open_store
 from hyperhive.store.rows import AgentState as AgentStateRow
@@ -237,7 +237,7 @@ class Coordinator:
         """A helper event: urgent ones to the inbox from ``system``, the rest as core todos."""
         data = event.model_dump(mode="json")
         kind = str(data["event"])
-        body = json.dumps(data)
+        body = describe(event)
         if kind in INBOX_EVENTS:
             await self.broker.send(SYSTEM, recipient, body)
         else:
@@ -319,6 +319,7 @@ class Coordinator:
                     "status_text": row.status_text,
                     "needs_login": row.needs_login,
                     "broken": self.registry.broken.get(name),
+                    "config_warnings": self.registry.warnings(name),
                     "crashed": self.lifecycle.crash_reasons.get(name),
                     "unread_operator_messages": int(unread.get(name, 0)),
                     "last_context_usage": row.last_context_usage,

@@ -64,6 +64,7 @@ from hyperhive.protocol.events import (
     NeedsUpdate,
     Rebuilt,
     Spawned,
+    describe,
 )
 from hyperhive.protocol.host import (
     HostRequest,
@@ -138,6 +139,7 @@ __all__ = [
     "HelperEvent",
     "HostRequest",
     "INBOX_EVENTS",
+    "describe",
     "Killed",
     "LifecycleReq",
     "LinkAgentCrashedReq",

@@ -130,7 +130,7 @@ async def events(d: Dash) -> Response:
 @router.post("/agents")
 async def spawn(d: Dash, body: SpawnBody) -> Json:
     """The operator's own spawn (no approval)."""
-    config = parse_agent_config(body.config_toml, f"{body.name}/agent.toml")
+    config = parse_agent_config(body.config_toml, f"{body.name}/agent.toml", strict=True)
     result: Json = await d.ops.call(
         "spawn", name=body.name, parent=body.parent, config=config.model_dump(mode="json")
     )
