@@ -198,7 +198,7 @@ async def _recv_samples(paths: HivePaths, agents: Sequence[str], samples: int) -
             t0 = perf_counter_ns()
             rows = await client.call(request)
             out.append(perf_counter_ns() - t0)
-            if not isinstance(rows, list) or len(rows) != 1:
+            if len(rows) != 1:
                 raise RuntimeError(f"recv returned {rows!r}; the queue was seeded too short")
     return Latency.of(out)
 

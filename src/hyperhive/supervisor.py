@@ -99,8 +99,8 @@ class Supervisor:
 
     async def _ensure_root(self) -> None:
         root = self.hive.root_agent
-        agents: Any = await call_once(self.paths.host_sock, OpAgentsReq(cmd="agents"))
-        if any(a["name"] == root for a in agents):
+        agents = await call_once(self.paths.host_sock, OpAgentsReq(cmd="agents"))
+        if any(a.name == root for a in agents):
             return
         from hyperhive.config import AgentConfig
 
@@ -163,14 +163,11 @@ class Supervisor:
         seen: dict[str, bool] = {}
         while True:
             try:
-                agents: Any = await call_once(
-                    self.paths.host_sock, OpAgentsReq(cmd="agents"), within=5
-                )
+                agents = await call_once(self.paths.host_sock, OpAgentsReq(cmd="agents"), within=5)
             except HiveError:
                 agents = []
             for a in agents:
-                if seen.get(a["name"]) != a["running"]:
-                    seen[a["name"]] = a["running"]
-                    state = "up" if a["running"] else "down"
-                    self.say(f"agent {a['name']}: {state}")
+                if seen.get(a.name) != a.running:
+                    seen[a.name] = a.running
+                    self.say(f"agent {a.name}: {'up' if a.running else 'down'}")
             await anyio.sleep(1.0)

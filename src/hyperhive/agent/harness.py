@@ -19,7 +19,6 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import anyio
 
@@ -42,7 +41,7 @@ from hyperhive.atomic import atomic_write_text
 from hyperhive.client import RpcClient, connect
 from hyperhive.errors import HiveError, Unavailable
 from hyperhive.framing import FrameDecoder
-from hyperhive.protocol import AttachReq, FenceReq, TurnEndReq, WaitReq, WaitResult, parse_result
+from hyperhive.protocol import AttachReq, FenceReq, TurnEnded, TurnEndReq, WaitReq, WaitResult
 from hyperhive.safefs import atomic_write_beneath
 
 __all__ = ["CHECKPOINT_PROMPT", "run_agent", "run_turn"]
@@ -235,11 +234,8 @@ class _Loop:
             await rpc.call(FenceReq(cmd="fence"))  # a graceful stop survives the reconnect
         while True:
             rt.bus.set_state("idle")
-            woke = parse_result(
-                WaitResult,
-                await rpc.call(
-                    WaitReq(cmd="wait", timeout=WAIT_SECONDS, todo_version=self.version)
-                ),
+            woke = await rpc.call(
+                WaitReq(cmd="wait", timeout=WAIT_SECONDS, todo_version=self.version)
             )
             if woke.stop:
                 return
@@ -253,7 +249,7 @@ class _Loop:
             if compact_now:
                 await self._compact(rpc)
 
-    async def _end(self, rpc: RpcClient, req: TurnEndReq) -> Any:
+    async def _end(self, rpc: RpcClient, req: TurnEndReq) -> TurnEnded:
         self.pending_end = req
         result = await rpc.call(req)
         self.pending_end = None
@@ -289,9 +285,7 @@ class _Loop:
             await rpc.call(AttachReq(cmd="attach"))  # unacked mail comes back
             return None
         self.failures = 0
-        return bool(end.get("compact_pending")) or (
-            report.context_usage >= rt.hive.compact_watermark
-        )
+        return end.compact_pending or (report.context_usage >= rt.hive.compact_watermark)
 
     async def _compact(self, rpc: RpcClient) -> None:
         rt = self.rt

@@ -11,7 +11,7 @@ import os
 import secrets
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
@@ -23,12 +23,15 @@ from hyperhive.client import RpcClient
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths
 from hyperhive.errors import Unavailable
 from hyperhive.permissions import CAPABILITIES_ENV, TOOL_GROUPS_ENV, Capability, ToolGroup
+from hyperhive.protocol import Req
 
 if TYPE_CHECKING:
     from hyperhive.bash.tasks import TaskManager
     from hyperhive.subagent.session import SubagentManager
 
 __all__ = ["AgentRuntime"]
+
+R = TypeVar("R")
 
 
 @dataclass
@@ -76,7 +79,7 @@ class AgentRuntime:
             raise Unavailable(f"{self.name} is not connected to the coordinator right now")
         return self.rpc
 
-    async def call(self, request: Any) -> Any:
+    async def call(self, request: Req[R]) -> R:
         """Forward a request to the coordinator over this agent's own socket."""
         return await self.client().call(request)
 

@@ -21,6 +21,7 @@ from hyperhive.cli.base import (
 from hyperhive.config import load_hive_config
 from hyperhive.permissions import Capability, ToolGroup, allowed_tools_arg, builtin_tools_arg
 from hyperhive.protocol import (
+    HiveStatus,
     OpStatusReq,
 )
 
@@ -95,8 +96,8 @@ def status(obj: _Ctx, as_json: bool) -> None:
     """Show the coordinator's view of the hive."""
     data = obj.call(OpStatusReq(cmd="status"))
 
-    def human(d: dict[str, Any]) -> None:
-        for key, value in d.items():
+    def human(d: HiveStatus) -> None:
+        for key, value in d.model_dump().items():
             click.echo(f"{key:15} {value}")
 
     _emit(data, as_json, human)

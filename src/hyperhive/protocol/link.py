@@ -9,18 +9,22 @@ from pydantic import (
 )
 
 from hyperhive.config import AgentConfig
-from hyperhive.protocol.base import _Req
+from hyperhive.protocol.base import Req, _Out, _Req
 
 # ---- agent-host link ------------------------------------------------------
 
 
-class LinkRegisterReq(_Req):
+class Registered(_Out):
+    host_id: str
+
+
+class LinkRegisterReq(Req[Registered]):
     cmd: Literal["register"]
     host_id: str = Field(min_length=1, max_length=64)
     pid: int | None = None
 
 
-class LinkAgentStateReq(_Req):
+class LinkAgentStateReq(Req[None]):
     """The host reports an agent's turn state (Idle/Thinking/Compacting)."""
 
     cmd: Literal["agent_state"]
@@ -30,13 +34,13 @@ class LinkAgentStateReq(_Req):
     needs_login: bool = False
 
 
-class LinkAgentCrashedReq(_Req):
+class LinkAgentCrashedReq(Req[None]):
     cmd: Literal["agent_crashed"]
     agent: str
     reason: str
 
 
-class LinkGoodbyeReq(_Req):
+class LinkGoodbyeReq(Req[None]):
     """The host is stopping on purpose: its agents stopping is not a crash."""
 
     cmd: Literal["goodbye"]

@@ -121,7 +121,7 @@ async def set_parent(
 @router.get("/events", response_class=Response, responses=_SSE)
 async def events(d: Dash) -> Response:
     """SSE: topology, agent, turn, status, approval, host and inbox events."""
-    return EventStream(lambda emit: hive_events(d.coord, emit), d.closing)
+    return EventStream(lambda emit: hive_events(d.parts.bus, d.parts.notifier, emit), d.closing)
 
 
 # ---- one agent -------------------------------------------------------------------
@@ -188,8 +188,10 @@ async def agent_state(d: Dash, name: str) -> Json:
 @router.get("/agents/{name}/events", response_class=Response, responses=_SSE)
 async def agent_stream(d: Dash, name: str) -> Response:
     """SSE: the agent's turn stream (text, tool calls, results), proxied from its host."""
-    d.coord.require_agent(name)
-    return EventStream(lambda emit: agent_events(d.coord, d.proxy, name, emit), d.closing)
+    d.parts.registry.require(name)
+    return EventStream(
+        lambda emit: agent_events(d.parts.bus, d.parts.hostlink, d.proxy, name, emit), d.closing
+    )
 
 
 @router.post("/agents/{name}/compact")
@@ -210,7 +212,7 @@ async def destroy(d: Dash, name: str, body: DestroyBody) -> Json:
 @router.get("/agents/{name}/perms")
 async def perms(d: Dash, name: str) -> Json:
     """Tool groups, capabilities and the exact ``--tools`` / ``--allowedTools``."""
-    d.coord.require_agent(name)
+    d.parts.registry.require(name)
     result: Json = await d.ops.call("agent_config", agent=name)
     return result
 
@@ -218,8 +220,8 @@ async def perms(d: Dash, name: str) -> Json:
 @router.get("/agents/{name}/perms/preview")
 async def perms_preview_route(d: Dash, name: str, groups: str = "", caps: str = "") -> Json:
     """What ``--tools`` / ``--allowedTools`` the toggled groups would give ``name``."""
-    d.coord.require_agent(name)
-    cfg = d.coord.registry.config(name)
+    d.parts.registry.require(name)
+    cfg = d.parts.registry.config(name)
     extra = {n: s.allowed_tools for n, s in cfg.servers().items() if s.allowed_tools}
     return perms_preview(groups.split(","), caps.split(","), extra)
 
@@ -227,7 +229,7 @@ async def perms_preview_route(d: Dash, name: str, groups: str = "", caps: str = 
 @router.post("/agents/{name}/perms")
 async def perms_set(d: Dash, name: str, body: PermsBody) -> Json:
     """Propose the groups/capabilities: creates an approval (applied when approved)."""
-    d.coord.require_agent(name)
+    d.parts.registry.require(name)
     result: Json = await d.ops.call(
         "perms_set", agent=name, tool_groups=body.tool_groups, capabilities=body.capabilities
     )

@@ -6,23 +6,26 @@ what ``hivectl`` can and is refused exactly as it is.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from pydantic import JsonValue
 
 from hyperhive.core.operator_api import OperatorApi
-from hyperhive.protocol import HostRequest, decode_request, ok_response
-
-if TYPE_CHECKING:
-    from hyperhive.core.coordinator import Coordinator
+from hyperhive.protocol import AgentView, HostRequest, OpAgentsReq, Req, decode_request, ok_response
 
 __all__ = ["Ops"]
 
+R = TypeVar("R")
+
 
 class Ops:
-    def __init__(self, coord: Coordinator) -> None:
-        self.coord = coord
-        self._api = OperatorApi(coord)
+    def __init__(self, api: OperatorApi) -> None:
+        self._api = api
+
+    async def request(self, request: Req[R]) -> R:
+        """A typed operator request, answered with its response model."""
+        result: R = await self._api(request)
+        return result
 
     async def call(self, cmd: str, **fields: Any) -> Any:
         """Validate ``{cmd, **fields}`` as a ``HostRequest`` and run it; JSON-able result.
@@ -35,6 +38,6 @@ class Ops:
         return result
 
     async def agents(self) -> list[dict[str, Any]]:
-        rows = await self.call("agents")
-        assert isinstance(rows, list)
-        return rows
+        """The agents view as dicts by alias (the templates' and JSON API's shape)."""
+        rows: list[AgentView] = await self.request(OpAgentsReq(cmd="agents"))
+        return [r.model_dump(mode="json", by_alias=True) for r in rows]

@@ -11,7 +11,6 @@ import json
 import logging
 import socket
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import anyio
 import uvicorn
@@ -19,9 +18,7 @@ from anyio.abc import TaskStatus
 
 from hyperhive.atomic import atomic_write_text
 from hyperhive.core.dashboard.app import build_dashboard
-
-if TYPE_CHECKING:
-    from hyperhive.core.coordinator import Coordinator
+from hyperhive.core.dashboard.state import DashboardParts
 
 __all__ = ["serve_dashboard"]
 
@@ -59,14 +56,14 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 async def serve_dashboard(
-    coord: Coordinator, *, task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED
+    parts: DashboardParts, *, task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED
 ) -> None:
-    cfg = coord.config
+    cfg = parts.config
     sock = _bind(cfg.bind, cfg.dashboard_port)
     port = sock.getsockname()[1]
     url = f"http://{cfg.bind}:{port}"
-    atomic_write_text(coord.paths.run / "dashboard.json", json.dumps({"url": url}), 0o600)
-    app = build_dashboard(coord)
+    atomic_write_text(parts.paths.run / "dashboard.json", json.dumps({"url": url}), 0o600)
+    app = build_dashboard(parts)
     server = _QuietServer(
         uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
     )
