@@ -19,11 +19,11 @@ import anyio
 from anyio.abc import Process
 
 from hyperhive.agent import launch
-from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.agent.stream import AssistantEvent, InitEvent, ResultEvent, parse_line
 from hyperhive.atomic import atomic_write_text
 from hyperhive.framing import FrameDecoder
 from hyperhive.safefs import open_beneath
+from hyperhive.subagent.host import SubagentHost
 from hyperhive.subagent.records import SubagentRecord, keep_output
 
 __all__ = ["converse", "spawn", "subagent_spec"]
@@ -31,7 +31,7 @@ __all__ = ["converse", "spawn", "subagent_spec"]
 MAX_STREAM_LINE = 64 << 20
 
 
-def subagent_spec(rt: AgentRuntime, rec: SubagentRecord, token: str) -> launch.SubagentSpec:
+def subagent_spec(rt: SubagentHost, rec: SubagentRecord, token: str) -> launch.SubagentSpec:
     """The launch of ``rec``'s next run; ``token`` is that run's control-surface token."""
     return launch.SubagentSpec(
         claude_bin=rt.hive.claude_bin or "claude",
@@ -46,7 +46,7 @@ def subagent_spec(rt: AgentRuntime, rec: SubagentRecord, token: str) -> launch.S
     )
 
 
-async def spawn(rt: AgentRuntime, rec: SubagentRecord, token: str, log_path: Path) -> Process:
+async def spawn(rt: SubagentHost, rec: SubagentRecord, token: str, log_path: Path) -> Process:
     """Start the run's claude in the agent's sandbox, in ``rec.cwd``; stderr to ``log_path``."""
     spec = subagent_spec(rt, rec, token)
     argv = launch.subagent_argv(spec)  # refuses an empty --tools before anything is written
