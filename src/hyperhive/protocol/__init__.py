@@ -145,6 +145,7 @@ from hyperhive.protocol.wire import (
     ok_response,
     parse_result,
     peek_id,
+    summarise_validation,
 )
 
 __all__ = [
@@ -269,4 +270,5 @@ __all__ = [
     "peek_id",
     "result_adapter",
     "result_type",
+    "summarise_validation",
 ]
