@@ -81,9 +81,9 @@ class HostLink:
         self.hosts: dict[str, _Host] = {}
         self.placement: dict[str, str] = {}
         self.turns: dict[str, TurnState] = {}
-        self._on_register = on_register
-        self._on_crash = on_crash
-        self._on_host_lost = on_host_lost
+        self.on_register = on_register
+        self.on_crash = on_crash
+        self.on_host_lost = on_host_lost
 
     def running(self, agent: str) -> bool:
         return agent in self.placement
@@ -147,7 +147,7 @@ class HostLink:
                             await stream.send(encode(response))
                         if before is None and conn.host is not None:
                             # Activations are pushed only after the register reply.
-                            await self._on_register(conn.host.host_id)
+                            await self.on_register(conn.host.host_id)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
         finally:
@@ -179,7 +179,7 @@ class HostLink:
         )
         self.bus.emit("host", host=host.host_id, connected=False)
         if not host.leaving:
-            await self._on_host_lost(lost)
+            await self.on_host_lost(lost)
 
 
 @dataclass
@@ -239,7 +239,7 @@ async def _agent_crashed(conn: _Conn, req: LinkAgentCrashedReq) -> None:
         host.agents.discard(req.agent)
         conn.link.placement.pop(req.agent, None)
         conn.link.turns[req.agent] = TurnState("stopped")
-        await conn.link._on_crash(req.agent, req.reason)
+        await conn.link.on_crash(req.agent, req.reason)
 
 
 LINK_TABLE.seal()

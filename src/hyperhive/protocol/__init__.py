@@ -1,9 +1,12 @@
 """Typed wire models: one schema for every socket and HTTP boundary.
 
 Requests are discriminated unions on ``cmd`` and carry an optional request
-``id`` echoed in the ``Response``. Requests forbid unknown fields, so a
-``from`` smuggled into an agent's ``send`` is refused rather than ignored:
-who is asking is always the socket (or token) a request came in on.
+``id`` echoed in the ``Response``. Each request class names its response
+model (``class SendReq(Req[Sent])``): ``RpcClient.call`` returns that type, and
+the servers' dispatch tables check at import that each handler returns it.
+Requests forbid unknown fields, so a ``from`` smuggled into an agent's
+``send`` is refused rather than ignored: who is asking is always the socket
+(or token) a request came in on.
 
 - ``AgentRequest``: an agent's own socket (harness, MCP surfaces, in-sandbox
   producers).
