@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import anyio
+
 from hyperhive.config import HiveConfig, HivePaths
 from hyperhive.core.background import Background
 from hyperhive.core.sockets import Dispatch, Listeners
@@ -36,7 +38,8 @@ class AgentSockets:
         """``run/agents/<name>.sock``; under bubblewrap it belongs to the agent's user."""
         owner = None
         if self.config.runtime == "bwrap":
-            owner = ensure_user(name, self.paths.agent_home(name))
+            # useradd on a worker thread: a new agent must not stall every other socket.
+            owner = await anyio.to_thread.run_sync(ensure_user, name, self.paths.agent_home(name))
         await self._live().add(
             name,
             self.paths.agent_sock(name),
