@@ -10,7 +10,6 @@ one kills at once.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
@@ -25,7 +24,14 @@ from anyio.abc import Process
 
 from hyperhive.client import call_once
 from hyperhive.config import HiveConfig, HivePaths
+from hyperhive.core.dashboard.frontdoor import (
+    announce_lines,
+    await_record,
+    read_token,
+    token_required,
+)
 from hyperhive.errors import HiveError
+from hyperhive.fdlimit import check_fd_limit
 from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import OpAgentsReq, OpSpawnReq
 from hyperhive.unixsock import is_listening
@@ -74,7 +80,7 @@ class Supervisor:
                     )
                 await anyio.sleep(0.05)
         await self._ensure_root()
-        self._announce()
+        await self._announce(coordinator.pid)
         self.procs: dict[str, Process] = {"coordinator": coordinator}
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._keep, "coordinator", "serve")
@@ -108,16 +114,18 @@ class Supervisor:
         await call_once(self.paths.host_sock, OpSpawnReq(cmd="spawn", name=root, config=config))
         self.say(f"spawned the root manager {root!r}")
 
-    def _announce(self) -> None:
-        try:
-            url = json.loads((self.paths.run / "dashboard.json").read_text())["url"]
-        except (OSError, ValueError, KeyError):
-            url = "(not serving)"
-        self.say(f"dashboard: {url}")
-        if self.hive.dashboard_auth == "token":
-            self.say(
-                f"           log in with the operator token in {self.paths.run / 'dashboard-token'}"
-            )
+    async def _announce(self, coordinator_pid: int) -> None:
+        run = self.paths.run
+        record = await await_record(run, coordinator_pid)
+        required = token_required(self.hive.dashboard_auth, self.hive.bind)
+        token = read_token(run) if required else None
+        for line in announce_lines(record, token, run, time.time()):
+            self.say(line)
+        # The children inherit this process's hard limit: say now if the hive outgrows it.
+        agents: Any = await call_once(self.paths.host_sock, OpAgentsReq(cmd="agents"))
+        fd_problem = check_fd_limit(len(agents))
+        if fd_problem is not None:
+            self.say(f"warning:   {fd_problem}")
         self.say(f"logs:      {self.paths.logs}/coordinator.log, host.log, agents/<name>.log")
 
     async def _keep(self, name: str, *args: str) -> None:

@@ -52,6 +52,18 @@ def approvals_show(obj: _Ctx, approval_id: int, as_json: bool) -> None:
         click.echo(f"#{a.id} [{a.state}] {a.kind} {a.subject} (by {a.requester})")
         if a.diff:
             click.echo(a.diff)
+        effective = a.effective
+        if effective:
+            click.echo(f"approving gives {effective.agent}:")
+            click.echo(f"  parent          {effective.parent or '(none: a root agent)'}")
+            click.echo(f"  tool groups     {', '.join(effective.tool_groups)}")
+            click.echo(f"  capabilities    {', '.join(effective.capabilities) or '(none)'}")
+            click.echo(f"  MCP servers     {', '.join(effective.mcp_servers)}")
+            click.echo(f"  --tools         {effective.tools_arg}")
+            click.echo(f"  --allowedTools  {effective.allowed_tools_arg}")
+            click.echo("  agent.toml, defaults filled in:")
+            for line in effective.toml.splitlines():
+                click.echo(f"    {line}")
 
     _emit(data, as_json, human)
 

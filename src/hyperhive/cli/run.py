@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import time
 from typing import Any
 
 import anyio
@@ -23,6 +24,7 @@ from hyperhive.permissions import Capability, ToolGroup, allowed_tools_arg, buil
 from hyperhive.protocol import (
     HiveStatus,
     OpStatusReq,
+    WaitingSlot,
 )
 
 
@@ -98,9 +100,18 @@ def status(obj: _Ctx, as_json: bool) -> None:
 
     def human(d: HiveStatus) -> None:
         for key, value in d.model_dump().items():
+            if key == "waiting_slot":
+                value = waiting_line(d.waiting_slot, time.time())
             click.echo(f"{key:15} {value}")
 
     _emit(data, as_json, human)
+
+
+def waiting_line(waiting: list[WaitingSlot], now: float) -> str:
+    """``alice 12s, bob 3s``: who waits for a claude slot, longest first, and how long."""
+    if not waiting:
+        return "(no agent waits for a claude slot)"
+    return ", ".join(f"{w.agent} {max(0.0, now - w.since):.0f}s" for w in waiting)
 
 
 @main.command("tools")

@@ -1,6 +1,6 @@
 """What an agent may ask of the coordinator, on its own socket.
 
-``AgentApi(coord, name)`` is bound to one agent's listener: ``name`` is who
+``AgentApi(name, …parts)`` is bound to one agent's listener: ``name`` is who
 is asking, whatever the request says. Commands that are MCP tools are gated
 here by the agent's tool groups (server-side; ``--allowedTools`` is only a
 convenience), and every cross-agent action is checked against the topology.
@@ -20,6 +20,7 @@ from hyperhive.core.hostlink import HostLink
 from hyperhive.core.lifecycle import Lifecycle
 from hyperhive.core.logs import LogTails
 from hyperhive.core.loose_ends import OWNER_COLUMN, LooseEnds
+from hyperhive.core.notify import EventBus
 from hyperhive.core.registry import AgentRegistry
 from hyperhive.core.scheduler import Scheduler
 from hyperhive.errors import (
@@ -82,6 +83,7 @@ from hyperhive.protocol import (
     WaitResult,
     WakeReq,
 )
+from hyperhive.protocol.agent import REMIND_MAX_BYTES
 from hyperhive.topology import TopologyStore
 
 __all__ = ["AGENT_TABLE", "COMPACT_THRESHOLD", "STATUS_MAX", "AgentApi"]
@@ -110,6 +112,7 @@ class AgentApi:
         lifecycle: Lifecycle,
         logs: LogTails,
         hostlink: HostLink,
+        bus: EventBus,
     ) -> None:
         self.name = name
         self.registry = registry
@@ -122,6 +125,7 @@ class AgentApi:
         self.lifecycle = lifecycle
         self.logs = logs
         self.hostlink = hostlink
+        self.bus = bus
 
     def _gate(self, cmd: str) -> None:
         group = group_for_tool(HYPERHIVE_SERVER, cmd)
@@ -180,6 +184,7 @@ class AgentApi:
     async def _ask_operator(self, req: AskOperatorReq) -> Asked:
         self.broker.check_body(req.question)
         qid, mid = await self.loose_ends.ask_operator(self.name, req.question)
+        self.bus.emit("question", question_id=qid, state="open", asker=self.name)
         return Asked(question_id=qid, message_id=mid)
 
     # ---- harness -----------------------------------------------------------
@@ -237,6 +242,13 @@ class AgentApi:
 
     @on(RemindReq)
     async def _remind(self, req: RemindReq) -> Reminded:
+        size = len(req.message.encode("utf-8"))
+        if size > REMIND_MAX_BYTES:
+            raise LimitExceeded(
+                f"a reminder is at most {REMIND_MAX_BYTES} bytes ({REMIND_MAX_BYTES // 1024} KiB) "
+                f"of UTF-8; this one is {size}: keep the detail in a file under your state "
+                "directory and remind yourself of its path"
+            )
         now = time.time()
         due = now + req.delay_seconds if req.delay_seconds is not None else req.at_unix_timestamp
         assert due is not None
@@ -288,6 +300,8 @@ class AgentApi:
         done = await self.loose_ends.cancel(req.kind, req.row_id)
         if req.kind == "reminder":
             self.scheduler.poke()
+        if done and req.kind in ("approval", "question"):  # the operator's waiting count
+            self.bus.emit(req.kind, **{f"{req.kind}_id": req.row_id}, state="cancelled")
         return Cancelled(cancelled=done)
 
     # ---- meta --------------------------------------------------------------

@@ -30,6 +30,7 @@ from hyperhive.core.meta import AGENT_TOML, MetaStore
 from hyperhive.core.notices import Notices
 from hyperhive.core.notify import EventBus
 from hyperhive.core.registry import AgentRegistry
+from hyperhive.effective import effective_config
 from hyperhive.errors import Conflict, HiveError, NotFound, PermissionDenied
 from hyperhive.names import OPERATOR, validate_agent_name
 from hyperhive.protocol import (
@@ -39,6 +40,7 @@ from hyperhive.protocol import (
     ApprovalResolved,
     ApprovalView,
     ConfigReady,
+    EffectiveView,
     Rebuilt,
     Spawned,
 )
@@ -175,6 +177,7 @@ class Approvals:
         row = await self._row(approval_id)
         payload = json.loads(row["payload"])
         diff = None
+        effective = None
         if "config" in payload:
             agent = payload["agent"]
             path = self.paths.applied_config(agent)
@@ -187,7 +190,18 @@ class Approvals:
                     f"proposed/{agent}.toml",
                 )
             )
-        return ApprovalDetail(**self._view(row).model_dump(), payload=payload, diff=diff)
+            # What approving makes of the agent, not just the text it was asked with.
+            if row["kind"] == "init_config":
+                parent = None if row["requester"] == OPERATOR else row["requester"]
+            else:
+                parent = self.topology_store.read_cached().get(agent)
+            config = parse_agent_config(payload["config"], f"approval/{agent}.toml")
+            effective = EffectiveView.model_validate(
+                effective_config(agent, parent, config).as_json()
+            )
+        return ApprovalDetail(
+            **self._view(row).model_dump(), payload=payload, diff=diff, effective=effective
+        )
 
     async def resolve(self, approval_id: int, approve: bool, reason: str = "") -> ApprovalOutcome:
         if approval_id in self._resolving:

@@ -33,6 +33,7 @@ from hyperhive.core.placement import Placement
 from hyperhive.core.registry import AgentRegistry
 from hyperhive.core.scheduler import Scheduler
 from hyperhive.core.sockets import serve_unix
+from hyperhive.fdlimit import check_fd_limit
 from hyperhive.protocol import HostRequest
 from hyperhive.topology import TopologyStore
 
@@ -104,6 +105,7 @@ class Coordinator:
             lifecycle=lifecycle,
             logs=logs,
             hostlink=hostlink,
+            bus=bus,
         )
         self.operator_api = OperatorApi(
             paths=paths,
@@ -131,6 +133,9 @@ class Coordinator:
         await anyio.to_thread.run_sync(self.meta.ensure)
         await anyio.to_thread.run_sync(self._seed_missing_proposed_repos)
         self.lifecycle.reconcile()
+        fd_problem = check_fd_limit(len(self.registry.known()))
+        if fd_problem is not None:
+            log.warning("%s", fd_problem)
         await anyio.to_thread.run_sync(self.meta.commit_meta, "reconcile on coordinator start")
         await self.agent_state.ensure(self.registry.known())
         try:

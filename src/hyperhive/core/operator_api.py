@@ -25,9 +25,10 @@ from hyperhive.core.notify import EventBus
 from hyperhive.core.placement import Placement
 from hyperhive.core.registry import AgentRegistry
 from hyperhive.core.scheduler import Scheduler
+from hyperhive.effective import turn_tool_args
 from hyperhive.errors import InvalidRequest, NotFound
 from hyperhive.names import OPERATOR, validate_agent_name
-from hyperhive.permissions import Capability, ToolGroup, allowed_tools_arg, builtin_tools_arg
+from hyperhive.permissions import Capability, ToolGroup
 from hyperhive.protocol import (
     Acked,
     AgentConfigView,
@@ -72,6 +73,7 @@ from hyperhive.protocol import (
     Question,
     Sent,
     SpawnResult,
+    WaitingSlot,
 )
 from hyperhive.topology import TopologyStore
 
@@ -204,6 +206,8 @@ class OperatorApi:
             raise NotFound(f"no {req.kind} #{req.row_id}")
         done = await self.loose_ends.cancel(req.kind, req.row_id)
         self.scheduler.poke()
+        if done and req.kind in ("approval", "question"):  # the operator's waiting count
+            self.bus.emit(req.kind, **{f"{req.kind}_id": req.row_id}, state="cancelled")
         return Cancelled(cancelled=done)
 
     @on(OpQuestionsReq)
@@ -214,6 +218,7 @@ class OperatorApi:
     async def _answer_question(self, req: OpAnswerReq) -> Answered:
         self.broker.check_body(req.answer)
         asker, msg_id = await self.loose_ends.answer_question(req.question_id, req.answer)
+        self.bus.emit("question", question_id=req.question_id, state="answered")
         return Answered(asker=asker, message_id=msg_id)
 
     @on(OpSpawnReq)
@@ -262,15 +267,14 @@ class OperatorApi:
     @on(OpConfigReq)
     async def _agent_config(self, req: OpConfigReq) -> AgentConfigView:
         cfg = self.registry.config(req.agent)
-        groups = list(cfg.tool_groups)
-        extra = {n: s.allowed_tools for n, s in cfg.servers().items() if s.allowed_tools}
+        args = turn_tool_args(cfg)  # exactly what its turns get (bash only with execution)
         return AgentConfigView(
             agent=req.agent,
             config=cfg.model_dump(mode="json"),
-            tool_groups=[g.value for g in groups],
+            tool_groups=[g.value for g in cfg.tool_groups],
             capabilities=[c.value for c in cfg.capabilities],
-            tools_arg=builtin_tools_arg(groups),
-            allowed_tools_arg=allowed_tools_arg(groups, list(cfg.capabilities), extra),
+            tools_arg=args.tools,
+            allowed_tools_arg=args.allowed_tools,
         )
 
     @on(OpPermsSetReq)
@@ -296,6 +300,11 @@ class OperatorApi:
             agents=len(self.registry.known()),
             running=sum(self.hostlink.running(a) for a in self.registry.known()),
             hosts=sorted(self.hostlink.hosts),
+            claude_slots=self.hostlink.claude_slots(),
+            waiting_slot=[
+                WaitingSlot(agent=agent, since=since)
+                for agent, since in self.hostlink.waiting_for_slots()
+            ],
             roots=topology.roots(topo),
             schema_version=self.schema_version,
             pid=self.pid,

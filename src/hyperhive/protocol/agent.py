@@ -123,6 +123,11 @@ class TurnEndReq(Req[TurnEnded]):
     cost_usd: float | None = None
 
 
+# A reminder is a note to self, stored until it fires (longer ones spill to a file
+# in the agent's state/): held to a stated size so an agent cannot park megabytes.
+REMIND_MAX_BYTES = 64 * 1024
+
+
 class RemindReq(Req[Reminded]):
     cmd: Literal["remind"]
     message: str

@@ -166,6 +166,8 @@ class WaitResult(_Out):
 
 
 LooseEndKind = Literal["reminder", "approval", "todo", "question", "schedule"]
+# An agent's harness, as its host reports it (``waiting_slot``: queued for a claude slot).
+TurnStateName = Literal["idle", "waiting_slot", "thinking", "compacting", "stopped"]
 
 
 __all__ = [
@@ -187,6 +189,7 @@ __all__ = [
     "RequestId",
     "RowId",
     "Sent",
+    "TurnStateName",
     "WaitResult",
     "result_adapter",
     "result_type",

@@ -23,6 +23,7 @@ from hyperhive.protocol.base import (
     Req,
     RowId,
     Sent,
+    TurnStateName,
     _Out,
 )
 
@@ -36,7 +37,7 @@ class AgentView(_Out):
     parent: str | None
     running: bool
     host: str | None
-    turn_state: Literal["idle", "thinking", "compacting", "stopped"]
+    turn_state: TurnStateName
     turn_state_since: float | None
     status_text: str
     needs_login: bool
@@ -73,11 +74,20 @@ class SpawnResult(_Out):
     running: bool
 
 
+class WaitingSlot(_Out):
+    """An agent queued for one of its host's claude slots, since ``since``."""
+
+    agent: str
+    since: float
+
+
 class HiveStatus(_Out):
     home: str
     agents: int
     running: int
     hosts: list[str]
+    claude_slots: dict[str, int | None]
+    waiting_slot: list[WaitingSlot]
     roots: list[str]
     schema_version: int
     pid: int
@@ -98,11 +108,26 @@ class ApprovalView(_Out):
     resolution: str | None
 
 
+class EffectiveView(_Out):
+    """An agent as a config would make it: what the operator sees before approving."""
+
+    agent: str
+    parent: str | None
+    toml: str
+    tool_groups: list[str]
+    capabilities: list[str]
+    mcp_servers: list[str]
+    tools_arg: str
+    allowed_tools_arg: str
+
+
 class ApprovalDetail(ApprovalView):
-    """An approval with what was asked and, for config changes, the diff to apply."""
+    """An approval with what was asked and, for config changes, the diff to apply
+    and ``effective``: what approving makes of the agent."""
 
     payload: dict[str, JsonValue]
     diff: str | None = None
+    effective: EffectiveView | None = None
 
 
 class ApprovalOutcome(_Out):

@@ -9,7 +9,7 @@ from pydantic import (
 )
 
 from hyperhive.config import AgentConfig
-from hyperhive.protocol.base import Req, _Out, _Req
+from hyperhive.protocol.base import Req, TurnStateName, _Out, _Req
 
 # ---- agent-host link ------------------------------------------------------
 
@@ -22,14 +22,18 @@ class LinkRegisterReq(Req[Registered]):
     cmd: Literal["register"]
     host_id: str = Field(min_length=1, max_length=64)
     pid: int | None = None
+    claude_slots: int | None = Field(default=None, ge=1)  # how many claudes it runs at once
 
 
 class LinkAgentStateReq(Req[None]):
-    """The host reports an agent's turn state (Idle/Thinking/Compacting)."""
+    """The host reports an agent's turn state (Idle/WaitingSlot/Thinking/Compacting).
+
+    ``waiting_slot``: woken, queued for one of the host's claude slots since ``since``.
+    """
 
     cmd: Literal["agent_state"]
     agent: str
-    turn_state: Literal["idle", "thinking", "compacting", "stopped"]
+    turn_state: TurnStateName
     since: float
     needs_login: bool = False
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
+from hyperhive.agent.admission import Admission
 from hyperhive.agent.sandbox import AgentSandbox
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths
 from hyperhive.permissions import ToolGroup
@@ -26,6 +27,7 @@ class SubagentHost(Protocol):
     hive: HiveConfig
     groups: tuple[ToolGroup, ...]
     base_url: str
+    admission: Admission  # the host's claude slots, which subagents queue for too
 
     @property
     def runtime_dir(self) -> Path: ...

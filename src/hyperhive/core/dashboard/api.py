@@ -251,9 +251,7 @@ async def perms(d: Dash, name: str) -> AgentConfigView:
 async def perms_preview_route(d: Dash, name: str, groups: str = "", caps: str = "") -> Json:
     """What ``--tools`` / ``--allowedTools`` the toggled groups would give ``name``."""
     d.parts.registry.require(name)
-    cfg = d.parts.registry.config(name)
-    extra = {n: s.allowed_tools for n, s in cfg.servers().items() if s.allowed_tools}
-    return perms_preview(groups.split(","), caps.split(","), extra)
+    return perms_preview(groups.split(","), caps.split(","), d.parts.registry.config(name))
 
 
 @router.post("/agents/{name}/perms")
@@ -281,7 +279,8 @@ async def approvals(d: Dash, all: bool = False) -> list[ApprovalView]:
 
 @router.get("/approvals/{approval_id}")
 async def approval(d: Dash, approval_id: int) -> ApprovalDetail:
-    """One approval with the proposed config diff."""
+    """One approval: the config diff, and ``effective`` — parent, tool groups, the exact
+    ``--tools`` / ``--allowedTools`` and the agent.toml with defaults filled in."""
     return await d.ops.request(OpApprovalShowReq, approval_id=approval_id)
 
 

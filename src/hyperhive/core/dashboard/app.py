@@ -17,7 +17,8 @@ from fastapi.staticfiles import StaticFiles
 from hyperhive import __version__
 from hyperhive.core.dashboard import api, pages
 from hyperhive.core.dashboard.errors import hive_error_handler
-from hyperhive.core.dashboard.security import Guard, Security, ensure_token, is_loopback
+from hyperhive.core.dashboard.frontdoor import token_required
+from hyperhive.core.dashboard.security import Guard, Security, ensure_token
 from hyperhive.core.dashboard.state import HERE, Dashboard, DashboardParts
 from hyperhive.errors import HiveError
 
@@ -25,14 +26,10 @@ __all__ = ["build_dashboard", "security_for"]
 
 
 def security_for(parts: DashboardParts, require_token: bool | None = None) -> Security:
-    """The token is required unless ``dashboard_auth = "loopback"`` on a loopback bind.
-
-    Loopback alone proves nothing here: agents' sandboxes share the host's
-    network, so any agent process can reach a loopback port.
-    """
+    """The operator token, when :func:`.frontdoor.token_required` says so (or the caller)."""
     bind = parts.config.bind
     if require_token is None:
-        require_token = parts.config.dashboard_auth == "token" or not is_loopback(bind)
+        require_token = token_required(parts.config.dashboard_auth, bind)
     return Security(ensure_token(parts.paths.run) if require_token else None, bind)
 
 

@@ -5,6 +5,7 @@ dashboard itself remembers (agents that crashed since it started).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from fastapi.templating import Jinja2Templates
 
 from hyperhive.config import HiveConfig, HivePaths
 from hyperhive.core.dashboard.hostproxy import HostProxy
+from hyperhive.core.dashboard.logincode import LoginCodes
 from hyperhive.core.dashboard.ops import Ops
 from hyperhive.core.dashboard.security import Security
 from hyperhive.core.hostlink import HostLink
@@ -47,6 +49,7 @@ class Dashboard:
         self.ops = Ops(parts.ops)
         self.proxy = HostProxy(parts.paths.run)
         self.security = security
+        self.codes = None if security.token is None else LoginCodes(security.token, time.time())
         self.templates = Jinja2Templates(directory=HERE / "templates")
         self.crashed: dict[str, str] = {}
         # Set when the server shuts down: every open event stream ends.
