@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -20,6 +21,8 @@ from hyperhive.cli.base import (
     pass_ctx,
 )
 from hyperhive.config import load_hive_config
+from hyperhive.errors import ConfigError
+from hyperhive.lifeline import die_with_supervisor
 from hyperhive.permissions import Capability, ToolGroup, allowed_tools_arg, builtin_tools_arg
 from hyperhive.protocol import (
     HiveStatus,
@@ -36,10 +39,15 @@ def serve(obj: _Ctx, no_dashboard: bool) -> None:
     from functools import partial
 
     from hyperhive.core.coordinator import Coordinator
+    from hyperhive.homelock import HomeLock
 
-    _setup_logging()
-    coordinator = Coordinator(obj.paths, load_hive_config(obj.home))
-    anyio.run(_until_signalled, partial(coordinator.run, dashboard=not no_dashboard))
+    die_with_supervisor()
+    hive = load_hive_config(obj.home)
+    refuse_unreachable_home(obj.home, hive.runtime)
+    with HomeLock(obj.paths, "coordinator"):
+        _setup_logging()
+        coordinator = Coordinator(obj.paths, hive)
+        anyio.run(_until_signalled, partial(coordinator.run, dashboard=not no_dashboard))
 
 
 @main.command()
@@ -54,7 +62,15 @@ def up(obj: _Ctx) -> None:
     from hyperhive.supervisor import Supervisor
 
     hive = load_hive_config(obj.home)
-    anyio.run(Supervisor(obj.home, hive, click.echo).run)
+    anyio.run(Supervisor(obj.home, hive, _say).run)
+
+
+def _say(line: str) -> None:
+    """Print to the console; a closed terminal (SIGHUP) must not stop the shutdown."""
+    try:
+        click.echo(line)
+    except OSError:
+        pass
 
 
 @main.command()
@@ -66,9 +82,14 @@ def host(obj: _Ctx) -> None:
     a second signal kills their claude processes at once.
     """
     from hyperhive.agent.host import AgentHost
+    from hyperhive.homelock import HomeLock
 
+    die_with_supervisor()
+    hive = load_hive_config(obj.home)
+    refuse_unreachable_home(obj.home, hive.runtime)
+    lock = HomeLock(obj.paths, "host").acquire()
     _setup_logging()
-    agent_host = AgentHost(obj.paths, load_hive_config(obj.home))
+    agent_host = AgentHost(obj.paths, hive)
 
     async def run() -> None:
         async with anyio.create_task_group() as tg:
@@ -88,7 +109,18 @@ def host(obj: _Ctx) -> None:
                     stopping.cancel_scope.cancel()
             tg.cancel_scope.cancel()
 
-    anyio.run(run)
+    try:
+        anyio.run(run)
+    finally:
+        lock.release()
+
+
+def refuse_unreachable_home(home: Path, runtime: str) -> None:
+    from hyperhive.sysusers import home_problem
+
+    problem = home_problem(home, runtime)
+    if problem is not None:
+        raise ConfigError(problem)
 
 
 @main.command()

@@ -39,7 +39,7 @@ class AgentSockets:
         owner = None
         if self.config.runtime == "bwrap":
             # useradd on a worker thread: a new agent must not stall every other socket.
-            owner = await anyio.to_thread.run_sync(ensure_user, name, self.paths.agent_home(name))
+            owner = await anyio.to_thread.run_sync(ensure_user, self.paths, name)
         await self._live().add(
             name,
             self.paths.agent_sock(name),

@@ -189,7 +189,7 @@ class Lifecycle:
             trash = None
         await self.agent_state.forget(name)
         self.hostlink.turns.pop(name, None)
-        await anyio.to_thread.run_sync(remove_user, name)
+        await anyio.to_thread.run_sync(remove_user, self.paths, name)
         if submitter is not None:
             await self.notices.notify_agent(submitter, Destroyed(agent=name))
         self.bus.emit("topology", child=name, parent=None, destroyed=True)
