@@ -16,6 +16,7 @@ from pydantic_core import to_jsonable_python
 
 from hyperhive.agent.mcp_surface import ToolSpec
 from hyperhive.agent.runtime import AgentRuntime
+from hyperhive.forge.tool import create_repo_tool
 from hyperhive.permissions import Capability, ToolGroup
 from hyperhive.protocol import (
     AckUntilReq,
@@ -398,6 +399,7 @@ def hyperhive_tools() -> list[ToolSpec]:
             "cancel_schedule", "Cancel a schedule by id.", ScheduleIdArgs, _cancel_schedule, sc
         ),
         *_lifecycle_tools(),
+        create_repo_tool(),
         ToolSpec(
             "compact",
             "Ask for your context to be compacted after this turn (only above 66% usage).",

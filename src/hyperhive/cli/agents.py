@@ -1,4 +1,4 @@
-"""hivectl: Agents: list, tree, spawn, set-parent, lifecycle, logs, compact, permissions."""
+"""hivectl: Agents: list, tree, show, spawn, set-parent, lifecycle, logs, compact, permissions."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import click
 from hyperhive.cli.base import _Ctx, _emit, _jsonable, json_option, main, pass_ctx
 from hyperhive.config import AgentConfig, load_agent_config
 from hyperhive.credentials import LOGIN_REMEDY
+from hyperhive.forge.view import AgentForgeView
 from hyperhive.protocol import (
     AgentConfigView,
     AgentView,
+    OpAgentForgeReq,
     OpAgentsReq,
     OpCompactReq,
     OpConfigReq,
@@ -48,6 +50,37 @@ def agents_list(obj: _Ctx, as_json: bool) -> None:
             )
         if any(a.needs_login for a in rows):
             click.echo(f"needs login: {LOGIN_REMEDY}")
+
+    _emit(data, as_json, human)
+
+
+@agents.command("show")
+@click.argument("name")
+@json_option
+@pass_ctx
+def agents_show(obj: _Ctx, name: str, as_json: bool) -> None:
+    """One agent: parent, state, status, tool groups, and its forge user and repositories."""
+    rows = obj.call(OpAgentsReq(cmd="agents"))
+    row = next((r for r in rows if r.name == name), None)
+    if row is None:
+        raise click.ClickException(f"no agent named {name!r}; `hivectl agents list` shows the hive")
+    config = obj.call(OpConfigReq(cmd="agent_config", agent=name))
+    forge = obj.call(OpAgentForgeReq(cmd="agent_forge", agent=name))
+    # The agents-list row plus its config and forge: one JSON object for --json.
+    data = {
+        **row.model_dump(mode="json"),
+        "config": _jsonable(config),
+        "forge": _jsonable(forge),
+    }
+
+    def human(_: object) -> None:
+        state = "running" if row.running else "stopped"
+        click.echo(f"{row.name}  parent={row.parent or '-'}  {state}  {row.turn_state}")
+        if row.status_text:
+            click.echo(f"status: {row.status_text}")
+        click.echo("tool groups: " + ", ".join(config.tool_groups))
+        for line in AgentForgeView.model_validate(forge.model_dump()).lines():
+            click.echo(line)
 
     _emit(data, as_json, human)
 

@@ -89,6 +89,7 @@ class Coordinator:
             sockets,
             bus,
             background,
+            config.forge,
         )
         self.approvals = approvals = Approvals(
             paths, db, registry, topo, meta, loose_ends, notices, lifecycle, bus
@@ -122,6 +123,7 @@ class Coordinator:
             logs=logs,
             hostlink=hostlink,
             bus=bus,
+            forge=config.forge,
         )
 
     # ---- lifespan ------------------------------------------------------------

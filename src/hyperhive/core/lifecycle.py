@@ -30,6 +30,9 @@ from hyperhive.core.notify import EventBus
 from hyperhive.core.placement import Placement
 from hyperhive.core.registry import AgentRegistry
 from hyperhive.errors import Conflict, PermissionDenied
+from hyperhive.forge.config import ForgeConfig
+from hyperhive.forge.service import revoke_agent
+from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import (
     AgentDestroyed,
     AgentRunning,
@@ -65,6 +68,7 @@ class Lifecycle:
         sockets: AgentSockets,
         bus: EventBus,
         background: Background,
+        forge: ForgeConfig | None,
     ) -> None:
         self.paths = paths
         self.registry = registry
@@ -77,6 +81,7 @@ class Lifecycle:
         self.sockets = sockets
         self.bus = bus
         self.background = background
+        self.forge = forge
         self._crashes: dict[str, deque[float]] = {}
 
     # ---- rules ----------------------------------------------------------------------
@@ -175,6 +180,7 @@ class Lifecycle:
                 f"{name} still has children ({', '.join(kids)}); destroy or reparent them first"
             )
         submitter = self.notices.submitter_of(name)
+        applied = self.registry.configs.get(name)
         await self.hostlink.deactivate(name, graceful=False)
         self.sockets.close(name)
         self.registry.remove(name)
@@ -190,6 +196,10 @@ class Lifecycle:
         await self.agent_state.forget(name)
         self.hostlink.turns.pop(name, None)
         await anyio.to_thread.run_sync(remove_user, self.paths, name)
+        if applied is not None and ToolGroup.FORGE in applied.tool_groups:
+            problem = await revoke_agent(self.forge, name)
+            if problem is not None:
+                log.error("destroying %s: its forge identity: %s", name, problem)
         if submitter is not None:
             await self.notices.notify_agent(submitter, Destroyed(agent=name))
         self.bus.emit("topology", child=name, parent=None, destroyed=True)

@@ -27,6 +27,8 @@ from hyperhive.core.registry import AgentRegistry
 from hyperhive.core.scheduler import Scheduler
 from hyperhive.effective import turn_tool_args
 from hyperhive.errors import InvalidRequest, NotFound
+from hyperhive.forge.config import ForgeConfig
+from hyperhive.forge.view import forge_view
 from hyperhive.names import OPERATOR, validate_agent_name
 from hyperhive.permissions import Capability, ToolGroup
 from hyperhive.protocol import (
@@ -40,6 +42,7 @@ from hyperhive.protocol import (
     ApprovalView,
     Cancelled,
     CompactQueued,
+    ForgeView,
     HiveStatus,
     HostRequest,
     LifecycleResult,
@@ -48,6 +51,7 @@ from hyperhive.protocol import (
     Mailbox,
     Message,
     OpAckReq,
+    OpAgentForgeReq,
     OpAgentsReq,
     OpAnswerReq,
     OpApprovalShowReq,
@@ -101,6 +105,7 @@ class OperatorApi:
         logs: LogTails,
         hostlink: HostLink,
         bus: EventBus,
+        forge: ForgeConfig | None,
     ) -> None:
         self.paths = paths
         self.schema_version = schema_version
@@ -116,6 +121,7 @@ class OperatorApi:
         self.logs = logs
         self.hostlink = hostlink
         self.bus = bus
+        self.forge = forge
         self.pid = os.getpid()
 
     async def __call__(self, req: Any) -> Any:
@@ -178,6 +184,12 @@ class OperatorApi:
     @on(OpAgentsReq)
     async def _agents(self, req: OpAgentsReq) -> list[AgentView]:
         return await self.agents_view()
+
+    @on(OpAgentForgeReq)
+    async def _agent_forge(self, req: OpAgentForgeReq) -> ForgeView:
+        config = self.registry.config(req.agent)
+        granted = ToolGroup.FORGE in config.tool_groups
+        return await forge_view(self.forge, req.agent, granted)
 
     @on(OpTopologyReq)
     async def _topology(self, req: OpTopologyReq) -> dict[str, str | None]:

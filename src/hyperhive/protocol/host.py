@@ -148,6 +148,20 @@ class AgentConfigView(_Out):
     allowed_tools_arg: str
 
 
+class ForgeView(_Out):
+    """An agent's forge user and repositories, as the operator sees them."""
+
+    granted: bool
+    configured: bool
+    url: str | None = None
+    org: str | None = None
+    user: str | None = None
+    user_url: str | None = None
+    active: bool | None = None
+    repos: list[str] = []
+    problem: str | None = None
+
+
 # ---- operator socket ------------------------------------------------------
 
 
@@ -279,6 +293,13 @@ class OpConfigReq(Req[AgentConfigView]):
     agent: str
 
 
+class OpAgentForgeReq(Req[ForgeView]):
+    """An agent's forge user and repositories, for the operator."""
+
+    cmd: Literal["agent_forge"]
+    agent: str
+
+
 HostRequest = Annotated[
     OpSendReq
     | OpInboxReq
@@ -301,6 +322,7 @@ HostRequest = Annotated[
     | OpLogsReq
     | OpCompactReq
     | OpPermsSetReq
-    | OpConfigReq,
+    | OpConfigReq
+    | OpAgentForgeReq,
     Field(discriminator="cmd"),
 ]

@@ -18,6 +18,7 @@ from hyperhive.errors import NotFound
 from hyperhive.permissions import Capability, ToolGroup
 from hyperhive.protocol import (
     ApprovalView,
+    OpAgentForgeReq,
     OpApprovalShowReq,
     OpApprovalsReq,
     OpConfigReq,
@@ -89,6 +90,7 @@ async def agent_page(request: Request, d: Dash, name: str) -> Response:
         box=await d.ops.view(OpMessagesReq, agent=name, limit=20),
         loose=await d.ops.view(OpLooseEndsReq, agent=name),
         log=(await d.ops.request(OpLogsReq, agent=name, lines=60)).lines,
+        forge=await d.ops.view(OpAgentForgeReq, agent=name),
     )
 
 
