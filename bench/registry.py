@@ -20,6 +20,7 @@ __all__ = [
     "Context",
     "Latency",
     "Row",
+    "Sizes",
     "Throughput",
     "benchmark",
 ]
@@ -86,6 +87,23 @@ class Row:
         raise TypeError(f"{self.benchmark}: a figure and its floor must be the same kind")
 
 
+@dataclass(frozen=True)
+class Sizes:
+    """A row of the second table: the parts of something, in bytes (~tokens shown).
+
+    For what is counted rather than timed (what a request carries); rows of
+    one benchmark module share their part labels, which become the columns.
+    """
+
+    benchmark: str
+    parts: tuple[tuple[str, int], ...]
+    target: str = ""
+    note: str = ""
+
+    def get(self, label: str) -> int:
+        return dict(self.parts)[label]
+
+
 @dataclass
 class Context:
     """What a benchmark gets: the size mode and a scratch directory of its own."""
@@ -107,7 +125,7 @@ class Context:
         self._made.clear()
 
 
-BenchFn = Callable[[Context], list[Row]]
+BenchFn = Callable[[Context], Sequence[Row | Sizes]]
 
 
 @dataclass(frozen=True)

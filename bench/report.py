@@ -1,4 +1,8 @@
-"""The machine a run happened on, and the one table it prints (text or markdown)."""
+"""The machine a run happened on, and the tables it prints (text or markdown).
+
+Timed rows (:class:`Row`) make the main table; counted ones (:class:`Sizes`)
+a second table below it, with their parts as columns.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.registry import Figure, Latency, Row
+from bench.registry import Figure, Latency, Row, Sizes
 
 __all__ = ["Failure", "Machine", "render_markdown", "render_text"]
+
+BYTES_PER_TOKEN = 4  # the usual rough rule for English text and JSON
+Item = Row | Sizes
 
 RATIO_NOTE = (
     "ratio: figure ÷ floor for latency, floor ÷ figure for throughput — "
@@ -110,9 +117,11 @@ def _ratio(row: Row) -> str:
 HEADER = ("benchmark", "figure", "floor (same run)", "floor figure", "ratio ↓", "target")
 
 
-def _cells(items: Sequence[Row | Failure]) -> list[tuple[str, ...]]:
+def _cells(items: Sequence[Item | Failure]) -> list[tuple[str, ...]]:
     out: list[tuple[str, ...]] = []
     for item in items:
+        if isinstance(item, Sizes):
+            continue
         if isinstance(item, Failure):
             out.append((item.benchmark, f"FAILED: {item.error}", "", "", "", ""))
             continue
@@ -129,33 +138,67 @@ def _cells(items: Sequence[Row | Failure]) -> list[tuple[str, ...]]:
     return out
 
 
-def render_text(machine: Machine, items: Sequence[Row | Failure], elapsed_s: float) -> str:
-    rows = [HEADER, *_cells(items)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
-    lines = [*machine.lines(), RATIO_NOTE, ""]
+def _size(n: int) -> str:
+    return f"{n:,} B (~{round(n / BYTES_PER_TOKEN):,} tok)"
+
+
+def _size_tables(items: Sequence[Item | Failure]) -> list[list[tuple[str, ...]]]:
+    """One table per set of part labels: header row, then one row per Sizes."""
+    tables: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+    for item in items:
+        if isinstance(item, Sizes):
+            labels = tuple(label for label, _ in item.parts)
+            rows = tables.setdefault(labels, [("sizes per request", *labels, "target")])
+            rows.append((item.benchmark, *(_size(n) for _, n in item.parts), item.target or "—"))
+    return list(tables.values())
+
+
+def _text_table(rows: Sequence[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
     for n, row in enumerate(rows):
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
+    return lines
+
+
+def render_text(machine: Machine, items: Sequence[Item | Failure], elapsed_s: float) -> str:
+    lines = [*machine.lines(), RATIO_NOTE, ""]
+    cells = _cells(items)
+    if cells or not any(isinstance(i, Sizes) for i in items):
+        lines += _text_table([HEADER, *cells])
+    for table in _size_tables(items):
+        lines += ["", *_text_table(table)]
     notes = _notes(items)
     lines += ["", *notes, *([""] if notes else []), f"total {elapsed_s:.0f} s"]
     return "\n".join(line.rstrip() for line in lines)
 
 
-def render_markdown(machine: Machine, items: Sequence[Row | Failure], elapsed_s: float) -> str:
+def render_markdown(machine: Machine, items: Sequence[Item | Failure], elapsed_s: float) -> str:
     def esc(cell: str) -> str:
         return cell.replace("|", "\\|")
 
     lines = [f"{line}  " for line in machine.lines()]
     lines += [f"{RATIO_NOTE}; total {elapsed_s:.0f} s", ""]
-    lines.append("| " + " | ".join(HEADER) + " |")
-    lines.append("|" + "|".join(["---", "--:", "---", "--:", "--:", "---"]) + "|")
-    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in _cells(items)]
+    cells = _cells(items)
+    if cells or not any(isinstance(i, Sizes) for i in items):
+        lines.append("| " + " | ".join(HEADER) + " |")
+        lines.append("|" + "|".join(["---", "--:", "---", "--:", "--:", "---"]) + "|")
+        lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in cells]
+    for table in _size_tables(items):
+        lines += (
+            ["", "| " + " | ".join(table[0]) + " |"]
+            if cells
+            else ["| " + " | ".join(table[0]) + " |"]
+        )
+        lines.append("|---|" + "--:|" * (len(table[0]) - 2) + "---|")
+        lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in table[1:]]
     notes = _notes(items)
     if notes:
         lines += ["", *(f"- {n}" for n in notes)]
     return "\n".join(lines)
 
 
-def _notes(items: Sequence[Row | Failure]) -> list[str]:
-    return [f"{i.benchmark}: {i.note}" for i in items if isinstance(i, Row) and i.note]
+def _notes(items: Sequence[Item | Failure]) -> list[str]:
+    return [f"{i.benchmark}: {i.note}" for i in items if isinstance(i, Row | Sizes) and i.note]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import bench
-from bench.registry import REGISTRY, Benchmark, Context, Row
+from bench.registry import REGISTRY, Benchmark, Context, Row, Sizes
 from bench.report import Failure, Machine, render_markdown, render_text
 
 # Modules of the package that hold no benchmarks.
@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     chosen = select(found, args.only)
 
-    items: list[Row | Failure] = []
+    items: list[Row | Sizes | Failure] = []
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="hhb-", dir=args.dir) as tmp:
         workdir = Path(tmp)

@@ -10,13 +10,22 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
 from hyperhive.errors import ConfigError, InvalidName
 from hyperhive.forge.config import ForgeConfig
@@ -32,6 +41,7 @@ __all__ = [
     "HivePaths",
     "McpServer",
     "ResourceLimits",
+    "allowed_by_server",
     "dump_agent_config",
     "load_agent_config",
     "load_hive_config",
@@ -52,6 +62,10 @@ class McpServer(_Strict):
 
     ``builtin`` entries (the default ``bash`` and ``subagent``) are served by
     the agent host itself; their URL is filled in per agent at launch time.
+    ``allowed_tools`` defaults to every tool of the server (``["*"]``): a turn
+    runs under ``--print``, where a tool missing from ``--allowedTools`` is
+    refused, so a declared server whose tools were not allowed would be dead
+    weight. ``tool_group`` offers the server only to agents holding that group.
     """
 
     type: Literal["stdio", "http"] = "stdio"
@@ -60,7 +74,8 @@ class McpServer(_Strict):
     env: dict[str, str] = Field(default_factory=dict)
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
-    allowed_tools: list[str] = Field(default_factory=list)
+    allowed_tools: list[str] = Field(default_factory=lambda: ["*"])
+    tool_group: ToolGroup | None = None
     available_to_subagents: bool = False
     enabled: bool = True
     builtin: bool = False
@@ -74,11 +89,16 @@ class McpServer(_Strict):
 
 
 # Present unless the agent's file overrides or disables them (the spec's
-# lib.mkDefault). bash is gated by the execution group rather than "*".
+# lib.mkDefault). bash's tools are granted by the execution group, not by "*".
 DEFAULT_MCP_SERVERS: dict[str, McpServer] = {
-    BASH_SERVER: McpServer(type="http", builtin=True),
+    BASH_SERVER: McpServer(type="http", builtin=True, allowed_tools=[]),
     SUBAGENT_SERVER: McpServer(type="http", builtin=True, allowed_tools=["*"]),
 }
+
+
+def allowed_by_server(servers: Mapping[str, McpServer]) -> dict[str, list[str]]:
+    """``{server: allowed_tools}`` for :func:`~hyperhive.permissions.allowed_tools_arg`."""
+    return {name: list(s.allowed_tools) for name, s in servers.items() if s.allowed_tools}
 
 
 class ResourceLimits(_Strict):
@@ -90,7 +110,13 @@ class ResourceLimits(_Strict):
 
 
 class AgentConfig(_Strict):
-    """An agent's ``agent.toml``."""
+    """An agent's ``agent.toml``.
+
+    An unknown name in ``tool_groups`` (a group since renamed or removed) is
+    skipped with a warning rather than refused (the seed's ``parse_list``
+    rule): one stale name must not cost an agent its whole tool surface. The
+    warnings are kept in :attr:`warnings` for the dashboard and ``hivectl``.
+    """
 
     model: str | None = None
     subagent_model: str = "haiku"
@@ -103,6 +129,35 @@ class AgentConfig(_Strict):
     system_prompt: str = ""
     limits: ResourceLimits = Field(default_factory=ResourceLimits)
     env: dict[str, str] = Field(default_factory=dict)
+
+    _warnings: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _skip_stale_groups(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        skipped: list[str] = []
+        raw = data.get("tool_groups") if isinstance(data, dict) else None
+        if isinstance(raw, list):
+            known = {g.value for g in ToolGroup}
+            names = [g.strip().lower() if isinstance(g, str) else g for g in raw]
+            keep = [g for g in names if not isinstance(g, str) or g in known]
+            skipped = [g for g in names if isinstance(g, str) and g not in known]
+            if skipped and not keep:
+                keep = [g.value for g in ToolGroup.AGENT_DEFAULT]
+            data = {**data, "tool_groups": keep}
+        config = handler(data)
+        if skipped and isinstance(config, AgentConfig):
+            config._warnings = (
+                f"tool_groups: unknown group(s) {', '.join(map(repr, skipped))} skipped "
+                f"(known: {', '.join(ToolGroup)})"
+                + ("; none left, so the default groups apply" if names == skipped else ""),
+            )
+        return config
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What was wrong but survivable in the file this config came from."""
+        return self._warnings
 
     @field_validator("tool_groups")
     @classmethod
@@ -125,6 +180,21 @@ class AgentConfig(_Strict):
         """Extra MCP servers in effect: defaults, overridden by the file, minus disabled."""
         merged = {**DEFAULT_MCP_SERVERS, **self.mcp_servers}
         return {name: s for name, s in merged.items() if s.enabled}
+
+    def servers_for(self, groups: Iterable[ToolGroup]) -> dict[str, McpServer]:
+        """The extra servers a turn of an agent holding ``groups`` is given.
+
+        ``bash`` only with ``execution``, and a server with a ``tool_group``
+        only with that group. Left out rather than left for a gate to refuse:
+        tools that can never succeed only cost context and invite failed calls.
+        """
+        held = set(groups)
+        return {
+            name: s
+            for name, s in self.servers().items()
+            if (name != BASH_SERVER or ToolGroup.EXECUTION in held)
+            and (s.tool_group is None or s.tool_group in held)
+        }
 
 
 def _loc_line(text: str, loc: tuple[int | str, ...]) -> int | None:
@@ -164,9 +234,18 @@ def _parse_toml(model: type[_M], text: str, path: str) -> _M:
         ) from exc
 
 
-def parse_agent_config(text: str, path: str = "agent.toml") -> AgentConfig:
-    """Parse an ``agent.toml`` text; ``ConfigError`` names file and line."""
-    return _parse_toml(AgentConfig, text, path)
+def parse_agent_config(text: str, path: str = "agent.toml", *, strict: bool = False) -> AgentConfig:
+    """Parse an ``agent.toml`` text; ``ConfigError`` names file and line.
+
+    ``strict`` refuses what would otherwise be skipped with a warning (a stale
+    tool-group name): right for a config being proposed now, whose author
+    can fix it, unlike an applied one that must keep its agent running.
+    """
+    config = _parse_toml(AgentConfig, text, path)
+    if strict and config.warnings:
+        line = _loc_line(text, ("tool_groups",))
+        raise ConfigError("; ".join(config.warnings), path=path, line=line)
+    return config
 
 
 def load_agent_config(path: Path) -> AgentConfig:

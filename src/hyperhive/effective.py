@@ -8,15 +8,14 @@ return, so what the operator approves is exactly what the agent will get.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import tomli_w
 
-from hyperhive.config import DEFAULT_MCP_SERVERS, AgentConfig, McpServer
+from hyperhive.config import DEFAULT_MCP_SERVERS, AgentConfig, McpServer, allowed_by_server
 from hyperhive.permissions import (
-    BASH_SERVER,
     HYPERHIVE_SERVER,
     Capability,
     ToolGroup,
@@ -35,19 +34,10 @@ __all__ = [
 
 
 def turn_servers(config: AgentConfig, groups: Sequence[ToolGroup]) -> dict[str, McpServer]:
-    """The agent's extra servers a turn gets: enabled ones, ``bash`` only with ``execution``.
-
-    ``bash`` is dropped rather than left for the server-side gate to refuse:
-    tools that can never succeed only cost context and invite failed calls.
+    """The agent's extra servers a turn gets (the rule is :meth:`AgentConfig.servers_for`):
+    enabled ones, ``bash`` only with ``execution``, one with a ``tool_group`` only with it.
     """
-    servers = config.servers()
-    if ToolGroup.EXECUTION not in groups:
-        servers.pop(BASH_SERVER, None)
-    return servers
-
-
-def _extra_allowed(servers: Mapping[str, McpServer]) -> dict[str, list[str]]:
-    return {name: list(s.allowed_tools) for name, s in servers.items() if s.allowed_tools}
+    return config.servers_for(groups)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,9 +56,13 @@ def turn_tool_args(
     """``--tools`` / ``--allowedTools`` of a turn; groups and capabilities: the config's."""
     groups = list(config.tool_groups if groups is None else groups)
     caps = list(config.capabilities if capabilities is None else capabilities)
+    servers = turn_servers(config, groups)
+    # The host's own surfaces' group-granted tools only where the turn gets that
+    # surface (agent.toml can disable or replace bash): nothing unserved is allowed.
+    hosted = {HYPERHIVE_SERVER} | {name for name, s in servers.items() if s.builtin}
     return ToolArgs(
         builtin_tools_arg(groups),
-        allowed_tools_arg(groups, caps, _extra_allowed(turn_servers(config, groups))),
+        allowed_tools_arg(groups, caps, allowed_by_server(servers), hosted=hosted),
     )
 
 

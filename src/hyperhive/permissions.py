@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import ClassVar, TypeVar
@@ -284,16 +284,24 @@ def allowed_tools_arg(
     groups: Sequence[ToolGroup],
     capabilities: Sequence[Capability] = (),
     extra_servers: Mapping[str, Sequence[str]] | None = None,
+    *,
+    hosted: Collection[str] | None = None,
 ) -> str:
     """The value of claude's ``--allowedTools``.
 
     Built-ins from :func:`builtin_tools_for` (a tool that exists is never one
     claude must prompt about), then the granted MCP tools, then
     ``mcp__<server>__*`` for every extra server whose ``allowed_tools`` is
-    ``["*"]`` (or its named tools otherwise).
+    ``["*"]`` (or its named tools otherwise). ``hosted`` names the host's own
+    servers the turn really gets (None: all): a granted tool of a server the
+    agent's config turned off is left out, since nothing would serve it.
     """
     names = builtin_tools_for(groups)
-    names.extend(t.qualified for t in granted_mcp_tools(groups, capabilities))
+    names.extend(
+        t.qualified
+        for t in granted_mcp_tools(groups, capabilities)
+        if hosted is None or t.server in hosted
+    )
     for server, allowed in (extra_servers or {}).items():
         if list(allowed) == ["*"]:
             names.append(f"mcp__{server}__*")

@@ -17,7 +17,9 @@ from pathlib import Path
 
 from hyperhive.errors import StorageError
 
-__all__ = ["atomic_write_beneath", "open_beneath"]
+__all__ = ["atomic_write_beneath", "open_beneath", "remove_beneath"]
+
+Owner = tuple[int, int]
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -33,18 +35,24 @@ def _parts(root: Path, path: Path) -> tuple[str, ...]:
     return parts
 
 
-def _parent_fd(root: Path, parts: tuple[str, ...], make_dirs: bool) -> int:
+def _parent_fd(
+    root: Path, parts: tuple[str, ...], make_dirs: bool, owner: Owner | None = None
+) -> int:
     fd = os.open(root, _DIR)
     try:
         for part in parts[:-1]:
+            made = False
             if make_dirs:
                 try:
-                    os.mkdir(part, 0o755, dir_fd=fd)
+                    os.mkdir(part, 0o755 if owner is None else 0o700, dir_fd=fd)
+                    made = True
                 except FileExistsError:
                     pass
             nxt = os.open(part, _DIR, dir_fd=fd)
             os.close(fd)
             fd = nxt
+            if made and owner is not None:
+                os.fchown(fd, *owner)  # by fd: the directory just opened, never a link
     except OSError:
         os.close(fd)
         raise
@@ -72,11 +80,16 @@ def open_beneath(
         raise _refuse(path, exc) from exc
 
 
-def atomic_write_beneath(root: Path, path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Replace ``path`` atomically (temp + fsync + rename) without following links."""
+def atomic_write_beneath(
+    root: Path, path: Path, data: bytes, mode: int = 0o644, owner: Owner | None = None
+) -> None:
+    """Replace ``path`` atomically (temp + fsync + rename) without following links.
+
+    ``owner`` (uid, gid) is given the file and any directory created for it.
+    """
     parts = _parts(root, path)
     try:
-        dfd = _parent_fd(root, parts, make_dirs=True)
+        dfd = _parent_fd(root, parts, make_dirs=True, owner=owner)
     except OSError as exc:
         raise _refuse(path, exc) from exc
     tmp = f".{parts[-1]}.{secrets.token_hex(6)}.tmp"
@@ -89,6 +102,8 @@ def atomic_write_beneath(root: Path, path: Path, data: bytes, mode: int = 0o644)
         )
         try:
             os.write(fd, data)
+            if owner is not None:
+                os.fchown(fd, *owner)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -103,3 +118,37 @@ def atomic_write_beneath(root: Path, path: Path, data: bytes, mode: int = 0o644)
         raise _refuse(path, exc) from exc
     finally:
         os.close(dfd)
+
+
+def remove_beneath(root: Path, path: Path) -> bool:
+    """Unlink the file ``path`` (below ``root``), then its directory if that is left empty.
+
+    No link is followed on the way; a missing file is not an error (False).
+    """
+    parts = _parts(root, path)
+    try:
+        dfd = _parent_fd(root, parts, make_dirs=False)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise _refuse(path, exc) from exc
+    try:
+        os.unlink(parts[-1], dir_fd=dfd)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise _refuse(path, exc) from exc
+    finally:
+        os.close(dfd)
+    if len(parts) > 1:
+        try:
+            pfd = _parent_fd(root, parts[:-1], make_dirs=False)
+        except OSError:
+            return True
+        try:
+            os.rmdir(parts[-2], dir_fd=pfd)
+        except OSError:
+            pass  # not empty (the agent keeps files there): leave it
+        finally:
+            os.close(pfd)
+    return True

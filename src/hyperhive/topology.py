@@ -31,6 +31,7 @@ __all__ = [
     "TopologyStore",
     "ancestors",
     "apply_set_parent",
+    "check_room_below",
     "check_route",
     "children",
     "descendants",
@@ -106,6 +107,15 @@ def roots(topology: Topology) -> list[str]:
     return sorted(n for n, p in topology.items() if p is None or p not in topology)
 
 
+def check_room_below(topology: Topology, parent: str) -> None:
+    """Refuse a new child under ``parent`` past :data:`MAX_DEPTH` (a reparent or an init)."""
+    if len(ancestors(topology, parent)) >= MAX_DEPTH:
+        raise CycleRefused(
+            f"{parent!r} is {MAX_DEPTH} or more levels deep (or sits on a cycle in "
+            "topology.json); the tree cannot grow below it"
+        )
+
+
 def apply_set_parent(
     topology: Topology, child: str, new_parent: str | None, known: Iterable[str]
 ) -> tuple[dict[str, str | None], bool]:
@@ -131,11 +141,7 @@ def apply_set_parent(
                 f"moving {child!r} under {new_parent!r} would make a cycle: "
                 f"{new_parent!r} is {child!r}'s descendant; move {new_parent!r} first"
             )
-        if len(ancestors(topology, new_parent)) >= MAX_DEPTH:
-            raise CycleRefused(
-                f"{new_parent!r} is {MAX_DEPTH} or more levels deep (or sits on a cycle in "
-                "topology.json); the tree cannot grow below it"
-            )
+        check_room_below(topology, new_parent)
     if topology.get(child) == new_parent and child in topology:
         return dict(topology), False
     updated = dict(topology)

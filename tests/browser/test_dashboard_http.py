@@ -248,3 +248,21 @@ def test_token_mode_in_the_browser(tmp_path: Path, page: Page) -> None:
         page.click("#set-parent button[type=submit]")
         expect(page.locator("#set-parent-result")).to_have_text("moved")
         assert hive.op("topology")["bob"] == "alice"
+
+
+def test_the_agent_page_shows_a_skipped_tool_group(tmp_path: Path) -> None:
+    seed_home(
+        tmp_path,
+        {"queen": AgentConfig(), "alice": 'tool_groups = ["meta", "telepathy"]\n'},
+        {"queen": None, "alice": "queen"},
+        hive_toml='runtime = "unsandboxed"\ndashboard_port = 0\ndashboard_auth = "loopback"\n',
+    )
+    with live_hive(tmp_path) as hive, httpx.Client(base_url=hive.url) as http:
+        page = http.get("/agents/alice")
+        assert page.status_code == 200
+        assert "config warning: tool_groups: unknown group(s) &#39;telepathy&#39; skipped" in (
+            page.text
+        )
+        assert "config warning" not in http.get("/agents/queen").text
+        row = next(a for a in http.get("/api/agents").json() if a["name"] == "alice")
+        assert row["broken"] is None and "'telepathy'" in row["config_warnings"][0]

@@ -176,7 +176,9 @@ async def test_a_subagent_is_offered_its_parents_builtins_and_only_its_own_surfa
     builtins = {t for t in offered if not t.startswith("mcp__")}
     parent_builtins = {t for t in parent.tool_names if not t.startswith("mcp__")}
     assert builtins and builtins <= parent_builtins
-    assert builtins == set(builtin_tools_for(groups))
+    # All the parent's built-ins but Skill: a subagent gets no skills (--disable-slash-commands).
+    assert builtins == set(builtin_tools_for(groups)) - {"Skill"}
+    assert "Skill" in parent_builtins
     assert ({"WebFetch", "WebSearch"} <= builtins) == (ToolGroup.WEB_TOOLS in groups)
     assert not {"WebFetch", "WebSearch"} & builtins or ToolGroup.WEB_TOOLS in groups
     assert not builtins & set(ESCAPING)

@@ -305,3 +305,33 @@ def test_long_running_commands_have_help(tmp_path: Path) -> None:
 def test_commands_without_a_coordinator_fail_in_one_line(tmp_path: Path) -> None:
     for args in (("status",), ("agents", "list", "--json"), ("approvals", "list"), ("choom", "x")):
         one_line_error(hivectl(tmp_path, *args), "is the coordinator running")
+
+
+# ---- a stale tool group ------------------------------------------------------------------
+
+
+def test_a_stale_tool_group_is_skipped_and_shown(tmp_path: Path) -> None:
+    """An unknown group warns and is skipped: the agent keeps the rest (not broken)."""
+    seed_home(
+        tmp_path,
+        {"queen": AgentConfig(), "alice": 'tool_groups = ["messaging", "telepathy"]\n'},
+        {"queen": None, "alice": "queen"},
+        hive_toml=HIVE_TOML,
+    )
+    proc = start_serve(tmp_path)
+    try:
+        shown = ok_json(tmp_path, "agents", "show", "alice")
+        assert shown["broken"] is None
+        assert len(shown["config_warnings"]) == 1 and "'telepathy'" in shown["config_warnings"][0]
+        assert ok_json(tmp_path, "agents", "show", "queen")["config_warnings"] == []
+        human = hivectl(tmp_path, "agents", "show", "alice")
+        assert human.returncode == 0
+        assert "config warning: tool_groups: unknown group(s) 'telepathy' skipped" in human.stdout
+        assert ok_json(tmp_path, "perms", "show", "alice")["tool_groups"] == ["messaging"]
+        # The agent still works: it can send with the group it kept.
+        sent = from_agent(tmp_path, "alice", "send", to="operator", body="still here")
+        assert isinstance(sent, dict) and sent["to"] == "operator"
+        one_line_error(hivectl(tmp_path, "agents", "show", "ghost"), "no agent named 'ghost'")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0, (tmp_path / "serve.log").read_text()

@@ -10,8 +10,9 @@ import pytest
 
 from hyperhive.config import AgentConfig, load_agent_config
 from hyperhive.core.meta import GitRepo
-from hyperhive.errors import Conflict, InvalidRequest, NotFound, PermissionDenied
+from hyperhive.errors import Conflict, CycleRefused, InvalidRequest, NotFound, PermissionDenied
 from hyperhive.permissions import Capability, ToolGroup
+from hyperhive.topology import MAX_DEPTH
 from tests.support.hive import agent, agent_call, coordinator, op_call, operator, seed_home
 
 pytestmark = pytest.mark.anyio
@@ -148,8 +149,9 @@ async def test_init_config_approval_spawns_the_child_under_the_requester(tmp_pat
             woke = await agent_call(alice, "wait", timeout=2)
             ends = await agent_call(alice, "get_loose_ends")
         assert isinstance(woke, dict) and isinstance(ends, list)
-        notice = json.loads(woke["messages"][0]["body"])
-        assert notice["event"] == "approval_resolved" and notice["approved"] is True
+        notice = woke["messages"][0]["body"]
+        assert notice.startswith("[approval_resolved] Your approval #")
+        assert "for worker was approved and applied" in notice and "send it its task" in notice
         assert sorted(e["key"] for e in ends if e["kind"] == "todo") == [
             "config_ready:worker",
             "spawned:worker",
@@ -171,8 +173,8 @@ async def test_deny_needs_a_reason_and_reaches_the_asker(tmp_path: Path) -> None
         async with agent(c.paths, "eve") as eve:
             woke = await agent_call(eve, "wait", timeout=2)
         assert isinstance(woke, dict)
-        body = json.loads(woke["messages"][0]["body"])
-        assert body["approved"] is False and body["reason"] == "not now"
+        body = woke["messages"][0]["body"]
+        assert body.startswith("[approval_resolved] ") and "was denied (not now)" in body
 
 
 async def test_apply_commit_of_a_descendants_proposed_config(tmp_path: Path) -> None:
@@ -245,3 +247,17 @@ async def test_a_root_asks_to_update_the_hives_inputs(tmp_path: Path) -> None:
         assert isinstance(done, dict) and "package.json" in done["note"]
         assert (c.paths.meta / "inputs.toml").read_text() == 'claude_code = "2.1.400"\n'
         assert c.meta.repo.log(1)[0]["subject"] == "inputs: claude-code 2.1.400"
+
+
+async def test_init_config_chains_keep_set_parents_depth_limit(tmp_path: Path) -> None:
+    chain: dict[str, str | None] = {"n0": None}
+    for i in range(1, MAX_DEPTH + 1):
+        chain[f"n{i}"] = f"n{i - 1}"
+    seed_home(tmp_path, dict.fromkeys(chain, MANAGER), chain)
+    async with coordinator(tmp_path) as c:
+        async with agent(c.paths, f"n{MAX_DEPTH}") as deepest:
+            with pytest.raises(CycleRefused, match="levels deep"):
+                await agent_call(deepest, "request_init_config", name="one-more")
+        async with agent(c.paths, f"n{MAX_DEPTH - 1}") as above:
+            asked = await agent_call(above, "request_init_config", name="one-more")
+        assert isinstance(asked, dict) and asked["state"] == "pending"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -216,11 +215,10 @@ async def test_helper_events_reach_the_submitting_agent(tmp_path: Path) -> None:
         async with agent(c.paths, "queen") as queen:
             message = await _next_message(queen)
         assert message["from"] == "system"
-        assert json.loads(str(message["body"])) == {
-            "agent": "eve",
-            "event": "container_crash",
-            "reason": "boom",
-        }
+        assert message["body"] == (
+            "[container_crash] eve crashed: boom. Read its log (get_logs), then restart it "
+            "or fix its config; tell the operator if it keeps crashing."
+        )
         assert c.notices.submitter_of("queen") is None
 
 

@@ -93,7 +93,7 @@ memory_mb = 512
 @pytest.mark.parametrize(
     ("text", "line", "fragment"),
     [
-        ('model = "x"\ntool_groups = ["messaging", "telepathy"]\n', 2, "tool_groups"),
+        ('model = "x"\ntool_groups = ["messaging", 7]\n', 2, "tool_groups"),
         ('model = "x"\n\nmodle = "y"\n', 3, "unknown setting"),
         ('model = "x"\ntool_groups = [\n', 2, "not valid TOML"),
         ("[limits]\nmemory_mb = 1\n", 2, "memory_mb"),
@@ -108,6 +108,42 @@ def test_bad_agent_config_names_file_line_and_problem(text: str, line: int, frag
     assert info.value.line == line
     assert str(info.value).startswith(f"agents/x/agent.toml:{line}: ")
     assert fragment in str(info.value)
+
+
+def test_a_stale_tool_group_is_skipped_with_a_warning_not_fatal() -> None:
+    cfg = parse_agent_config('tool_groups = ["messaging", "Telepathy ", "META"]\n')
+    assert cfg.tool_groups == [ToolGroup.MESSAGING, ToolGroup.META]
+    assert len(cfg.warnings) == 1
+    assert "'telepathy'" in cfg.warnings[0] and "known: messaging" in cfg.warnings[0]
+    assert "default groups" not in cfg.warnings[0]
+    # Written back, the stale name is gone (and so is the warning).
+    again = parse_agent_config(dump_agent_config(cfg))
+    assert again.tool_groups == cfg.tool_groups and again.warnings == ()
+    assert parse_agent_config("").warnings == ()
+
+
+def test_only_stale_tool_groups_fall_back_to_the_default_groups() -> None:
+    cfg = parse_agent_config('tool_groups = ["telepathy", "forge_v0"]\n')
+    assert cfg.tool_groups == list(ToolGroup.AGENT_DEFAULT)
+    assert "default groups apply" in cfg.warnings[0] and "'forge_v0'" in cfg.warnings[0]
+
+
+def test_servers_for_gates_bash_and_grouped_servers() -> None:
+    cfg = parse_agent_config(
+        '[mcp_servers.search]\ncommand = "s"\ntool_group = "web_tools"\n'
+        '[mcp_servers.notes]\ncommand = "n"\nallowed_tools = ["read"]\n'
+    )
+    assert cfg.servers()["notes"].allowed_tools == ["read"]
+    assert cfg.servers()["search"].allowed_tools == ["*"]  # a declared server is usable
+    assert set(cfg.servers_for([ToolGroup.MESSAGING])) == {"subagent", "notes"}
+    assert set(cfg.servers_for([ToolGroup.EXECUTION, ToolGroup.WEB_TOOLS])) == {
+        "bash",
+        "subagent",
+        "notes",
+        "search",
+    }
+    with pytest.raises(ConfigError, match="tool_group"):
+        parse_agent_config('[mcp_servers.x]\ncommand = "x"\ntool_group = "telepathy"\n')
 
 
 def test_load_agent_config_missing_file(tmp_path: Path) -> None:
@@ -151,3 +187,11 @@ def test_paths() -> None:
     assert paths.topology == Path("/h/meta/topology.json")
     assert paths.agent_state("a") == Path("/h/agents/a/state")
     assert AgentConfig().subagent_model == "haiku"
+
+
+def test_a_config_being_proposed_is_held_to_known_groups() -> None:
+    text = 'model = "x"\ntool_groups = ["messaging", "telepathy"]\n'
+    with pytest.raises(ConfigError, match="'telepathy' skipped") as info:
+        parse_agent_config(text, "w/agent.toml", strict=True)
+    assert info.value.line == 2
+    assert parse_agent_config(text).tool_groups == [ToolGroup.MESSAGING]

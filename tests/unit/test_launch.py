@@ -256,6 +256,7 @@ def test_subagent_argv_shape() -> None:
     assert "--allowedTools" not in argv
     assert "--append-system-prompt-file" not in argv
     assert "--resume" not in argv and "--effort" not in argv
+    assert "--disable-slash-commands" in argv  # the hive's skills are not for subagents
 
 
 def test_subagent_argv_options() -> None:

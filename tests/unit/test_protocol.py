@@ -7,7 +7,7 @@ import json
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 
 from hyperhive.errors import (
     FrameTooLarge,
@@ -21,6 +21,8 @@ from hyperhive.framing import FrameDecoder
 from hyperhive.protocol import (
     INBOX_EVENTS,
     AgentRequest,
+    ApprovalResolved,
+    ContainerCrash,
     HelperEvent,
     HostRequest,
     LinkCommand,
@@ -28,9 +30,11 @@ from hyperhive.protocol import (
     RemindReq,
     Response,
     SendReq,
+    Spawned,
     WakeReq,
     decode_request,
     decode_response,
+    describe,
     encode,
     error_response,
     ok_response,
@@ -116,6 +120,50 @@ def test_message_render() -> None:
     assert msg.render() == "[msg #12] from alice (re #3): hi"
     ping = Message(id=0, sender="system", recipient="bob", body="ping", created_at=0)
     assert ping.render() == "from system: ping"
+
+
+@pytest.mark.parametrize(
+    ("event", "sentence"),
+    [
+        (
+            ApprovalResolved(agent="w", approval_id=3, approved=False, reason="too big"),
+            "[approval_resolved] Your approval #3 for w was denied (too big). Change the "
+            "request and ask again, or tell whoever was waiting on it.",
+        ),
+        (Spawned(agent="w"), "[spawned] w was spawned and is idle: send it its task."),
+        (
+            ContainerCrash(agent="w"),
+            "[container_crash] w crashed. Read its log (get_logs), "
+            "then restart it or fix its config; tell the operator if it keeps crashing.",
+        ),
+    ],
+)
+def test_events_reach_the_model_as_a_sentence_naming_the_next_step(
+    event: BaseModel, sentence: str
+) -> None:
+    assert describe(event) == sentence
+
+
+def test_every_helper_event_has_a_sentence_not_json() -> None:
+    adapter: TypeAdapter[BaseModel] = TypeAdapter(HelperEvent)
+    for name in (
+        "container_crash",
+        "needs_update",
+        "approval_resolved",
+        "spawned",
+        "rebuilt",
+        "killed",
+        "destroyed",
+        "needs_login",
+        "logged_in",
+        "config_ready",
+    ):
+        extra = {"approval_id": 1, "approved": True} if name == "approval_resolved" else {}
+        text = describe(adapter.validate_python({"event": name, "agent": "w7", **extra}))
+        assert text.startswith(f"[{name}] ") and "w7" in text and "{" not in text
+        assert text.endswith(".")
+    with pytest.raises(TypeError, match="not a helper event"):
+        describe(Message(id=1, sender="a", recipient="b", body="x", created_at=0))
 
 
 def test_helper_events_and_link_commands() -> None:

@@ -16,6 +16,7 @@ from hyperhive.topology import (
     TopologyStore,
     ancestors,
     apply_set_parent,
+    check_room_below,
     check_route,
     children,
     descendants,
@@ -75,6 +76,10 @@ def test_too_deep_a_chain_is_refused_rather_than_guessed() -> None:
     chain["x"] = None
     with pytest.raises(CycleRefused, match="levels deep"):
         apply_set_parent(chain, "x", f"n{MAX_DEPTH + 1}", list(chain))
+    # The same limit for a brand-new child (request_init_config): one rule, one message.
+    with pytest.raises(CycleRefused, match="levels deep"):
+        check_room_below(chain, f"n{MAX_DEPTH}")
+    check_room_below(chain, f"n{MAX_DEPTH - 1}")
 
 
 def test_management_rules() -> None:

@@ -32,7 +32,7 @@ from hyperhive.agent import launch
 from hyperhive.agent.admission import Abandoned
 from hyperhive.agent.agentlog import AgentLog
 from hyperhive.agent.events import TurnStateName
-from hyperhive.agent.prompt import render_system_prompt, wake_prompt
+from hyperhive.agent.prompt import wake_prompt
 from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.agent.sandbox import CLAUDE_OOM_SCORE_ADJ, signal_group
 from hyperhive.agent.stream import (
@@ -188,14 +188,7 @@ async def run_turn(rt: AgentRuntime, prompt: str, session_id: str | None) -> Tur
     atomic_write_text(spec.mcp_config_file, json.dumps(launch.mcp_config(spec)), 0o600)
     atomic_write_text(
         spec.system_prompt_file,
-        render_system_prompt(
-            rt.name,
-            rt.parent,
-            rt.groups,
-            str(rt.state_dir),
-            str(rt.paths.agent_work(rt.name)),
-            rt.config.system_prompt,
-        ),
+        rt.system_prompt(),
         0o600,
     )
     rt.give(spec.mcp_config_file)
@@ -300,7 +293,7 @@ class _Loop:
         """Run one turn; True/False = compact or not, None = failed (mail redelivers)."""
         rt = self.rt
         async with claude_slot(rt, "thinking"):
-            report = await run_turn(rt, wake_prompt(woke), self.session_id)
+            report = await run_turn(rt, wake_prompt(woke, rt.groups), self.session_id)
         self.session_id = _next_session(rt, self.session_id, report)
         clean = report.outcome == "ok"
         end = await self._end(

@@ -96,7 +96,9 @@ class AgentHost:
         self._scopes: dict[str, anyio.CancelScope] = {}
         self.operator_token = secrets.token_urlsafe(32)
         self.surfaces = {
-            HYPERHIVE_SERVER: Surface(HYPERHIVE_SERVER, hyperhive_tools(), self.runtimes.get),
+            HYPERHIVE_SERVER: Surface(
+                HYPERHIVE_SERVER, hyperhive_tools(paths.home), self.runtimes.get
+            ),
             BASH_SERVER: bash_surface(self.runtimes.get),
             SUBAGENT_SERVER: subagent_surface(self.runtimes.get),
             SUBAGENT_CONTROL_SERVER: control_surface(self.runtimes.get),

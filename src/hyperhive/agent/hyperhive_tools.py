@@ -9,11 +9,31 @@ the model reads.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import to_jsonable_python
 
+from hyperhive.agent.hyperhive_args import (
+    AckArgs,
+    AgentArgs,
+    ApplyCommitArgs,
+    AskArgs,
+    CancelArgs,
+    InitConfigArgs,
+    LinesArgs,
+    LogsArgs,
+    LooseEndsArgs,
+    MetaArgs,
+    MetaInputsArgs,
+    NoArgs,
+    RecvArgs,
+    RemindArgs,
+    ScheduleArgs,
+    ScheduleIdArgs,
+    SendArgs,
+    StatusArgs,
+)
 from hyperhive.agent.mcp_surface import ToolSpec
 from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.forge.tool import create_repo_tool
@@ -39,84 +59,8 @@ from hyperhive.protocol import (
     SendReq,
     SetStatusReq,
 )
-from hyperhive.protocol.agent import REMIND_MAX_BYTES
 
 __all__ = ["hyperhive_tools"]
-
-
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class SendArgs(_Args):
-    to: str = Field(description='An agent name, "operator", or "<parent>" for your parent.')
-    body: str = Field(description="The message text.")
-    in_reply_to: int | None = Field(default=None, description="A [msg #id] this answers.")
-
-
-class RecvArgs(_Args):
-    max: int = Field(default=1, ge=1, description="How many messages, at most 5.")
-
-
-class AckArgs(_Args):
-    up_to: int = Field(ge=0, description="Mark every message of yours with id ≤ this handled.")
-
-
-class AskArgs(_Args):
-    question: str = Field(description="The question for the operator.")
-
-
-class LooseEndsArgs(_Args):
-    agent: str | None = Field(default=None, description="Omit for your own; or a descendant.")
-
-
-class CancelArgs(_Args):
-    kind: Literal["reminder", "approval", "todo", "question", "schedule"]
-    id: int = Field(ge=0, description="The row id from get_loose_ends.")
-
-
-class RemindArgs(_Args):
-    message: str = Field(
-        description=f"What to remind yourself of; at most {REMIND_MAX_BYTES // 1024} KiB "
-        "(UTF-8). Keep longer notes in a file and remind yourself of its path."
-    )
-    delay_seconds: float | None = Field(default=None, ge=0)
-    at_unix_timestamp: float | None = Field(default=None, ge=0)
-
-    @model_validator(mode="after")
-    def _one(self) -> RemindArgs:
-        if (self.delay_seconds is None) == (self.at_unix_timestamp is None):
-            raise ValueError("give exactly one of delay_seconds or at_unix_timestamp")
-        return self
-
-
-class StatusArgs(_Args):
-    text: str = Field(description='One line, at most 200 characters; "" clears it.')
-
-
-class MetaArgs(_Args):
-    name: str | None = Field(default=None, description="Omit for yourself.")
-
-
-class NoArgs(_Args):
-    """A tool that takes no arguments (and refuses any)."""
-
-
-class ScheduleArgs(_Args):
-    target: str = Field(description="Yourself or one of your descendants.")
-    prompt: str = Field(description="What the target is told at each firing.")
-    every_seconds: float | None = Field(default=None, ge=60)
-    cron: str | None = Field(default=None, description="A 5-field cron expression (UTC).")
-
-    @model_validator(mode="after")
-    def _one(self) -> ScheduleArgs:
-        if (self.every_seconds is None) == (self.cron is None):
-            raise ValueError("give exactly one of every_seconds or cron")
-        return self
-
-
-class ScheduleIdArgs(_Args):
-    id: int = Field(ge=0, description="The schedule id from list_schedules.")
 
 
 def _json(value: Any) -> str:
@@ -212,34 +156,6 @@ async def _cancel_schedule(rt: AgentRuntime, a: ScheduleIdArgs) -> str:
     return f"schedule #{a.id} cancelled"
 
 
-class InitConfigArgs(_Args):
-    name: str = Field(description="The child's name (new, or your existing direct child).")
-    config: str = Field(default="", description="The child's agent.toml text ('' = defaults).")
-
-
-class ApplyCommitArgs(_Args):
-    agent: str = Field(description="Yourself or a descendant.")
-    commit: str = Field(default="HEAD", description="A commit of its proposed config repo.")
-
-
-class AgentArgs(_Args):
-    agent: str = Field(description="A descendant of yours.")
-
-
-class LogsArgs(_Args):
-    agent: str = Field(description="A descendant of yours.")
-    lines: int = Field(default=100, ge=1, le=5000)
-
-
-class LinesArgs(_Args):
-    lines: int = Field(default=100, ge=1, le=5000)
-
-
-class MetaInputsArgs(_Args):
-    claude_version: str = Field(description="The claude CLI version to pin, e.g. 2.1.330.")
-    reason: str = ""
-
-
 async def _init_config(rt: AgentRuntime, a: InitConfigArgs) -> str:
     r = await rt.call(RequestInitConfigReq(cmd="request_init_config", name=a.name, config=a.config))
     return (
@@ -282,20 +198,30 @@ async def _meta_inputs(rt: AgentRuntime, a: MetaInputsArgs) -> str:
     return f"approval #{r.approval_id} pending"
 
 
-def _lifecycle_tools() -> list[ToolSpec]:
+def _config_repo(hive_home: Path | None) -> str:
+    where = f"{hive_home}/agents/<agent>/config" if hive_home else "agents/<agent>/config"
+    return (
+        f"Its proposed config repo is the git repo {where} (under the hive home, in your "
+        "sandbox): edit agent.toml there, commit it (git -C <repo> commit -am '<why>' via "
+        "mcp__bash__run), then call this."
+    )
+
+
+def _lifecycle_tools(hive_home: Path | None) -> list[ToolSpec]:
     lc, ap, dg = ToolGroup.LIFECYCLE, ToolGroup.APPROVALS, ToolGroup.DIAGNOSTICS
     verbs: list[tuple[Literal["kill", "start", "restart", "update", "destroy"], str]] = [
-        ("kill", "Stop a descendant (it stays stopped until started)."),
+        ("kill", "Stop a descendant; it stays stopped (mail queues) until start."),
         ("start", "Start a stopped descendant."),
-        ("restart", "Restart a descendant (its unacked mail is redelivered)."),
+        ("restart", "Restart a descendant; its unacked mail is redelivered."),
         ("update", "Rebuild a descendant from its applied config."),
         ("destroy", "Remove a descendant for good (never yourself or an ancestor)."),
     ]
     return [
         ToolSpec(
             "request_init_config",
-            "Ask to spawn a child (or re-init your direct child) "
-            "with the given agent.toml; the operator approves.",
+            "Ask to spawn a child under you (or re-init your direct child) with this agent.toml. "
+            "The operator approves: approval_resolved arrives in your inbox, then spawned and "
+            "config_ready todos. A new child starts idle: send it its task.",
             InitConfigArgs,
             _init_config,
             lc,
@@ -303,22 +229,24 @@ def _lifecycle_tools() -> list[ToolSpec]:
         *[ToolSpec(v, d, AgentArgs, _verb(v), lc) for v, d in verbs],
         ToolSpec(
             "request_update_meta_inputs",
-            "Root agents: ask to pin another claude CLI version for the hive.",
+            "Ask the operator to pin another claude CLI version for the hive (recorded in the "
+            "meta repo; installing it is the operator's step).",
             MetaInputsArgs,
             _meta_inputs,
             lc,
         ),
         ToolSpec(
             "request_apply_commit",
-            "Ask to apply a commit of your or a descendant's proposed config repo.",
+            "Ask to apply a commit of your or a descendant's proposed config; the operator "
+            "approves, then the agent is rebuilt with it. " + _config_repo(hive_home),
             ApplyCommitArgs,
             _apply_commit,
             ap,
         ),
-        ToolSpec("get_logs", "Tail a descendant's log.", LogsArgs, _logs, dg),
+        ToolSpec("get_logs", "The last lines of a descendant's log.", LogsArgs, _logs, dg),
         ToolSpec(
             "get_host_journal",
-            "Tail the coordinator's and agent host's logs.",
+            "The last lines of the coordinator's and the agent host's logs.",
             LinesArgs,
             _journal,
             capability=Capability.READ_HOST_JOURNAL,
@@ -326,68 +254,85 @@ def _lifecycle_tools() -> list[ToolSpec]:
     ]
 
 
-def hyperhive_tools() -> list[ToolSpec]:
+def hyperhive_tools(hive_home: Path | None = None) -> list[ToolSpec]:
+    """The surface's tools; ``hive_home`` puts the real config repo path in a description."""
     m, i, me, sc = ToolGroup.MESSAGING, ToolGroup.INBOX, ToolGroup.META, ToolGroup.SCHEDULING
     return [
         ToolSpec(
-            "send", "Send a message to an agent, the operator or <parent>.", SendArgs, _send, m
+            "send",
+            "Message an agent, the operator or your parent (a sleeping agent wakes).",
+            SendArgs,
+            _send,
+            m,
         ),
         ToolSpec(
-            "recv", "Read up to `max` (≤5) undelivered messages; never blocks.", RecvArgs, _recv, m
+            "recv",
+            "Read mail that did not come with your wake; never blocks. Rows are "
+            "[msg #N] from X: body; note the highest N you handled, then ack_until(N). A row "
+            "from graceful-stop: you are being stopped; save notes, end the turn.",
+            RecvArgs,
+            _recv,
+            m,
         ),
         ToolSpec(
             "ack_until",
-            "Mark your messages with id ≤ up_to handled (never redelivered).",
+            "Mark your messages up to #N handled (never redelivered): for mail you recv'd; "
+            "mail that woke you is acked with the turn.",
             AckArgs,
             _ack,
             m,
         ),
         ToolSpec(
             "ask_operator",
-            "Ask the operator a question; the answer comes as a message.",
+            "Ask the operator for a decision you are blocked on; tracked as an open question, "
+            'the answer arrives as a reply. For reports, send(to="operator").',
             AskArgs,
             _ask,
             m,
         ),
         ToolSpec(
             "get_loose_ends",
-            "List reminders, todos, approvals, questions, schedules.",
+            "What is open for you: todos (results of bash tasks, subagents, lifecycle "
+            "notices), reminders, approvals, questions, schedules. Summaries are cut at 200 "
+            "chars; Read a bash todo's output files for the rest.",
             LooseEndsArgs,
             _loose_ends,
             i,
         ),
         ToolSpec(
             "cancel_loose_end",
-            "Cancel a reminder/approval/todo/question by id.",
+            "Close a row: clear a todo you handled, drop a reminder, withdraw a question or "
+            "approval, stop a schedule (schedule_prompt).",
             CancelArgs,
             _cancel,
             i,
         ),
         ToolSpec(
             "remind",
-            "Schedule a reminder into your own inbox "
-            f"(a message of at most {REMIND_MAX_BYTES // 1024} KiB).",
+            "A message to yourself later (from reminder): exactly one of delay_seconds or "
+            "at_unix_timestamp. At most 50 pending (default cap).",
             RemindArgs,
             _remind,
             i,
         ),
         ToolSpec(
             "set_status",
-            "Set your one-line status shown on the dashboard.",
+            "Your one-line status on the dashboard.",
             StatusArgs,
             _status,
             me,
         ),
         ToolSpec(
             "get_agent_meta",
-            "Identity and status of an agent (yourself by default).",
+            "An agent's name, parent, running state and status.",
             MetaArgs,
             _meta,
             me,
         ),
         ToolSpec(
             "schedule_prompt",
-            "Deliver a prompt to yourself or a descendant on a schedule (every_seconds or cron).",
+            "Send yourself or a descendant a prompt on a schedule: exactly one of "
+            "every_seconds or cron.",
             ScheduleArgs,
             _schedule,
             sc,
@@ -395,14 +340,13 @@ def hyperhive_tools() -> list[ToolSpec]:
         ToolSpec(
             "list_schedules", "Your and your descendants' schedules.", NoArgs, _list_schedules, sc
         ),
-        ToolSpec(
-            "cancel_schedule", "Cancel a schedule by id.", ScheduleIdArgs, _cancel_schedule, sc
-        ),
-        *_lifecycle_tools(),
+        ToolSpec("cancel_schedule", "Stop a schedule.", ScheduleIdArgs, _cancel_schedule, sc),
+        *_lifecycle_tools(hive_home),
         create_repo_tool(),
         ToolSpec(
             "compact",
-            "Ask for your context to be compacted after this turn (only above 66% usage).",
+            "Have your context compacted after this turn (a notes checkpoint runs first). "
+            "Refused below 66% context use.",
             NoArgs,
             _compact,
         ),

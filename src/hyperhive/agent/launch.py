@@ -66,14 +66,18 @@ DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 # Every claude we start runs offline-capable, quiet and without background
 # chatter: no update checks, no telemetry or error reports, no pre-warm
-# request (the umbrella switch also covers feature-flag fetches), and no tool
-# search so every granted tool is offered to the model directly.
+# request (the umbrella switch also covers feature-flag fetches), no tool
+# search so every granted tool is offered to the model directly, and no
+# bundled skills.
 QUIET_ENV: Mapping[str, str] = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "DISABLE_AUTOUPDATER": "1",
     "DISABLE_TELEMETRY": "1",
     "DISABLE_ERROR_REPORTING": "1",
     "ENABLE_TOOL_SEARCH": "false",
+    # claude's bundled skills (charts, its own settings, …) cost ~6 KB of listing
+    # in every request and serve no hive agent; the hive ships its own instead.
+    "CLAUDE_CODE_DISABLE_BUNDLED_SKILLS": "1",
 }
 
 # Surfaces a subagent never reaches, whatever the agent's config says.
@@ -144,15 +148,19 @@ def harness_servers(spec: LaunchSpec) -> dict[str, McpServer]:
     return turn_servers(spec.config, spec.groups)
 
 
-def subagent_servers(config: AgentConfig) -> dict[str, McpServer]:
+def subagent_servers(
+    config: AgentConfig, groups: Iterable[ToolGroup] | None = None
+) -> dict[str, McpServer]:
     """The agent's extra servers a subagent gets: ``available_to_subagents`` only.
 
     Never the host's own surfaces (hyperhive, bash, subagent) nor anything
-    ``builtin``: those carry the agent's token and its authority.
+    ``builtin``: those carry the agent's token and its authority. With
+    ``groups`` (the parent's), a server gated behind a group it lacks is out too.
     """
+    servers = config.servers() if groups is None else config.servers_for(groups)
     return {
         name: server
-        for name, server in config.servers().items()
+        for name, server in servers.items()
         if server.available_to_subagents and not server.builtin and name not in _NEVER_FOR_SUBAGENTS
     }
 
@@ -229,7 +237,7 @@ def subagent_mcp_config(spec: SubagentSpec) -> dict[str, Any]:
     if spec.token is not None:
         control["headers"] = _bearer(spec.token)
     servers: dict[str, Any] = {SUBAGENT_CONTROL_SERVER: control}
-    for name, server in subagent_servers(spec.config).items():
+    for name, server in subagent_servers(spec.config, spec.groups).items():
         servers[name] = _render(name, server, builtin_url=None, token="")
     return {"mcpServers": servers}
 
@@ -252,6 +260,9 @@ def subagent_argv(spec: SubagentSpec) -> list[str]:
         "--strict-mcp-config",
         "--mcp-config",
         str(spec.mcp_config_file),
+        # It shares its agent's HOME, hence the hive's skills, which name tools a
+        # subagent lacks. No skills: claude then drops Skill too (nothing to load).
+        "--disable-slash-commands",
     ]
     if spec.system_prompt_file is not None:
         argv += ["--append-system-prompt-file", str(spec.system_prompt_file)]

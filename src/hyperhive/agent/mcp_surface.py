@@ -51,6 +51,7 @@ __all__ = [
     "ToolSpec",
     "agent_token",
     "builtin_gate",
+    "lean_schema",
 ]
 
 log = logging.getLogger(__name__)
@@ -140,9 +141,33 @@ class ToolSpec:
         return None
 
     def describe(self) -> types.Tool:
-        schema = self.args.model_json_schema()
-        schema.pop("title", None)
+        schema = lean_schema(self.args.model_json_schema())
         return types.Tool(name=self.name, description=self.description, input_schema=schema)
+
+
+def lean_schema(node: Any) -> Any:
+    """A pydantic JSON schema without what costs context and teaches the model nothing.
+
+    Every request of a turn carries every tool schema, so: no ``title`` (the
+    field name again, title-cased), an optional field as its plain type rather
+    than ``anyOf`` with ``null`` (leaving it out already means "none"), no
+    ``"default": null``, no ``additionalProperties`` (the surface refuses an
+    unknown argument with a readable error either way). Pure.
+    """
+    if isinstance(node, list):
+        return [lean_schema(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: lean_schema(v) for k, v in node.items() if k not in ("title", "additionalProperties")}
+    branches = out.get("anyOf")
+    if isinstance(branches, list) and {"type": "null"} in branches:
+        rest = [b for b in branches if b != {"type": "null"}]
+        if len(rest) == 1 and isinstance(rest[0], dict):
+            del out["anyOf"]
+            out = {**rest[0], **out}
+    if "default" in out and out["default"] is None:
+        del out["default"]
+    return out
 
 
 def _preview(value: object) -> str:

@@ -7,6 +7,7 @@ surfaces, its subagents): one resolution, nothing to drift.
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 from dataclasses import dataclass, field, replace
@@ -19,11 +20,13 @@ from hyperhive.agent.admission import Admission
 from hyperhive.agent.bwrap import Isolation
 from hyperhive.agent.events import EventsBus
 from hyperhive.agent.isolation import build_isolation
+from hyperhive.agent.prompt import render_system_prompt
 from hyperhive.agent.sandbox import AgentSandbox
+from hyperhive.agent.skills import install_skills, skills_for
 from hyperhive.client import RpcClient
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths
 from hyperhive.credentials import effective_env
-from hyperhive.errors import Unavailable
+from hyperhive.errors import StorageError, Unavailable
 from hyperhive.forge.identity import forge_env, git_credential_config
 from hyperhive.permissions import CAPABILITIES_ENV, TOOL_GROUPS_ENV, Capability, ToolGroup
 from hyperhive.protocol import Req
@@ -36,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["AgentRuntime"]
 
 R = TypeVar("R")
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -157,6 +161,43 @@ class AgentRuntime:
                 "runtime = unsandboxed: this agent's processes run as the host's own user "
                 "with its whole filesystem in reach"
             ]
+        self.install_skills()
+
+    def skills(self) -> list[str]:
+        """The hive skills this agent is given (installed at activation, named in its prompt)."""
+        return skills_for(self.groups, self.config.servers_for(self.groups))
+
+    def system_prompt(self) -> str:
+        """The text appended to claude's system prompt on every turn."""
+        return render_system_prompt(
+            self.name,
+            self.parent,
+            self.groups,
+            str(self.state_dir),
+            str(self.paths.agent_work(self.name)),
+            self.config.system_prompt,
+            servers=self.config.servers_for(self.groups),
+            hive_home=str(self.paths.home),
+        )
+
+    def install_skills(self) -> None:
+        """The hive's skills for this agent, in its claude config (see :mod:`.skills`)."""
+        iso = self.isolation
+        owner = None
+        if iso is not None and iso.uid is not None and iso.gid is not None:
+            owner = (iso.uid, iso.gid)
+        try:
+            install_skills(
+                self.paths.agent_home(self.name),
+                self.skills(),
+                self.name,
+                self.paths.home,
+                owner=owner,
+            )
+        except StorageError as exc:  # a link the agent planted in its own home: its loss
+            note = f"hive skills not installed: {exc.message}"
+            log.warning("%s: %s", self.name, note)
+            self.isolation_notes.append(note)
 
     def give(self, path: Path) -> None:
         """Hand a file the host wrote (claude's config, prompts) to the agent's user."""

@@ -28,27 +28,26 @@ class _Args(BaseModel):
 
 
 class RunArgs(_Args):
-    cmd: str = Field(description="The shell command; runs as `bash -c cmd` in your workspace.")
+    cmd: str = Field(description="The shell command (bash -c, in your workspace).")
     timeout_secs: float | None = Field(
-        default=None, description="Kill it after this many seconds (timed_out). Omit: no limit."
+        default=None, description="Kill it after N seconds (status timed_out); omit: no limit."
     )
     wait_seconds: float = Field(
-        default=3,
-        description="Wait up to this long (max 30) for the end; 0 returns at once.",
+        default=3, description="Wait up to N seconds (max 30) for it to end; 0: return at once."
     )
     name: str | None = Field(
         default=None,
-        description="Your own id for the task ([a-z0-9-], ≤ 63); reusable once it has finished.",
+        description="Your id for it ([a-z0-9-], ≤ 63 chars), reusable once it finished.",
     )
 
 
 class StatusArgs(_Args):
-    id: str = Field(description="The task id from run.")
-    wait_seconds: float = Field(default=0, description="Wait up to this long (max 30) for the end.")
+    id: str = Field(description="The task id.")
+    wait_seconds: float = Field(default=0, description="Wait up to N seconds (max 30) for the end.")
 
 
 class KillArgs(_Args):
-    id: str = Field(description="The task id from run.")
+    id: str = Field(description="The task id.")
     force: bool = Field(default=False, description="SIGKILL instead of SIGINT.")
 
 
@@ -117,25 +116,25 @@ def bash_tools() -> list[ToolSpec]:
     return [
         ToolSpec(
             "run",
-            "Run a shell command in the background (bash -c, your workspace). Returns its "
-            "result if it ends within wait_seconds, else `task started: id=<id>`; the end "
-            "then arrives as a todo.",
+            "Run a shell command in the background. Ends within wait_seconds: you get its "
+            "result. Else `task started: id=<id>`: end your turn; its end arrives as a todo "
+            "(subsystem bash, key = id) that wakes you.",
             RunArgs,
             _run,
             x,
         ),
         ToolSpec(
             "status",
-            "A task's status, exit code, duration and the last 4 KiB of stdout/stderr; "
-            "observing its end clears its todo.",
+            "A task's state (pending, running, done, timed_out, interrupted, killed), exit "
+            "code and last 4 KiB of output. Seeing its end clears its todo.",
             StatusArgs,
             _status,
             x,
         ),
         ToolSpec(
             "kill",
-            "Stop a task's whole process group: SIGINT, or SIGKILL with force=true. "
-            "A pending task is cancelled.",
+            "Stop a task's whole process group (SIGINT; force: SIGKILL) or cancel a pending "
+            "one; returns at once, its end arrives as a todo.",
             KillArgs,
             _kill,
             x,

@@ -10,6 +10,7 @@ import click
 from hyperhive.cli.base import _Ctx, _emit, _jsonable, json_option, main, pass_ctx
 from hyperhive.config import AgentConfig, load_agent_config
 from hyperhive.credentials import LOGIN_REMEDY
+from hyperhive.errors import NotFound
 from hyperhive.forge.view import AgentForgeView
 from hyperhive.protocol import (
     AgentConfigView,
@@ -59,12 +60,13 @@ def agents_list(obj: _Ctx, as_json: bool) -> None:
 @json_option
 @pass_ctx
 def agents_show(obj: _Ctx, name: str, as_json: bool) -> None:
-    """One agent: parent, state, status, tool groups, and its forge user and repositories."""
+    """One agent: parent, state, status, tool groups, what is wrong with its config, and its
+    forge user and repositories."""
     rows = obj.call(OpAgentsReq(cmd="agents"))
     row = next((r for r in rows if r.name == name), None)
     if row is None:
-        raise click.ClickException(f"no agent named {name!r}; `hivectl agents list` shows the hive")
-    config = obj.call(OpConfigReq(cmd="agent_config", agent=name))
+        raise NotFound(f"no agent named {name!r}; `hivectl agents list` shows the hive")
+    config = None if row.broken else obj.call(OpConfigReq(cmd="agent_config", agent=name))
     forge = obj.call(OpAgentForgeReq(cmd="agent_forge", agent=name))
     # The agents-list row plus its config and forge: one JSON object for --json.
     data = {
@@ -78,7 +80,14 @@ def agents_show(obj: _Ctx, name: str, as_json: bool) -> None:
         click.echo(f"{row.name}  parent={row.parent or '-'}  {state}  {row.turn_state}")
         if row.status_text:
             click.echo(f"status: {row.status_text}")
-        click.echo("tool groups: " + ", ".join(config.tool_groups))
+        if row.broken:
+            click.echo(f"broken config: {row.broken}")
+        if row.crashed:
+            click.echo(f"crashed: {row.crashed}")
+        for warning in row.config_warnings:
+            click.echo(f"config warning: {warning}")
+        if config is not None:
+            click.echo("tool groups: " + ", ".join(config.tool_groups))
         for line in AgentForgeView.model_validate(forge.model_dump()).lines():
             click.echo(line)
 

@@ -20,10 +20,11 @@ from hyperhive.cli.base import (
     main,
     pass_ctx,
 )
-from hyperhive.config import load_hive_config
+from hyperhive.config import AgentConfig, load_hive_config
+from hyperhive.effective import turn_tool_args
 from hyperhive.errors import ConfigError
 from hyperhive.lifeline import die_with_supervisor
-from hyperhive.permissions import Capability, ToolGroup, allowed_tools_arg, builtin_tools_arg
+from hyperhive.permissions import Capability, ToolGroup, builtin_tools_arg
 from hyperhive.protocol import (
     HiveStatus,
     OpStatusReq,
@@ -151,14 +152,19 @@ def waiting_line(waiting: list[WaitingSlot], now: float) -> str:
 @click.option("--caps", default="", help="Comma-separated capabilities.")
 @json_option
 def tools_cmd(groups: str, caps: str, as_json: bool) -> None:
-    """Show the exact --tools and --allowedTools a set of groups resolves to."""
+    """Show the exact --tools and --allowedTools a set of groups resolves to.
+
+    For an agent.toml that sets nothing else: the default servers included.
+    """
     resolved = ToolGroup.parse_list(groups)
     capabilities = Capability.parse_list(caps)
     data: dict[str, JsonValue] = {
         "tool_groups": [g.value for g in resolved],
         "capabilities": [c.value for c in capabilities],
         "tools_arg": builtin_tools_arg(resolved),
-        "allowed_tools_arg": allowed_tools_arg(resolved, capabilities),
+        "allowed_tools_arg": turn_tool_args(
+            AgentConfig(tool_groups=resolved), resolved, capabilities
+        ).allowed_tools,
     }
 
     def human(d: dict[str, Any]) -> None:

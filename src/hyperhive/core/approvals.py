@@ -90,7 +90,9 @@ class Approvals:
             )
         if name == requester:
             raise PermissionDenied("an agent cannot re-init itself (not your child)")
-        config = parse_agent_config(text or "", f"{name}/{AGENT_TOML}")
+        if not self.registry.exists(name):
+            topology.check_room_below(topo, requester)  # the depth limit set_parent keeps
+        config = parse_agent_config(text or "", f"{name}/{AGENT_TOML}", strict=True)
         pending = await self._pending("init_config", name)
         if pending is not None:
             raise Conflict(f"an init of {name!r} is already waiting for approval (#{pending})")
@@ -117,7 +119,7 @@ class Approvals:
         repo = await anyio.to_thread.run_sync(self.meta.proposed, agent)
         full = await anyio.to_thread.run_sync(repo.resolve, commit)
         text = await anyio.to_thread.run_sync(repo.show, full, AGENT_TOML)
-        config = parse_agent_config(text, f"{agent}/config@{full[:12]}/{AGENT_TOML}")
+        config = parse_agent_config(text, f"{agent}/config@{full[:12]}/{AGENT_TOML}", strict=True)
         approval = await self._create(
             "apply_commit",
             requester,

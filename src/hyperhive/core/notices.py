@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 
 from hyperhive import topology
@@ -11,7 +10,7 @@ from hyperhive.core.loose_ends import LooseEnds
 from hyperhive.core.registry import AgentRegistry
 from hyperhive.names import SYSTEM
 from hyperhive.permissions import ToolGroup
-from hyperhive.protocol import INBOX_EVENTS, HelperEvent
+from hyperhive.protocol import INBOX_EVENTS, HelperEvent, describe
 from hyperhive.topology import TopologyStore
 
 __all__ = ["Notices"]
@@ -56,7 +55,7 @@ class Notices:
 
     async def notify_agent(self, recipient: str, event: HelperEvent) -> None:
         """Urgent events to the inbox from ``system``, the rest as core todos."""
-        body = json.dumps(event.model_dump(mode="json"))
+        body = describe(event)
         if event.event in INBOX_EVENTS:
             await self.broker.send(SYSTEM, recipient, body)
         else:

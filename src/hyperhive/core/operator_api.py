@@ -149,6 +149,7 @@ class OperatorApi:
                     crashed=self.placement.crash_reasons.get(name),
                     unread_operator_messages=unread.get(name, 0),
                     last_context_usage=row.get("last_context_usage"),
+                    config_warnings=self.registry.warnings(name),
                 )
             )
         return out

@@ -43,7 +43,7 @@ class AgentRegistry:
                 log.warning("ignoring %s: %s", path, exc.message)
                 continue
             try:
-                self.configs[name] = load_agent_config(path)
+                config = self.configs[name] = load_agent_config(path)
             except ConfigError as exc:
                 self.broken[name] = exc.message
                 log.error(
@@ -51,6 +51,14 @@ class AgentRegistry:
                     name,
                     exc.message,
                 )
+                continue
+            for warning in config.warnings:
+                log.warning("agent %s: %s (%s)", name, warning, path)
+
+    def warnings(self, name: str) -> list[str]:
+        """What was skipped in ``name``'s applied config (stale tool groups, …)."""
+        config = self.configs.get(name)
+        return list(config.warnings) if config is not None else []
 
     def known(self) -> list[str]:
         return sorted({*self.configs, *self.broken})

@@ -90,6 +90,7 @@ from hyperhive.protocol.events import (
     NeedsUpdate,
     Rebuilt,
     Spawned,
+    describe,
 )
 from hyperhive.protocol.host import (
     AgentConfigView,
@@ -201,6 +202,7 @@ __all__ = [
     "HostJournal",
     "HostRequest",
     "INBOX_EVENTS",
+    "describe",
     "Killed",
     "LifecycleReq",
     "LifecycleResult",

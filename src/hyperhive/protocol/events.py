@@ -1,10 +1,18 @@
-"""Helper events: lifecycle notices delivered to the submitting agent."""
+"""Helper events: lifecycle notices delivered to the submitting agent.
+
+An event reaches the model as :func:`describe`'s sentence (what happened,
+then what to do next), not as the JSON of the model: the model should not
+have to decode a wire format to know its next step. The ``[<event>]`` head
+keeps the kind greppable in logs and inboxes.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
+    BaseModel,
     Field,
 )
 
@@ -77,3 +85,60 @@ HelperEvent = Annotated[
 
 # Inbox-worthy events go to the submitter's inbox; the rest become todos.
 INBOX_EVENTS = frozenset({"container_crash", "needs_update", "approval_resolved"})
+
+
+def _crash(e: ContainerCrash) -> str:
+    why = f": {e.reason}" if e.reason else ""
+    return (
+        f"{e.agent} crashed{why}. Read its log (get_logs), then restart it or fix its "
+        "config; tell the operator if it keeps crashing."
+    )
+
+
+def _resolved(e: ApprovalResolved) -> str:
+    why = f" ({e.reason})" if e.reason else ""
+    if e.approved:
+        return (
+            f"Your approval #{e.approval_id} for {e.agent} was approved{why} and applied. "
+            f"If it spawned {e.agent}, it starts idle: send it its task."
+        )
+    return (
+        f"Your approval #{e.approval_id} for {e.agent} was denied{why}. Change the request "
+        "and ask again, or tell whoever was waiting on it."
+    )
+
+
+_DESCRIBE: dict[type[BaseModel], Callable[[Any], str]] = {
+    ContainerCrash: _crash,
+    NeedsUpdate: lambda e: (
+        f"{e.agent} runs an outdated build; rebuild it with update when it is idle."
+    ),
+    ApprovalResolved: _resolved,
+    Spawned: lambda e: f"{e.agent} was spawned and is idle: send it its task.",
+    Rebuilt: lambda e: f"{e.agent} was rebuilt with its applied config and is running again.",
+    Killed: lambda e: f"{e.agent} was stopped; its mail waits until start brings it back.",
+    Destroyed: lambda e: f"{e.agent} was destroyed for good; stop sending it work.",
+    NeedsLogin: lambda e: (
+        f"{e.agent} cannot reach the model (claude needs a login or API key); tell the operator."
+    ),
+    LoggedIn: lambda e: f"{e.agent} is logged in again and back at work.",
+    ConfigReady: lambda e: (
+        f"{e.agent}'s proposed config repo is ready: edit its agent.toml there and "
+        "request_apply_commit to change it."
+    ),
+}
+
+
+# Checked at import: every helper event has its sentence.
+_MISSING = set(get_args(get_args(HelperEvent)[0])) - set(_DESCRIBE)
+if _MISSING:
+    raise TypeError(f"helper events without a description: {_MISSING}")
+
+
+def describe(event: BaseModel) -> str:
+    """``[<event>] <what happened>. <what to do next>.`` for the model to read. Pure."""
+    render = _DESCRIBE.get(type(event))
+    if render is None:
+        raise TypeError(f"not a helper event: {type(event).__name__}")
+    kind = event.model_dump()["event"]
+    return f"[{kind}] {render(event)}"

@@ -45,6 +45,7 @@ class AgentView(_Out):
     crashed: str | None
     unread_operator_messages: int
     last_context_usage: float | None
+    config_warnings: list[str] = []
 
 
 class ParentSet(_Out):

@@ -39,28 +39,24 @@ class _Args(BaseModel):
 
 
 class StartArgs(_Args):
-    prompt: str = Field(description="The task: what to do and what to report back.")
-    name: str | None = Field(
-        default=None, description="Your own id for it ([a-z0-9-], ≤ 63); default: generated."
-    )
+    prompt: str = Field(description="A full brief: goal, files, what to report back.")
+    name: str | None = Field(default=None, description="Your id for it ([a-z0-9-], ≤ 63).")
     model: str | None = Field(
-        default=None, description="Model or alias; default: your config's subagent_model."
+        default=None, description="Model or alias; default your subagent_model (cheap)."
     )
-    dir: str | None = Field(
-        default=None, description="Its working directory (inside your dirs); default: work/."
-    )
+    dir: str | None = Field(default=None, description="Its working dir (in yours); default work/.")
     prompt_file: str | None = Field(
-        default=None, description="A file of instructions appended to its system prompt."
+        default=None, description="A file appended to its system prompt."
     )
 
 
 class ContinueArgs(_Args):
-    id: str = Field(description="The subagent id from start.")
+    id: str = Field(description="The subagent's id.")
     prompt: str = Field(description="What to tell it next (e.g. the answer to need_help).")
 
 
 class IdArgs(_Args):
-    id: str = Field(description="The subagent id from start.")
+    id: str = Field(description="The subagent's id.")
 
 
 def _manager(rt: AgentRuntime) -> SubagentManager:
@@ -100,21 +96,23 @@ def subagent_tools() -> list[ToolSpec]:
     return [
         ToolSpec(
             "start",
-            "Start a subagent: a separate claude with your built-in tools and no hyperhive, "
-            "bash or subagent tools, on a bounded task. Returns its id at once.",
+            "Delegate a bounded task to a subagent (a claude with your built-ins, no hive "
+            "tools; costs a whole session). Returns its id; its end, goal_reached and "
+            "need_help arrive as todos.",
             StartArgs,
             _start,
         ),
         ToolSpec(
             "continue",
-            "Give a finished subagent its next prompt, in the same session.",
+            "Give a finished subagent its next prompt in the same session (cheaper than a new "
+            "start).",
             ContinueArgs,
             _continue,
         ),
         ToolSpec("interrupt", "Stop a running subagent.", IdArgs, _interrupt),
         ToolSpec(
             "status",
-            "A subagent's state (running/finished/interrupted) and its last output.",
+            "A subagent's state and last output; seeing its end clears its todo.",
             IdArgs,
             _status,
         ),

@@ -169,7 +169,7 @@ async def events(d: Dash) -> Response:
 @router.post("/agents")
 async def spawn(d: Dash, body: SpawnBody) -> SpawnResult:
     """The operator's own spawn (no approval)."""
-    config = parse_agent_config(body.config_toml, f"{body.name}/agent.toml")
+    config = parse_agent_config(body.config_toml, f"{body.name}/agent.toml", strict=True)
     return await d.ops.request(OpSpawnReq, name=body.name, parent=body.parent, config=config)
 
 
