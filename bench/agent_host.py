@@ -381,8 +381,7 @@ def _wait_connected(paths: HivePaths, pid: int, agents: Sequence[str]) -> None:
     deadline = time.monotonic() + 300
     while True:
         rows = anyio.run(call_once, paths.host_sock, OpAgentsReq(cmd="agents"))
-        assert isinstance(rows, list)
-        placed = sum(1 for r in rows if isinstance(r, dict) and r["running"])
+        placed = sum(1 for r in rows if r.running)
         # One socket per harness, plus the host link and the HTTP listener.
         if placed == len(agents) and socket_fds(pid) >= len(agents) + 2:
             return

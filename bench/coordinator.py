@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from time import perf_counter_ns
+from typing import Any
 
 import anyio
 
@@ -21,7 +22,7 @@ from bench.registry import Context, Latency, Row, Throughput, benchmark
 from hyperhive.client import RpcClient, connect
 from hyperhive.config import HivePaths
 from hyperhive.core.db import MAX_BATCH
-from hyperhive.protocol import RecvReq, SendReq, WaitReq
+from hyperhive.protocol import RecvReq, SendReq, WaitReq, WaitResult
 
 __all__ = ["durable_sends", "recv_latency", "wake_latency"]
 
@@ -198,7 +199,7 @@ async def _recv_samples(paths: HivePaths, agents: Sequence[str], samples: int) -
             t0 = perf_counter_ns()
             rows = await client.call(request)
             out.append(perf_counter_ns() - t0)
-            if not isinstance(rows, list) or len(rows) != 1:
+            if len(rows) != 1:
                 raise RuntimeError(f"recv returned {rows!r}; the queue was seeded too short")
     return Latency.of(out)
 
@@ -246,7 +247,7 @@ def wake_latency(ctx: Context) -> list[Row]:
     ]
 
 
-async def _wait_once(client: RpcClient, box: list[object]) -> None:
+async def _wait_once(client: RpcClient, box: list[Any]) -> None:
     result = await client.call(WaitReq(cmd="wait", timeout=30))
     box.extend((perf_counter_ns(), result))
 
@@ -256,7 +257,7 @@ async def _wake_samples(paths: HivePaths, samples: int, idle_s: float) -> Latenc
     out: list[int] = []
     async with connect(paths.agent_sock("a")) as waiter, connect(paths.agent_sock("b")) as sender:
         for i in range(samples + 20):  # the first 20 are the warm-up
-            box: list[object] = []
+            box: list[Any] = []
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_wait_once, waiter, box)
                 await anyio.sleep(idle_s)
@@ -264,7 +265,7 @@ async def _wake_samples(paths: HivePaths, samples: int, idle_s: float) -> Latenc
                 await sender.call(request)
             woke, result = box
             assert isinstance(woke, int)
-            if not isinstance(result, dict) or not result.get("messages"):
+            if not isinstance(result, WaitResult) or not result.messages:
                 raise RuntimeError(f"wait returned without the message: {result!r}")
             if i >= 20:
                 out.append(woke - t0)

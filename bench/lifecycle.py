@@ -153,7 +153,7 @@ async def _spawns(paths: HivePaths, info: Mapping[str, Any], samples: int) -> _S
                 asked = await queen.call(
                     RequestInitConfigReq(cmd="request_init_config", name=child, config=CHILD_CONFIG)
                 )
-                approval = int(asked["approval_id"])
+                approval = asked.approval_id
                 await anyio.sleep(SETTLE)
                 first_wait, rpc = await _timed_attach(
                     db, child, 0, op, OpResolveReq(cmd="approve", approval_id=approval)
@@ -174,7 +174,7 @@ async def _spawns(paths: HivePaths, info: Mapping[str, Any], samples: int) -> _S
                 if i:
                     out.restart.append(took)
             rows = await op.call(OpAgentsReq(cmd="agents"))
-            running = sum(1 for r in rows if r["running"])
+            running = sum(1 for r in rows if r.running)
             if running != samples + 1:
                 raise RuntimeError(f"{running} children running, expected {samples + 1}")
     finally:

@@ -2,8 +2,9 @@
 
 One connection carries many concurrent requests (a harness's long-poll
 ``wait`` does not block its MCP surface's ``send``): each request gets an id,
-a reader task routes responses back by id. Errors come back as the typed
-``HiveError`` the coordinator raised.
+a reader task routes responses back by id. Results come back as the response
+model the request names (``call(SendReq(...))`` is a ``Sent``), errors as the
+typed ``HiveError`` the coordinator raised.
 """
 
 from __future__ import annotations
@@ -19,14 +20,25 @@ import anyio
 from anyio.abc import TaskGroup
 from pydantic import BaseModel, JsonValue, ValidationError
 
-from hyperhive.errors import FrameTooLarge, HiveError, Unavailable, error_from_code
+from hyperhive.errors import FrameTooLarge, HiveError, MalformedFrame, Unavailable, error_from_code
 from hyperhive.framing import DEFAULT_MAX_FRAME, FrameDecoder
-from hyperhive.protocol import Response, encode, parse_result
+from hyperhive.protocol import Req, Response, encode, result_adapter
 from hyperhive.unixsock import UnixStream, connect_unix
 
 __all__ = ["RpcClient", "call_once", "connect"]
 
-_T = TypeVar("_T")
+R = TypeVar("R")
+
+
+def _typed(request: Req[R], result: JsonValue) -> R:
+    try:
+        value: R = result_adapter(type(request)).validate_python(result)
+    except ValidationError as exc:
+        raise MalformedFrame(
+            f"the coordinator's answer to {type(request).__name__} does not fit its "
+            f"response type (client and coordinator of different versions?): {exc}"
+        ) from exc
+    return value
 
 
 class RpcClient:
@@ -50,8 +62,12 @@ class RpcClient:
         self._on_push = on_push
         self._on_close = on_close
 
-    async def call(self, request: BaseModel) -> JsonValue:
-        """Send ``request`` and return its ``result``; raise the peer's error."""
+    async def call(self, request: Req[R]) -> R:
+        """Send ``request`` and return its result as the request's response type."""
+        return _typed(request, await self.call_raw(request))
+
+    async def call_raw(self, request: BaseModel) -> JsonValue:
+        """Send ``request`` and return its ``result`` as JSON (the wire shape, unvalidated)."""
         rid = next(self._ids)
         return await self._roundtrip(rid, encode(request.model_copy(update={"id": rid})))
 
@@ -87,10 +103,6 @@ class RpcClient:
             info = response.error
             raise error_from_code(info.code if info else "hive_error", info.message if info else "")
         return response.result
-
-    async def call_as(self, model: type[_T], request: BaseModel) -> _T:
-        """:meth:`call`, validating the result into ``model``."""
-        return parse_result(model, await self.call(request))
 
     async def send_raw(self, data: bytes) -> None:
         """Write raw bytes (tests and fuzzers use this to send malformed frames)."""
@@ -170,7 +182,7 @@ async def connect(
         raise
 
 
-async def call_once(path: Path, request: BaseModel, within: float = 30.0) -> JsonValue:
+async def call_once(path: Path, request: Req[R], within: float = 30.0) -> R:
     """Connect, make one call, disconnect; ``Unavailable`` if no answer ``within`` seconds."""
     with anyio.move_on_after(within):
         async with connect(path) as client:

@@ -139,8 +139,8 @@ class Supervisor:
 
     async def _ensure_root(self) -> None:
         root = self.hive.root_agent
-        agents: Any = await call_once(self.paths.host_sock, OpAgentsReq(cmd="agents"))
-        if any(a["name"] == root for a in agents):
+        agents = await call_once(self.paths.host_sock, OpAgentsReq(cmd="agents"))
+        if any(a.name == root for a in agents):
             return
         from hyperhive.config import AgentConfig
 
@@ -205,21 +205,19 @@ class Supervisor:
         seen: dict[str, str] = {}
         while True:
             try:
-                agents: Any = await call_once(
-                    self.paths.host_sock, OpAgentsReq(cmd="agents"), within=5
-                )
+                agents = await call_once(self.paths.host_sock, OpAgentsReq(cmd="agents"), within=5)
             except HiveError:
                 agents = []
             for a in agents:
-                if a.get("needs_login") and a["running"]:
+                if a.needs_login and a.running:
                     state = f"needs login: {LOGIN_REMEDY}"
                 else:
-                    state = "up" if a["running"] else "down"
-                if seen.get(a["name"]) != state:
-                    if seen.get(a["name"], "").startswith("needs login") and a["running"]:
+                    state = "up" if a.running else "down"
+                if seen.get(a.name) != state:
+                    if seen.get(a.name, "").startswith("needs login") and a.running:
                         state = "up (logged in)"
-                    seen[a["name"]] = state
-                    self.say(f"agent {a['name']}: {state}")
+                    seen[a.name] = state
+                    self.say(f"agent {a.name}: {state}")
             await anyio.sleep(1.0)
 
 

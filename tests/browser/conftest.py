@@ -99,7 +99,7 @@ async def _with_dashboard(
     home: Path, claude_bin: Path | None
 ) -> AsyncIterator[tuple[Coordinator, Any, str]]:
     async with _serve(home, claude_bin) as (coord, host), anyio.create_task_group() as tg:
-        url = await tg.start(serve_dashboard, coord)
+        url = await tg.start(serve_dashboard, coord.dashboard_parts())
         try:
             yield coord, host, url
         finally:

@@ -52,7 +52,7 @@ def test_tree_renders_roots_first_with_state(
     model_server.set_script([Stall(release=gate, then=text("ok"))])
     seed(tmp_path, agent_env(model_server.url))
     with live_hive(tmp_path, claude_bin) as hive:
-        hive.call(hive.coord.set_status, "alice", "triaging the backlog")
+        hive.call(hive.coord.agent_state.set_status, "alice", "triaging the backlog")
         hive.as_agent("carol", "send", to=OPERATOR, body="found a bug")
         page.goto(hive.url)
         expect(page.locator("#tree li.node")).to_have_count(4)
@@ -69,7 +69,7 @@ def test_tree_renders_roots_first_with_state(
         expect(page.locator('li[data-agent="carol"] .badge.unread')).to_have_text("✉ 1")
         wait_live(page)
         # A status set and a turn starting repaint without a reload.
-        hive.call(hive.coord.set_status, "bob", "reviewing")
+        hive.call(hive.coord.agent_state.set_status, "bob", "reviewing")
         expect(page.locator('li[data-agent="bob"] .status')).to_have_text("reviewing")
         try:
             hive.op("send", to="queen", body="plan the week")

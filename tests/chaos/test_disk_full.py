@@ -21,7 +21,6 @@ import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -105,24 +104,22 @@ class Hive:
         self.n += 1
         body = f"{sender} #{self.n}"
         try:
-            got: Any = await call_once(
+            got = await call_once(
                 self.paths.agent_sock(sender), SendReq(cmd="send", to=to, body=body)
             )
         except HiveError as exc:
             return exc
-        self.ok[int(got["id"])] = (sender, to, body)
+        self.ok[got.id] = (sender, to, body)
         return None
 
     async def operator_send(self, to: str) -> HiveError | None:
         self.n += 1
         body = f"operator #{self.n}"
         try:
-            got: Any = await call_once(
-                self.paths.host_sock, OpSendReq(cmd="send", to=to, body=body)
-            )
+            got = await call_once(self.paths.host_sock, OpSendReq(cmd="send", to=to, body=body))
         except HiveError as exc:
             return exc
-        self.ok[int(got["id"])] = ("operator", to, body)
+        self.ok[got.id] = ("operator", to, body)
         return None
 
     def logs(self) -> str:
@@ -220,14 +217,13 @@ async def test_a_full_disk_refuses_clearly_corrupts_nothing_and_recovers(hive: H
     received: list[int] = []
     async with connect(paths.agent_sock("bob")) as bob:
         while rows := await bob.call(RecvReq(cmd="recv", max=5)):
-            assert isinstance(rows, list)
-            ids = [int(r["id"]) for r in rows if isinstance(r, dict)]
+            ids = [r.id for r in rows]
             received += ids
             await bob.call(AckUntilReq(cmd="ack_until", up_to=max(ids)))
     assert set(to_bob) <= set(received)
 
     # The spawn the full disk refused goes through now (its half-made repo must not block it).
-    spawned: Any = await call_once(paths.host_sock, OpSpawnReq(cmd="spawn", name="carol"))
-    assert spawned["name"] == "carol"
+    spawned = await call_once(paths.host_sock, OpSpawnReq(cmd="spawn", name="carol"))
+    assert spawned.name == "carol"
     problems = await anyio.to_thread.run_sync(check_store, paths)
     assert not problems, problems

@@ -38,7 +38,6 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -135,10 +134,10 @@ class Operator:
             to = self.rng.choice(self.agents)
             body = f"chain=o{n} hops={self.rng.randint(0, 3)}"
             try:
-                got: Any = await call_once(
+                got = await call_once(
                     self.paths.host_sock, OpSendReq(cmd="send", to=to, body=body), within=10
                 )
-                self.confirmed[int(got["id"])] = (to, body)
+                self.confirmed[got.id] = (to, body)
             except (HiveError, OSError):
                 self.failed += 1  # the coordinator is down: this send was not answered ok
             if n % 7 == 0:
@@ -148,10 +147,10 @@ class Operator:
 
     async def _read_inbox(self) -> None:
         try:
-            inbox: Any = await call_once(
+            inbox = await call_once(
                 self.paths.host_sock, OpInboxReq(cmd="inbox", limit=50, unread_only=True), 10
             )
-            ids = [int(m["id"]) for m in inbox]
+            ids = [m.id for m in inbox]
             self.reappeared += [i for i in ids if i <= self.acked_up_to]
             if ids:
                 await call_once(self.paths.host_sock, OpAckReq(cmd="ack_until", up_to=max(ids)), 10)

@@ -97,7 +97,7 @@ async def test_a_manager_spawns_a_child_that_answers_through_its_parent(
             approvals = await eventually(pending)
             assert approvals[0]["subject"] == "worker" and approvals[0]["requester"] == "queen"
             await op_call(op, "approve", approval_id=approvals[0]["id"])
-        assert c.topology()["worker"] == "queen"
+        assert c.topology_store.read_cached()["worker"] == "queen"
 
         async def reply_from_worker() -> Any:
             return [m for m in await _messages(c, "queen") if m["from"] == "worker"]
@@ -179,5 +179,5 @@ async def test_a_crashing_harness_is_restarted_and_its_submitter_told(
 
         notices = await eventually(crash_notice)
         assert notices[0]["body"].startswith("[container_crash] broken crashed")
-        view = next(a for a in await c.agents_view() if a["name"] == "broken")
-        assert view["crashed"] is None or "ConfigError" in view["crashed"]
+        view = next(a for a in await c.operator_api.agents_view() if a.name == "broken")
+        assert view.crashed is None or "ConfigError" in view.crashed

@@ -15,15 +15,14 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import pytest
-from pydantic import BaseModel, JsonValue
 
 from hyperhive.client import call_once
 from hyperhive.config import AgentConfig, HivePaths
-from hyperhive.protocol import OpMessagesReq, RecvReq
+from hyperhive.protocol import Message, OpMessagesReq, RecvReq, Req
 from tests.support.hive import agent_env, seed_home, start_serve
 from tests.support.model_server import ModelServer, Reply, Stall, text, tool_call
 from tests.support.procs import (
@@ -39,6 +38,8 @@ from tests.support.procs import (
     stop,
     wait_until,
 )
+
+R = TypeVar("R")
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
 
@@ -91,22 +92,20 @@ class Hive:
         except TimeoutError as exc:
             raise AssertionError(f"{exc}\n{self.logs()}") from None
 
-    def call(self, sock: Path, request: BaseModel) -> JsonValue:
-        return anyio.run(call_once, sock, request)
+    def call(self, sock: Path, request: Req[R]) -> R:
+        result: R = anyio.run(call_once, sock, request)
+        return result
 
-    def inbox_of(self, agent: str) -> list[dict[str, Any]]:
-        views = self.call(self.paths.host_sock, OpMessagesReq(cmd="messages", agent=agent))
-        assert isinstance(views, dict) and isinstance(views["inbox"], list)
-        return [m for m in views["inbox"] if isinstance(m, dict)]
+    def inbox_of(self, agent: str) -> list[Message]:
+        return self.call(self.paths.host_sock, OpMessagesReq(cmd="messages", agent=agent)).inbox
 
     def all_acked(self, agent: str) -> bool:
-        return all(m["acked"] for m in self.inbox_of(agent))
+        return all(m.acked for m in self.inbox_of(agent))
 
     def fenced(self, agent: str) -> bool:
         """What an in-sandbox process of ``agent`` sees: recv answers the graceful stop."""
         got = self.call(self.paths.agent_sock(agent), RecvReq(cmd="recv", max=1))
-        assert isinstance(got, list)
-        return any(isinstance(m, dict) and m["from"] == "graceful-stop" for m in got)
+        return any(m.sender == "graceful-stop" for m in got)
 
     def close(self) -> None:
         # Two SIGTERMs kill any claude still running (its own session outlives a

@@ -67,8 +67,7 @@ async def _consumer(paths: HivePaths, acked: set[int], stop: anyio.Event) -> Non
                 await client.call(AttachReq(cmd="attach"))
                 while not stop.is_set():
                     rows = await client.call(RecvReq(cmd="recv", max=5))
-                    assert isinstance(rows, list)
-                    ids = [int(r["id"]) for r in rows if isinstance(r, dict)]
+                    ids = [r.id for r in rows]
                     again = acked.intersection(ids)
                     assert not again, f"acked rows delivered again: {sorted(again)}"
                     if ids:

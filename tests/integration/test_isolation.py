@@ -208,7 +208,7 @@ print(r.returncode, r.stderr.strip())
         code, out = await run_in(alpha, commit('subagent_model = "haiku"', "alpha adds one"))
         assert code == 0 and out.startswith("0"), out
         asked = await coord.approvals.request_apply_commit("alpha", "beta", "HEAD")
-        await coord.approvals.resolve(asked["approval_id"], True)
+        await coord.approvals.resolve(asked.approval_id, True)
         applied = coord.registry.config("beta")
         assert applied.model == "sonnet" and applied.subagent_model == "haiku"
         # The coordinator's git ran as beta in beta's repo, never as root.

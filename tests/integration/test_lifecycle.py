@@ -54,13 +54,13 @@ async def test_kill_is_sticky_and_tells_the_submitter(tmp_path: Path) -> None:
             bob_ends = await agent_call(bob, "get_loose_ends")
         assert isinstance(bob_ends, list)
         assert [e["key"] for e in bob_ends] == ["killed:carol"]
-        agents = await c.agents_view()
+        agents = await c.operator_api.agents_view()
         row = await c.db.run(
             lambda db: db.execute(
                 "SELECT desired_running FROM agent_state WHERE name='carol'"
             ).fetchone()
         )
-        assert row[0] == 0 and not next(a for a in agents if a["name"] == "carol")["running"]
+        assert row[0] == 0 and not next(a for a in agents if a.name == "carol").running
 
 
 async def test_destroy_never_self_or_an_ancestor(tmp_path: Path) -> None:
@@ -75,7 +75,7 @@ async def test_destroy_never_self_or_an_ancestor(tmp_path: Path) -> None:
                 await agent_call(alice, "destroy", agent="bob")
             done = await agent_call(alice, "destroy", agent="carol")
         assert isinstance(done, dict) and done["destroyed"]
-        assert not c.registry.exists("carol") and "carol" not in c.topology()
+        assert not c.registry.exists("carol") and "carol" not in c.topology_store.read_cached()
         assert Path(str(done["data_moved_to"])).exists()
         assert "destroy carol" in c.meta.repo.log(1)[0]["subject"]
         assert not c.paths.agent_sock("carol").exists()
@@ -138,7 +138,7 @@ async def test_init_config_approval_spawns_the_child_under_the_requester(tmp_pat
         assert isinstance(shown, dict) and '+    "messaging",' in shown["diff"]
         resolved = await op_call(op, "approve", approval_id=asked["approval_id"])
         assert isinstance(resolved, dict) and resolved["state"] == "approved"
-        assert c.topology()["worker"] == "alice"
+        assert c.topology_store.read_cached()["worker"] == "alice"
         applied = load_agent_config(c.paths.applied_config("worker"))
         assert applied.tool_groups == [ToolGroup.MESSAGING, ToolGroup.META]
         proposed = GitRepo(c.paths.agent_config_repo("worker"))
@@ -224,8 +224,10 @@ async def test_reconcile_on_start_commits_the_tree(tmp_path: Path) -> None:
     home = _seed(tmp_path)
     (home / "meta" / "topology.json").write_text("{broken")
     async with coordinator(home) as c:
-        assert set(c.topology()) == set(TREE)
-        assert all(parent is None for parent in c.topology().values())  # safe degradation
+        assert set(c.topology_store.read_cached()) == set(TREE)
+        assert all(
+            parent is None for parent in c.topology_store.read_cached().values()
+        )  # safe degradation
         assert c.meta.repo.clean_tree()
 
 

@@ -211,7 +211,7 @@ async def test_helper_events_reach_the_submitting_agent(tmp_path: Path) -> None:
         keys = sorted(e["key"] for e in ends if e["subsystem"] == "core")
         assert keys == ["logged_in:carol", "needs_login:carol"]
         # eve is a root: her submitter is the root manager; crashes go to the inbox.
-        await c.notify_submitter("eve", _crash("eve"))
+        await c.notices.notify_submitter("eve", _crash("eve"))
         async with agent(c.paths, "queen") as queen:
             message = await _next_message(queen)
         assert message["from"] == "system"
@@ -219,7 +219,7 @@ async def test_helper_events_reach_the_submitting_agent(tmp_path: Path) -> None:
             "[container_crash] eve crashed: boom. Read its log (get_logs), then restart it "
             "or fix its config; tell the operator if it keeps crashing."
         )
-        assert c.submitter_of("queen") is None
+        assert c.notices.submitter_of("queen") is None
 
 
 def _crash(agent_name: str) -> object:

@@ -60,13 +60,13 @@ async def coordinator(home: Path) -> AsyncIterator[Coordinator]:
 
 
 async def agent_call(client: RpcClient, cmd: str, **fields: Any) -> JsonValue:
-    """Make an agent-socket request from plain fields."""
-    return await client.call(_AGENT.validate_python({"cmd": cmd, **fields}))
+    """Make an agent-socket request from plain fields; the result as wire JSON."""
+    return await client.call_raw(_AGENT.validate_python({"cmd": cmd, **fields}))
 
 
 async def op_call(client: RpcClient, cmd: str, **fields: Any) -> JsonValue:
-    """Make an operator-socket request from plain fields."""
-    return await client.call(_HOST.validate_python({"cmd": cmd, **fields}))
+    """Make an operator-socket request from plain fields; the result as wire JSON."""
+    return await client.call_raw(_HOST.validate_python({"cmd": cmd, **fields}))
 
 
 @asynccontextmanager

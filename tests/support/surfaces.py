@@ -13,7 +13,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from hyperhive.config import HivePaths
-from tests.support.hive import op_call, operator
+from hyperhive.protocol import OpLooseEndsReq
+from tests.support.hive import operator
 
 __all__ = ["eventually", "loose_todos", "mcp_client", "result_text", "surface_client", "until"]
 
@@ -50,12 +51,11 @@ def result_text(result: types.CallToolResult) -> str:
 async def loose_todos(paths: HivePaths, agent: str, subsystem: str) -> dict[str, str]:
     """``agent``'s open todos of ``subsystem`` as ``{key: summary}``, via the operator socket."""
     async with operator(paths) as op:
-        rows = await op_call(op, "get_loose_ends", agent=agent)
-    assert isinstance(rows, list)
+        rows = await op.call(OpLooseEndsReq(cmd="get_loose_ends", agent=agent))
     return {
-        str(r["key"]): str(r["summary"])
+        r.key: r.summary
         for r in rows
-        if isinstance(r, dict) and r["kind"] == "todo" and r["subsystem"] == subsystem
+        if r.kind == "todo" and r.subsystem == subsystem and r.key is not None
     }
 
 

@@ -25,7 +25,6 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import anyio
 
@@ -51,7 +50,7 @@ from hyperhive.client import RpcClient, connect
 from hyperhive.credentials import LOGIN_REMEDY, fingerprint
 from hyperhive.errors import HiveError, Unavailable
 from hyperhive.framing import FrameDecoder
-from hyperhive.protocol import AttachReq, FenceReq, TurnEndReq, WaitReq, WaitResult, parse_result
+from hyperhive.protocol import AttachReq, FenceReq, TurnEnded, TurnEndReq, WaitReq, WaitResult
 from hyperhive.safefs import atomic_write_beneath
 
 __all__ = ["CHECKPOINT_PROMPT", "claude_slot", "run_agent", "run_turn"]
@@ -267,11 +266,8 @@ class _Loop:
         rt = self.rt
         while True:
             rt.bus.set_state("idle")
-            woke = parse_result(
-                WaitResult,
-                await rpc.call(
-                    WaitReq(cmd="wait", timeout=WAIT_SECONDS, todo_version=self.version)
-                ),
+            woke = await rpc.call(
+                WaitReq(cmd="wait", timeout=WAIT_SECONDS, todo_version=self.version)
             )
             if woke.stop:
                 return
@@ -287,7 +283,7 @@ class _Loop:
             if compact_now:
                 await self._compact(rpc)
 
-    async def _end(self, rpc: RpcClient, req: TurnEndReq) -> Any:
+    async def _end(self, rpc: RpcClient, req: TurnEndReq) -> TurnEnded:
         self.pending_end = req
         result = await rpc.call(req)
         self.pending_end = None
@@ -330,9 +326,7 @@ class _Loop:
                 await rpc.call(AttachReq(cmd="attach"))
             return None
         self.failures = 0
-        return bool(end.get("compact_pending")) or (
-            report.context_usage >= rt.hive.compact_watermark
-        )
+        return end.compact_pending or (report.context_usage >= rt.hive.compact_watermark)
 
     async def _await_login(self) -> None:
         """No credentials: take no turns until they change, or the agent is stopped.

@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic_core import to_jsonable_python
+
 from hyperhive.agent.hyperhive_args import (
     AckArgs,
     AgentArgs,
@@ -48,7 +50,6 @@ from hyperhive.protocol import (
     GetLooseEndsReq,
     LifecycleReq,
     ListSchedulesReq,
-    Message,
     RecvReq,
     RemindReq,
     RequestApplyCommitReq,
@@ -64,30 +65,31 @@ __all__ = ["hyperhive_tools"]
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, indent=1, ensure_ascii=False)
+    """Results as the model reads them: JSON by wire alias (``from``, not ``sender``)."""
+    return json.dumps(to_jsonable_python(value, by_alias=True), indent=1, ensure_ascii=False)
 
 
 async def _send(rt: AgentRuntime, a: SendArgs) -> str:
     r = await rt.call(SendReq(cmd="send", to=a.to, body=a.body, in_reply_to=a.in_reply_to))
-    return f"sent [msg #{r['id']}] to {r['to']}"
+    return f"sent [msg #{r.id}] to {r.to}"
 
 
 async def _recv(rt: AgentRuntime, a: RecvArgs) -> str:
     rows = await rt.call(RecvReq(cmd="recv", max=a.max))
     if not rows:
         return "inbox empty"
-    return "\n".join(Message.model_validate(r).render() for r in rows)
+    return "\n".join(r.render() for r in rows)
 
 
 async def _ack(rt: AgentRuntime, a: AckArgs) -> str:
     r = await rt.call(AckUntilReq(cmd="ack_until", up_to=a.up_to))
-    return f"acked {r['acked']} message(s) up to #{a.up_to}"
+    return f"acked {r.acked} message(s) up to #{a.up_to}"
 
 
 async def _ask(rt: AgentRuntime, a: AskArgs) -> str:
     r = await rt.call(AskOperatorReq(cmd="ask_operator", question=a.question))
     return (
-        f"question #{r['question_id']} sent to the operator as [msg #{r['message_id']}]; "
+        f"question #{r.question_id} sent to the operator as [msg #{r.message_id}]; "
         "the answer arrives in your inbox in reply to it"
     )
 
@@ -99,7 +101,7 @@ async def _loose_ends(rt: AgentRuntime, a: LooseEndsArgs) -> str:
 
 async def _cancel(rt: AgentRuntime, a: CancelArgs) -> str:
     r = await rt.call(CancelLooseEndReq(cmd="cancel_loose_end", kind=a.kind, row_id=a.id))
-    return f"{a.kind} #{a.id} " + ("cancelled" if r["cancelled"] else "was already closed")
+    return f"{a.kind} #{a.id} " + ("cancelled" if r.cancelled else "was already closed")
 
 
 async def _remind(rt: AgentRuntime, a: RemindArgs) -> str:
@@ -111,13 +113,13 @@ async def _remind(rt: AgentRuntime, a: RemindArgs) -> str:
             at_unix_timestamp=a.at_unix_timestamp,
         )
     )
-    return f"reminder #{r['id']} set for unix time {r['due_at']:.0f}"
+    return f"reminder #{r.id} set for unix time {r.due_at:.0f}"
 
 
 async def _status(rt: AgentRuntime, a: StatusArgs) -> str:
     r = await rt.call(SetStatusReq(cmd="set_status", text=a.text))
-    rt.bus.status_text = r["status_text"]
-    return "status cleared" if not r["status_text"] else f"status: {r['status_text']}"
+    rt.bus.status_text = r.status_text
+    return "status cleared" if not r.status_text else f"status: {r.status_text}"
 
 
 async def _meta(rt: AgentRuntime, a: MetaArgs) -> str:
@@ -127,7 +129,7 @@ async def _meta(rt: AgentRuntime, a: MetaArgs) -> str:
 async def _compact(rt: AgentRuntime, a: NoArgs) -> str:
     r = await rt.call(CompactReq(cmd="compact"))
     return (
-        f"compaction queued (last turn used {r['context_usage']:.0%} of the context); "
+        f"compaction queued (last turn used {r.context_usage:.0%} of the context); "
         "it runs after this turn ends, after a notes checkpoint"
     )
 
@@ -142,7 +144,7 @@ async def _schedule(rt: AgentRuntime, a: ScheduleArgs) -> str:
             cron=a.cron,
         )
     )
-    return f"schedule #{r['id']} created for {a.target}"
+    return f"schedule #{r.id} created for {a.target}"
 
 
 async def _list_schedules(rt: AgentRuntime, a: NoArgs) -> str:
@@ -158,7 +160,7 @@ async def _cancel_schedule(rt: AgentRuntime, a: ScheduleIdArgs) -> str:
 async def _init_config(rt: AgentRuntime, a: InitConfigArgs) -> str:
     r = await rt.call(RequestInitConfigReq(cmd="request_init_config", name=a.name, config=a.config))
     return (
-        f"approval #{r['approval_id']} pending: the operator decides; "
+        f"approval #{r.approval_id} pending: the operator decides; "
         "approval_resolved arrives in your inbox"
     )
 
@@ -167,7 +169,7 @@ async def _apply_commit(rt: AgentRuntime, a: ApplyCommitArgs) -> str:
     r = await rt.call(
         RequestApplyCommitReq(cmd="request_apply_commit", agent=a.agent, commit=a.commit)
     )
-    return f"approval #{r['approval_id']} pending for {a.agent} at {r['commit'][:12]}"
+    return f"approval #{r.approval_id} pending for {a.agent} at {(r.commit or '')[:12]}"
 
 
 def _verb(verb: Literal["kill", "start", "restart", "update", "destroy"]) -> Any:
@@ -179,12 +181,13 @@ def _verb(verb: Literal["kill", "start", "restart", "update", "destroy"]) -> Any
 
 async def _logs(rt: AgentRuntime, a: LogsArgs) -> str:
     r = await rt.call(GetLogsReq(cmd="get_logs", agent=a.agent, lines=a.lines))
-    return "\n".join(r["lines"]) or f"(no log lines for {a.agent} yet)"
+    return "\n".join(r.lines) or f"(no log lines for {a.agent} yet)"
 
 
 async def _journal(rt: AgentRuntime, a: LinesArgs) -> str:
     r = await rt.call(GetHostJournalReq(cmd="get_host_journal", lines=a.lines))
-    return "\n".join(f"== {name}\n" + "\n".join(lines) for name, lines in r.items())
+    journal = {"coordinator": r.coordinator, "host": r.host}
+    return "\n".join(f"== {name}\n" + "\n".join(lines) for name, lines in journal.items())
 
 
 async def _meta_inputs(rt: AgentRuntime, a: MetaInputsArgs) -> str:
@@ -193,7 +196,7 @@ async def _meta_inputs(rt: AgentRuntime, a: MetaInputsArgs) -> str:
             cmd="request_update_meta_inputs", claude_version=a.claude_version, reason=a.reason
         )
     )
-    return f"approval #{r['approval_id']} pending"
+    return f"approval #{r.approval_id} pending"
 
 
 def _config_repo(hive_home: Path | None) -> str:

@@ -12,18 +12,33 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import hyperhive
 from hyperhive.agent.bwrap import SYSTEM_LINKS, SYSTEM_RO, Isolation
 from hyperhive.agent.cgroups import prepare_cgroups
+from hyperhive.config import AgentConfig, HiveConfig, HivePaths
 from hyperhive.errors import ConfigError
 from hyperhive.sysusers import agent_user, chown_tree, ensure_user, traversal_problem
 
-if TYPE_CHECKING:
-    from hyperhive.agent.runtime import AgentRuntime
+__all__ = ["IsolationSubject", "build_isolation", "readonly_paths"]
 
-__all__ = ["build_isolation", "readonly_paths"]
+
+class IsolationSubject(Protocol):
+    """What a sandbox is built from (``AgentRuntime`` is one; it imports this module)."""
+
+    name: str
+    paths: HivePaths
+    config: AgentConfig
+    hive: HiveConfig
+    descendants: tuple[str, ...]
+
+    @property
+    def state_dir(self) -> Path: ...
+
+    @property
+    def runtime_dir(self) -> Path: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +92,7 @@ def grant_repo(repo: Path, uid: int) -> None:
         )
 
 
-def build_isolation(rt: AgentRuntime) -> tuple[Isolation, list[str]]:
+def build_isolation(rt: IsolationSubject) -> tuple[Isolation, list[str]]:
     """The agent's sandbox: its user (created if missing), dirs it owns, limits."""
     notes: list[str] = []
     own = [rt.state_dir, rt.paths.agent_home(rt.name), rt.paths.agent_work(rt.name)]

@@ -12,7 +12,7 @@ import os
 import secrets
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
@@ -29,6 +29,7 @@ from hyperhive.credentials import effective_env
 from hyperhive.errors import StorageError, Unavailable
 from hyperhive.forge.identity import forge_env, git_credential_config
 from hyperhive.permissions import CAPABILITIES_ENV, TOOL_GROUPS_ENV, Capability, ToolGroup
+from hyperhive.protocol import Req
 
 if TYPE_CHECKING:
     from hyperhive.bash.tasks import TaskManager
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["AgentRuntime"]
 
+R = TypeVar("R")
 log = logging.getLogger(__name__)
 
 
@@ -91,7 +93,7 @@ class AgentRuntime:
             raise Unavailable(f"{self.name} is not connected to the coordinator right now")
         return self.rpc
 
-    async def call(self, request: Any) -> Any:
+    async def call(self, request: Req[R]) -> R:
         """Forward a request to the coordinator over this agent's own socket."""
         return await self.client().call(request)
 

@@ -10,15 +10,14 @@ harness has not connected yet, which is exactly when a restart reports its
 from __future__ import annotations
 
 import itertools
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
-from pydantic import BaseModel
 
 from hyperhive.client import RpcClient, call_once
 from hyperhive.config import HivePaths
 from hyperhive.errors import Unavailable
-from hyperhive.protocol import TodoClearReq, TodoUpsertReq
+from hyperhive.protocol import Req, TodoClearReq, TodoUpsertReq
 
 __all__ = ["CoordinatorTodos", "TodoSink"]
 
@@ -49,7 +48,7 @@ class CoordinatorTodos:
         self._seq = itertools.count(1)
         self._latest: dict[str, int] = {}
 
-    async def _call(self, key: str, request: BaseModel) -> None:
+    async def _call(self, key: str, request: Req[Any]) -> None:
         """Deliver, retrying while the coordinator is away (a restart takes seconds).
 
         A todo dropped here would leave the agent with a stale "running" or no

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import click
 
-from hyperhive.cli.base import _Ctx, _emit, json_option, main, pass_ctx
+from hyperhive.cli.base import _Ctx, _emit, _jsonable, json_option, main, pass_ctx
 from hyperhive.config import AgentConfig, load_agent_config
 from hyperhive.credentials import LOGIN_REMEDY
 from hyperhive.errors import NotFound
 from hyperhive.forge.view import AgentForgeView
 from hyperhive.protocol import (
+    AgentConfigView,
+    AgentView,
     OpAgentForgeReq,
     OpAgentsReq,
     OpCompactReq,
@@ -41,15 +42,14 @@ def agents_list(obj: _Ctx, as_json: bool) -> None:
     """Every agent with parent, running state and status."""
     data = obj.call(OpAgentsReq(cmd="agents"))
 
-    def human(rows: list[dict[str, Any]]) -> None:
+    def human(rows: list[AgentView]) -> None:
         for a in rows:
-            state = "running" if a["running"] else "stopped"
-            turn = "needs login" if a.get("needs_login") else a["turn_state"]
+            state = "running" if a.running else "stopped"
+            turn = "needs login" if a.needs_login else a.turn_state
             click.echo(
-                f"{a['name']:20} parent={a['parent'] or '-':12} {state:8} "
-                f"{turn:11} {a['status_text']}"
+                f"{a.name:20} parent={a.parent or '-':12} {state:8} {turn:11} {a.status_text}"
             )
-        if any(a.get("needs_login") for a in rows):
+        if any(a.needs_login for a in rows):
             click.echo(f"needs login: {LOGIN_REMEDY}")
 
     _emit(data, as_json, human)
@@ -63,27 +63,32 @@ def agents_show(obj: _Ctx, name: str, as_json: bool) -> None:
     """One agent: parent, state, status, tool groups, what is wrong with its config, and its
     forge user and repositories."""
     rows = obj.call(OpAgentsReq(cmd="agents"))
-    assert isinstance(rows, list)
-    row = next((r for r in rows if isinstance(r, dict) and r["name"] == name), None)
+    row = next((r for r in rows if r.name == name), None)
     if row is None:
         raise NotFound(f"no agent named {name!r}; `hivectl agents list` shows the hive")
-    config = None if row.get("broken") else obj.call(OpConfigReq(cmd="agent_config", agent=name))
+    config = None if row.broken else obj.call(OpConfigReq(cmd="agent_config", agent=name))
     forge = obj.call(OpAgentForgeReq(cmd="agent_forge", agent=name))
-    data = {**row, "config": config, "forge": forge}
+    # The agents-list row plus its config and forge: one JSON object for --json.
+    data = {
+        **row.model_dump(mode="json"),
+        "config": _jsonable(config),
+        "forge": _jsonable(forge),
+    }
 
-    def human(d: dict[str, Any]) -> None:
-        state = "running" if d["running"] else "stopped"
-        click.echo(f"{d['name']}  parent={d['parent'] or '-'}  {state}  {d['turn_state']}")
-        if d["status_text"]:
-            click.echo(f"status: {d['status_text']}")
-        for label, key in (("broken config", "broken"), ("crashed", "crashed")):
-            if d.get(key):
-                click.echo(f"{label}: {d[key]}")
-        for warning in d.get("config_warnings") or []:
+    def human(_: object) -> None:
+        state = "running" if row.running else "stopped"
+        click.echo(f"{row.name}  parent={row.parent or '-'}  {state}  {row.turn_state}")
+        if row.status_text:
+            click.echo(f"status: {row.status_text}")
+        if row.broken:
+            click.echo(f"broken config: {row.broken}")
+        if row.crashed:
+            click.echo(f"crashed: {row.crashed}")
+        for warning in row.config_warnings:
             click.echo(f"config warning: {warning}")
-        if d["config"] is not None:
-            click.echo("tool groups: " + ", ".join(d["config"]["tool_groups"]))
-        for line in AgentForgeView.model_validate(d["forge"]).lines():
+        if config is not None:
+            click.echo("tool groups: " + ", ".join(config.tool_groups))
+        for line in AgentForgeView.model_validate(forge.model_dump()).lines():
             click.echo(line)
 
     _emit(data, as_json, human)
@@ -95,19 +100,18 @@ def agents_show(obj: _Ctx, name: str, as_json: bool) -> None:
 def agents_tree(obj: _Ctx, as_json: bool) -> None:
     """The agent tree, roots first."""
     data = obj.call(OpAgentsReq(cmd="agents"))
-    assert isinstance(data, list)
-    rows = {str(a["name"]): a for a in data if isinstance(a, dict)}
+    rows = {a.name: a for a in data}
 
     def human(_: object) -> None:
         def walk(name: str, depth: int) -> None:
             a = rows[name]
-            mark = "●" if a["running"] else "○"
-            turn = "needs login" if a.get("needs_login") else a["turn_state"]
-            click.echo(f"{'  ' * depth}{mark} {name}  {turn}  {a['status_text']}")
-            for child in sorted(n for n, r in rows.items() if r["parent"] == name):
+            mark = "●" if a.running else "○"
+            turn = "needs login" if a.needs_login else a.turn_state
+            click.echo(f"{'  ' * depth}{mark} {name}  {turn}  {a.status_text}")
+            for child in sorted(n for n, r in rows.items() if r.parent == name):
                 walk(child, depth + 1)
 
-        for root in sorted(n for n, r in rows.items() if r["parent"] not in rows):
+        for root in sorted(n for n, r in rows.items() if r.parent not in rows):
             walk(root, 0)
 
     _emit(data, as_json, human)
@@ -132,8 +136,7 @@ def agents_spawn(
     """Create agent NAME (the operator's own spawn: no approval needed)."""
     config = load_agent_config(config_file) if config_file else AgentConfig()
     result = obj.call(OpSpawnReq(cmd="spawn", name=name, config=config, parent=parent))
-    assert isinstance(result, dict)
-    if not result.get("running"):
+    if not result.running:
         click.echo(f"spawned {name} (starts when an agent host connects)")
         return
     click.echo(f"{name} placed on an agent host; waiting for it to come up…", err=True)
@@ -176,9 +179,8 @@ def agents_set_parent(obj: _Ctx, child: str, parent: str | None, root: bool) -> 
     if (parent is None) == (not root):
         raise click.UsageError("give exactly one of --parent P or --root")
     result = obj.call(OpSetParentReq(cmd="set_parent", child=child, new_parent=parent))
-    assert isinstance(result, dict)
     where = f"under {parent}" if parent else "at the root"
-    click.echo(f"{child} is now {where}" if result["changed"] else f"{child} was already {where}")
+    click.echo(f"{child} is now {where}" if result.changed else f"{child} was already {where}")
 
 
 def _lifecycle_command(verb: str, summary: str) -> None:
@@ -190,8 +192,7 @@ def _lifecycle_command(verb: str, summary: str) -> None:
         if verb == "destroy" and not yes:
             click.confirm(f"destroy {name}? Its data moves to agents/.trash", abort=True)
         request = OpLifecycleReq.model_validate({"cmd": f"agent_{verb}", "agent": name})
-        result = obj.call(request)
-        click.echo(json.dumps(result))
+        click.echo(json.dumps(_jsonable(obj.call(request))))
 
 
 for _verb, _summary in (
@@ -213,12 +214,11 @@ for _verb, _summary in (
 def logs(obj: _Ctx, name: str, lines: int, follow: bool, as_json: bool) -> None:
     """Tail agent NAME's log (its claude turns, bash tasks, subagents)."""
     result = obj.call(OpLogsReq(cmd="logs", agent=name, lines=lines))
-    assert isinstance(result, dict) and isinstance(result["lines"], list)
     if as_json:
-        click.echo(json.dumps(result, indent=2))
+        click.echo(json.dumps(_jsonable(result), indent=2))
         return
-    for line in result["lines"]:
-        click.echo(str(line))
+    for line in result.lines:
+        click.echo(line)
     if follow:
         path = obj.paths.logs / "agents" / f"{name}.log"
         _follow(path)
@@ -242,7 +242,7 @@ def _follow(path: Path) -> None:
 @pass_ctx
 def compact(obj: _Ctx, name: str) -> None:
     """Queue a compaction of NAME's context (only above 66% usage; runs after its turn)."""
-    click.echo(json.dumps(obj.call(OpCompactReq(cmd="compact", agent=name))))
+    click.echo(json.dumps(_jsonable(obj.call(OpCompactReq(cmd="compact", agent=name)))))
 
 
 # ---- permissions -----------------------------------------------------------------
@@ -261,11 +261,11 @@ def perms_show(obj: _Ctx, name: str, as_json: bool) -> None:
     """NAME's groups, capabilities and the exact --tools / --allowedTools it gets."""
     data = obj.call(OpConfigReq(cmd="agent_config", agent=name))
 
-    def human(d: dict[str, Any]) -> None:
-        click.echo(f"groups:         {','.join(d['tool_groups'])}")
-        click.echo(f"capabilities:   {','.join(d['capabilities']) or '-'}")
-        click.echo(f"--tools         {d['tools_arg']}")
-        click.echo(f"--allowedTools  {d['allowed_tools_arg']}")
+    def human(d: AgentConfigView) -> None:
+        click.echo(f"groups:         {','.join(d.tool_groups)}")
+        click.echo(f"capabilities:   {','.join(d.capabilities) or '-'}")
+        click.echo(f"--tools         {d.tools_arg}")
+        click.echo(f"--allowedTools  {d.allowed_tools_arg}")
 
     _emit(data, as_json, human)
 
@@ -286,11 +286,9 @@ def perms_set(obj: _Ctx, name: str, groups: str, caps: str, apply_now: bool) -> 
             capabilities=[c for c in caps.split(",") if c],
         )
     )
-    assert isinstance(result, dict)
     click.echo(
-        f"approval #{result['approval_id']} created (proposed commit {str(result['commit'])[:12]})"
+        f"approval #{result.approval_id} created (proposed commit {(result.commit or '')[:12]})"
     )
     if apply_now:
-        click.echo(
-            json.dumps(obj.call(OpResolveReq(cmd="approve", approval_id=result["approval_id"])))
-        )
+        outcome = obj.call(OpResolveReq(cmd="approve", approval_id=result.approval_id))
+        click.echo(json.dumps(_jsonable(outcome)))

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import click
 
-from hyperhive.cli.base import _Ctx, _emit, json_option, main, pass_ctx
+from hyperhive.cli.base import _Ctx, _emit, _jsonable, json_option, main, pass_ctx
 from hyperhive.protocol import (
+    ApprovalDetail,
+    ApprovalView,
     OpApprovalShowReq,
     OpApprovalsReq,
     OpResolveReq,
@@ -30,13 +31,11 @@ def approvals_list(obj: _Ctx, show_all: bool, as_json: bool) -> None:
     """Pending approvals (id, kind, requester, subject, state)."""
     data = obj.call(OpApprovalsReq(cmd="approvals", pending_only=not show_all))
 
-    def human(rows: list[dict[str, Any]]) -> None:
+    def human(rows: list[ApprovalView]) -> None:
         if not rows:
             click.echo("(no pending approvals)")
         for a in rows:
-            click.echo(
-                f"#{a['id']} [{a['state']}] {a['kind']} {a['subject']} (by {a['requester']})"
-            )
+            click.echo(f"#{a.id} [{a.state}] {a.kind} {a.subject} (by {a.requester})")
 
     _emit(data, as_json, human)
 
@@ -46,24 +45,24 @@ def approvals_list(obj: _Ctx, show_all: bool, as_json: bool) -> None:
 @json_option
 @pass_ctx
 def approvals_show(obj: _Ctx, approval_id: int, as_json: bool) -> None:
-    """One approval: the proposed config diff and what approving gives the agent."""
+    """One approval with the proposed config diff."""
     data = obj.call(OpApprovalShowReq(cmd="approval_show", approval_id=approval_id))
 
-    def human(a: dict[str, Any]) -> None:
-        click.echo(f"#{a['id']} [{a['state']}] {a['kind']} {a['subject']} (by {a['requester']})")
-        if a.get("diff"):
-            click.echo(a["diff"])
-        effective = a.get("effective")
+    def human(a: ApprovalDetail) -> None:
+        click.echo(f"#{a.id} [{a.state}] {a.kind} {a.subject} (by {a.requester})")
+        if a.diff:
+            click.echo(a.diff)
+        effective = a.effective
         if effective:
-            click.echo(f"approving gives {effective['agent']}:")
-            click.echo(f"  parent          {effective['parent'] or '(none: a root agent)'}")
-            click.echo(f"  tool groups     {', '.join(effective['tool_groups'])}")
-            click.echo(f"  capabilities    {', '.join(effective['capabilities']) or '(none)'}")
-            click.echo(f"  MCP servers     {', '.join(effective['mcp_servers'])}")
-            click.echo(f"  --tools         {effective['tools_arg']}")
-            click.echo(f"  --allowedTools  {effective['allowed_tools_arg']}")
+            click.echo(f"approving gives {effective.agent}:")
+            click.echo(f"  parent          {effective.parent or '(none: a root agent)'}")
+            click.echo(f"  tool groups     {', '.join(effective.tool_groups)}")
+            click.echo(f"  capabilities    {', '.join(effective.capabilities) or '(none)'}")
+            click.echo(f"  MCP servers     {', '.join(effective.mcp_servers)}")
+            click.echo(f"  --tools         {effective.tools_arg}")
+            click.echo(f"  --allowedTools  {effective.allowed_tools_arg}")
             click.echo("  agent.toml, defaults filled in:")
-            for line in effective["toml"].splitlines():
+            for line in effective.toml.splitlines():
                 click.echo(f"    {line}")
 
     _emit(data, as_json, human)
@@ -75,7 +74,7 @@ def approvals_show(obj: _Ctx, approval_id: int, as_json: bool) -> None:
 def approvals_approve(obj: _Ctx, approval_id: int) -> None:
     """Approve and carry out APPROVAL_ID (apply, spawn, rebuild)."""
     result = obj.call(OpResolveReq(cmd="approve", approval_id=approval_id))
-    click.echo(json.dumps(result))
+    click.echo(json.dumps(_jsonable(result)))
 
 
 @approvals.command("deny")
@@ -85,4 +84,4 @@ def approvals_approve(obj: _Ctx, approval_id: int) -> None:
 def approvals_deny(obj: _Ctx, approval_id: int, reason: str) -> None:
     """Deny APPROVAL_ID with a reason."""
     result = obj.call(OpResolveReq(cmd="deny", approval_id=approval_id, reason=reason))
-    click.echo(json.dumps(result))
+    click.echo(json.dumps(_jsonable(result)))

@@ -13,11 +13,12 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import click
-from pydantic import BaseModel, JsonValue
+from pydantic import JsonValue
+from pydantic_core import to_jsonable_python
 
 from hyperhive import __version__
 from hyperhive.client import call_once
@@ -26,8 +27,12 @@ from hyperhive.config import (
     resolve_home,
 )
 from hyperhive.errors import HiveError, InternalError
+from hyperhive.protocol import Req
 
 __all__ = ["main"]
+
+R = TypeVar("R")
+_T = TypeVar("_T")
 
 
 class _Ctx:
@@ -35,8 +40,10 @@ class _Ctx:
         self.home = home
         self.paths = HivePaths(home)
 
-    def call(self, request: BaseModel) -> JsonValue:
-        return anyio.run(call_once, self.paths.host_sock, request)
+    def call(self, request: Req[R]) -> R:
+        """One operator request, answered with the request's response model."""
+        result: R = anyio.run(call_once, self.paths.host_sock, request)
+        return result
 
 
 pass_ctx = click.make_pass_decorator(_Ctx)
@@ -97,9 +104,15 @@ def _save_traceback(obj: _Ctx | None) -> Path:
     return Path(name)
 
 
-def _emit(data: JsonValue, as_json: bool, human: Callable[[Any], None]) -> None:
+def _jsonable(value: Any) -> JsonValue:
+    """A result as ``--json`` prints it: models by wire alias (docs/cli-json.md)."""
+    out: JsonValue = to_jsonable_python(value, by_alias=True)
+    return out
+
+
+def _emit(data: _T, as_json: bool, human: Callable[[_T], None]) -> None:
     if as_json:
-        click.echo(json.dumps(data, indent=2))
+        click.echo(json.dumps(_jsonable(data), indent=2))
     else:
         human(data)
 

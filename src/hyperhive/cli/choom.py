@@ -49,16 +49,13 @@ def choom(obj: _Ctx, name: str, claude_args: tuple[str, ...]) -> None:
     from hyperhive.agent.runtime import AgentRuntime
 
     data = obj.call(OpConfigReq(cmd="agent_config", agent=name))
-    assert isinstance(data, dict)
-    config = AgentConfig.model_validate(data["config"])
-    topo = obj.call(OpTopologyReq(cmd="topology"))
-    assert isinstance(topo, dict)
-    parent = topo.get(name)
+    config = AgentConfig.model_validate(data.config)
+    parent = obj.call(OpTopologyReq(cmd="topology")).get(name)
     hive = load_hive_config(obj.home)
     runtime = AgentRuntime(
         name=name,
         config=config,
-        parent=parent if isinstance(parent, str) else None,
+        parent=parent,
         paths=obj.paths,
         hive=hive,
     )

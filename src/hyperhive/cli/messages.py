@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from hyperhive.cli.base import _Ctx, _emit, json_option, main, pass_ctx
 from hyperhive.protocol import (
+    Message,
     OpAnswerReq,
     OpInboxReq,
     OpQuestionsReq,
     OpSendReq,
+    Question,
 )
 
 # ---- messages ---------------------------------------------------------------
@@ -25,8 +25,7 @@ from hyperhive.protocol import (
 def send(obj: _Ctx, to: str, body: str, reply_to: int | None) -> None:
     """Send BODY to agent TO as the operator."""
     result = obj.call(OpSendReq(cmd="send", to=to, body=body, in_reply_to=reply_to))
-    assert isinstance(result, dict)
-    click.echo(f"sent #{result['id']} to {result['to']}")
+    click.echo(f"sent #{result.id} to {result.to}")
 
 
 @main.command()
@@ -36,14 +35,12 @@ def send(obj: _Ctx, to: str, body: str, reply_to: int | None) -> None:
 def reply(obj: _Ctx, message_id: int, body: str) -> None:
     """Reply to message MESSAGE_ID in the operator's inbox."""
     inbox = obj.call(OpInboxReq(cmd="inbox", limit=1000))
-    assert isinstance(inbox, list)
-    match = [m for m in inbox if isinstance(m, dict) and m.get("id") == message_id]
+    match = [m for m in inbox if m.id == message_id]
     if not match:
         raise click.ClickException(f"no message #{message_id} in the operator's inbox")
-    sender = str(match[0]["from"])
+    sender = match[0].sender
     result = obj.call(OpSendReq(cmd="send", to=sender, body=body, in_reply_to=message_id))
-    assert isinstance(result, dict)
-    click.echo(f"sent #{result['id']} to {sender}")
+    click.echo(f"sent #{result.id} to {sender}")
 
 
 @main.command()
@@ -55,12 +52,12 @@ def inbox(obj: _Ctx, unread: bool, limit: int, as_json: bool) -> None:
     """Messages addressed to the operator."""
     data = obj.call(OpInboxReq(cmd="inbox", limit=limit, unread_only=unread))
 
-    def human(rows: list[dict[str, Any]]) -> None:
+    def human(rows: list[Message]) -> None:
         if not rows:
             click.echo("(inbox empty)")
         for m in rows:
-            reply_to = f" re #{m['in_reply_to']}" if m.get("in_reply_to") else ""
-            click.echo(f"#{m['id']} from {m['from']}{reply_to}: {m['body']}")
+            reply_to = f" re #{m.in_reply_to}" if m.in_reply_to else ""
+            click.echo(f"#{m.id} from {m.sender}{reply_to}: {m.body}")
 
     _emit(data, as_json, human)
 
@@ -81,11 +78,11 @@ def questions_list(obj: _Ctx, show_all: bool, as_json: bool) -> None:
     """Open questions (oldest first)."""
     data = obj.call(OpQuestionsReq(cmd="questions", open_only=not show_all))
 
-    def human(rows: list[dict[str, Any]]) -> None:
+    def human(rows: list[Question]) -> None:
         if not rows:
             click.echo("(no open questions)")
         for q in rows:
-            click.echo(f"#{q['id']} [{q['state']}] {q['asker']}: {q['question']}")
+            click.echo(f"#{q.id} [{q.state}] {q.asker}: {q.question}")
 
     _emit(data, as_json, human)
 
@@ -97,5 +94,4 @@ def questions_list(obj: _Ctx, show_all: bool, as_json: bool) -> None:
 def questions_answer(obj: _Ctx, question_id: int, text: str) -> None:
     """Answer question QUESTION_ID; the asker gets TEXT as a reply."""
     result = obj.call(OpAnswerReq(cmd="answer_question", question_id=question_id, answer=text))
-    assert isinstance(result, dict)
-    click.echo(f"answered #{question_id}; sent to {result['asker']} as #{result['message_id']}")
+    click.echo(f"answered #{question_id}; sent to {result.asker} as #{result.message_id}")

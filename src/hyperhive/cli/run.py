@@ -26,7 +26,9 @@ from hyperhive.errors import ConfigError
 from hyperhive.lifeline import die_with_supervisor
 from hyperhive.permissions import Capability, ToolGroup, builtin_tools_arg
 from hyperhive.protocol import (
+    HiveStatus,
     OpStatusReq,
+    WaitingSlot,
 )
 
 
@@ -129,20 +131,20 @@ def status(obj: _Ctx, as_json: bool) -> None:
     """Show the coordinator's view of the hive."""
     data = obj.call(OpStatusReq(cmd="status"))
 
-    def human(d: dict[str, Any]) -> None:
-        for key, value in d.items():
+    def human(d: HiveStatus) -> None:
+        for key, value in d.model_dump().items():
             if key == "waiting_slot":
-                value = waiting_line(value, time.time())
+                value = waiting_line(d.waiting_slot, time.time())
             click.echo(f"{key:15} {value}")
 
     _emit(data, as_json, human)
 
 
-def waiting_line(waiting: Any, now: float) -> str:
+def waiting_line(waiting: list[WaitingSlot], now: float) -> str:
     """``alice 12s, bob 3s``: who waits for a claude slot, longest first, and how long."""
     if not waiting:
         return "(no agent waits for a claude slot)"
-    return ", ".join(f"{w['agent']} {max(0.0, now - w['since']):.0f}s" for w in waiting)
+    return ", ".join(f"{w.agent} {max(0.0, now - w.since):.0f}s" for w in waiting)
 
 
 @main.command("tools")

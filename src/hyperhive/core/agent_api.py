@@ -1,6 +1,6 @@
 """What an agent may ask of the coordinator, on its own socket.
 
-``AgentApi(coord, name)`` is bound to one agent's listener: ``name`` is who
+``AgentApi(name, …parts)`` is bound to one agent's listener: ``name`` is who
 is asking, whatever the request says. Commands that are MCP tools are gated
 here by the agent's tool groups (server-side; ``--allowedTools`` is only a
 convenience), and every cross-agent action is checked against the topology.
@@ -9,10 +9,20 @@ convenience), and every cross-agent action is checked against the topology.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from hyperhive import topology
-from hyperhive.core.loose_ends import OWNER_COLUMN
+from hyperhive import __version__, topology
+from hyperhive.core.agent_state import AgentState
+from hyperhive.core.approvals import Approvals
+from hyperhive.core.broker import Broker
+from hyperhive.core.dispatch import Dispatcher
+from hyperhive.core.hostlink import HostLink
+from hyperhive.core.lifecycle import Lifecycle
+from hyperhive.core.logs import LogTails
+from hyperhive.core.loose_ends import OWNER_COLUMN, LooseEnds
+from hyperhive.core.notify import EventBus
+from hyperhive.core.registry import AgentRegistry
+from hyperhive.core.scheduler import Scheduler
 from hyperhive.errors import (
     Conflict,
     InvalidName,
@@ -22,59 +32,106 @@ from hyperhive.errors import (
     PermissionDenied,
     ToolGroupDenied,
 )
-from hyperhive.names import RESERVED_NAMES, validate_task_name
+from hyperhive.names import OPERATOR, PARENT_SENTINEL, RESERVED_NAMES, validate_task_name
 from hyperhive.permissions import HYPERHIVE_SERVER, Capability, group_for_tool
 from hyperhive.protocol import (
+    Acked,
     AckUntilReq,
+    AgentMeta,
+    AgentRequest,
+    ApprovalRequested,
+    Asked,
     AskOperatorReq,
+    Attached,
     AttachReq,
+    Cancelled,
     CancelLooseEndReq,
     CancelScheduleReq,
+    Cleared,
+    CompactQueued,
     CompactReq,
+    Created,
     FenceReq,
     GetAgentMetaReq,
     GetHostJournalReq,
     GetLogsReq,
     GetLooseEndsReq,
+    HostJournal,
     LifecycleReq,
+    LifecycleResult,
     ListSchedulesReq,
+    LogTail,
+    LooseEnd,
+    Message,
     RecvReq,
+    Reminded,
     RemindReq,
     RequestApplyCommitReq,
     RequestInitConfigReq,
     RequestUpdateMetaInputsReq,
+    Schedule,
     SchedulePromptReq,
     SendReq,
+    Sent,
     SetStatusReq,
+    StatusSet,
     TodoClearReq,
     TodoUpsertReq,
+    TurnEnded,
     TurnEndReq,
     WaitReq,
+    WaitResult,
     WakeReq,
 )
 from hyperhive.protocol.agent import REMIND_MAX_BYTES
+from hyperhive.topology import TopologyStore
 
-if TYPE_CHECKING:
-    from hyperhive.core.coordinator import Coordinator
-
-__all__ = ["COMPACT_THRESHOLD", "STATUS_MAX", "AgentApi"]
+__all__ = ["AGENT_TABLE", "COMPACT_THRESHOLD", "STATUS_MAX", "AgentApi"]
 
 COMPACT_THRESHOLD = 0.66
 STATUS_MAX = 200
 
+AGENT_TABLE: Dispatcher[AgentApi] = Dispatcher("agent socket", AgentRequest)
+on = AGENT_TABLE.on
+
 
 class AgentApi:
-    """The dispatcher behind ``run/agents/<name>.sock``."""
+    """The handlers behind ``run/agents/<name>.sock``, bound to the agent ``name``."""
 
-    def __init__(self, coord: Coordinator, name: str) -> None:
-        self.c = coord
+    def __init__(
+        self,
+        name: str,
+        *,
+        registry: AgentRegistry,
+        topology_store: TopologyStore,
+        broker: Broker,
+        loose_ends: LooseEnds,
+        scheduler: Scheduler,
+        agent_state: AgentState,
+        approvals: Approvals,
+        lifecycle: Lifecycle,
+        logs: LogTails,
+        hostlink: HostLink,
+        bus: EventBus,
+    ) -> None:
         self.name = name
+        self.registry = registry
+        self.topology_store = topology_store
+        self.broker = broker
+        self.loose_ends = loose_ends
+        self.scheduler = scheduler
+        self.agent_state = agent_state
+        self.approvals = approvals
+        self.lifecycle = lifecycle
+        self.logs = logs
+        self.hostlink = hostlink
+        self.bus = bus
 
     def _gate(self, cmd: str) -> None:
         group = group_for_tool(HYPERHIVE_SERVER, cmd)
         if group is None:
             return
-        groups = self.c.registry.config(self.name).tool_groups
+        groups = self.registry.config(self.name).tool_groups
         if group not in groups:
             raise ToolGroupDenied(
                 f"{cmd} needs the {group.value!r} tool group, which {self.name} does not have; "
@@ -83,79 +140,108 @@ class AgentApi:
 
     async def __call__(self, req: Any) -> Any:
         self._gate(req.cmd)
-        handler = getattr(self, f"_{req.cmd}")
-        return await handler(req)
+        return await AGENT_TABLE(self, req)
+
+    def _topology(self) -> dict[str, str | None]:
+        return self.topology_store.read_cached()
+
+    def _resolve_recipient(self, to: str) -> str:
+        """``<parent>`` → the parent (``operator`` for a root); unknown names refused."""
+        if to == PARENT_SENTINEL:
+            return self._topology().get(self.name) or OPERATOR
+        if to == OPERATOR:
+            return to
+        if not self.registry.exists(to):
+            raise NotFound(
+                f"unknown recipient {to!r}: no such agent (messages are never dropped "
+                "silently); use get_agent_meta or ask your parent for the right name"
+            )
+        return to
 
     # ---- messaging ---------------------------------------------------------
 
-    async def _send(self, req: SendReq) -> dict[str, Any]:
-        recipient = self.c.resolve_recipient(self.name, req.to)
-        cfg = self.c.registry.config(self.name)
+    @on(SendReq)
+    async def _send(self, req: SendReq) -> Sent:
+        recipient = self._resolve_recipient(req.to)
+        cfg = self.registry.config(self.name)
         decision = topology.check_route(
-            self.c.topology(), self.name, recipient, cfg.allowed_recipients, cfg.extra_recipients
+            self._topology(), self.name, recipient, cfg.allowed_recipients, cfg.extra_recipients
         )
         if not decision.allowed:
             raise topology.refuse_route(self.name, recipient, decision)
-        msg_id = await self.c.broker.send(self.name, recipient, req.body, req.in_reply_to)
-        return {"id": msg_id, "to": recipient}
+        msg_id = await self.broker.send(self.name, recipient, req.body, req.in_reply_to)
+        return Sent(id=msg_id, to=recipient)
 
-    async def _recv(self, req: RecvReq) -> list[Any]:
-        return list(await self.c.broker.recv(self.name, req.max))
+    @on(RecvReq)
+    async def _recv(self, req: RecvReq) -> list[Message]:
+        return list(await self.broker.recv(self.name, req.max))
 
-    async def _ack_until(self, req: AckUntilReq) -> dict[str, int]:
-        return {"acked": await self.c.broker.ack_until(self.name, req.up_to)}
+    @on(AckUntilReq)
+    async def _ack_until(self, req: AckUntilReq) -> Acked:
+        return Acked(acked=await self.broker.ack_until(self.name, req.up_to))
 
-    async def _ask_operator(self, req: AskOperatorReq) -> dict[str, int]:
-        self.c.broker.check_body(req.question)
-        qid, mid = await self.c.loose_ends.ask_operator(self.name, req.question)
-        self.c.bus.emit("question", question_id=qid, state="open", asker=self.name)
-        return {"question_id": qid, "message_id": mid}
+    @on(AskOperatorReq)
+    async def _ask_operator(self, req: AskOperatorReq) -> Asked:
+        self.broker.check_body(req.question)
+        qid, mid = await self.loose_ends.ask_operator(self.name, req.question)
+        self.bus.emit("question", question_id=qid, state="open", asker=self.name)
+        return Asked(question_id=qid, message_id=mid)
 
     # ---- harness -----------------------------------------------------------
 
-    async def _wait(self, req: WaitReq) -> Any:
-        return await self.c.broker.wait(self.name, req.timeout, req.todo_version)
+    @on(WaitReq)
+    async def _wait(self, req: WaitReq) -> WaitResult:
+        return await self.broker.wait(self.name, req.timeout, req.todo_version)
 
-    async def _attach(self, req: AttachReq) -> dict[str, Any]:
-        incarnation = await self.c.broker.attach(self.name)
-        return {"incarnation": incarnation, "agent": self.name}
+    @on(AttachReq)
+    async def _attach(self, req: AttachReq) -> Attached:
+        incarnation = await self.broker.attach(self.name)
+        return Attached(incarnation=incarnation, agent=self.name)
 
+    @on(FenceReq)
     async def _fence(self, req: FenceReq) -> None:
-        await self.c.broker.fence(self.name)
+        await self.broker.fence(self.name)
 
-    async def _turn_end(self, req: TurnEndReq) -> dict[str, Any]:
-        return await self.c.turn_end(self.name, req)
+    @on(TurnEndReq)
+    async def _turn_end(self, req: TurnEndReq) -> TurnEnded:
+        # Ack first: a clean turn's mail is never redelivered once turn_end answers.
+        await self.broker.ack_ids(self.name, req.handled)
+        return await self.agent_state.turn_end(self.name, req)
 
     # ---- in-sandbox producers ----------------------------------------------
 
-    async def _wake(self, req: WakeReq) -> dict[str, int]:
+    @on(WakeReq)
+    async def _wake(self, req: WakeReq) -> Created:
         label = req.sender
         try:
             validate_task_name(label)
         except InvalidName as exc:
             raise InvalidRequest(f"wake label: {exc.message}") from exc
-        if label in RESERVED_NAMES or self.c.registry.exists(label):
+        if label in RESERVED_NAMES or self.registry.exists(label):
             raise PermissionDenied(
                 f"wake label {label!r} is an agent or reserved name; a producer names itself "
                 "(e.g. 'matrix', 'forge'), never someone else"
             )
-        return {"id": await self.c.broker.send(label, self.name, req.body)}
+        return Created(id=await self.broker.send(label, self.name, req.body))
 
-    async def _todo_upsert(self, req: TodoUpsertReq) -> dict[str, int]:
-        self.c.broker.check_body(req.body)
-        return {
-            "id": await self.c.loose_ends.todo_upsert(self.name, req.subsystem, req.key, req.body)
-        }
+    @on(TodoUpsertReq)
+    async def _todo_upsert(self, req: TodoUpsertReq) -> Created:
+        self.broker.check_body(req.body)
+        todo = await self.loose_ends.todo_upsert(self.name, req.subsystem, req.key, req.body)
+        return Created(id=todo)
 
-    async def _todo_clear(self, req: TodoClearReq) -> dict[str, bool]:
-        return {"cleared": await self.c.loose_ends.todo_clear(self.name, req.subsystem, req.key)}
+    @on(TodoClearReq)
+    async def _todo_clear(self, req: TodoClearReq) -> Cleared:
+        return Cleared(cleared=await self.loose_ends.todo_clear(self.name, req.subsystem, req.key))
 
-    async def _compact(self, req: CompactReq) -> dict[str, Any]:
-        return await self.c.request_compact(self.name, COMPACT_THRESHOLD)
+    @on(CompactReq)
+    async def _compact(self, req: CompactReq) -> CompactQueued:
+        return await self.agent_state.request_compact(self.name, COMPACT_THRESHOLD)
 
     # ---- inbox -------------------------------------------------------------
 
-    async def _remind(self, req: RemindReq) -> dict[str, Any]:
+    @on(RemindReq)
+    async def _remind(self, req: RemindReq) -> Reminded:
         size = len(req.message.encode("utf-8"))
         if size > REMIND_MAX_BYTES:
             raise LimitExceeded(
@@ -170,33 +256,35 @@ class AgentApi:
             raise InvalidRequest(
                 "a reminder more than five years out is refused; pick a nearer time"
             )
-        rid = await self.c.loose_ends.remind(self.name, req.message, max(due, now))
-        self.c.scheduler.poke()
-        return {"id": rid, "due_at": due}
+        rid = await self.loose_ends.remind(self.name, req.message, max(due, now))
+        self.scheduler.poke()
+        return Reminded(id=rid, due_at=due)
 
-    async def _get_loose_ends(self, req: GetLooseEndsReq) -> list[Any]:
+    @on(GetLooseEndsReq)
+    async def _get_loose_ends(self, req: GetLooseEndsReq) -> list[LooseEnd]:
         target = req.agent or self.name
         if target == "*":
             raise PermissionDenied(
                 "the hive-wide '*' query is only for the operator; pass an agent name"
             )
         if target != self.name:
-            self.c.require_agent(target)
-            topo = self.c.topology()
+            self.registry.require(target)
+            topo = self._topology()
             if not topology.is_descendant_of(topo, target, self.name):
-                caps = self.c.registry.config(self.name).capabilities
+                caps = self.registry.config(self.name).capabilities
                 if Capability.QUERY_AGENT_STATE not in caps:
                     raise PermissionDenied(
                         f"{target} is not your descendant; reading its loose ends needs the "
                         "query_agent_state capability"
                     )
-        return list(await self.c.loose_ends.list_for([target]))
+        return list(await self.loose_ends.list_for([target]))
 
-    async def _cancel_loose_end(self, req: CancelLooseEndReq) -> dict[str, bool]:
-        topo = self.c.topology()
+    @on(CancelLooseEndReq)
+    async def _cancel_loose_end(self, req: CancelLooseEndReq) -> Cancelled:
+        topo = self._topology()
         if req.kind == "approval" and topo.get(self.name) is not None:
             raise PermissionDenied("only a root agent may cancel an approval (not a root)")
-        row = await self.c.loose_ends.row(req.kind, req.row_id)
+        row = await self.loose_ends.row(req.kind, req.row_id)
         if row is None:
             raise NotFound(f"no {req.kind} #{req.row_id}")
         owner = row[OWNER_COLUMN[req.kind]]
@@ -209,86 +297,105 @@ class AgentApi:
                     f"{req.kind} #{req.row_id} belongs to {owner}; you may cancel your own rows "
                     "and your descendants' reminders and questions (not a descendant)"
                 )
-        done = await self.c.loose_ends.cancel(req.kind, req.row_id)
+        done = await self.loose_ends.cancel(req.kind, req.row_id)
         if req.kind == "reminder":
-            self.c.scheduler.poke()
+            self.scheduler.poke()
         if done and req.kind in ("approval", "question"):  # the operator's waiting count
-            self.c.bus.emit(req.kind, **{f"{req.kind}_id": req.row_id}, state="cancelled")
-        return {"cancelled": done}
+            self.bus.emit(req.kind, **{f"{req.kind}_id": req.row_id}, state="cancelled")
+        return Cancelled(cancelled=done)
 
     # ---- meta --------------------------------------------------------------
 
-    async def _set_status(self, req: SetStatusReq) -> dict[str, str]:
+    @on(SetStatusReq)
+    async def _set_status(self, req: SetStatusReq) -> StatusSet:
         text = req.text.strip()
         if "\n" in text or "\r" in text:
             raise InvalidRequest("status must be a single line")
         if len(text) > STATUS_MAX:
             raise LimitExceeded(f"status is {len(text)} characters; the limit is {STATUS_MAX}")
-        await self.c.set_status(self.name, text)
-        return {"status_text": text}
+        await self.agent_state.set_status(self.name, text)
+        return StatusSet(status_text=text)
 
-    async def _get_agent_meta(self, req: GetAgentMetaReq) -> Any:
-        return await self.c.agent_meta(req.name or self.name)
+    @on(GetAgentMetaReq)
+    async def _get_agent_meta(self, req: GetAgentMetaReq) -> AgentMeta:
+        name = req.name or self.name
+        self.registry.require(name)
+        row = await self.agent_state.row(name)
+        return AgentMeta(
+            name=name,
+            hyperhive_rev=__version__,
+            running=self.hostlink.running(name),
+            status_text=row["status_text"],
+            status_set_at=row["status_set_at"],
+            parent=self._topology().get(name),
+        )
 
     # ---- scheduling --------------------------------------------------------
 
     def _self_or_descendant(self, target: str) -> None:
-        self.c.require_agent(target)
+        self.registry.require(target)
         if target != self.name and not topology.is_descendant_of(
-            self.c.topology(), target, self.name
+            self._topology(), target, self.name
         ):
             raise PermissionDenied(f"{target} is not you or your descendant (not a descendant)")
 
-    async def _schedule_prompt(self, req: SchedulePromptReq) -> dict[str, int]:
+    @on(SchedulePromptReq)
+    async def _schedule_prompt(self, req: SchedulePromptReq) -> Created:
         self._self_or_descendant(req.target)
-        self.c.broker.check_body(req.prompt)
-        sid = await self.c.loose_ends.schedule(
+        self.broker.check_body(req.prompt)
+        sid = await self.loose_ends.schedule(
             self.name, req.target, req.prompt, req.every_seconds, req.cron
         )
-        self.c.scheduler.poke()
-        return {"id": sid}
+        self.scheduler.poke()
+        return Created(id=sid)
 
-    async def _list_schedules(self, req: ListSchedulesReq) -> list[dict[str, object]]:
-        scope = [self.name, *topology.descendants(self.c.topology(), self.name)]
-        return await self.c.loose_ends.schedules_for(scope)
+    @on(ListSchedulesReq)
+    async def _list_schedules(self, req: ListSchedulesReq) -> list[Schedule]:
+        scope = [self.name, *topology.descendants(self._topology(), self.name)]
+        return [Schedule.model_validate(r) for r in await self.loose_ends.schedules_for(scope)]
 
     # ---- lifecycle (target table of spec 004) ------------------------------------------
 
-    async def _request_init_config(self, req: RequestInitConfigReq) -> dict[str, Any]:
-        return await self.c.approvals.request_init_config(self.name, req.name, req.config)
+    @on(RequestInitConfigReq)
+    async def _request_init_config(self, req: RequestInitConfigReq) -> ApprovalRequested:
+        return await self.approvals.request_init_config(self.name, req.name, req.config)
 
-    async def _request_apply_commit(self, req: RequestApplyCommitReq) -> dict[str, Any]:
-        return await self.c.approvals.request_apply_commit(self.name, req.agent, req.commit)
+    @on(RequestApplyCommitReq)
+    async def _request_apply_commit(self, req: RequestApplyCommitReq) -> ApprovalRequested:
+        return await self.approvals.request_apply_commit(self.name, req.agent, req.commit)
 
-    async def _request_update_meta_inputs(self, req: RequestUpdateMetaInputsReq) -> dict[str, Any]:
-        return await self.c.approvals.request_update_meta_inputs(
+    @on(RequestUpdateMetaInputsReq)
+    async def _request_update_meta_inputs(
+        self, req: RequestUpdateMetaInputsReq
+    ) -> ApprovalRequested:
+        return await self.approvals.request_update_meta_inputs(
             self.name, req.claude_version, req.reason
         )
 
-    async def _lifecycle(self, req: LifecycleReq) -> dict[str, Any]:
-        return await self.c.lifecycle.act(self.name, req.cmd, req.agent)
+    @on(LifecycleReq)
+    async def _lifecycle(self, req: LifecycleReq) -> LifecycleResult:
+        return await self.lifecycle.act(self.name, req.cmd, req.agent)
 
-    _kill = _start = _restart = _update = _destroy = _lifecycle
+    @on(GetLogsReq)
+    async def _get_logs(self, req: GetLogsReq) -> LogTail:
+        self.lifecycle.check_manage(self.name, "get_logs", req.agent)
+        return LogTail(agent=req.agent, lines=await self.logs.agent(req.agent, req.lines))
 
-    async def _get_logs(self, req: GetLogsReq) -> dict[str, Any]:
-        self.c.lifecycle.check_manage(self.name, "get_logs", req.agent)
-        return {"agent": req.agent, "lines": self.c.agent_log_tail(req.agent, req.lines)}
-
-    async def _get_host_journal(self, req: GetHostJournalReq) -> dict[str, Any]:
-        if Capability.READ_HOST_JOURNAL not in self.c.registry.config(self.name).capabilities:
+    @on(GetHostJournalReq)
+    async def _get_host_journal(self, req: GetHostJournalReq) -> HostJournal:
+        if Capability.READ_HOST_JOURNAL not in self.registry.config(self.name).capabilities:
             raise PermissionDenied(
                 "get_host_journal needs the read_host_journal capability (permissions tab)"
             )
-        return self.c.host_journal(req.lines)
+        return await self.logs.host_journal(req.lines)
 
-    async def _cancel_schedule(self, req: CancelScheduleReq) -> dict[str, bool]:
-        row = await self.c.loose_ends.row("schedule", req.schedule_id)
+    @on(CancelScheduleReq)
+    async def _cancel_schedule(self, req: CancelScheduleReq) -> Cancelled:
+        row = await self.loose_ends.row("schedule", req.schedule_id)
         if row is None:
             raise NotFound(f"no schedule #{req.schedule_id}")
         owner = row["owner"]
-        if owner != self.name and not topology.is_descendant_of(
-            self.c.topology(), owner, self.name
-        ):
+        if owner != self.name and not topology.is_descendant_of(self._topology(), owner, self.name):
             # Moderation runs downward only: a target cannot cancel what its parent set.
             raise PermissionDenied(
                 f"schedule #{req.schedule_id} was set by {owner}; only its owner or the "
@@ -296,4 +403,7 @@ class AgentApi:
             )
         if row["cancelled_at"] is not None:
             raise Conflict(f"schedule #{req.schedule_id} is already cancelled")
-        return {"cancelled": await self.c.loose_ends.cancel("schedule", req.schedule_id)}
+        return Cancelled(cancelled=await self.loose_ends.cancel("schedule", req.schedule_id))
+
+
+AGENT_TABLE.seal()

@@ -16,19 +16,35 @@ import logging
 import os
 import sqlite3
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import anyio
 
 from hyperhive import topology
 from hyperhive.atomic import atomic_write_text
-from hyperhive.config import AgentConfig, dump_agent_config, parse_agent_config
-from hyperhive.core.meta import AGENT_TOML
+from hyperhive.config import AgentConfig, HivePaths, dump_agent_config, parse_agent_config
+from hyperhive.core.db import Database
+from hyperhive.core.lifecycle import Lifecycle
+from hyperhive.core.loose_ends import LooseEnds
+from hyperhive.core.meta import AGENT_TOML, MetaStore
+from hyperhive.core.notices import Notices
+from hyperhive.core.notify import EventBus
+from hyperhive.core.registry import AgentRegistry
 from hyperhive.effective import effective_config
 from hyperhive.errors import Conflict, HiveError, NotFound, PermissionDenied
 from hyperhive.names import OPERATOR, validate_agent_name
-from hyperhive.protocol import ApprovalResolved, ConfigReady, Rebuilt, Spawned
-
-if TYPE_CHECKING:
-    from hyperhive.core.coordinator import Coordinator
+from hyperhive.protocol import (
+    ApprovalDetail,
+    ApprovalOutcome,
+    ApprovalRequested,
+    ApprovalResolved,
+    ApprovalView,
+    ConfigReady,
+    EffectiveView,
+    Rebuilt,
+    Spawned,
+)
+from hyperhive.topology import TopologyStore
 
 __all__ = ["Approvals"]
 
@@ -36,16 +52,37 @@ log = logging.getLogger(__name__)
 
 
 class Approvals:
-    def __init__(self, coord: Coordinator) -> None:
-        self.c = coord
+    """Git runs on worker threads: a slow repo must not stall every socket."""
+
+    def __init__(
+        self,
+        paths: HivePaths,
+        db: Database,
+        registry: AgentRegistry,
+        topology_store: TopologyStore,
+        meta: MetaStore,
+        loose_ends: LooseEnds,
+        notices: Notices,
+        lifecycle: Lifecycle,
+        bus: EventBus,
+    ) -> None:
+        self.paths = paths
+        self.db = db
+        self.registry = registry
+        self.topology_store = topology_store
+        self.meta = meta
+        self.loose_ends = loose_ends
+        self.notices = notices
+        self.lifecycle = lifecycle
+        self.bus = bus
         self._resolving: set[int] = set()
 
     # ---- asking ---------------------------------------------------------------------
 
-    async def request_init_config(self, requester: str, name: str, text: str) -> dict[str, Any]:
+    async def request_init_config(self, requester: str, name: str, text: str) -> ApprovalRequested:
         validate_agent_name(name)
-        topo = self.c.topology()
-        if self.c.registry.exists(name) and topo.get(name) != requester:
+        topo = self.topology_store.read_cached()
+        if self.registry.exists(name) and topo.get(name) != requester:
             owner = topo.get(name) or "no parent (a root agent)"
             raise PermissionDenied(
                 f"{name!r} already exists under {owner}; you may only init a brand-new name "
@@ -53,7 +90,7 @@ class Approvals:
             )
         if name == requester:
             raise PermissionDenied("an agent cannot re-init itself (not your child)")
-        if not self.c.registry.exists(name):
+        if not self.registry.exists(name):
             topology.check_room_below(topo, requester)  # the depth limit set_parent keeps
         config = parse_agent_config(text or "", f"{name}/{AGENT_TOML}", strict=True)
         pending = await self._pending("init_config", name)
@@ -62,24 +99,26 @@ class Approvals:
         approval = await self._create(
             "init_config", requester, name, {"agent": name, "config": dump_agent_config(config)}
         )
-        return {
-            "approval_id": approval,
-            "state": "pending",
-            "note": "the operator approves or denies; you get approval_resolved",
-        }
+        return ApprovalRequested(
+            approval_id=approval,
+            state="pending",
+            note="the operator approves or denies; you get approval_resolved",
+        )
 
-    async def request_apply_commit(self, requester: str, agent: str, commit: str) -> dict[str, Any]:
-        self.c.require_agent(agent)
+    async def request_apply_commit(
+        self, requester: str, agent: str, commit: str
+    ) -> ApprovalRequested:
+        self.registry.require(agent)
         if agent != requester and not topology.is_descendant_of(
-            self.c.topology(), agent, requester
+            self.topology_store.read_cached(), agent, requester
         ):
             raise PermissionDenied(
                 f"{agent} is not you or your descendant (not a descendant); only its "
                 "ancestors may apply its config"
             )
-        repo = self.c.meta.proposed(agent)
-        full = repo.resolve(commit)
-        text = repo.show(full, AGENT_TOML)
+        repo = await anyio.to_thread.run_sync(self.meta.proposed, agent)
+        full = await anyio.to_thread.run_sync(repo.resolve, commit)
+        text = await anyio.to_thread.run_sync(repo.show, full, AGENT_TOML)
         config = parse_agent_config(text, f"{agent}/config@{full[:12]}/{AGENT_TOML}", strict=True)
         approval = await self._create(
             "apply_commit",
@@ -87,30 +126,35 @@ class Approvals:
             agent,
             {"agent": agent, "commit": full, "config": dump_agent_config(config)},
         )
-        return {"approval_id": approval, "commit": full, "state": "pending"}
+        return ApprovalRequested(approval_id=approval, commit=full, state="pending")
 
     async def propose(
         self, requester: str, agent: str, config: AgentConfig, subject: str
-    ) -> dict[str, Any]:
+    ) -> ApprovalRequested:
         """A change the operator (or a tool) proposes: committed to the proposed repo first."""
-        self.c.require_agent(agent)
-        repo = self.c.meta.proposed(agent)
-        atomic_write_text(repo.path / AGENT_TOML, dump_agent_config(config))
-        if repo.run_as is not None:
-            os.chown(repo.path / AGENT_TOML, *repo.run_as, follow_symlinks=False)
-        commit = repo.commit_file(subject, AGENT_TOML, dump_agent_config(config)) or repo.head()
+        self.registry.require(agent)
+        repo = await anyio.to_thread.run_sync(self.meta.proposed, agent)
+        text = dump_agent_config(config)
+
+        def commit_proposal() -> str:
+            atomic_write_text(repo.path / AGENT_TOML, text)
+            if repo.run_as is not None:
+                os.chown(repo.path / AGENT_TOML, *repo.run_as, follow_symlinks=False)
+            return repo.commit_file(subject, AGENT_TOML, text) or repo.head()
+
+        commit = await anyio.to_thread.run_sync(commit_proposal)
         approval = await self._create(
             "apply_commit",
             requester,
             agent,
             {"agent": agent, "commit": commit, "config": dump_agent_config(config)},
         )
-        return {"approval_id": approval, "commit": commit, "state": "pending"}
+        return ApprovalRequested(approval_id=approval, commit=commit, state="pending")
 
     async def request_update_meta_inputs(
         self, requester: str, version: str, reason: str
-    ) -> dict[str, Any]:
-        if self.c.topology().get(requester) is not None:
+    ) -> ApprovalRequested:
+        if self.topology_store.read_cached().get(requester) is not None:
             raise PermissionDenied(
                 "only a root agent may ask to update the hive's inputs (not a root)"
             )
@@ -120,26 +164,27 @@ class Approvals:
             "claude-code",
             {"claude_version": version, "reason": reason},
         )
-        return {"approval_id": approval, "state": "pending"}
+        return ApprovalRequested(approval_id=approval, state="pending")
 
     # ---- the operator's side -----------------------------------------------------------
 
-    async def list(self, pending_only: bool = True) -> list[dict[str, Any]]:
+    async def list(self, pending_only: bool = True) -> list[ApprovalView]:
         where = "WHERE state = 'pending'" if pending_only else ""
-        rows = await self.c.db.run(
+        rows = await self.db.run(
             lambda c: c.execute(f"SELECT * FROM approvals {where} ORDER BY id").fetchall()
         )
         return [self._view(r) for r in rows]
 
-    async def show(self, approval_id: int) -> dict[str, Any]:
+    async def show(self, approval_id: int) -> ApprovalDetail:
         row = await self._row(approval_id)
-        view = self._view(row)
         payload = json.loads(row["payload"])
+        diff = None
+        effective = None
         if "config" in payload:
             agent = payload["agent"]
-            path = self.c.paths.applied_config(agent)
+            path = self.paths.applied_config(agent)
             current = path.read_text() if path.exists() else ""
-            view["diff"] = "".join(
+            diff = "".join(
                 difflib.unified_diff(
                     current.splitlines(keepends=True),
                     payload["config"].splitlines(keepends=True),
@@ -151,13 +196,16 @@ class Approvals:
             if row["kind"] == "init_config":
                 parent = None if row["requester"] == OPERATOR else row["requester"]
             else:
-                parent = self.c.topology().get(agent)
+                parent = self.topology_store.read_cached().get(agent)
             config = parse_agent_config(payload["config"], f"approval/{agent}.toml")
-            view["effective"] = effective_config(agent, parent, config).as_json()
-        view["payload"] = payload
-        return view
+            effective = EffectiveView.model_validate(
+                effective_config(agent, parent, config).as_json()
+            )
+        return ApprovalDetail(
+            **self._view(row).model_dump(), payload=payload, diff=diff, effective=effective
+        )
 
-    async def resolve(self, approval_id: int, approve: bool, reason: str = "") -> dict[str, Any]:
+    async def resolve(self, approval_id: int, approve: bool, reason: str = "") -> ApprovalOutcome:
         if approval_id in self._resolving:
             raise Conflict(f"approval #{approval_id} is being resolved right now")
         self._resolving.add(approval_id)
@@ -166,13 +214,13 @@ class Approvals:
         finally:
             self._resolving.discard(approval_id)
 
-    async def _resolve(self, approval_id: int, approve: bool, reason: str) -> dict[str, Any]:
+    async def _resolve(self, approval_id: int, approve: bool, reason: str) -> ApprovalOutcome:
         row = await self._row(approval_id)
         if row["state"] != "pending":
             raise Conflict(f"approval #{approval_id} is already {row['state']}")
         payload = json.loads(row["payload"])
         state = "approved" if approve else "denied"
-        applied: dict[str, Any] = {}
+        applied: dict[str, str | None] = {}
         if approve:
             # Carry out first: an approval that failed to apply stays pending, retryable.
             try:
@@ -181,15 +229,15 @@ class Approvals:
                 raise type(exc)(
                     f"approval #{approval_id} stays pending; applying it failed: {exc.message}"
                 ) from exc
-        await self.c.db.run(
+        await self.db.run(
             lambda c: c.execute(
                 "UPDATE approvals SET state = ?, resolved_at = ?, resolution = ? WHERE id = ?",
                 (state, time.time(), reason, approval_id),
             )
         )
         requester = row["requester"]
-        if requester != OPERATOR and self.c.registry.exists(requester):
-            await self.c.notify_agent(
+        if requester != OPERATOR and self.registry.exists(requester):
+            await self.notices.notify_agent(
                 requester,
                 ApprovalResolved(
                     agent=payload.get("agent", requester),
@@ -198,16 +246,18 @@ class Approvals:
                     reason=reason,
                 ),
             )
-        self.c.bus.emit("approval", approval_id=approval_id, state=state)
-        return {"approval_id": approval_id, "state": state, **applied}
+        self.bus.emit("approval", approval_id=approval_id, state=state)
+        return ApprovalOutcome(approval_id=approval_id, state=state, **applied)
 
     # ---- internals ------------------------------------------------------------------
 
     async def _carry_out(
         self, kind: str, requester: str, payload: dict[str, Any]
-    ) -> dict[str, Any]:
+    ) -> dict[str, str | None]:
         if kind == "update_meta_inputs":
-            commit = self.c.meta.record_inputs(payload["claude_version"])
+            commit = await anyio.to_thread.run_sync(
+                self.meta.record_inputs, payload["claude_version"]
+            )
             return {
                 "meta_commit": commit,
                 "note": "recorded in meta/inputs.toml; run scripts/bootstrap after changing "
@@ -216,31 +266,31 @@ class Approvals:
         agent = payload["agent"]
         config = parse_agent_config(payload["config"], f"approval/{agent}.toml")
         if kind == "init_config":
-            fresh = not self.c.registry.exists(agent)
+            fresh = not self.registry.exists(agent)
             parent = requester if requester != OPERATOR else None
-            commit = await self.c.lifecycle.create(
+            commit = await self.lifecycle.create(
                 agent, config, parent, f"init {agent} (requested by {requester})"
             )
             if requester != OPERATOR:
-                await self.c.notify_agent(
+                await self.notices.notify_agent(
                     requester, Spawned(agent=agent) if fresh else Rebuilt(agent=agent)
                 )
-                await self.c.notify_agent(requester, ConfigReady(agent=agent))
+                await self.notices.notify_agent(requester, ConfigReady(agent=agent))
             return {"meta_commit": commit}
-        commit = await self.c.lifecycle.apply(
+        commit = await self.lifecycle.apply(
             agent,
             config,
             f"apply {agent} {payload.get('commit', '')[:12]} (requested by {requester})",
         )
         if requester != OPERATOR:
-            await self.c.notify_agent(requester, Rebuilt(agent=agent))
+            await self.notices.notify_agent(requester, Rebuilt(agent=agent))
         return {"meta_commit": commit}
 
     async def _create(
         self, kind: str, requester: str, subject: str, payload: dict[str, Any]
     ) -> int:
-        approval = await self.c.loose_ends.create_approval(kind, requester, subject, payload)
-        self.c.bus.emit(
+        approval = await self.loose_ends.create_approval(kind, requester, subject, payload)
+        self.bus.emit(
             "approval",
             approval_id=approval,
             state="pending",
@@ -252,7 +302,7 @@ class Approvals:
         return approval
 
     async def _pending(self, kind: str, subject: str) -> int | None:
-        row = await self.c.db.run(
+        row = await self.db.run(
             lambda c: c.execute(
                 "SELECT id FROM approvals WHERE kind = ? AND subject = ? AND state = 'pending'",
                 (kind, subject),
@@ -261,7 +311,7 @@ class Approvals:
         return None if row is None else int(row[0])
 
     async def _row(self, approval_id: int) -> sqlite3.Row:
-        row: sqlite3.Row | None = await self.c.db.run(
+        row: sqlite3.Row | None = await self.db.run(
             lambda c: c.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone()
         )
         if row is None:
@@ -269,13 +319,5 @@ class Approvals:
         return row
 
     @staticmethod
-    def _view(row: sqlite3.Row) -> dict[str, Any]:
-        return {
-            "id": row["id"],
-            "kind": row["kind"],
-            "requester": row["requester"],
-            "subject": row["subject"],
-            "state": row["state"],
-            "created_at": row["created_at"],
-            "resolution": row["resolution"],
-        }
+    def _view(row: sqlite3.Row) -> ApprovalView:
+        return ApprovalView.model_validate(dict(row))

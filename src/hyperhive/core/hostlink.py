@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
+from hyperhive.core.dispatch import Dispatcher
 from hyperhive.core.notify import EventBus
 from hyperhive.errors import HiveError, InvalidRequest, Unavailable
 from hyperhive.framing import FrameDecoder
@@ -29,6 +30,7 @@ from hyperhive.protocol import (
     LinkGoodbyeReq,
     LinkRegisterReq,
     LinkRequest,
+    Registered,
     Response,
     decode_request,
     encode,
@@ -38,7 +40,7 @@ from hyperhive.protocol import (
 )
 from hyperhive.unixsock import UnixStream, serve_unix_streams
 
-__all__ = ["HostLink", "TurnState"]
+__all__ = ["LINK_TABLE", "HostLink", "TurnState"]
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +82,9 @@ class HostLink:
         self.hosts: dict[str, _Host] = {}
         self.placement: dict[str, str] = {}
         self.turns: dict[str, TurnState] = {}
-        self._on_register = on_register
-        self._on_crash = on_crash
-        self._on_host_lost = on_host_lost
+        self.on_register = on_register
+        self.on_crash = on_crash
+        self.on_host_lost = on_host_lost
 
     def running(self, agent: str) -> bool:
         return agent in self.placement
@@ -141,9 +143,8 @@ class HostLink:
         await serve_unix_streams(path, self._connection, task_status=task_status)
 
     async def _connection(self, stream: UnixStream) -> None:
+        conn = _Conn(self, stream, anyio.Lock())  # replies and pushes share the stream
         decoder = FrameDecoder(self.max_frame)
-        lock = anyio.Lock()  # replies and pushes share the stream
-        host: _Host | None = None
         try:
             async with stream:
                 while True:
@@ -152,64 +153,29 @@ class HostLink:
                     except (anyio.EndOfStream, anyio.BrokenResourceError):
                         break
                     for frame in decoder.feed(chunk):
-                        response, now = await self._handle(frame, stream, host, lock)
-                        async with lock:
+                        before = conn.host
+                        response = await self._handle(frame, conn)
+                        async with conn.lock:
                             await stream.send(encode(response))
-                        if host is None and now is not None:
-                            host = now
-                            await self._on_register(host.host_id)
+                        if before is None and conn.host is not None:
+                            # Activations are pushed only after the register reply.
+                            await self.on_register(conn.host.host_id)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
         finally:
-            if host is not None:
+            if conn.host is not None:
                 with anyio.CancelScope(shield=True):
-                    await self._lost(host)
+                    await self._lost(conn.host)
 
-    async def _handle(
-        self, frame: bytes | HiveError, stream: UnixStream, host: _Host | None, lock: anyio.Lock
-    ) -> tuple[Response, _Host | None]:
+    async def _handle(self, frame: bytes | HiveError, conn: _Conn) -> Response:
         if isinstance(frame, HiveError):
-            return error_response(None, frame), host
+            return error_response(None, frame)
         rid = peek_id(frame)
         try:
             req: Any = decode_request(LinkRequest, frame)
-            if isinstance(req, LinkRegisterReq):
-                if host is not None:
-                    raise InvalidRequest("this connection already registered")
-                if req.host_id in self.hosts:
-                    raise InvalidRequest(f"a host named {req.host_id!r} is already connected")
-                host = _Host(req.host_id, stream, lock, claude_slots=req.claude_slots)
-                self.hosts[req.host_id] = host
-                log.info("agent host %s registered (pid %s)", req.host_id, req.pid)
-                self.bus.emit("host", host=req.host_id, connected=True)
-                # Activations are pushed right after this reply (see _connection).
-                return ok_response(rid, {"host_id": req.host_id}), host
-            if host is None:
-                raise InvalidRequest('register first: {"cmd":"register","host_id":…}')
-            if isinstance(req, LinkAgentStateReq):
-                if req.agent in host.agents:
-                    self.turns[req.agent] = TurnState(req.turn_state, req.since, req.needs_login)
-                    self.bus.emit(
-                        "turn",
-                        agent=req.agent,
-                        turn_state=req.turn_state,
-                        since=req.since,
-                        needs_login=req.needs_login,
-                    )
-                return ok_response(rid), host
-            if isinstance(req, LinkGoodbyeReq):
-                host.leaving = True
-                return ok_response(rid), host
-            if isinstance(req, LinkAgentCrashedReq):
-                if req.agent in host.agents:
-                    host.agents.discard(req.agent)
-                    self.placement.pop(req.agent, None)
-                    self.turns[req.agent] = TurnState("stopped")
-                    await self._on_crash(req.agent, req.reason)
-                return ok_response(rid), host
-            raise InvalidRequest(f"unhandled host-link command {req.cmd!r}")
+            return ok_response(rid, await LINK_TABLE(conn, req))
         except HiveError as exc:
-            return error_response(rid, exc), host
+            return error_response(rid, exc)
 
     async def _lost(self, host: _Host) -> None:
         self.hosts.pop(host.host_id, None)
@@ -225,4 +191,67 @@ class HostLink:
         )
         self.bus.emit("host", host=host.host_id, connected=False)
         if not host.leaving:
-            await self._on_host_lost(lost)
+            await self.on_host_lost(lost)
+
+
+@dataclass
+class _Conn:
+    """One host's connection: the link, its stream, and the host once registered."""
+
+    link: HostLink
+    stream: UnixStream
+    lock: anyio.Lock
+    host: _Host | None = None
+
+    def registered(self) -> _Host:
+        if self.host is None:
+            raise InvalidRequest('register first: {"cmd":"register","host_id":…}')
+        return self.host
+
+
+LINK_TABLE: Dispatcher[_Conn] = Dispatcher("host link", LinkRequest)
+
+
+@LINK_TABLE.on(LinkRegisterReq)
+async def _register(conn: _Conn, req: LinkRegisterReq) -> Registered:
+    link = conn.link
+    if conn.host is not None:
+        raise InvalidRequest("this connection already registered")
+    if req.host_id in link.hosts:
+        raise InvalidRequest(f"a host named {req.host_id!r} is already connected")
+    conn.host = _Host(req.host_id, conn.stream, conn.lock, claude_slots=req.claude_slots)
+    link.hosts[req.host_id] = conn.host
+    log.info("agent host %s registered (pid %s)", req.host_id, req.pid)
+    link.bus.emit("host", host=req.host_id, connected=True)
+    return Registered(host_id=req.host_id)
+
+
+@LINK_TABLE.on(LinkAgentStateReq)
+async def _agent_state(conn: _Conn, req: LinkAgentStateReq) -> None:
+    if req.agent in conn.registered().agents:
+        conn.link.turns[req.agent] = TurnState(req.turn_state, req.since, req.needs_login)
+        conn.link.bus.emit(
+            "turn",
+            agent=req.agent,
+            turn_state=req.turn_state,
+            since=req.since,
+            needs_login=req.needs_login,
+        )
+
+
+@LINK_TABLE.on(LinkGoodbyeReq)
+async def _goodbye(conn: _Conn, req: LinkGoodbyeReq) -> None:
+    conn.registered().leaving = True
+
+
+@LINK_TABLE.on(LinkAgentCrashedReq)
+async def _agent_crashed(conn: _Conn, req: LinkAgentCrashedReq) -> None:
+    host = conn.registered()
+    if req.agent in host.agents:
+        host.agents.discard(req.agent)
+        conn.link.placement.pop(req.agent, None)
+        conn.link.turns[req.agent] = TurnState("stopped")
+        await conn.link.on_crash(req.agent, req.reason)
+
+
+LINK_TABLE.seal()

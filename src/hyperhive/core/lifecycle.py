@@ -12,26 +12,41 @@ from __future__ import annotations
 
 import logging
 import shutil
-import sqlite3
 import time
 from collections import deque
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from hyperhive import topology
-from hyperhive.config import AgentConfig, dump_agent_config
-from hyperhive.core.broker import ensure_agent_row
+from hyperhive.config import AgentConfig, HivePaths, dump_agent_config
+from hyperhive.core.agent_sockets import AgentSockets
+from hyperhive.core.agent_state import AgentState
+from hyperhive.core.background import Background
+from hyperhive.core.hostlink import HostLink
+from hyperhive.core.meta import MetaStore
+from hyperhive.core.notices import Notices
+from hyperhive.core.notify import EventBus
+from hyperhive.core.placement import Placement
+from hyperhive.core.registry import AgentRegistry
 from hyperhive.errors import Conflict, PermissionDenied
+from hyperhive.forge.config import ForgeConfig
 from hyperhive.forge.service import revoke_agent
 from hyperhive.permissions import ToolGroup
-from hyperhive.protocol import ContainerCrash, Destroyed, Killed, Rebuilt
+from hyperhive.protocol import (
+    AgentDestroyed,
+    AgentRunning,
+    AgentStopped,
+    ContainerCrash,
+    Destroyed,
+    Killed,
+    LifecycleResult,
+    Rebuilt,
+)
+from hyperhive.sysusers import remove_user
+from hyperhive.topology import TopologyStore
 
-if TYPE_CHECKING:
-    from hyperhive.core.coordinator import Coordinator
-
-__all__ = ["CRASH_BACKOFF", "Lifecycle", "tail_lines"]
+__all__ = ["CRASH_BACKOFF", "Lifecycle"]
 
 log = logging.getLogger(__name__)
 
@@ -39,36 +54,44 @@ CRASH_BACKOFF = (2.0, 4.0, 8.0, 16.0, 32.0, 60.0)
 CRASH_WINDOW = 300.0  # crashes older than this no longer lengthen the backoff
 
 
-def tail_lines(path: Path, lines: int) -> list[str]:
-    """The last ``lines`` lines of a file, read from the end (logs can be large)."""
-    try:
-        with path.open("rb") as fh:
-            fh.seek(0, 2)
-            size = fh.tell()
-            block = min(size, max(4096, lines * 200))
-            fh.seek(size - block)
-            data = fh.read()
-    except FileNotFoundError:
-        return []
-    text = data.decode("utf-8", "replace").splitlines()
-    return text[-lines:]
-
-
 class Lifecycle:
-    def __init__(self, coord: Coordinator) -> None:
-        self.c = coord
+    def __init__(
+        self,
+        paths: HivePaths,
+        registry: AgentRegistry,
+        topology_store: TopologyStore,
+        meta: MetaStore,
+        agent_state: AgentState,
+        placement: Placement,
+        hostlink: HostLink,
+        notices: Notices,
+        sockets: AgentSockets,
+        bus: EventBus,
+        background: Background,
+        forge: ForgeConfig | None,
+    ) -> None:
+        self.paths = paths
+        self.registry = registry
+        self.topology_store = topology_store
+        self.meta = meta
+        self.agent_state = agent_state
+        self.placement = placement
+        self.hostlink = hostlink
+        self.notices = notices
+        self.sockets = sockets
+        self.bus = bus
+        self.background = background
+        self.forge = forge
         self._crashes: dict[str, deque[float]] = {}
-        # The last crash reason of agents not running again yet (for views).
-        self.crash_reasons: dict[str, str] = {}
 
     # ---- rules ----------------------------------------------------------------------
 
     def check_manage(self, actor: str | None, verb: str, target: str) -> None:
         """``None`` is the operator, who may act on anyone."""
-        self.c.require_agent(target)
+        self.registry.require(target)
         if actor is None:
             return
-        topo = self.c.topology()
+        topo = self.topology_store.read_cached()
         if verb == "destroy":
             if target == actor:
                 raise PermissionDenied("an agent cannot destroy itself (self)")
@@ -87,130 +110,125 @@ class Lifecycle:
         self, name: str, config: AgentConfig, parent: str | None, message: str
     ) -> str | None:
         """A new agent (or a re-init): proposed repo, applied config, tree edge, activation."""
-        existed = self.c.registry.exists(name)
+        existed = self.registry.exists(name)
         await anyio.to_thread.run_sync(
-            self.c.meta.seed_proposed, name, dump_agent_config(config), message
+            self.meta.seed_proposed, name, dump_agent_config(config), message
         )
-        self.c.registry.write(name, config)
-        self.c.registry.agent_dir_ready(name)
-        topo = topology.reconcile(self.c.topology(), self.c.registry.known())
+        self.registry.write(name, config)
+        self.registry.agent_dir_ready(name)
+        topo = topology.reconcile(self.topology_store.read_cached(), self.registry.known())
         if not existed:
             topo[name] = parent
-        self.c.topology_store.write(topo)
-        commit = await anyio.to_thread.run_sync(self.c.meta.commit_meta, message)
-        await self.c.db.run(lambda c: ensure_agent_row(c, name))
-        await self.c.open_agent_socket(name)
-        self.c.bus.emit("topology", child=name, parent=topo.get(name))
+        self.topology_store.write(topo)
+        commit = await anyio.to_thread.run_sync(self.meta.commit_meta, message)
+        await self.agent_state.row(name)
+        await self.sockets.open(name)
+        self.bus.emit("topology", child=name, parent=topo.get(name))
         await self.rebuild(name)
         return commit
 
     async def apply(self, name: str, config: AgentConfig, message: str) -> str | None:
         """Apply a new config to an existing agent: commit, reconcile, rebuild."""
-        self.c.registry.write(name, config)
-        self.c.reconcile()
-        commit = await anyio.to_thread.run_sync(self.c.meta.commit_meta, message)
+        self.registry.write(name, config)
+        self.reconcile()
+        commit = await anyio.to_thread.run_sync(self.meta.commit_meta, message)
         await self.rebuild(name)
         return commit
 
     async def rebuild(self, name: str) -> None:
         """Stop (gracefully) and start again with the applied config, if it should run."""
-        if self.c.hostlink.running(name):
-            await self.c.hostlink.deactivate(name, graceful=True)
-        if await self._desired(name) and self.c.hostlink.hosts:
-            await self.c.activate(name)
+        if self.hostlink.running(name):
+            await self.hostlink.deactivate(name, graceful=True)
+        if await self.agent_state.desired_running(name) and self.hostlink.hosts:
+            await self.placement.activate(name)
+
+    def reconcile(self) -> None:
+        """Bring topology.json in line with the agents that exist (spec "Reconcile")."""
+        current = self.topology_store.read()
+        updated = topology.reconcile(current, self.registry.known())
+        if updated != current:
+            self.topology_store.write(updated)
 
     # ---- verbs ------------------------------------------------------------------------
 
-    async def act(self, actor: str | None, verb: str, target: str) -> dict[str, Any]:
+    async def act(self, actor: str | None, verb: str, target: str) -> LifecycleResult:
         self.check_manage(actor, verb, target)
         if verb == "kill":
-            await self._set_desired(target, False)
-            stopped = await self.c.hostlink.deactivate(target, graceful=True)
-            await self.c.notify_submitter(target, Killed(agent=target))
-            return {"agent": target, "stopped": stopped}
+            await self.agent_state.set_desired_running(target, False)
+            stopped = await self.hostlink.deactivate(target, graceful=True)
+            await self.notices.notify_submitter(target, Killed(agent=target))
+            return AgentStopped(agent=target, stopped=stopped)
         if verb == "start":
-            await self._set_desired(target, True)
-            if not self.c.hostlink.running(target) and self.c.hostlink.hosts:
-                await self.c.activate(target)
-            return {"agent": target, "running": self.c.hostlink.running(target)}
+            await self.agent_state.set_desired_running(target, True)
+            if not self.hostlink.running(target) and self.hostlink.hosts:
+                await self.placement.activate(target)
+            return AgentRunning(agent=target, running=self.hostlink.running(target))
         if verb in ("restart", "update"):
-            await self._set_desired(target, True)
+            await self.agent_state.set_desired_running(target, True)
             await self.rebuild(target)
             if verb == "update":
-                await self.c.notify_submitter(target, Rebuilt(agent=target))
-            return {"agent": target, "running": self.c.hostlink.running(target)}
+                await self.notices.notify_submitter(target, Rebuilt(agent=target))
+            return AgentRunning(agent=target, running=self.hostlink.running(target))
         if verb == "destroy":
             return await self.destroy(target)
         raise Conflict(f"unknown lifecycle verb {verb!r}")
 
-    async def destroy(self, name: str) -> dict[str, Any]:
-        kids = topology.children(self.c.topology(), name)
+    async def destroy(self, name: str) -> AgentDestroyed:
+        kids = topology.children(self.topology_store.read_cached(), name)
         if kids:
             raise Conflict(
                 f"{name} still has children ({', '.join(kids)}); destroy or reparent them first"
             )
-        submitter = self.c.submitter_of(name)
-        applied = self.c.registry.configs.get(name)
-        await self.c.hostlink.deactivate(name, graceful=False)
-        self.c.close_agent_socket(name)
-        self.c.registry.remove(name)
-        self.c.reconcile()
-        await anyio.to_thread.run_sync(self.c.meta.commit_meta, f"destroy {name}")
-        trash: Path | None = self.c.paths.home / "agents" / ".trash" / f"{name}-{int(time.time())}"
-        src = self.c.paths.agent_dir(name)
+        submitter = self.notices.submitter_of(name)
+        applied = self.registry.configs.get(name)
+        await self.hostlink.deactivate(name, graceful=False)
+        self.sockets.close(name)
+        self.registry.remove(name)
+        self.reconcile()
+        await anyio.to_thread.run_sync(self.meta.commit_meta, f"destroy {name}")
+        trash: Path | None = self.paths.home / "agents" / ".trash" / f"{name}-{int(time.time())}"
+        src = self.paths.agent_dir(name)
         if src.exists() and trash is not None:
             trash.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             await anyio.to_thread.run_sync(shutil.move, str(src), str(trash))
         else:
             trash = None
-        await self.c.db.run(lambda c: c.execute("DELETE FROM agent_state WHERE name = ?", (name,)))
-        self.c.on_destroyed(name)
+        await self.agent_state.forget(name)
+        self.hostlink.turns.pop(name, None)
+        await anyio.to_thread.run_sync(remove_user, self.paths, name)
         if applied is not None and ToolGroup.FORGE in applied.tool_groups:
-            problem = await revoke_agent(self.c.config.forge, name)
+            problem = await revoke_agent(self.forge, name)
             if problem is not None:
                 log.error("destroying %s: its forge identity: %s", name, problem)
         if submitter is not None:
-            await self.c.notify_agent(submitter, Destroyed(agent=name))
-        self.c.bus.emit("topology", child=name, parent=None, destroyed=True)
-        return {"agent": name, "destroyed": True, "data_moved_to": str(trash) if trash else None}
+            await self.notices.notify_agent(submitter, Destroyed(agent=name))
+        self.bus.emit("topology", child=name, parent=None, destroyed=True)
+        return AgentDestroyed(
+            agent=name, destroyed=True, data_moved_to=str(trash) if trash else None
+        )
 
     # ---- crash watch --------------------------------------------------------------------
 
     async def crashed(self, agent: str, reason: str) -> None:
         """Restart with backoff; tell the submitting agent (the root manager just restarts)."""
         now = time.time()
-        self.crash_reasons[agent] = reason
+        self.placement.crash_reasons[agent] = reason
         history = self._crashes.setdefault(agent, deque(maxlen=len(CRASH_BACKOFF)))
         while history and now - history[0] > CRASH_WINDOW:
             history.popleft()
         history.append(now)
         delay = CRASH_BACKOFF[len(history) - 1]
         log.error("agent %s crashed (%s); restarting in %.0fs", agent, reason, delay)
-        await self.c.notify_submitter(agent, ContainerCrash(agent=agent, reason=reason))
-        self.c.bus.emit("agent", agent=agent, running=False, crashed=True, reason=reason)
-        self.c.spawn_task(self._restart_later, agent, delay)
+        await self.notices.notify_submitter(agent, ContainerCrash(agent=agent, reason=reason))
+        self.bus.emit("agent", agent=agent, running=False, crashed=True, reason=reason)
+        self.background.start_soon(self._restart_later, agent, delay)
 
     async def _restart_later(self, agent: str, delay: float) -> None:
         await anyio.sleep(delay)
         if (
-            self.c.registry.exists(agent)
-            and await self._desired(agent)
-            and not self.c.hostlink.running(agent)
-            and self.c.hostlink.hosts
+            self.registry.exists(agent)
+            and await self.agent_state.desired_running(agent)
+            and not self.hostlink.running(agent)
+            and self.hostlink.hosts
         ):
-            await self.c.activate(agent)
-
-    # ---- desired state ------------------------------------------------------------------
-
-    async def _desired(self, name: str) -> bool:
-        row: sqlite3.Row = await self.c.db.run(lambda c: ensure_agent_row(c, name))
-        return bool(row["desired_running"])
-
-    async def _set_desired(self, name: str, running: bool) -> None:
-        def op(conn: sqlite3.Connection) -> None:
-            ensure_agent_row(conn, name)
-            conn.execute(
-                "UPDATE agent_state SET desired_running = ? WHERE name = ?", (int(running), name)
-            )
-
-        await self.c.db.run(op)
+            await self.placement.activate(agent)

@@ -7,16 +7,49 @@ operator verbatim.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import os
+from typing import Any
 
 from hyperhive import topology
+from hyperhive.config import HivePaths
 from hyperhive.core.agent_api import COMPACT_THRESHOLD
+from hyperhive.core.agent_state import AgentState
+from hyperhive.core.approvals import Approvals
+from hyperhive.core.broker import Broker
+from hyperhive.core.dispatch import Dispatcher
+from hyperhive.core.hostlink import HostLink
+from hyperhive.core.lifecycle import Lifecycle
+from hyperhive.core.logs import LogTails
+from hyperhive.core.loose_ends import LooseEnds
+from hyperhive.core.notify import EventBus
+from hyperhive.core.placement import Placement
+from hyperhive.core.registry import AgentRegistry
+from hyperhive.core.scheduler import Scheduler
 from hyperhive.effective import turn_tool_args
 from hyperhive.errors import InvalidRequest, NotFound
+from hyperhive.forge.config import ForgeConfig
 from hyperhive.forge.view import forge_view
 from hyperhive.names import OPERATOR, validate_agent_name
 from hyperhive.permissions import Capability, ToolGroup
 from hyperhive.protocol import (
+    Acked,
+    AgentConfigView,
+    AgentView,
+    Answered,
+    ApprovalDetail,
+    ApprovalOutcome,
+    ApprovalRequested,
+    ApprovalView,
+    Cancelled,
+    CompactQueued,
+    ForgeView,
+    HiveStatus,
+    HostRequest,
+    LifecycleResult,
+    LogTail,
+    LooseEnd,
+    Mailbox,
+    Message,
     OpAckReq,
     OpAgentForgeReq,
     OpAgentsReq,
@@ -40,144 +73,226 @@ from hyperhive.protocol import (
     OpSpawnReq,
     OpStatusReq,
     OpTopologyReq,
+    ParentSet,
+    Question,
+    Sent,
+    SpawnResult,
+    WaitingSlot,
 )
+from hyperhive.topology import TopologyStore
 
-if TYPE_CHECKING:
-    from hyperhive.core.coordinator import Coordinator
+__all__ = ["OPERATOR_TABLE", "OperatorApi"]
 
-__all__ = ["OperatorApi"]
+OPERATOR_TABLE: Dispatcher[OperatorApi] = Dispatcher("operator socket", HostRequest)
+on = OPERATOR_TABLE.on
 
 
 class OperatorApi:
-    def __init__(self, coord: Coordinator) -> None:
-        self.c = coord
+    def __init__(
+        self,
+        *,
+        paths: HivePaths,
+        schema_version: int,
+        registry: AgentRegistry,
+        topology_store: TopologyStore,
+        broker: Broker,
+        loose_ends: LooseEnds,
+        scheduler: Scheduler,
+        agent_state: AgentState,
+        approvals: Approvals,
+        lifecycle: Lifecycle,
+        placement: Placement,
+        logs: LogTails,
+        hostlink: HostLink,
+        bus: EventBus,
+        forge: ForgeConfig | None,
+    ) -> None:
+        self.paths = paths
+        self.schema_version = schema_version
+        self.registry = registry
+        self.topology_store = topology_store
+        self.broker = broker
+        self.loose_ends = loose_ends
+        self.scheduler = scheduler
+        self.agent_state = agent_state
+        self.approvals = approvals
+        self.lifecycle = lifecycle
+        self.placement = placement
+        self.logs = logs
+        self.hostlink = hostlink
+        self.bus = bus
+        self.forge = forge
+        self.pid = os.getpid()
 
     async def __call__(self, req: Any) -> Any:
-        handler = getattr(self, f"_{req.cmd}")
-        return await handler(req)
+        return await OPERATOR_TABLE(self, req)
 
-    async def _send(self, req: OpSendReq) -> dict[str, Any]:
+    async def agents_view(self) -> list[AgentView]:
+        topo = self.topology_store.read_cached()
+        rows = await self.agent_state.all_rows()
+        unread = await self.agent_state.unread_by_operator()
+        out = []
+        for name in self.registry.known():
+            row = rows.get(name, {})
+            turn = self.hostlink.turns.get(name)
+            out.append(
+                AgentView(
+                    name=name,
+                    parent=topo.get(name),
+                    running=self.hostlink.running(name),
+                    host=self.hostlink.host_of(name),
+                    turn_state=turn.state if turn else "stopped",
+                    turn_state_since=turn.since if turn else None,
+                    status_text=row.get("status_text", ""),
+                    needs_login=bool(row.get("needs_login", 0)),
+                    broken=self.registry.broken.get(name),
+                    crashed=self.placement.crash_reasons.get(name),
+                    unread_operator_messages=unread.get(name, 0),
+                    last_context_usage=row.get("last_context_usage"),
+                    config_warnings=self.registry.warnings(name),
+                )
+            )
+        return out
+
+    @on(OpSendReq)
+    async def _send(self, req: OpSendReq) -> Sent:
         recipient = req.to
         if recipient != OPERATOR:
-            self.c.require_agent(recipient)
-        msg_id = await self.c.broker.send(OPERATOR, recipient, req.body, req.in_reply_to)
-        return {"id": msg_id, "to": recipient}
+            self.registry.require(recipient)
+        msg_id = await self.broker.send(OPERATOR, recipient, req.body, req.in_reply_to)
+        return Sent(id=msg_id, to=recipient)
 
-    async def _inbox(self, req: OpInboxReq) -> list[Any]:
-        return list(await self.c.broker.inbox(OPERATOR, req.limit, req.unread_only))
+    @on(OpInboxReq)
+    async def _inbox(self, req: OpInboxReq) -> list[Message]:
+        return list(await self.broker.inbox(OPERATOR, req.limit, req.unread_only))
 
-    async def _outbox(self, req: OpOutboxReq) -> list[Any]:
-        return list(await self.c.broker.outbox(OPERATOR, req.limit))
+    @on(OpOutboxReq)
+    async def _outbox(self, req: OpOutboxReq) -> list[Message]:
+        return list(await self.broker.outbox(OPERATOR, req.limit))
 
-    async def _ack_until(self, req: OpAckReq) -> dict[str, int]:
-        return {"acked": await self.c.broker.ack_until(OPERATOR, req.up_to)}
+    @on(OpAckReq)
+    async def _ack_until(self, req: OpAckReq) -> Acked:
+        return Acked(acked=await self.broker.ack_until(OPERATOR, req.up_to))
 
-    async def _messages(self, req: OpMessagesReq) -> dict[str, Any]:
-        self.c.require_agent(req.agent)
-        return {
-            "inbox": await self.c.broker.inbox(req.agent, req.limit),
-            "outbox": await self.c.broker.outbox(req.agent, req.limit),
-        }
+    @on(OpMessagesReq)
+    async def _messages(self, req: OpMessagesReq) -> Mailbox:
+        self.registry.require(req.agent)
+        return Mailbox(
+            inbox=await self.broker.inbox(req.agent, req.limit),
+            outbox=await self.broker.outbox(req.agent, req.limit),
+        )
 
-    async def _agents(self, req: OpAgentsReq) -> list[dict[str, Any]]:
-        return await self.c.agents_view()
+    @on(OpAgentsReq)
+    async def _agents(self, req: OpAgentsReq) -> list[AgentView]:
+        return await self.agents_view()
 
-    async def _agent_forge(self, req: OpAgentForgeReq) -> dict[str, Any]:
-        config = self.c.registry.config(req.agent)
+    @on(OpAgentForgeReq)
+    async def _agent_forge(self, req: OpAgentForgeReq) -> ForgeView:
+        config = self.registry.config(req.agent)
         granted = ToolGroup.FORGE in config.tool_groups
-        view = await forge_view(self.c.config.forge, req.agent, granted)
-        return view.model_dump()
+        return await forge_view(self.forge, req.agent, granted)
 
+    @on(OpTopologyReq)
     async def _topology(self, req: OpTopologyReq) -> dict[str, str | None]:
-        return self.c.topology()
+        return self.topology_store.read_cached()
 
-    async def _set_parent(self, req: OpSetParentReq) -> dict[str, Any]:
+    @on(OpSetParentReq)
+    async def _set_parent(self, req: OpSetParentReq) -> ParentSet:
         new_parent = req.new_parent or None
-        updated, changed = self.c.topology_store.set_parent(
-            req.child, new_parent, self.c.registry.known()
+        updated, changed = self.topology_store.set_parent(
+            req.child, new_parent, self.registry.known()
         )
         if changed:
-            self.c.bus.emit("topology", child=req.child, parent=new_parent)
-        return {"changed": changed, "topology": updated}
+            self.bus.emit("topology", child=req.child, parent=new_parent)
+        return ParentSet(changed=changed, topology=updated)
 
-    async def _get_loose_ends(self, req: OpLooseEndsReq) -> list[Any]:
+    @on(OpLooseEndsReq)
+    async def _get_loose_ends(self, req: OpLooseEndsReq) -> list[LooseEnd]:
         if req.agent == "*":
-            return list(await self.c.loose_ends.list_for(None))
-        self.c.require_agent(req.agent)
-        return list(await self.c.loose_ends.list_for([req.agent]))
+            return list(await self.loose_ends.list_for(None))
+        self.registry.require(req.agent)
+        return list(await self.loose_ends.list_for([req.agent]))
 
-    async def _cancel_loose_end(self, req: OpCancelLooseEndReq) -> dict[str, bool]:
-        if await self.c.loose_ends.row(req.kind, req.row_id) is None:
+    @on(OpCancelLooseEndReq)
+    async def _cancel_loose_end(self, req: OpCancelLooseEndReq) -> Cancelled:
+        if await self.loose_ends.row(req.kind, req.row_id) is None:
             raise NotFound(f"no {req.kind} #{req.row_id}")
-        done = await self.c.loose_ends.cancel(req.kind, req.row_id)
-        self.c.scheduler.poke()
+        done = await self.loose_ends.cancel(req.kind, req.row_id)
+        self.scheduler.poke()
         if done and req.kind in ("approval", "question"):  # the operator's waiting count
-            self.c.bus.emit(req.kind, **{f"{req.kind}_id": req.row_id}, state="cancelled")
-        return {"cancelled": done}
+            self.bus.emit(req.kind, **{f"{req.kind}_id": req.row_id}, state="cancelled")
+        return Cancelled(cancelled=done)
 
-    async def _questions(self, req: OpQuestionsReq) -> list[dict[str, object]]:
-        return await self.c.loose_ends.questions(req.open_only)
+    @on(OpQuestionsReq)
+    async def _questions(self, req: OpQuestionsReq) -> list[Question]:
+        return [Question.model_validate(r) for r in await self.loose_ends.questions(req.open_only)]
 
-    async def _answer_question(self, req: OpAnswerReq) -> dict[str, Any]:
-        self.c.broker.check_body(req.answer)
-        asker, msg_id = await self.c.loose_ends.answer_question(req.question_id, req.answer)
-        self.c.bus.emit("question", question_id=req.question_id, state="answered")
-        return {"asker": asker, "message_id": msg_id}
+    @on(OpAnswerReq)
+    async def _answer_question(self, req: OpAnswerReq) -> Answered:
+        self.broker.check_body(req.answer)
+        asker, msg_id = await self.loose_ends.answer_question(req.question_id, req.answer)
+        self.bus.emit("question", question_id=req.question_id, state="answered")
+        return Answered(asker=asker, message_id=msg_id)
 
-    async def _spawn(self, req: OpSpawnReq) -> dict[str, Any]:
+    @on(OpSpawnReq)
+    async def _spawn(self, req: OpSpawnReq) -> SpawnResult:
         validate_agent_name(req.name)
-        if self.c.registry.exists(req.name):
+        if self.registry.exists(req.name):
             raise InvalidRequest(f"an agent named {req.name!r} already exists")
         if req.parent is not None:
-            self.c.require_agent(req.parent)
-        await self.c.add_agent(req.name, req.config, req.parent)
-        return {
-            "name": req.name,
-            "parent": req.parent,
-            "running": self.c.hostlink.running(req.name),
-        }
+            self.registry.require(req.parent)
+        await self.lifecycle.create(
+            req.name, req.config, req.parent, f"spawn {req.name} (operator)"
+        )
+        return SpawnResult(
+            name=req.name, parent=req.parent, running=self.hostlink.running(req.name)
+        )
 
-    async def _approvals(self, req: OpApprovalsReq) -> list[dict[str, Any]]:
-        return await self.c.approvals.list(req.pending_only)
+    @on(OpApprovalsReq)
+    async def _approvals(self, req: OpApprovalsReq) -> list[ApprovalView]:
+        return await self.approvals.list(req.pending_only)
 
-    async def _approval_show(self, req: OpApprovalShowReq) -> dict[str, Any]:
-        return await self.c.approvals.show(req.approval_id)
+    @on(OpApprovalShowReq)
+    async def _approval_show(self, req: OpApprovalShowReq) -> ApprovalDetail:
+        return await self.approvals.show(req.approval_id)
 
-    async def _approve(self, req: OpResolveReq) -> dict[str, Any]:
-        return await self.c.approvals.resolve(req.approval_id, True, req.reason)
-
-    async def _deny(self, req: OpResolveReq) -> dict[str, Any]:
-        if not req.reason.strip():
+    @on(OpResolveReq)
+    async def _resolve(self, req: OpResolveReq) -> ApprovalOutcome:
+        approve = req.cmd == "approve"
+        if not approve and not req.reason.strip():
             raise InvalidRequest("say why: deny needs a reason (--reason), which the asker reads")
-        return await self.c.approvals.resolve(req.approval_id, False, req.reason)
+        return await self.approvals.resolve(req.approval_id, approve, req.reason)
 
-    async def _lifecycle(self, req: OpLifecycleReq) -> dict[str, Any]:
-        return await self.c.lifecycle.act(None, req.cmd.removeprefix("agent_"), req.agent)
+    @on(OpLifecycleReq)
+    async def _lifecycle(self, req: OpLifecycleReq) -> LifecycleResult:
+        return await self.lifecycle.act(None, req.cmd.removeprefix("agent_"), req.agent)
 
-    _agent_kill = _agent_start = _agent_restart = _agent_update = _agent_destroy = _lifecycle
+    @on(OpLogsReq)
+    async def _logs(self, req: OpLogsReq) -> LogTail:
+        self.registry.require(req.agent)
+        return LogTail(agent=req.agent, lines=await self.logs.agent(req.agent, req.lines))
 
-    async def _logs(self, req: OpLogsReq) -> dict[str, Any]:
-        self.c.require_agent(req.agent)
-        return {"agent": req.agent, "lines": self.c.agent_log_tail(req.agent, req.lines)}
+    @on(OpCompactReq)
+    async def _compact(self, req: OpCompactReq) -> CompactQueued:
+        self.registry.require(req.agent)
+        return await self.agent_state.request_compact(req.agent, COMPACT_THRESHOLD)
 
-    async def _compact(self, req: OpCompactReq) -> dict[str, Any]:
-        self.c.require_agent(req.agent)
-        return await self.c.request_compact(req.agent, COMPACT_THRESHOLD)
-
-    async def _agent_config(self, req: OpConfigReq) -> dict[str, Any]:
-        cfg = self.c.registry.config(req.agent)
+    @on(OpConfigReq)
+    async def _agent_config(self, req: OpConfigReq) -> AgentConfigView:
+        cfg = self.registry.config(req.agent)
         args = turn_tool_args(cfg)  # exactly what its turns get (bash only with execution)
-        return {
-            "agent": req.agent,
-            "config": cfg.model_dump(mode="json"),
-            "tool_groups": [g.value for g in cfg.tool_groups],
-            "capabilities": [c.value for c in cfg.capabilities],
-            "tools_arg": args.tools,
-            "allowed_tools_arg": args.allowed_tools,
-        }
+        return AgentConfigView(
+            agent=req.agent,
+            config=cfg.model_dump(mode="json"),
+            tool_groups=[g.value for g in cfg.tool_groups],
+            capabilities=[c.value for c in cfg.capabilities],
+            tools_arg=args.tools,
+            allowed_tools_arg=args.allowed_tools,
+        )
 
-    async def _perms_set(self, req: OpPermsSetReq) -> dict[str, Any]:
-        current = self.c.registry.config(req.agent)
+    @on(OpPermsSetReq)
+    async def _perms_set(self, req: OpPermsSetReq) -> ApprovalRequested:
+        current = self.registry.config(req.agent)
         try:
             groups = [ToolGroup(g.strip().lower()) for g in req.tool_groups if g.strip()]
             caps = [Capability(c.strip().lower()) for c in req.capabilities if c.strip()]
@@ -186,23 +301,27 @@ class OperatorApi:
         if not groups:
             raise InvalidRequest("an agent needs at least one tool group")
         proposed = current.model_copy(update={"tool_groups": groups, "capabilities": caps})
-        return await self.c.approvals.propose(
+        return await self.approvals.propose(
             OPERATOR, req.agent, proposed, "permissions: " + ",".join(groups)
         )
 
-    async def _status(self, req: OpStatusReq) -> dict[str, Any]:
-        topo = self.c.topology()
-        return {
-            "home": str(self.c.paths.home),
-            "agents": len(self.c.registry.known()),
-            "running": sum(self.c.hostlink.running(a) for a in self.c.registry.known()),
-            "hosts": sorted(self.c.hostlink.hosts),
-            "claude_slots": self.c.hostlink.claude_slots(),
-            "waiting_slot": [
-                {"agent": agent, "since": since}
-                for agent, since in self.c.hostlink.waiting_for_slots()
+    @on(OpStatusReq)
+    async def _status(self, req: OpStatusReq) -> HiveStatus:
+        topo = self.topology_store.read_cached()
+        return HiveStatus(
+            home=str(self.paths.home),
+            agents=len(self.registry.known()),
+            running=sum(self.hostlink.running(a) for a in self.registry.known()),
+            hosts=sorted(self.hostlink.hosts),
+            claude_slots=self.hostlink.claude_slots(),
+            waiting_slot=[
+                WaitingSlot(agent=agent, since=since)
+                for agent, since in self.hostlink.waiting_for_slots()
             ],
-            "roots": topology.roots(topo),
-            "schema_version": self.c.db.version,
-            "pid": self.c.pid,
-        }
+            roots=topology.roots(topo),
+            schema_version=self.schema_version,
+            pid=self.pid,
+        )
+
+
+OPERATOR_TABLE.seal()

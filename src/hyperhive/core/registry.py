@@ -66,6 +66,11 @@ class AgentRegistry:
     def exists(self, name: str) -> bool:
         return name in self.configs or name in self.broken
 
+    def require(self, name: str) -> None:
+        """``NotFound`` unless ``name`` is an agent (broken configs count: they exist)."""
+        if not self.exists(name):
+            raise NotFound(f"no agent named {name!r}; `hivectl agents list` shows the hive")
+
     def config(self, name: str) -> AgentConfig:
         """The applied config; ``NotFound`` or ``ConfigError`` (broken) otherwise."""
         if name in self.configs:

@@ -8,27 +8,19 @@ not break the agent's page, so the problem is part of the view.
 from __future__ import annotations
 
 import anyio
-from pydantic import BaseModel
 
 from hyperhive.errors import HiveError, NotFound
 from hyperhive.forge.config import ForgeConfig
 from hyperhive.forge.service import Forge
+from hyperhive.protocol import ForgeView
 
 __all__ = ["VIEW_TIMEOUT", "AgentForgeView", "forge_view"]
 
 VIEW_TIMEOUT = 5.0
 
 
-class AgentForgeView(BaseModel):
-    granted: bool
-    configured: bool
-    url: str | None = None
-    org: str | None = None
-    user: str | None = None
-    user_url: str | None = None
-    active: bool | None = None
-    repos: list[str] = []
-    problem: str | None = None
+class AgentForgeView(ForgeView):
+    """The wire model (``protocol.ForgeView``) with its plain-text rendering."""
 
     def lines(self) -> list[str]:
         """Plain-text rendering (``hivectl agents show``)."""

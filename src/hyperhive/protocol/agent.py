@@ -9,47 +9,112 @@ from pydantic import (
     model_validator,
 )
 
-from hyperhive.protocol.base import LooseEndKind, RowId, _Req
+from hyperhive.protocol.base import (
+    Acked,
+    AgentMeta,
+    ApprovalRequested,
+    Cancelled,
+    CompactQueued,
+    Created,
+    LifecycleResult,
+    LogTail,
+    LooseEnd,
+    LooseEndKind,
+    Message,
+    Req,
+    RowId,
+    Sent,
+    WaitResult,
+    _Out,
+)
+
+# ---- results only this socket gives ---------------------------------------
+
+
+class Attached(_Out):
+    incarnation: int
+    agent: str
+
+
+class TurnEnded(_Out):
+    compact_pending: bool
+
+
+class Reminded(_Out):
+    id: int
+    due_at: float
+
+
+class Cleared(_Out):
+    cleared: bool
+
+
+class StatusSet(_Out):
+    status_text: str
+
+
+class Asked(_Out):
+    question_id: int
+    message_id: int
+
+
+class Schedule(_Out):
+    id: int
+    owner: str
+    target: str
+    prompt: str
+    every_seconds: float | None
+    cron: str | None
+    next_at: float
+    created_at: float
+
+
+class HostJournal(_Out):
+    """The coordinator's and agent host's own log tails."""
+
+    coordinator: list[str]
+    host: list[str]
+
 
 # ---- agent socket ---------------------------------------------------------
 
 
-class SendReq(_Req):
+class SendReq(Req[Sent]):
     cmd: Literal["send"]
     to: str
     body: str
     in_reply_to: RowId | None = None
 
 
-class RecvReq(_Req):
+class RecvReq(Req[list[Message]]):
     cmd: Literal["recv"]
     max: int = Field(default=1, ge=1, le=2**31)
 
 
-class AckUntilReq(_Req):
+class AckUntilReq(Req[Acked]):
     cmd: Literal["ack_until"]
     up_to: RowId
 
 
-class WaitReq(_Req):
+class WaitReq(Req[WaitResult]):
     cmd: Literal["wait"]
     timeout: float = Field(default=30.0, ge=0, le=3600)
     todo_version: RowId = 0
 
 
-class AttachReq(_Req):
+class AttachReq(Req[Attached]):
     """A new harness incarnation: unacked deliveries of the old one redeliver."""
 
     cmd: Literal["attach"]
 
 
-class FenceReq(_Req):
+class FenceReq(Req[None]):
     """Graceful stop begins: ``recv`` answers the graceful-stop message."""
 
     cmd: Literal["fence"]
 
 
-class TurnEndReq(_Req):
+class TurnEndReq(Req[TurnEnded]):
     cmd: Literal["turn_end"]
     outcome: Literal["ok", "error", "api_error", "needs_login", "interrupted"]
     handled: list[RowId] = Field(default_factory=list, max_length=10_000)
@@ -63,7 +128,7 @@ class TurnEndReq(_Req):
 REMIND_MAX_BYTES = 64 * 1024
 
 
-class RemindReq(_Req):
+class RemindReq(Req[Reminded]):
     cmd: Literal["remind"]
     message: str
     delay_seconds: float | None = Field(default=None, ge=0)
@@ -76,41 +141,41 @@ class RemindReq(_Req):
         return self
 
 
-class GetLooseEndsReq(_Req):
+class GetLooseEndsReq(Req[list[LooseEnd]]):
     cmd: Literal["get_loose_ends"]
     agent: str | None = None
 
 
-class CancelLooseEndReq(_Req):
+class CancelLooseEndReq(Req[Cancelled]):
     cmd: Literal["cancel_loose_end"]
     kind: LooseEndKind
     row_id: RowId
 
 
-class TodoUpsertReq(_Req):
+class TodoUpsertReq(Req[Created]):
     cmd: Literal["todo_upsert"]
     subsystem: str = Field(min_length=1, max_length=64)
     key: str = Field(min_length=1, max_length=128)
     body: str
 
 
-class TodoClearReq(_Req):
+class TodoClearReq(Req[Cleared]):
     cmd: Literal["todo_clear"]
     subsystem: str = Field(min_length=1, max_length=64)
     key: str = Field(min_length=1, max_length=128)
 
 
-class SetStatusReq(_Req):
+class SetStatusReq(Req[StatusSet]):
     cmd: Literal["set_status"]
     text: str
 
 
-class GetAgentMetaReq(_Req):
+class GetAgentMetaReq(Req[AgentMeta]):
     cmd: Literal["get_agent_meta"]
     name: str | None = None
 
 
-class WakeReq(_Req):
+class WakeReq(Req[Created]):
     """From an in-sandbox producer: lands as a message from ``from`` and wakes."""
 
     cmd: Literal["wake"]
@@ -118,16 +183,16 @@ class WakeReq(_Req):
     body: str
 
 
-class CompactReq(_Req):
+class CompactReq(Req[CompactQueued]):
     cmd: Literal["compact"]
 
 
-class AskOperatorReq(_Req):
+class AskOperatorReq(Req[Asked]):
     cmd: Literal["ask_operator"]
     question: str
 
 
-class SchedulePromptReq(_Req):
+class SchedulePromptReq(Req[Created]):
     cmd: Literal["schedule_prompt"]
     target: str
     prompt: str
@@ -141,16 +206,16 @@ class SchedulePromptReq(_Req):
         return self
 
 
-class ListSchedulesReq(_Req):
+class ListSchedulesReq(Req[list[Schedule]]):
     cmd: Literal["list_schedules"]
 
 
-class CancelScheduleReq(_Req):
+class CancelScheduleReq(Req[Cancelled]):
     cmd: Literal["cancel_schedule"]
     schedule_id: RowId
 
 
-class RequestInitConfigReq(_Req):
+class RequestInitConfigReq(Req[ApprovalRequested]):
     """Spawn (or re-init) a direct child: ``config`` is the child's agent.toml text."""
 
     cmd: Literal["request_init_config"]
@@ -158,7 +223,7 @@ class RequestInitConfigReq(_Req):
     config: str = ""
 
 
-class RequestApplyCommitReq(_Req):
+class RequestApplyCommitReq(Req[ApprovalRequested]):
     """Apply a commit of ``agent``'s proposed config repo (own or a descendant's)."""
 
     cmd: Literal["request_apply_commit"]
@@ -166,25 +231,25 @@ class RequestApplyCommitReq(_Req):
     commit: str = Field(default="HEAD", min_length=1, max_length=64)
 
 
-class LifecycleReq(_Req):
+class LifecycleReq(Req[LifecycleResult]):
     """``kill``/``start``/``restart``/``update``/``destroy`` of a descendant."""
 
     cmd: Literal["kill", "start", "restart", "update", "destroy"]
     agent: str
 
 
-class GetLogsReq(_Req):
+class GetLogsReq(Req[LogTail]):
     cmd: Literal["get_logs"]
     agent: str
     lines: int = Field(default=100, ge=1, le=5000)
 
 
-class GetHostJournalReq(_Req):
+class GetHostJournalReq(Req[HostJournal]):
     cmd: Literal["get_host_journal"]
     lines: int = Field(default=100, ge=1, le=5000)
 
 
-class RequestUpdateMetaInputsReq(_Req):
+class RequestUpdateMetaInputsReq(Req[ApprovalRequested]):
     """Ask the operator to move the hive to another pinned claude CLI version."""
 
     cmd: Literal["request_update_meta_inputs"]

@@ -6,87 +6,239 @@ from typing import Annotated, Literal
 
 from pydantic import (
     Field,
+    JsonValue,
 )
 
 from hyperhive.config import AgentConfig
-from hyperhive.protocol.base import LooseEndKind, RowId, _Req
+from hyperhive.protocol.base import (
+    Acked,
+    ApprovalRequested,
+    Cancelled,
+    CompactQueued,
+    LifecycleResult,
+    LogTail,
+    LooseEnd,
+    LooseEndKind,
+    Message,
+    Req,
+    RowId,
+    Sent,
+    TurnStateName,
+    _Out,
+)
+
+# ---- results (keys promised by docs/cli-json.md are never renamed) ---------
+
+
+class AgentView(_Out):
+    """One row of ``hivectl agents list``."""
+
+    name: str
+    parent: str | None
+    running: bool
+    host: str | None
+    turn_state: TurnStateName
+    turn_state_since: float | None
+    status_text: str
+    needs_login: bool
+    broken: str | None
+    crashed: str | None
+    unread_operator_messages: int
+    last_context_usage: float | None
+    config_warnings: list[str] = []
+
+
+class ParentSet(_Out):
+    changed: bool
+    topology: dict[str, str | None]
+
+
+class Question(_Out):
+    id: int
+    asker: str
+    question: str
+    message_id: int | None
+    state: str
+    answer: str | None
+    created_at: float
+    answered_at: float | None
+
+
+class Answered(_Out):
+    asker: str
+    message_id: int
+
+
+class SpawnResult(_Out):
+    name: str
+    parent: str | None
+    running: bool
+
+
+class WaitingSlot(_Out):
+    """An agent queued for one of its host's claude slots, since ``since``."""
+
+    agent: str
+    since: float
+
+
+class HiveStatus(_Out):
+    home: str
+    agents: int
+    running: int
+    hosts: list[str]
+    claude_slots: dict[str, int | None]
+    waiting_slot: list[WaitingSlot]
+    roots: list[str]
+    schema_version: int
+    pid: int
+
+
+class Mailbox(_Out):
+    inbox: list[Message]
+    outbox: list[Message]
+
+
+class ApprovalView(_Out):
+    id: int
+    kind: Literal["init_config", "apply_commit", "update_meta_inputs"]
+    requester: str
+    subject: str
+    state: Literal["pending", "approved", "denied"]
+    created_at: float
+    resolution: str | None
+
+
+class EffectiveView(_Out):
+    """An agent as a config would make it: what the operator sees before approving."""
+
+    agent: str
+    parent: str | None
+    toml: str
+    tool_groups: list[str]
+    capabilities: list[str]
+    mcp_servers: list[str]
+    tools_arg: str
+    allowed_tools_arg: str
+
+
+class ApprovalDetail(ApprovalView):
+    """An approval with what was asked and, for config changes, the diff to apply
+    and ``effective``: what approving makes of the agent."""
+
+    payload: dict[str, JsonValue]
+    diff: str | None = None
+    effective: EffectiveView | None = None
+
+
+class ApprovalOutcome(_Out):
+    approval_id: int
+    state: Literal["approved", "denied"]
+    meta_commit: str | None = None
+    note: str | None = None
+
+
+class AgentConfigView(_Out):
+    """An agent's applied config and the exact tool arguments its turns get."""
+
+    agent: str
+    config: dict[str, JsonValue]
+    tool_groups: list[str]
+    capabilities: list[str]
+    tools_arg: str
+    allowed_tools_arg: str
+
+
+class ForgeView(_Out):
+    """An agent's forge user and repositories, as the operator sees them."""
+
+    granted: bool
+    configured: bool
+    url: str | None = None
+    org: str | None = None
+    user: str | None = None
+    user_url: str | None = None
+    active: bool | None = None
+    repos: list[str] = []
+    problem: str | None = None
+
 
 # ---- operator socket ------------------------------------------------------
 
 
-class OpSendReq(_Req):
+class OpSendReq(Req[Sent]):
     cmd: Literal["send"]
     to: str
     body: str
     in_reply_to: RowId | None = None
 
 
-class OpInboxReq(_Req):
+class OpInboxReq(Req[list[Message]]):
     cmd: Literal["inbox"]
     limit: int = Field(default=50, ge=1, le=1000)
     unread_only: bool = False
 
 
-class OpOutboxReq(_Req):
+class OpOutboxReq(Req[list[Message]]):
     """Messages the operator sent (newest ``limit``, oldest first)."""
 
     cmd: Literal["outbox"]
     limit: int = Field(default=50, ge=1, le=1000)
 
 
-class OpAckReq(_Req):
+class OpAckReq(Req[Acked]):
     cmd: Literal["ack_until"]
     up_to: RowId
 
 
-class OpAgentsReq(_Req):
+class OpAgentsReq(Req[list[AgentView]]):
     cmd: Literal["agents"]
 
 
-class OpSetParentReq(_Req):
+class OpSetParentReq(Req[ParentSet]):
     cmd: Literal["set_parent"]
     child: str
     new_parent: str | None = None
 
 
-class OpTopologyReq(_Req):
+class OpTopologyReq(Req[dict[str, str | None]]):
     cmd: Literal["topology"]
 
 
-class OpLooseEndsReq(_Req):
+class OpLooseEndsReq(Req[list[LooseEnd]]):
     cmd: Literal["get_loose_ends"]
     agent: str = "*"
 
 
-class OpCancelLooseEndReq(_Req):
+class OpCancelLooseEndReq(Req[Cancelled]):
     cmd: Literal["cancel_loose_end"]
     kind: LooseEndKind
     row_id: RowId
 
 
-class OpQuestionsReq(_Req):
+class OpQuestionsReq(Req[list[Question]]):
     cmd: Literal["questions"]
     open_only: bool = True
 
 
-class OpAnswerReq(_Req):
+class OpAnswerReq(Req[Answered]):
     cmd: Literal["answer_question"]
     question_id: RowId
     answer: str
 
 
-class OpSpawnReq(_Req):
+class OpSpawnReq(Req[SpawnResult]):
     cmd: Literal["spawn"]
     name: str
     config: AgentConfig = Field(default_factory=AgentConfig)
     parent: str | None = None
 
 
-class OpStatusReq(_Req):
+class OpStatusReq(Req[HiveStatus]):
     cmd: Literal["status"]
 
 
-class OpMessagesReq(_Req):
+class OpMessagesReq(Req[Mailbox]):
     """An agent's inbox and outbox, for the operator."""
 
     cmd: Literal["messages"]
@@ -94,41 +246,41 @@ class OpMessagesReq(_Req):
     limit: int = Field(default=50, ge=1, le=1000)
 
 
-class OpApprovalsReq(_Req):
+class OpApprovalsReq(Req[list[ApprovalView]]):
     cmd: Literal["approvals"]
     pending_only: bool = True
 
 
-class OpApprovalShowReq(_Req):
+class OpApprovalShowReq(Req[ApprovalDetail]):
     cmd: Literal["approval_show"]
     approval_id: RowId
 
 
-class OpResolveReq(_Req):
+class OpResolveReq(Req[ApprovalOutcome]):
     cmd: Literal["approve", "deny"]
     approval_id: RowId
     reason: str = ""
 
 
-class OpLifecycleReq(_Req):
+class OpLifecycleReq(Req[LifecycleResult]):
     """The operator's kill/start/restart/update/destroy of any agent."""
 
     cmd: Literal["agent_kill", "agent_start", "agent_restart", "agent_update", "agent_destroy"]
     agent: str
 
 
-class OpLogsReq(_Req):
+class OpLogsReq(Req[LogTail]):
     cmd: Literal["logs"]
     agent: str
     lines: int = Field(default=100, ge=1, le=5000)
 
 
-class OpCompactReq(_Req):
+class OpCompactReq(Req[CompactQueued]):
     cmd: Literal["compact"]
     agent: str
 
 
-class OpPermsSetReq(_Req):
+class OpPermsSetReq(Req[ApprovalRequested]):
     """Propose new tool groups/capabilities for an agent (an approval to apply)."""
 
     cmd: Literal["perms_set"]
@@ -137,12 +289,12 @@ class OpPermsSetReq(_Req):
     capabilities: list[str] = Field(default_factory=list)
 
 
-class OpConfigReq(_Req):
+class OpConfigReq(Req[AgentConfigView]):
     cmd: Literal["agent_config"]
     agent: str
 
 
-class OpAgentForgeReq(_Req):
+class OpAgentForgeReq(Req[ForgeView]):
     """An agent's forge user and repositories, for the operator."""
 
     cmd: Literal["agent_forge"]

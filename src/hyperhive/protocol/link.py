@@ -9,19 +9,23 @@ from pydantic import (
 )
 
 from hyperhive.config import AgentConfig
-from hyperhive.protocol.base import _Req
+from hyperhive.protocol.base import Req, TurnStateName, _Out, _Req
 
 # ---- agent-host link ------------------------------------------------------
 
 
-class LinkRegisterReq(_Req):
+class Registered(_Out):
+    host_id: str
+
+
+class LinkRegisterReq(Req[Registered]):
     cmd: Literal["register"]
     host_id: str = Field(min_length=1, max_length=64)
     pid: int | None = None
     claude_slots: int | None = Field(default=None, ge=1)  # how many claudes it runs at once
 
 
-class LinkAgentStateReq(_Req):
+class LinkAgentStateReq(Req[None]):
     """The host reports an agent's turn state (Idle/WaitingSlot/Thinking/Compacting).
 
     ``waiting_slot``: woken, queued for one of the host's claude slots since ``since``.
@@ -29,18 +33,18 @@ class LinkAgentStateReq(_Req):
 
     cmd: Literal["agent_state"]
     agent: str
-    turn_state: Literal["idle", "waiting_slot", "thinking", "compacting", "stopped"]
+    turn_state: TurnStateName
     since: float
     needs_login: bool = False
 
 
-class LinkAgentCrashedReq(_Req):
+class LinkAgentCrashedReq(Req[None]):
     cmd: Literal["agent_crashed"]
     agent: str
     reason: str
 
 
-class LinkGoodbyeReq(_Req):
+class LinkGoodbyeReq(Req[None]):
     """The host is stopping on purpose: its agents stopping is not a crash."""
 
     cmd: Literal["goodbye"]

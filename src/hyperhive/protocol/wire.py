@@ -147,16 +147,21 @@ def decode_frame(union: Any, line: bytes) -> tuple[RequestId, Any]:
         try:
             return rid, _adapter(union).validate_python(data)
         except ValidationError as exc:
-            raise MalformedFrame(f"bad {cmd!r} request: {_summarise(exc)}") from exc
+            raise MalformedFrame(f"bad {cmd!r} request: {summarise_validation(exc)}") from exc
     except HiveError as exc:
         exc.request_id = rid
         raise
 
 
-def _summarise(exc: ValidationError) -> str:
+def summarise_validation(exc: ValidationError, *, tagged: bool = True) -> str:
+    """The first few problems of a validation error, one line, named by field.
+
+    ``tagged``: the error came from a discriminated union, whose first ``loc``
+    element is the ``cmd`` tag rather than a field.
+    """
     parts = []
     for err in exc.errors()[:3]:
-        loc = ".".join(str(p) for p in err["loc"][1:]) or "request"
+        loc = ".".join(str(p) for p in err["loc"][1 if tagged else 0 :]) or "request"
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
             msg = "unexpected field" + (
@@ -172,7 +177,7 @@ def decode_response(line: bytes) -> Response:
     try:
         return Response.model_validate_json(line)
     except ValidationError as exc:
-        raise MalformedFrame(f"malformed response from peer: {_summarise(exc)}") from exc
+        raise MalformedFrame(f"malformed response from peer: {summarise_validation(exc)}") from exc
 
 
 def parse_result(model: type[_T], value: JsonValue) -> _T:

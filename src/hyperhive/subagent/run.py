@@ -19,12 +19,12 @@ import anyio
 from anyio.abc import Process
 
 from hyperhive.agent import launch
-from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.agent.sandbox import CLAUDE_OOM_SCORE_ADJ
 from hyperhive.agent.stream import AssistantEvent, InitEvent, ResultEvent, parse_line
 from hyperhive.atomic import atomic_write_text
 from hyperhive.framing import FrameDecoder
 from hyperhive.safefs import open_beneath
+from hyperhive.subagent.host import SubagentHost
 from hyperhive.subagent.records import SubagentRecord, keep_output
 
 __all__ = ["converse", "spawn", "subagent_spec"]
@@ -32,7 +32,7 @@ __all__ = ["converse", "spawn", "subagent_spec"]
 MAX_STREAM_LINE = 64 << 20
 
 
-def subagent_spec(rt: AgentRuntime, rec: SubagentRecord, token: str) -> launch.SubagentSpec:
+def subagent_spec(rt: SubagentHost, rec: SubagentRecord, token: str) -> launch.SubagentSpec:
     """The launch of ``rec``'s next run; ``token`` is that run's control-surface token."""
     return launch.SubagentSpec(
         claude_bin=rt.hive.claude_bin or "claude",
@@ -47,7 +47,7 @@ def subagent_spec(rt: AgentRuntime, rec: SubagentRecord, token: str) -> launch.S
     )
 
 
-async def spawn(rt: AgentRuntime, rec: SubagentRecord, token: str, log_path: Path) -> Process:
+async def spawn(rt: SubagentHost, rec: SubagentRecord, token: str, log_path: Path) -> Process:
     """Start the run's claude in the agent's sandbox, in ``rec.cwd``; stderr to ``log_path``."""
     spec = subagent_spec(rt, rec, token)
     argv = launch.subagent_argv(spec)  # refuses an empty --tools before anything is written

@@ -48,7 +48,6 @@ import anyio
 from anyio.abc import Process, TaskGroup, TaskStatus
 from pydantic import ValidationError
 
-from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.agent.sandbox import signal_group
 from hyperhive.agent.todos import TodoSink
 from hyperhive.errors import (
@@ -62,6 +61,7 @@ from hyperhive.errors import (
 )
 from hyperhive.names import validate_task_name
 from hyperhive.safefs import atomic_write_beneath
+from hyperhive.subagent.host import SubagentHost
 from hyperhive.subagent.records import (
     Signal,
     SubagentRecord,
@@ -98,7 +98,7 @@ class SubagentManager:
 
     def __init__(
         self,
-        runtime: AgentRuntime,
+        runtime: SubagentHost,
         todos: TodoSink,
         *,
         max_running: int = 8,

@@ -19,6 +19,48 @@ from hyperhive.core.dashboard.live import EventStream, agent_events, hive_events
 from hyperhive.core.dashboard.state import Dashboard, dashboard
 from hyperhive.core.dashboard.views import compact_rule, perms_preview, thread_messages
 from hyperhive.errors import InvalidRequest, NotFound, Unavailable
+from hyperhive.protocol import (
+    Acked,
+    AgentConfigView,
+    Answered,
+    ApprovalDetail,
+    ApprovalOutcome,
+    ApprovalRequested,
+    ApprovalView,
+    Cancelled,
+    CompactQueued,
+    HiveStatus,
+    LifecycleResult,
+    LogTail,
+    LooseEnd,
+    Mailbox,
+    Message,
+    OpAckReq,
+    OpAnswerReq,
+    OpApprovalShowReq,
+    OpApprovalsReq,
+    OpCancelLooseEndReq,
+    OpCompactReq,
+    OpConfigReq,
+    OpInboxReq,
+    OpLifecycleReq,
+    OpLogsReq,
+    OpLooseEndsReq,
+    OpMessagesReq,
+    OpOutboxReq,
+    OpPermsSetReq,
+    OpQuestionsReq,
+    OpResolveReq,
+    OpSendReq,
+    OpSetParentReq,
+    OpSpawnReq,
+    OpStatusReq,
+    OpTopologyReq,
+    ParentSet,
+    Question,
+    Sent,
+    SpawnResult,
+)
 
 __all__ = ["router"]
 
@@ -92,9 +134,8 @@ class LooseEndKind(StrEnum):
 
 
 @router.get("/status")
-async def status(d: Dash) -> Json:
-    result: Json = await d.ops.call("status")
-    return result
+async def status(d: Dash) -> HiveStatus:
+    return await d.ops.request(OpStatusReq)
 
 
 @router.get("/agents")
@@ -105,36 +146,31 @@ async def agents(d: Dash) -> list[Json]:
 
 @router.get("/topology")
 async def get_topology(d: Dash) -> dict[str, str | None]:
-    result: dict[str, str | None] = await d.ops.call("topology")
-    return result
+    return await d.ops.request(OpTopologyReq)
 
 
 @router.post("/topology/set-parent")
 async def set_parent(
     d: Dash, child: Annotated[str, Form()], new_parent: Annotated[str, Form()] = ""
-) -> Json:
+) -> ParentSet:
     """Move ``child`` under ``new_parent``; absent or empty promotes it to a root."""
-    result: Json = await d.ops.call("set_parent", child=child, new_parent=new_parent or None)
-    return result
+    return await d.ops.request(OpSetParentReq, child=child, new_parent=new_parent or None)
 
 
 @router.get("/events", response_class=Response, responses=_SSE)
 async def events(d: Dash) -> Response:
     """SSE: topology, agent, turn, status, approval, host and inbox events."""
-    return EventStream(lambda emit: hive_events(d.coord, emit), d.closing)
+    return EventStream(lambda emit: hive_events(d.parts.bus, d.parts.notifier, emit), d.closing)
 
 
 # ---- one agent -------------------------------------------------------------------
 
 
 @router.post("/agents")
-async def spawn(d: Dash, body: SpawnBody) -> Json:
+async def spawn(d: Dash, body: SpawnBody) -> SpawnResult:
     """The operator's own spawn (no approval)."""
     config = parse_agent_config(body.config_toml, f"{body.name}/agent.toml", strict=True)
-    result: Json = await d.ops.call(
-        "spawn", name=body.name, parent=body.parent, config=config.model_dump(mode="json")
-    )
-    return result
+    return await d.ops.request(OpSpawnReq, name=body.name, parent=body.parent, config=config)
 
 
 async def _agent_row(d: Dashboard, name: str) -> Json:
@@ -152,21 +188,18 @@ async def agent(d: Dash, name: str) -> Json:
 
 
 @router.get("/agents/{name}/messages")
-async def messages(d: Dash, name: str, limit: Limit = 50) -> Json:
-    result: Json = await d.ops.call("messages", agent=name, limit=limit)
-    return result
+async def messages(d: Dash, name: str, limit: Limit = 50) -> Mailbox:
+    return await d.ops.request(OpMessagesReq, agent=name, limit=limit)
 
 
 @router.get("/agents/{name}/loose-ends")
-async def agent_loose_ends(d: Dash, name: str) -> list[Json]:
-    result: list[Json] = await d.ops.call("get_loose_ends", agent=name)
-    return result
+async def agent_loose_ends(d: Dash, name: str) -> list[LooseEnd]:
+    return await d.ops.request(OpLooseEndsReq, agent=name)
 
 
 @router.get("/agents/{name}/logs")
-async def logs(d: Dash, name: str, lines: Annotated[int, Query(ge=1, le=5000)] = 100) -> Json:
-    result: Json = await d.ops.call("logs", agent=name, lines=lines)
-    return result
+async def logs(d: Dash, name: str, lines: Annotated[int, Query(ge=1, le=5000)] = 100) -> LogTail:
+    return await d.ops.request(OpLogsReq, agent=name, lines=lines)
 
 
 @router.get("/agents/{name}/state")
@@ -188,97 +221,91 @@ async def agent_state(d: Dash, name: str) -> Json:
 @router.get("/agents/{name}/events", response_class=Response, responses=_SSE)
 async def agent_stream(d: Dash, name: str) -> Response:
     """SSE: the agent's turn stream (text, tool calls, results), proxied from its host."""
-    d.coord.require_agent(name)
-    return EventStream(lambda emit: agent_events(d.coord, d.proxy, name, emit), d.closing)
+    d.parts.registry.require(name)
+    return EventStream(
+        lambda emit: agent_events(d.parts.bus, d.parts.hostlink, d.proxy, name, emit), d.closing
+    )
 
 
 @router.post("/agents/{name}/compact")
-async def compact(d: Dash, name: str) -> Json:
+async def compact(d: Dash, name: str) -> CompactQueued:
     """Queue a compaction after the current turn; refused at or below 66% usage."""
-    result: Json = await d.ops.call("compact", agent=name)
-    return result
+    return await d.ops.request(OpCompactReq, agent=name)
 
 
 @router.post("/agents/{name}/destroy")
-async def destroy(d: Dash, name: str, body: DestroyBody) -> Json:
+async def destroy(d: Dash, name: str, body: DestroyBody) -> LifecycleResult:
     if body.confirm != name:
         raise InvalidRequest(f"to destroy {name!r}, confirm with its name")
-    result: Json = await d.ops.call("agent_destroy", agent=name)
-    return result
+    return await d.ops.request(OpLifecycleReq, cmd="agent_destroy", agent=name)
 
 
 @router.get("/agents/{name}/perms")
-async def perms(d: Dash, name: str) -> Json:
+async def perms(d: Dash, name: str) -> AgentConfigView:
     """Tool groups, capabilities and the exact ``--tools`` / ``--allowedTools``."""
-    d.coord.require_agent(name)
-    result: Json = await d.ops.call("agent_config", agent=name)
-    return result
+    d.parts.registry.require(name)
+    return await d.ops.request(OpConfigReq, agent=name)
 
 
 @router.get("/agents/{name}/perms/preview")
 async def perms_preview_route(d: Dash, name: str, groups: str = "", caps: str = "") -> Json:
     """What ``--tools`` / ``--allowedTools`` the toggled groups would give ``name``."""
-    d.coord.require_agent(name)
-    return perms_preview(groups.split(","), caps.split(","), d.coord.registry.config(name))
+    d.parts.registry.require(name)
+    return perms_preview(groups.split(","), caps.split(","), d.parts.registry.config(name))
 
 
 @router.post("/agents/{name}/perms")
-async def perms_set(d: Dash, name: str, body: PermsBody) -> Json:
+async def perms_set(d: Dash, name: str, body: PermsBody) -> ApprovalRequested:
     """Propose the groups/capabilities: creates an approval (applied when approved)."""
-    d.coord.require_agent(name)
-    result: Json = await d.ops.call(
-        "perms_set", agent=name, tool_groups=body.tool_groups, capabilities=body.capabilities
+    d.parts.registry.require(name)
+    return await d.ops.request(
+        OpPermsSetReq, agent=name, tool_groups=body.tool_groups, capabilities=body.capabilities
     )
-    return result
 
 
 @router.post("/agents/{name}/{verb}")
-async def lifecycle(d: Dash, name: str, verb: Verb) -> Json:
+async def lifecycle(d: Dash, name: str, verb: Verb) -> LifecycleResult:
     """kill / start / restart / update."""
-    result: Json = await d.ops.call(f"agent_{verb.value}", agent=name)
-    return result
+    return await d.ops.request(OpLifecycleReq, cmd=f"agent_{verb.value}", agent=name)
 
 
 # ---- approvals, mail, questions, loose ends ------------------------------------------
 
 
 @router.get("/approvals")
-async def approvals(d: Dash, all: bool = False) -> list[Json]:
-    result: list[Json] = await d.ops.call("approvals", pending_only=not all)
-    return result
+async def approvals(d: Dash, all: bool = False) -> list[ApprovalView]:
+    return await d.ops.request(OpApprovalsReq, pending_only=not all)
 
 
 @router.get("/approvals/{approval_id}")
-async def approval(d: Dash, approval_id: int) -> Json:
+async def approval(d: Dash, approval_id: int) -> ApprovalDetail:
     """One approval: the config diff, and ``effective`` — parent, tool groups, the exact
     ``--tools`` / ``--allowedTools`` and the agent.toml with defaults filled in."""
-    result: Json = await d.ops.call("approval_show", approval_id=approval_id)
-    return result
+    return await d.ops.request(OpApprovalShowReq, approval_id=approval_id)
 
 
 @router.post("/approvals/{approval_id}/approve")
-async def approve(d: Dash, approval_id: int, body: ReasonBody | None = None) -> Json:
+async def approve(d: Dash, approval_id: int, body: ReasonBody | None = None) -> ApprovalOutcome:
     reason = body.reason if body else ""
-    result: Json = await d.ops.call("approve", approval_id=approval_id, reason=reason)
-    return result
+    return await d.ops.request(OpResolveReq, cmd="approve", approval_id=approval_id, reason=reason)
 
 
 @router.post("/approvals/{approval_id}/deny")
-async def deny(d: Dash, approval_id: int, body: ReasonBody) -> Json:
-    result: Json = await d.ops.call("deny", approval_id=approval_id, reason=body.reason)
-    return result
+async def deny(d: Dash, approval_id: int, body: ReasonBody) -> ApprovalOutcome:
+    return await d.ops.request(
+        OpResolveReq, cmd="deny", approval_id=approval_id, reason=body.reason
+    )
 
 
 @router.get("/inbox")
-async def inbox(d: Dash, limit: Limit = 50, unread: bool = False) -> list[Json]:
+async def inbox(d: Dash, limit: Limit = 50, unread: bool = False) -> list[Message]:
     """Messages to the operator: id, from, to, body, in_reply_to, created_at, acked."""
-    result: list[Json] = await d.ops.call("inbox", limit=limit, unread_only=unread)
-    return result
+    return await d.ops.request(OpInboxReq, limit=limit, unread_only=unread)
 
 
 async def operator_threads(d: Dashboard, limit: int = 200) -> list[Json]:
-    received: list[Json] = await d.ops.call("inbox", limit=limit)
-    sent: list[Json] = await d.ops.call("outbox", limit=limit)
+    received: list[Json] = await d.ops.view(OpInboxReq, limit=limit)
+    sent: list[Json] = await d.ops.view(OpOutboxReq, limit=limit)
     threads = thread_messages([*received, *sent])
     return [
         {
@@ -296,53 +323,42 @@ async def threads(d: Dash) -> list[Json]:
 
 
 @router.post("/inbox/ack")
-async def ack(d: Dash, body: AckBody) -> Json:
+async def ack(d: Dash, body: AckBody) -> Acked:
     """Mark the operator's messages up to ``up_to`` as read."""
-    result: Json = await d.ops.call("ack_until", up_to=body.up_to)
-    return result
+    return await d.ops.request(OpAckReq, up_to=body.up_to)
 
 
 @router.post("/inbox/{message_id}/reply")
-async def reply(d: Dash, message_id: int, body: ReplyBody) -> Json:
+async def reply(d: Dash, message_id: int, body: ReplyBody) -> Sent:
     """Answer a message in the operator's inbox (to its sender, ``in_reply_to`` set)."""
-    rows: list[Json] = await d.ops.call("inbox", limit=1000)
-    match = next((m for m in rows if m["id"] == message_id), None)
+    rows = await d.ops.request(OpInboxReq, limit=1000)
+    match = next((m for m in rows if m.id == message_id), None)
     if match is None:
         raise NotFound(f"no message #{message_id} in the operator's inbox")
-    result: Json = await d.ops.call(
-        "send", to=match["from"], body=body.body, in_reply_to=message_id
-    )
-    return result
+    return await d.ops.request(OpSendReq, to=match.sender, body=body.body, in_reply_to=message_id)
 
 
 @router.post("/messages")
-async def send(d: Dash, body: SendBody) -> Json:
-    result: Json = await d.ops.call(
-        "send", to=body.to, body=body.body, in_reply_to=body.in_reply_to
-    )
-    return result
+async def send(d: Dash, body: SendBody) -> Sent:
+    return await d.ops.request(OpSendReq, to=body.to, body=body.body, in_reply_to=body.in_reply_to)
 
 
 @router.get("/questions")
-async def questions(d: Dash, all: bool = False) -> list[Json]:
-    result: list[Json] = await d.ops.call("questions", open_only=not all)
-    return result
+async def questions(d: Dash, all: bool = False) -> list[Question]:
+    return await d.ops.request(OpQuestionsReq, open_only=not all)
 
 
 @router.post("/questions/{question_id}/answer")
-async def answer(d: Dash, question_id: int, body: AnswerBody) -> Json:
-    result: Json = await d.ops.call("answer_question", question_id=question_id, answer=body.answer)
-    return result
+async def answer(d: Dash, question_id: int, body: AnswerBody) -> Answered:
+    return await d.ops.request(OpAnswerReq, question_id=question_id, answer=body.answer)
 
 
 @router.get("/loose-ends")
-async def loose_ends(d: Dash) -> list[Json]:
+async def loose_ends(d: Dash) -> list[LooseEnd]:
     """Every open loose end of the hive (reminders, approvals, todos, questions, schedules)."""
-    result: list[Json] = await d.ops.call("get_loose_ends")
-    return result
+    return await d.ops.request(OpLooseEndsReq)
 
 
 @router.post("/loose-ends/{kind}/{row_id}/cancel")
-async def cancel_loose_end(d: Dash, kind: LooseEndKind, row_id: int) -> Json:
-    result: Json = await d.ops.call("cancel_loose_end", kind=kind.value, row_id=row_id)
-    return result
+async def cancel_loose_end(d: Dash, kind: LooseEndKind, row_id: int) -> Cancelled:
+    return await d.ops.request(OpCancelLooseEndReq, kind=kind.value, row_id=row_id)

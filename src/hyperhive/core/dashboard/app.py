@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
 
 import anyio
 from fastapi import FastAPI
@@ -20,25 +19,22 @@ from hyperhive.core.dashboard import api, pages
 from hyperhive.core.dashboard.errors import hive_error_handler
 from hyperhive.core.dashboard.frontdoor import token_required
 from hyperhive.core.dashboard.security import Guard, Security, ensure_token
-from hyperhive.core.dashboard.state import HERE, Dashboard
+from hyperhive.core.dashboard.state import HERE, Dashboard, DashboardParts
 from hyperhive.errors import HiveError
-
-if TYPE_CHECKING:
-    from hyperhive.core.coordinator import Coordinator
 
 __all__ = ["build_dashboard", "security_for"]
 
 
-def security_for(coord: Coordinator, require_token: bool | None = None) -> Security:
+def security_for(parts: DashboardParts, require_token: bool | None = None) -> Security:
     """The operator token, when :func:`.frontdoor.token_required` says so (or the caller)."""
-    bind = coord.config.bind
+    bind = parts.config.bind
     if require_token is None:
-        require_token = token_required(coord.config.dashboard_auth, bind)
-    return Security(ensure_token(coord.paths.run) if require_token else None, bind)
+        require_token = token_required(parts.config.dashboard_auth, bind)
+    return Security(ensure_token(parts.paths.run) if require_token else None, bind)
 
 
-def build_dashboard(coord: Coordinator, *, require_token: bool | None = None) -> FastAPI:
-    dash = Dashboard(coord, security_for(coord, require_token))
+def build_dashboard(parts: DashboardParts, *, require_token: bool | None = None) -> FastAPI:
+    dash = Dashboard(parts, security_for(parts, require_token))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from hyperhive.core.dashboard.hostproxy import HostProxy
+from hyperhive.core.hostlink import HostLink
+from hyperhive.core.notify import EventBus, Notifier
 from hyperhive.errors import Unavailable
 from hyperhive.names import OPERATOR
-
-if TYPE_CHECKING:
-    from hyperhive.core.coordinator import Coordinator
 
 __all__ = ["Emit", "EventStream", "agent_events", "hive_events"]
 
@@ -92,15 +91,15 @@ class EventStream(Response):
                 pass
 
 
-async def hive_events(coord: Coordinator, emit: Emit) -> None:
+async def hive_events(hive_bus: EventBus, notifier: Notifier, emit: Emit) -> None:
     """Every bus event (topology, agent, turn, status, approval, host) plus ``inbox``."""
-    async with coord.bus.subscribe() as bus, anyio.create_task_group() as tg:
+    async with hive_bus.subscribe() as bus, anyio.create_task_group() as tg:
 
         async def mailbox() -> None:
-            event = coord.notifier.event(OPERATOR)
+            event = notifier.event(OPERATOR)
             while True:
                 await event.wait()
-                event = coord.notifier.event(OPERATOR)
+                event = notifier.event(OPERATOR)
                 await emit("inbox", {"kind": "inbox"})
 
         tg.start_soon(mailbox)
@@ -110,11 +109,13 @@ async def hive_events(coord: Coordinator, emit: Emit) -> None:
         tg.cancel_scope.cancel()
 
 
-async def agent_events(coord: Coordinator, proxy: HostProxy, agent: str, emit: Emit) -> None:
+async def agent_events(
+    hive_bus: EventBus, hostlink: HostLink, proxy: HostProxy, agent: str, emit: Emit
+) -> None:
     """``agent``'s turn events from its host; ``offline`` while it is not running."""
     retries = 0
     while True:
-        async with coord.bus.subscribe() as bus:
+        async with hive_bus.subscribe() as bus:
             try:
                 async for event in proxy.events(agent):
                     retries = 0
@@ -124,7 +125,7 @@ async def agent_events(coord: Coordinator, proxy: HostProxy, agent: str, emit: E
                 why = exc.message
             if retries == 0:
                 await emit("offline", {"kind": "offline", "message": why})
-            if coord.hostlink.running(agent) and retries < 5:
+            if hostlink.running(agent) and retries < 5:
                 # Activated but maybe not yet serving on its host: a short backoff.
                 retries += 1
                 await anyio.sleep(0.1 * 2**retries)

@@ -5,36 +5,46 @@ what ``hivectl`` can and is refused exactly as it is.
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any
+import typing
+from typing import Any, TypeVar
 
-from pydantic import JsonValue
+from pydantic import ValidationError
+from pydantic_core import to_jsonable_python
 
 from hyperhive.core.operator_api import OperatorApi
-from hyperhive.protocol import HostRequest, decode_request, ok_response
-
-if TYPE_CHECKING:
-    from hyperhive.core.coordinator import Coordinator
+from hyperhive.errors import MalformedFrame
+from hyperhive.protocol import AgentView, OpAgentsReq, Req, summarise_validation
 
 __all__ = ["Ops"]
 
+R = TypeVar("R")
+
 
 class Ops:
-    def __init__(self, coord: Coordinator) -> None:
-        self.coord = coord
-        self._api = OperatorApi(coord)
+    def __init__(self, api: OperatorApi) -> None:
+        self._api = api
 
-    async def call(self, cmd: str, **fields: Any) -> Any:
-        """Validate ``{cmd, **fields}`` as a ``HostRequest`` and run it; JSON-able result.
+    async def request(self, req_type: type[Req[R]], /, **fields: Any) -> R:
+        """Build ``req_type`` from ``fields`` and answer it with its response model.
 
-        Bad fields raise ``MalformedFrame`` with the socket's own wording.
+        ``cmd`` defaults to the request's only command. Bad fields raise
+        ``MalformedFrame`` with the socket's own wording, never a 500.
         """
-        frame = json.dumps({"cmd": cmd, **fields}).encode()
-        request = decode_request(HostRequest, frame)
-        result: JsonValue = ok_response(None, await self._api(request)).result
+        if "cmd" not in fields:
+            fields["cmd"] = typing.get_args(req_type.model_fields["cmd"].annotation)[0]
+        try:
+            request = req_type.model_validate(fields)
+        except ValidationError as exc:
+            why = summarise_validation(exc, tagged=False)
+            raise MalformedFrame(f"bad {fields['cmd']!r} request: {why}") from exc
+        result: R = await self._api(request)
         return result
 
+    async def view(self, req_type: type[Req[Any]], /, **fields: Any) -> Any:
+        """:meth:`request`, as JSON by wire alias (what templates and the JSON API show)."""
+        return to_jsonable_python(await self.request(req_type, **fields), by_alias=True)
+
     async def agents(self) -> list[dict[str, Any]]:
-        rows = await self.call("agents")
-        assert isinstance(rows, list)
-        return rows
+        """The agents view as dicts by alias (the templates' and JSON API's shape)."""
+        rows: list[AgentView] = await self.request(OpAgentsReq)
+        return [r.model_dump(mode="json", by_alias=True) for r in rows]

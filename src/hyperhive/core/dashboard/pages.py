@@ -16,6 +16,19 @@ from hyperhive.core.dashboard.state import Dashboard, dashboard
 from hyperhive.core.dashboard.views import compact_rule, tree_rows
 from hyperhive.errors import NotFound
 from hyperhive.permissions import Capability, ToolGroup
+from hyperhive.protocol import (
+    ApprovalView,
+    OpAgentForgeReq,
+    OpApprovalShowReq,
+    OpApprovalsReq,
+    OpConfigReq,
+    OpInboxReq,
+    OpLogsReq,
+    OpLooseEndsReq,
+    OpMessagesReq,
+    OpQuestionsReq,
+    Question,
+)
 
 __all__ = ["router"]
 
@@ -30,8 +43,9 @@ def _render(d: Dashboard, request: Request, name: str, **context: Any) -> Respon
 
 async def _waiting(d: Dashboard) -> dict[str, int]:
     """What waits for the operator: pending approvals and open questions."""
-    approvals = len(await d.ops.call("approvals", pending_only=True))
-    questions = len(await d.ops.call("questions", open_only=True))
+    pending: list[ApprovalView] = await d.ops.request(OpApprovalsReq, pending_only=True)
+    open_questions: list[Question] = await d.ops.request(OpQuestionsReq, open_only=True)
+    approvals, questions = len(pending), len(open_questions)
     return {"approvals": approvals, "questions": questions, "total": approvals + questions}
 
 
@@ -73,10 +87,10 @@ async def agent_page(request: Request, d: Dash, name: str) -> Response:
         tab="overview",
         a=a,
         compact_rule=compact_rule(a.get("last_context_usage"), COMPACT_THRESHOLD),
-        box=await d.ops.call("messages", agent=name, limit=20),
-        loose=await d.ops.call("get_loose_ends", agent=name),
-        log=(await d.ops.call("logs", agent=name, lines=60))["lines"],
-        forge=await d.ops.call("agent_forge", agent=name),
+        box=await d.ops.view(OpMessagesReq, agent=name, limit=20),
+        loose=await d.ops.view(OpLooseEndsReq, agent=name),
+        log=(await d.ops.request(OpLogsReq, agent=name, lines=60)).lines,
+        forge=await d.ops.view(OpAgentForgeReq, agent=name),
     )
 
 
@@ -97,20 +111,18 @@ async def permissions_page(request: Request, d: Dash, name: str) -> Response:
         nav="tree",
         tab="perms",
         a=a,
-        cfg=await d.ops.call("agent_config", agent=name),
+        cfg=await d.ops.view(OpConfigReq, agent=name),
         groups=list(ToolGroup.ALL),
         caps=list(Capability),
     )
 
 
 async def _approvals_context(d: Dashboard) -> dict[str, Any]:
-    rows = await d.ops.call("approvals", pending_only=False)
+    rows = await d.ops.request(OpApprovalsReq, pending_only=False)
     pending = [
-        await d.ops.call("approval_show", approval_id=r["id"])
-        for r in rows
-        if r["state"] == "pending"
+        await d.ops.view(OpApprovalShowReq, approval_id=r.id) for r in rows if r.state == "pending"
     ]
-    resolved = [r for r in reversed(rows) if r["state"] != "pending"][:10]
+    resolved = [r.model_dump() for r in reversed(rows) if r.state != "pending"][:10]
     return {"pending": pending, "resolved": resolved}
 
 
@@ -125,13 +137,13 @@ async def approvals_fragment(request: Request, d: Dash) -> Response:
 
 
 async def _inbox_context(d: Dashboard) -> dict[str, Any]:
-    inbox = await d.ops.call("inbox", limit=200)
+    inbox = await d.ops.request(OpInboxReq, limit=200)
     threads = await operator_threads(d)
     return {
         "threads": [{"messages": [(m["depth"], m) for m in t["messages"]]} for t in threads],
-        "unread": sum(1 for m in inbox if not m["acked"]),
-        "max_id": max((m["id"] for m in inbox), default=0),
-        "questions": await d.ops.call("questions"),
+        "unread": sum(1 for m in inbox if not m.acked),
+        "max_id": max((m.id for m in inbox), default=0),
+        "questions": await d.ops.view(OpQuestionsReq),
     }
 
 

@@ -13,7 +13,6 @@ import os
 import re
 import socket
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import anyio
 import uvicorn
@@ -21,9 +20,7 @@ from anyio.abc import TaskStatus
 
 from hyperhive.core.dashboard.app import build_dashboard
 from hyperhive.core.dashboard.frontdoor import DashboardRecord, write_record
-
-if TYPE_CHECKING:
-    from hyperhive.core.coordinator import Coordinator
+from hyperhive.core.dashboard.state import DashboardParts
 
 __all__ = ["serve_dashboard"]
 
@@ -83,14 +80,14 @@ def _bind(host: str, port: int) -> tuple[socket.socket, str | None]:
 
 
 async def serve_dashboard(
-    coord: Coordinator, *, task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED
+    parts: DashboardParts, *, task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED
 ) -> None:
-    cfg = coord.config
+    cfg = parts.config
     sock, busy = _bind(cfg.bind, cfg.dashboard_port)
     port = sock.getsockname()[1]
     url = f"http://{cfg.bind}:{port}"
-    app = build_dashboard(coord)
-    write_record(coord.paths.run, DashboardRecord(url, os.getpid(), cfg.dashboard_port, busy))
+    app = build_dashboard(parts)
+    write_record(parts.paths.run, DashboardRecord(url, os.getpid(), cfg.dashboard_port, busy))
     # No access log by default, and codes redacted from it if an operator turns it on:
     # a one-click log-in link carries its code in the query string.
     _redact_access_log()

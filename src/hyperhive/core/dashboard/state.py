@@ -1,4 +1,4 @@
-"""What every dashboard request shares: the coordinator, its operator calls,
+"""What every dashboard request shares: the hive's parts it reads, its operator calls,
 the host proxy, the security settings, the templates, and what the
 dashboard itself remembers (agents that crashed since it started).
 """
@@ -6,32 +6,48 @@ dashboard itself remembers (agents that crashed since it started).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
 from fastapi import Request
 from fastapi.templating import Jinja2Templates
 
+from hyperhive.config import HiveConfig, HivePaths
 from hyperhive.core.dashboard.hostproxy import HostProxy
 from hyperhive.core.dashboard.logincode import LoginCodes
 from hyperhive.core.dashboard.ops import Ops
 from hyperhive.core.dashboard.security import Security
+from hyperhive.core.hostlink import HostLink
+from hyperhive.core.notify import EventBus, Notifier
+from hyperhive.core.operator_api import OperatorApi
+from hyperhive.core.registry import AgentRegistry
 
-if TYPE_CHECKING:
-    from hyperhive.core.coordinator import Coordinator
-
-__all__ = ["Dashboard", "dashboard"]
+__all__ = ["Dashboard", "DashboardParts", "dashboard"]
 
 HERE = Path(__file__).parent
 
 
+@dataclass(frozen=True)
+class DashboardParts:
+    """The narrow things the dashboard uses; everything it changes goes through ``ops``."""
+
+    paths: HivePaths
+    config: HiveConfig
+    ops: OperatorApi
+    bus: EventBus
+    notifier: Notifier
+    registry: AgentRegistry
+    hostlink: HostLink
+
+
 class Dashboard:
-    def __init__(self, coord: Coordinator, security: Security) -> None:
-        self.coord = coord
-        self.ops = Ops(coord)
-        self.proxy = HostProxy(coord.paths.run)
+    def __init__(self, parts: DashboardParts, security: Security) -> None:
+        self.parts = parts
+        self.ops = Ops(parts.ops)
+        self.proxy = HostProxy(parts.paths.run)
         self.security = security
         self.codes = None if security.token is None else LoginCodes(security.token, time.time())
         self.templates = Jinja2Templates(directory=HERE / "templates")
@@ -41,7 +57,7 @@ class Dashboard:
 
     async def watch(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Remember crashes (the coordinator's view has no such flag) until a restart."""
-        async with self.coord.bus.subscribe() as bus:
+        async with self.parts.bus.subscribe() as bus:
             task_status.started()
             async for event in bus:
                 if event["kind"] != "agent":
