@@ -59,6 +59,7 @@ from hyperhive.protocol import (
     SendReq,
     SetStatusReq,
 )
+from hyperhive.protocol.agent import REMIND_MAX_BYTES
 
 __all__ = ["hyperhive_tools"]
 
@@ -310,7 +311,8 @@ def hyperhive_tools(hive_home: Path | None = None) -> list[ToolSpec]:
         ToolSpec(
             "remind",
             "A message to yourself later (from reminder): exactly one of delay_seconds or "
-            "at_unix_timestamp. At most 50 pending (default cap).",
+            f"at_unix_timestamp. At most 50 pending (default cap), each at most "
+            f"{REMIND_MAX_BYTES // 1024} KiB.",
             RemindArgs,
             _remind,
             i,
