@@ -47,8 +47,14 @@ def serve(obj: _Ctx, no_dashboard: bool) -> None:
     refuse_unreachable_home(obj.home, hive.runtime)
     with HomeLock(obj.paths, "coordinator"):
         _setup_logging()
-        coordinator = Coordinator(obj.paths, hive)
-        anyio.run(_until_signalled, partial(coordinator.run, dashboard=not no_dashboard))
+
+        async def serve_hive() -> None:
+            # Opened in the loop that serves (a PostgreSQL pool belongs to it), and
+            # before the task group, so a refused store is one clear error.
+            coordinator = await Coordinator.open(obj.paths, hive)
+            await _until_signalled(partial(coordinator.run, dashboard=not no_dashboard))
+
+        anyio.run(serve_hive)
 
 
 @main.command()

@@ -19,7 +19,7 @@ from hyperhive.core.dispatch import Dispatcher
 from hyperhive.core.hostlink import HostLink
 from hyperhive.core.lifecycle import Lifecycle
 from hyperhive.core.logs import LogTails
-from hyperhive.core.loose_ends import OWNER_COLUMN, LooseEnds
+from hyperhive.core.loose_ends import LooseEnds, owner_of
 from hyperhive.core.notify import EventBus
 from hyperhive.core.registry import AgentRegistry
 from hyperhive.core.scheduler import Scheduler
@@ -204,8 +204,8 @@ class AgentApi:
 
     @on(TurnEndReq)
     async def _turn_end(self, req: TurnEndReq) -> TurnEnded:
-        # Ack first: a clean turn's mail is never redelivered once turn_end answers.
-        await self.broker.ack_ids(self.name, req.handled)
+        # The ack commits with the outcome: a clean turn's mail is never redelivered
+        # once turn_end answers.
         return await self.agent_state.turn_end(self.name, req)
 
     # ---- in-sandbox producers ----------------------------------------------
@@ -287,7 +287,7 @@ class AgentApi:
         row = await self.loose_ends.row(req.kind, req.row_id)
         if row is None:
             raise NotFound(f"no {req.kind} #{req.row_id}")
-        owner = row[OWNER_COLUMN[req.kind]]
+        owner = owner_of(req.kind, row)
         if owner != self.name:
             moderates = req.kind in ("reminder", "question") and topology.is_descendant_of(
                 topo, owner, self.name
@@ -325,8 +325,8 @@ class AgentApi:
             name=name,
             hyperhive_rev=__version__,
             running=self.hostlink.running(name),
-            status_text=row["status_text"],
-            status_set_at=row["status_set_at"],
+            status_text=row.status_text,
+            status_set_at=row.status_set_at,
             parent=self._topology().get(name),
         )
 
@@ -391,17 +391,17 @@ class AgentApi:
 
     @on(CancelScheduleReq)
     async def _cancel_schedule(self, req: CancelScheduleReq) -> Cancelled:
-        row = await self.loose_ends.row("schedule", req.schedule_id)
+        row = await self.loose_ends.schedule_row(req.schedule_id)
         if row is None:
             raise NotFound(f"no schedule #{req.schedule_id}")
-        owner = row["owner"]
+        owner = row.owner
         if owner != self.name and not topology.is_descendant_of(self._topology(), owner, self.name):
             # Moderation runs downward only: a target cannot cancel what its parent set.
             raise PermissionDenied(
                 f"schedule #{req.schedule_id} was set by {owner}; only its owner or the "
                 "owner's ancestors may cancel it (not a descendant)"
             )
-        if row["cancelled_at"] is not None:
+        if row.cancelled_at is not None:
             raise Conflict(f"schedule #{req.schedule_id} is already cancelled")
         return Cancelled(cancelled=await self.loose_ends.cancel("schedule", req.schedule_id))
 

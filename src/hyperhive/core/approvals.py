@@ -11,11 +11,8 @@ from the topology before a row is ever written.
 from __future__ import annotations
 
 import difflib
-import json
 import logging
 import os
-import sqlite3
-import time
 from typing import Any
 
 import anyio
@@ -23,7 +20,6 @@ import anyio
 from hyperhive import topology
 from hyperhive.atomic import atomic_write_text
 from hyperhive.config import AgentConfig, HivePaths, dump_agent_config, parse_agent_config
-from hyperhive.core.db import Database
 from hyperhive.core.lifecycle import Lifecycle
 from hyperhive.core.loose_ends import LooseEnds
 from hyperhive.core.meta import AGENT_TOML, MetaStore
@@ -44,6 +40,8 @@ from hyperhive.protocol import (
     Rebuilt,
     Spawned,
 )
+from hyperhive.store import Store
+from hyperhive.store.rows import ApprovalRow, ApprovalState
 from hyperhive.topology import TopologyStore
 
 __all__ = ["Approvals"]
@@ -57,7 +55,7 @@ class Approvals:
     def __init__(
         self,
         paths: HivePaths,
-        db: Database,
+        store: Store,
         registry: AgentRegistry,
         topology_store: TopologyStore,
         meta: MetaStore,
@@ -67,7 +65,7 @@ class Approvals:
         bus: EventBus,
     ) -> None:
         self.paths = paths
-        self.db = db
+        self.store = store
         self.registry = registry
         self.topology_store = topology_store
         self.meta = meta
@@ -169,15 +167,11 @@ class Approvals:
     # ---- the operator's side -----------------------------------------------------------
 
     async def list(self, pending_only: bool = True) -> list[ApprovalView]:
-        where = "WHERE state = 'pending'" if pending_only else ""
-        rows = await self.db.run(
-            lambda c: c.execute(f"SELECT * FROM approvals {where} ORDER BY id").fetchall()
-        )
-        return [self._view(r) for r in rows]
+        return [self._view(r) for r in await self.store.approvals.list(pending_only)]
 
     async def show(self, approval_id: int) -> ApprovalDetail:
         row = await self._row(approval_id)
-        payload = json.loads(row["payload"])
+        payload = dict(row.payload)
         diff = None
         effective = None
         if "config" in payload:
@@ -193,8 +187,8 @@ class Approvals:
                 )
             )
             # What approving makes of the agent, not just the text it was asked with.
-            if row["kind"] == "init_config":
-                parent = None if row["requester"] == OPERATOR else row["requester"]
+            if row.kind == "init_config":
+                parent = None if row.requester == OPERATOR else row.requester
             else:
                 parent = self.topology_store.read_cached().get(agent)
             config = parse_agent_config(payload["config"], f"approval/{agent}.toml")
@@ -216,26 +210,21 @@ class Approvals:
 
     async def _resolve(self, approval_id: int, approve: bool, reason: str) -> ApprovalOutcome:
         row = await self._row(approval_id)
-        if row["state"] != "pending":
-            raise Conflict(f"approval #{approval_id} is already {row['state']}")
-        payload = json.loads(row["payload"])
-        state = "approved" if approve else "denied"
+        if row.state != "pending":
+            raise Conflict(f"approval #{approval_id} is already {row.state}")
+        payload = dict(row.payload)
+        state: ApprovalState = "approved" if approve else "denied"
         applied: dict[str, str | None] = {}
         if approve:
             # Carry out first: an approval that failed to apply stays pending, retryable.
             try:
-                applied = await self._carry_out(row["kind"], row["requester"], payload)
+                applied = await self._carry_out(row.kind, row.requester, payload)
             except HiveError as exc:
                 raise type(exc)(
                     f"approval #{approval_id} stays pending; applying it failed: {exc.message}"
                 ) from exc
-        await self.db.run(
-            lambda c: c.execute(
-                "UPDATE approvals SET state = ?, resolved_at = ?, resolution = ? WHERE id = ?",
-                (state, time.time(), reason, approval_id),
-            )
-        )
-        requester = row["requester"]
+        await self.store.approvals.resolve(approval_id, state, reason)
+        requester = row.requester
         if requester != OPERATOR and self.registry.exists(requester):
             await self.notices.notify_agent(
                 requester,
@@ -302,22 +291,24 @@ class Approvals:
         return approval
 
     async def _pending(self, kind: str, subject: str) -> int | None:
-        row = await self.db.run(
-            lambda c: c.execute(
-                "SELECT id FROM approvals WHERE kind = ? AND subject = ? AND state = 'pending'",
-                (kind, subject),
-            ).fetchone()
-        )
-        return None if row is None else int(row[0])
+        return await self.store.approvals.pending_for(kind, subject)
 
-    async def _row(self, approval_id: int) -> sqlite3.Row:
-        row: sqlite3.Row | None = await self.db.run(
-            lambda c: c.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone()
-        )
+    async def _row(self, approval_id: int) -> ApprovalRow:
+        row = await self.store.approvals.get(approval_id)
         if row is None:
             raise NotFound(f"no approval #{approval_id}; `hivectl approvals list` shows them")
         return row
 
     @staticmethod
-    def _view(row: sqlite3.Row) -> ApprovalView:
-        return ApprovalView.model_validate(dict(row))
+    def _view(row: ApprovalRow) -> ApprovalView:
+        return ApprovalView.model_validate(
+            {
+                "id": row.id,
+                "kind": row.kind,
+                "requester": row.requester,
+                "subject": row.subject,
+                "state": row.state,
+                "created_at": row.created_at,
+                "resolution": row.resolution,
+            }
+        )

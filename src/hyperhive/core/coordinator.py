@@ -20,7 +20,6 @@ from hyperhive.core.agent_state import AgentState
 from hyperhive.core.approvals import Approvals
 from hyperhive.core.background import Background
 from hyperhive.core.broker import Broker
-from hyperhive.core.db import Database
 from hyperhive.core.hostlink import HostLink
 from hyperhive.core.lifecycle import Lifecycle
 from hyperhive.core.logs import LogTails
@@ -33,8 +32,11 @@ from hyperhive.core.placement import Placement
 from hyperhive.core.registry import AgentRegistry
 from hyperhive.core.scheduler import Scheduler
 from hyperhive.core.sockets import serve_unix
+from hyperhive.errors import ConfigError
 from hyperhive.fdlimit import check_fd_limit
 from hyperhive.protocol import HostRequest
+from hyperhive.store import Store, open_store
+from hyperhive.store.sqlite import SqliteStore
 from hyperhive.topology import TopologyStore
 
 if TYPE_CHECKING:
@@ -48,23 +50,33 @@ log = logging.getLogger(__name__)
 class Coordinator:
     """Owns hive.db, the topology and every socket; decides, never runs agents."""
 
-    def __init__(self, paths: HivePaths, config: HiveConfig) -> None:
+    def __init__(self, paths: HivePaths, config: HiveConfig, store: Store | None = None) -> None:
+        """``store`` defaults to SQLite in the home; any other is opened by :meth:`open`."""
         self.paths = paths
         self.config = config
         paths.run.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.db = db = Database(paths.db)
+        if store is None:
+            if config.store:
+                raise ConfigError(
+                    "hive.toml's store (or HIVE_STORE_URL) names a database server: "
+                    "open the coordinator with `await Coordinator.open(paths, config)`"
+                )
+            store = SqliteStore(paths.db)
+        self.store = store
         self.notifier = notifier = Notifier()
+        # Every commit that adds something for an agent wakes its `wait`.
+        store.on_change(notifier.notify)
         self.bus = bus = EventBus()
         self.background = background = Background()
-        self.broker = broker = Broker(db, notifier, config.max_body_bytes)
-        self.loose_ends = loose_ends = LooseEnds(db, notifier, config.remind_max_pending)
-        self.scheduler = scheduler = Scheduler(db, notifier, paths, config.reminder_spill_bytes)
+        self.broker = broker = Broker(store, notifier, config.max_body_bytes)
+        self.loose_ends = loose_ends = LooseEnds(store, config.remind_max_pending)
+        self.scheduler = scheduler = Scheduler(store, paths, config.reminder_spill_bytes)
         self.registry = registry = AgentRegistry(paths)
         self.topology_store = topo = TopologyStore(paths.topology)
         self.meta = meta = MetaStore(paths, isolated=config.runtime == "bwrap")
         self.logs = logs = LogTails(paths)
         self.notices = notices = Notices(topo, registry, broker, loose_ends, config.root_agent)
-        self.agent_state = agent_state = AgentState(db, notifier, bus, notices)
+        self.agent_state = agent_state = AgentState(store, bus, notices)
         # The link's callbacks reach services built after it; they run only once it serves.
         self.hostlink = hostlink = HostLink(
             bus,
@@ -92,7 +104,7 @@ class Coordinator:
             config.forge,
         )
         self.approvals = approvals = Approvals(
-            paths, db, registry, topo, meta, loose_ends, notices, lifecycle, bus
+            paths, store, registry, topo, meta, loose_ends, notices, lifecycle, bus
         )
         self._agent_api = functools.partial(
             AgentApi,
@@ -110,7 +122,7 @@ class Coordinator:
         )
         self.operator_api = OperatorApi(
             paths=paths,
-            schema_version=db.version,
+            schema_version=store.schema_version,
             registry=registry,
             topology_store=topo,
             broker=broker,
@@ -125,6 +137,11 @@ class Coordinator:
             bus=bus,
             forge=config.forge,
         )
+
+    @classmethod
+    async def open(cls, paths: HivePaths, config: HiveConfig) -> Coordinator:
+        """A coordinator on the store ``config`` names (refused at once if unreachable)."""
+        return cls(paths, config, await open_store(paths.home, config.store))
 
     # ---- lifespan ------------------------------------------------------------
 
@@ -170,7 +187,8 @@ class Coordinator:
         finally:
             self.background.bind(None)
             self.sockets.reset()
-            self.db.close()
+            with anyio.CancelScope(shield=True):
+                await self.store.close()
 
     def dashboard_parts(self) -> DashboardParts:
         """What the dashboard uses (imported late: FastAPI loads only when it serves)."""

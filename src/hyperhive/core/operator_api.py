@@ -79,6 +79,7 @@ from hyperhive.protocol import (
     SpawnResult,
     WaitingSlot,
 )
+from hyperhive.store.rows import AgentState as AgentStateRow
 from hyperhive.topology import TopologyStore
 
 __all__ = ["OPERATOR_TABLE", "OperatorApi"]
@@ -133,7 +134,7 @@ class OperatorApi:
         unread = await self.agent_state.unread_by_operator()
         out = []
         for name in self.registry.known():
-            row = rows.get(name, {})
+            row = rows.get(name) or AgentStateRow(name=name)
             turn = self.hostlink.turns.get(name)
             out.append(
                 AgentView(
@@ -143,12 +144,12 @@ class OperatorApi:
                     host=self.hostlink.host_of(name),
                     turn_state=turn.state if turn else "stopped",
                     turn_state_since=turn.since if turn else None,
-                    status_text=row.get("status_text", ""),
-                    needs_login=bool(row.get("needs_login", 0)),
+                    status_text=row.status_text,
+                    needs_login=row.needs_login,
                     broken=self.registry.broken.get(name),
                     crashed=self.placement.crash_reasons.get(name),
                     unread_operator_messages=unread.get(name, 0),
-                    last_context_usage=row.get("last_context_usage"),
+                    last_context_usage=row.last_context_usage,
                     config_warnings=self.registry.warnings(name),
                 )
             )

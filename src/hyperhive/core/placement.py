@@ -47,7 +47,7 @@ class Placement:
                 config=self.registry.config(name),
                 parent=topo.get(name),
                 descendants=topology.descendants(topo, name),
-                incarnation=int(row["incarnation"]) + 1,
+                incarnation=row.incarnation + 1,
             )
         )
 

@@ -1,4 +1,9 @@
-"""Numbered schema migrations for ``hive.db`` (append only; never edit a shipped one)."""
+"""Numbered schema migrations for ``hive.db`` (append only; never edit a shipped one).
+
+Schema 1 is the one hyperhive shipped before the store package; a hive.db at
+schema 1 is upgraded in place. Schema 2 moves topology, applied configs and
+the deploy log into the database, so no state lives only in the meta repo.
+"""
 
 from __future__ import annotations
 
@@ -93,5 +98,31 @@ CREATE TABLE events (
     agent TEXT,
     data TEXT NOT NULL DEFAULT '{}'
 )
+""",
+    # 2: topology, applied configs, the deploy log (the meta log).
+    """
+CREATE TABLE topology (
+    agent TEXT PRIMARY KEY,
+    parent TEXT
+);
+CREATE TABLE applied_configs (
+    agent TEXT PRIMARY KEY,
+    config TEXT NOT NULL,
+    applied_at REAL NOT NULL,
+    seq INTEGER NOT NULL
+);
+CREATE TABLE deploy_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    action TEXT NOT NULL,
+    agent TEXT,
+    message TEXT NOT NULL,
+    config TEXT,
+    topology TEXT
+);
+CREATE INDEX deploy_log_agent ON deploy_log(agent, seq);
+CREATE INDEX reminders_agent ON reminders(agent, fired_at);
+CREATE INDEX approvals_pending ON approvals(state, kind, subject);
+CREATE INDEX messages_reply ON messages(in_reply_to)
 """,
 ]
