@@ -1,5 +1,56 @@
-"""The hive's store: one interface, an embedded SQLite backend and a PostgreSQL one."""
+"""The hive's durable state behind one interface (``base.Store``), two backends.
+
+``open_store`` picks the backend from a URL: ``postgresql://…`` (from
+``store`` in hive.toml or ``HIVE_STORE_URL``) opens PostgreSQL; nothing set
+means SQLite at ``<home>/hive.db``.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import importlib
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from hyperhive.errors import ConfigError
+from hyperhive.store.base import Store
+
+__all__ = ["STORE_URL_ENV", "Store", "mask_url", "open_store", "store_url"]
+
+STORE_URL_ENV = "HIVE_STORE_URL"
+_PG_SCHEMES = ("postgresql", "postgres")
+
+
+def store_url(configured: str | None, env: Mapping[str, str]) -> str | None:
+    """``HIVE_STORE_URL`` if set, else hive.toml's ``store``; ``None`` = SQLite."""
+    return env.get(STORE_URL_ENV) or configured or None
+
+
+def mask_url(url: str) -> str:
+    """``url`` with any password replaced by ``***``, safe for logs and errors."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    netloc = f"{parts.username or ''}:***@{host}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+async def open_store(home: Path, url: str | None = None) -> Store:
+    """Open (and migrate) the hive's store; refuse a bad URL or a newer schema."""
+    if not url:
+        from hyperhive.store.sqlite import SqliteStore
+
+        return await SqliteStore.open(home / "hive.db")
+    scheme = urlsplit(url).scheme
+    if scheme in _PG_SCHEMES:
+        # Imported by name: the PostgreSQL driver is only needed by hives that use it.
+        backend = importlib.import_module("hyperhive.store.postgres")
+        opener: Callable[[str], Awaitable[Store]] = backend.open_postgres
+        return await opener(url)
+    raise ConfigError(
+        f"store URL {mask_url(url)!r} is not understood: use postgresql://user@host/db "
+        "(or leave `store` unset for SQLite in the hive home)"
+    )

@@ -1,0 +1,400 @@
+"""The store interface: one ``Store``, a repository per aggregate, two backends.
+
+Every method is one transaction: when its await returns, the change has
+been committed durably (an ``ok`` the coordinator answers has survived
+fsync), or it raised and nothing changed. Operations that span tables
+(asking the operator = message + question; firing due work = messages +
+updates) are single methods for that reason.
+
+Wake-ups belong to the store. After a commit that adds something an agent's
+``wait`` must see (mail, a todo change, a compact flag, a fence, a new
+incarnation), the store reports the agent's name to every ``on_change``
+callback, on the event loop, after the commit. SQLite does it in-process;
+PostgreSQL with ``NOTIFY`` in the same transaction and ``LISTEN`` (plus a
+sweep after reconnecting, because NOTIFY is not stored).
+
+Backends raise ``hyperhive.errors`` only: ``NotFound``, ``Conflict``,
+``InvalidRequest``, ``LimitExceeded`` for the domain rules below and
+``StorageError`` when the database itself refuses.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from hyperhive.store.rows import (
+    AgentState,
+    ApprovalRow,
+    ApprovalState,
+    CompactRequest,
+    DeployEntry,
+    DueWork,
+    Fired,
+    FireReminder,
+    FireSchedule,
+    LooseEndKind,
+    LooseEndRow,
+    MessageRow,
+    OpenLooseEnds,
+    Poll,
+    QuestionRow,
+    Recv,
+    ScheduleRow,
+    TurnRecord,
+)
+
+__all__ = [
+    "AgentRepo",
+    "ApprovalRepo",
+    "ChangeCallback",
+    "ChangeFeed",
+    "LooseEndRepo",
+    "MessageRepo",
+    "MetaLogRepo",
+    "ScheduleRepo",
+    "Store",
+    "TopologyRepo",
+]
+
+log = logging.getLogger(__name__)
+
+ChangeCallback = Callable[[str], None]
+
+
+class ChangeFeed:
+    """The ``on_change`` subscribers; backends call :meth:`publish` after commit."""
+
+    def __init__(self) -> None:
+        self._callbacks: list[ChangeCallback] = []
+
+    def subscribe(self, callback: ChangeCallback) -> Callable[[], None]:
+        self._callbacks.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
+
+        return unsubscribe
+
+    def publish(self, agents: Iterable[str]) -> None:
+        for agent in agents:
+            for callback in list(self._callbacks):
+                try:
+                    callback(agent)
+                except Exception:  # one bad subscriber must not starve the others
+                    log.exception("store change subscriber failed for %s", agent)
+
+
+class MessageRepo(ABC):
+    """The durable mailbox. Delivery is at-least-once.
+
+    A row handed out by ``recv``/``poll`` is *delivered*; ``ack_until`` or
+    ``ack_ids`` make it *acked*, and an acked row is never handed out again.
+    ``attach`` (a new harness incarnation) makes every delivered, unacked
+    row of that agent undelivered again. Marking rows delivered need not
+    force its own fsync: losing that mark only means a redelivery.
+    """
+
+    @abstractmethod
+    async def send(
+        self, sender: str, recipient: str, body: str, in_reply_to: int | None = None
+    ) -> int:
+        """Store one message; wakes ``recipient``. ``NotFound`` for a bad ``in_reply_to``.
+
+        ``in_reply_to`` of ``None`` or ≤ 0 means "not a reply".
+        """
+
+    @abstractmethod
+    async def get(self, message_id: int) -> MessageRow | None: ...
+
+    @abstractmethod
+    async def recv(self, agent: str, limit: int) -> Recv:
+        """The oldest ≤ ``limit`` undelivered rows, marked delivered; or fenced."""
+
+    @abstractmethod
+    async def poll(self, agent: str, todo_version: int, limit: int) -> Poll | None:
+        """What a waiting harness should wake for, or ``None`` if nothing yet.
+
+        A stop (fenced) wins; otherwise undelivered mail (marked delivered),
+        a ``todo_version`` above the caller's, or a pending compact.
+        """
+
+    @abstractmethod
+    async def ack_until(self, agent: str, up_to: int) -> int:
+        """Ack every row of ``agent``'s with id ≤ ``up_to``; return how many."""
+
+    @abstractmethod
+    async def ack_ids(self, agent: str, ids: Sequence[int]) -> int:
+        """Ack exactly these rows of ``agent``'s; others' ids are ignored."""
+
+    @abstractmethod
+    async def attach(self, agent: str) -> int:
+        """New incarnation: unfence, redeliver unacked rows; return its number. Wakes."""
+
+    @abstractmethod
+    async def fence(self, agent: str) -> None:
+        """The next ``recv``/``poll`` of ``agent`` says stop. Wakes."""
+
+    @abstractmethod
+    async def inbox(
+        self, recipient: str, limit: int = 50, unread_only: bool = False
+    ) -> list[MessageRow]:
+        """The newest ``limit`` rows to ``recipient``, oldest first."""
+
+    @abstractmethod
+    async def outbox(self, sender: str, limit: int = 50) -> list[MessageRow]:
+        """The newest ``limit`` rows from ``sender``, oldest first."""
+
+    @abstractmethod
+    async def thread(self, message_id: int) -> list[MessageRow]:
+        """The whole reply tree ``message_id`` belongs to, by id ([] if unknown)."""
+
+    @abstractmethod
+    async def unread_counts(self, recipient: str) -> dict[str, int]:
+        """Unacked rows to ``recipient``, counted per sender."""
+
+    @abstractmethod
+    async def scan(self, after_id: int = 0, limit: int = 1000) -> list[MessageRow]:
+        """Every row with id > ``after_id``, by id: the read API for audits and tests."""
+
+
+class AgentRepo(ABC):
+    """``agent_state``: one row per agent, created on first touch with defaults."""
+
+    @abstractmethod
+    async def ensure(self, names: Sequence[str]) -> None: ...
+
+    @abstractmethod
+    async def get(self, name: str) -> AgentState:
+        """The row (created with defaults if absent)."""
+
+    @abstractmethod
+    async def all(self) -> list[AgentState]:
+        """Every row, by name."""
+
+    @abstractmethod
+    async def set_status(self, name: str, text: str, at: float | None) -> None:
+        """Set the status line; ``at`` is ``None`` when cleared."""
+
+    @abstractmethod
+    async def record_turn(
+        self,
+        name: str,
+        outcome: str,
+        context_usage: float | None,
+        session_id: str | None,
+        *,
+        ack: Sequence[int] = (),
+    ) -> TurnRecord:
+        """A turn ended: ack its handled messages, store its outcome, clear compact.
+
+        ``needs_login`` becomes ``outcome == "needs_login"``; ``None`` usage or
+        session keep the previous value. Returns the state before the change.
+        """
+
+    @abstractmethod
+    async def request_compact(self, name: str, above: float) -> CompactRequest:
+        """Flag a compact if the last usage is known and > ``above``; wakes if queued."""
+
+    @abstractmethod
+    async def set_desired(self, name: str, running: bool) -> None: ...
+
+    @abstractmethod
+    async def desired_running(self) -> frozenset[str]: ...
+
+    @abstractmethod
+    async def delete(self, name: str) -> bool:
+        """Forget the agent's state row (its mail and loose ends stay)."""
+
+
+class LooseEndRepo(ABC):
+    """Reminders, todos and operator questions, plus the cross-kind view and cancel.
+
+    Who may see or cancel what is the caller's rule (from the topology);
+    the store only stores. A todo change bumps the agent's ``todo_version``.
+    """
+
+    @abstractmethod
+    async def remind(self, agent: str, message: str, due_at: float, max_pending: int) -> int:
+        """Add a reminder; ``LimitExceeded`` if ``agent`` already has ``max_pending``."""
+
+    @abstractmethod
+    async def todo_upsert(self, agent: str, subsystem: str, key: str, body: str) -> int:
+        """Insert or replace the todo at (agent, subsystem, key); bumps and wakes."""
+
+    @abstractmethod
+    async def todo_clear(self, agent: str, subsystem: str, key: str) -> bool: ...
+
+    @abstractmethod
+    async def ask(self, asker: str, question: str, recipient: str, body: str) -> tuple[int, int]:
+        """A question row plus its message ``body`` to ``recipient``: (question, message)."""
+
+    @abstractmethod
+    async def answer(self, question_id: int, answer: str, sender: str) -> tuple[QuestionRow, int]:
+        """Close an open question; the answer goes to the asker in reply to its message.
+
+        Returns the answered row and the reply's message id. ``NotFound`` for
+        an unknown id, ``InvalidRequest`` if it is no longer open.
+        """
+
+    @abstractmethod
+    async def questions(self, open_only: bool = True) -> list[QuestionRow]: ...
+
+    @abstractmethod
+    async def get(self, kind: LooseEndKind, row_id: int) -> LooseEndRow | None: ...
+
+    @abstractmethod
+    async def cancel(self, kind: LooseEndKind, row_id: int) -> bool:
+        """Cancel an open row; ``False`` if absent or already closed.
+
+        Reminders (unfired) and todos are deleted; approvals, questions and
+        schedules are marked cancelled and stay readable.
+        """
+
+    @abstractmethod
+    async def open(self, agents: Sequence[str] | None = None) -> OpenLooseEnds:
+        """Every open row whose agent is in ``agents`` (``None``: the whole hive).
+
+        The agent of a row is its reminder/todo agent, approval requester,
+        question asker, or schedule target.
+        """
+
+
+class ApprovalRepo(ABC):
+    @abstractmethod
+    async def create(
+        self, kind: str, requester: str, subject: str, payload: Mapping[str, Any]
+    ) -> int: ...
+
+    @abstractmethod
+    async def get(self, approval_id: int) -> ApprovalRow | None: ...
+
+    @abstractmethod
+    async def list(self, pending_only: bool = True) -> list[ApprovalRow]: ...
+
+    @abstractmethod
+    async def pending_for(self, kind: str, subject: str) -> int | None:
+        """The id of a pending approval of ``kind`` for ``subject``, if one exists."""
+
+    @abstractmethod
+    async def resolve(self, approval_id: int, state: ApprovalState, resolution: str) -> ApprovalRow:
+        """Close a pending approval. ``NotFound``; ``Conflict`` if already closed."""
+
+
+class ScheduleRepo(ABC):
+    """Recurring prompts, and firing everything due (reminders included)."""
+
+    @abstractmethod
+    async def add(
+        self,
+        owner: str,
+        target: str,
+        prompt: str,
+        every_seconds: float | None,
+        cron: str | None,
+        next_at: float,
+    ) -> int: ...
+
+    @abstractmethod
+    async def for_agents(self, agents: Sequence[str]) -> list[ScheduleRow]:
+        """Uncancelled schedules owned by or targeting any of ``agents``."""
+
+    @abstractmethod
+    async def due(self, now: float) -> DueWork:
+        """Unfired reminders and uncancelled schedules due at ``now``, and the next due time.
+
+        Read only: the caller renders bodies (and writes any spill file)
+        outside a transaction, then calls :meth:`fire`.
+        """
+
+    @abstractmethod
+    async def fire(
+        self,
+        now: float,
+        sender: str,
+        reminders: Sequence[FireReminder],
+        schedules: Sequence[FireSchedule],
+    ) -> Fired:
+        """Deliver them as messages from ``sender`` and mark them fired, in one transaction.
+
+        A reminder already fired or cancelled, or a schedule cancelled or
+        moved off ``was_next_at``, is skipped. Wakes every recipient.
+        """
+
+
+class TopologyRepo(ABC):
+    """The agent tree: child → parent (``None`` = a root)."""
+
+    @abstractmethod
+    async def get(self) -> dict[str, str | None]: ...
+
+    @abstractmethod
+    async def set(self, tree: Mapping[str, str | None], note: str) -> DeployEntry:
+        """Replace the whole tree and log ``note`` (action ``topology``) with it.
+
+        The rules (no cycle, known parent) are the caller's, in ``topology.py``.
+        """
+
+
+class MetaLogRepo(ABC):
+    """Applied agent configs and the deploy log (the meta git repo mirrors it)."""
+
+    @abstractmethod
+    async def apply_config(
+        self, agent: str, config: str, message: str, action: str = "apply"
+    ) -> DeployEntry:
+        """Make ``config`` (TOML text) the agent's applied config, and log it."""
+
+    @abstractmethod
+    async def remove_config(self, agent: str, message: str) -> DeployEntry:
+        """Forget the agent's applied config (action ``remove``), and log it."""
+
+    @abstractmethod
+    async def note(self, action: str, agent: str | None, message: str) -> DeployEntry:
+        """Log an entry that changes no config (e.g. recorded inputs)."""
+
+    @abstractmethod
+    async def configs(self) -> dict[str, str]:
+        """Every agent's applied config text."""
+
+    @abstractmethod
+    async def log(self, limit: int = 50, agent: str | None = None) -> list[DeployEntry]:
+        """The newest ``limit`` entries (of ``agent`` if given), newest first."""
+
+
+class Store(ABC):
+    """One hive's durable state. Open with ``hyperhive.store.open_store``."""
+
+    messages: MessageRepo
+    agents: AgentRepo
+    loose_ends: LooseEndRepo
+    approvals: ApprovalRepo
+    schedules: ScheduleRepo
+    topology: TopologyRepo
+    meta: MetaLogRepo
+
+    #: The schema version the store is at after opening (both backends number alike).
+    schema_version: int
+
+    def __init__(self) -> None:
+        self._feed = ChangeFeed()
+
+    def on_change(self, callback: ChangeCallback) -> Callable[[], None]:
+        """Call ``callback(agent)`` after each commit that adds something for ``agent``.
+
+        Runs on the event loop that made the change (SQLite) or that listens
+        (PostgreSQL). Returns an unsubscribe function.
+        """
+        return self._feed.subscribe(callback)
+
+    @property
+    @abstractmethod
+    def location(self) -> str:
+        """Where the data lives, safe to log (a path, or a URL without its password)."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Finish work in flight, then release the database."""

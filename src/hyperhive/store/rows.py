@@ -1,0 +1,237 @@
+"""Typed rows the store hands out: one frozen dataclass per stored thing.
+
+Pure data, no I/O and no backend types: a row read from SQLite and the same
+row read from PostgreSQL compare equal. Times are Unix seconds (``float``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "AgentState",
+    "ApprovalRow",
+    "ApprovalState",
+    "CompactRequest",
+    "DeployEntry",
+    "DueWork",
+    "FireReminder",
+    "FireSchedule",
+    "Fired",
+    "LooseEndKind",
+    "LooseEndRow",
+    "MessageRow",
+    "OpenLooseEnds",
+    "Poll",
+    "QuestionRow",
+    "QuestionState",
+    "Recv",
+    "ReminderRow",
+    "ScheduleRow",
+    "TodoRow",
+    "TurnRecord",
+]
+
+LooseEndKind = Literal["reminder", "todo", "approval", "question", "schedule"]
+ApprovalState = Literal["pending", "approved", "denied", "cancelled"]
+QuestionState = Literal["open", "answered", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRow:
+    id: int
+    sender: str
+    recipient: str
+    body: str
+    in_reply_to: int | None
+    created_at: float
+    delivered_at: float | None = None
+    acked_at: float | None = None
+
+    @property
+    def acked(self) -> bool:
+        return self.acked_at is not None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentState:
+    """One agent's ``agent_state`` row (a fresh agent reads as these defaults)."""
+
+    name: str
+    status_text: str = ""
+    status_set_at: float | None = None
+    incarnation: int = 0
+    fenced: bool = False
+    compact_pending: bool = False
+    last_context_usage: float | None = None
+    last_outcome: str | None = None
+    last_turn_at: float | None = None
+    session_id: str | None = None
+    todo_version: int = 0
+    desired_running: bool = True
+    needs_login: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Recv:
+    """What ``recv`` hands an agent: its oldest undelivered mail, or "you are fenced"."""
+
+    fenced: bool
+    messages: tuple[MessageRow, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Poll:
+    """One non-blocking look for a waiting harness (``None`` from the store = nothing)."""
+
+    stop: bool
+    todo_version: int
+    messages: tuple[MessageRow, ...] = ()
+    todos_changed: bool = False
+    compact: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    """The agent's state just *before* ``record_turn`` changed it."""
+
+    was_needs_login: bool
+    compact_pending: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CompactRequest:
+    """``queued`` is False when usage is unknown or not above the threshold."""
+
+    queued: bool
+    usage: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class ReminderRow:
+    id: int
+    agent: str
+    message: str
+    due_at: float
+    created_at: float
+    fired_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TodoRow:
+    id: int
+    agent: str
+    subsystem: str
+    key: str
+    body: str
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRow:
+    id: int
+    kind: str
+    requester: str
+    subject: str
+    payload: Mapping[str, Any]
+    state: ApprovalState
+    created_at: float
+    resolved_at: float | None = None
+    resolution: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionRow:
+    id: int
+    asker: str
+    question: str
+    message_id: int | None
+    state: QuestionState
+    created_at: float
+    answer: str | None = None
+    answered_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleRow:
+    id: int
+    owner: str
+    target: str
+    prompt: str
+    every_seconds: float | None
+    cron: str | None
+    next_at: float
+    created_at: float
+    cancelled_at: float | None = None
+
+
+LooseEndRow = ReminderRow | TodoRow | ApprovalRow | QuestionRow | ScheduleRow
+
+
+@dataclass(frozen=True, slots=True)
+class OpenLooseEnds:
+    """Every open row of each kind, in display order (reminders by due time)."""
+
+    reminders: tuple[ReminderRow, ...] = ()
+    todos: tuple[TodoRow, ...] = ()
+    approvals: tuple[ApprovalRow, ...] = ()
+    questions: tuple[QuestionRow, ...] = ()
+    schedules: tuple[ScheduleRow, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DueWork:
+    """Reminders and schedules due at a moment, read before anything is fired."""
+
+    reminders: tuple[ReminderRow, ...] = ()
+    schedules: tuple[ScheduleRow, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FireReminder:
+    """Deliver reminder ``id`` as ``body`` (rendered, and spilled, by the caller)."""
+
+    id: int
+    body: str
+
+
+@dataclass(frozen=True, slots=True)
+class FireSchedule:
+    """Deliver schedule ``id`` as ``body`` and move it to ``next_at``.
+
+    ``was_next_at`` is the due time the caller read: a schedule fired or
+    moved since then is left alone, so two firers never deliver it twice.
+    """
+
+    id: int
+    body: str
+    was_next_at: float
+    next_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Fired:
+    """What ``fire`` delivered (message ids per recipient) and the next due time."""
+
+    delivered: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    next_due: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeployEntry:
+    """One entry of the meta log: an applied config, a removal, or a note.
+
+    ``config`` is the full TOML text applied (``None`` for a removal or a
+    note); ``topology`` is the whole tree after the entry, when it changed it.
+    """
+
+    seq: int
+    at: float
+    action: str
+    agent: str | None
+    message: str
+    config: str | None = None
+    topology: Mapping[str, str | None] | None = None

@@ -1,0 +1,128 @@
+"""Numbered schema migrations for ``hive.db`` (append only; never edit a shipped one).
+
+Schema 1 is the one hyperhive shipped before the store package; a hive.db at
+schema 1 is upgraded in place. Schema 2 moves topology, applied configs and
+the deploy log into the database, so no state lives only in the meta repo.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MIGRATIONS"]
+
+MIGRATIONS: list[str] = [
+    # 1: broker, per-agent state, loose ends, events.
+    """
+CREATE TABLE messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    sender TEXT NOT NULL,
+    recipient TEXT NOT NULL,
+    body TEXT NOT NULL,
+    in_reply_to INTEGER,
+    created_at REAL NOT NULL,
+    delivered_at REAL,
+    acked_at REAL
+);
+CREATE INDEX messages_pending ON messages(recipient, acked_at, delivered_at, id);
+CREATE INDEX messages_sender ON messages(sender, id);
+CREATE TABLE agent_state (
+    name TEXT PRIMARY KEY,
+    status_text TEXT NOT NULL DEFAULT '',
+    status_set_at REAL,
+    incarnation INTEGER NOT NULL DEFAULT 0,
+    fenced INTEGER NOT NULL DEFAULT 0,
+    compact_pending INTEGER NOT NULL DEFAULT 0,
+    last_context_usage REAL,
+    last_outcome TEXT,
+    last_turn_at REAL,
+    session_id TEXT,
+    todo_version INTEGER NOT NULL DEFAULT 0,
+    desired_running INTEGER NOT NULL DEFAULT 1,
+    needs_login INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE reminders (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent TEXT NOT NULL,
+    message TEXT NOT NULL,
+    due_at REAL NOT NULL,
+    created_at REAL NOT NULL,
+    fired_at REAL
+);
+CREATE INDEX reminders_due ON reminders(fired_at, due_at);
+CREATE TABLE todos (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent TEXT NOT NULL,
+    subsystem TEXT NOT NULL,
+    key TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    UNIQUE (agent, subsystem, key)
+);
+CREATE TABLE approvals (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    requester TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    payload TEXT NOT NULL DEFAULT '{}',
+    state TEXT NOT NULL DEFAULT 'pending',
+    created_at REAL NOT NULL,
+    resolved_at REAL,
+    resolution TEXT
+);
+CREATE TABLE questions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    asker TEXT NOT NULL,
+    question TEXT NOT NULL,
+    message_id INTEGER,
+    state TEXT NOT NULL DEFAULT 'open',
+    answer TEXT,
+    created_at REAL NOT NULL,
+    answered_at REAL
+);
+CREATE TABLE schedules (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    owner TEXT NOT NULL,
+    target TEXT NOT NULL,
+    prompt TEXT NOT NULL,
+    every_seconds REAL,
+    cron TEXT,
+    next_at REAL NOT NULL,
+    created_at REAL NOT NULL,
+    cancelled_at REAL
+);
+CREATE INDEX schedules_next ON schedules(cancelled_at, next_at);
+CREATE TABLE events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    kind TEXT NOT NULL,
+    agent TEXT,
+    data TEXT NOT NULL DEFAULT '{}'
+)
+""",
+    # 2: topology, applied configs, the deploy log (the meta log).
+    """
+CREATE TABLE topology (
+    agent TEXT PRIMARY KEY,
+    parent TEXT
+);
+CREATE TABLE applied_configs (
+    agent TEXT PRIMARY KEY,
+    config TEXT NOT NULL,
+    applied_at REAL NOT NULL,
+    seq INTEGER NOT NULL
+);
+CREATE TABLE deploy_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    action TEXT NOT NULL,
+    agent TEXT,
+    message TEXT NOT NULL,
+    config TEXT,
+    topology TEXT
+);
+CREATE INDEX deploy_log_agent ON deploy_log(agent, seq);
+CREATE INDEX reminders_agent ON reminders(agent, fired_at);
+CREATE INDEX approvals_pending ON approvals(state, kind, subject);
+CREATE INDEX messages_reply ON messages(in_reply_to)
+""",
+]
