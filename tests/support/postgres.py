@@ -32,6 +32,7 @@ __all__ = [
     "PgCluster",
     "pg_bindir",
     "pg_cluster",
+    "pg_private_cluster",
     "pg_url",
     "postgres_available",
     "start_cluster",
@@ -220,6 +221,18 @@ def pg_cluster() -> Iterator[PgCluster]:
     if not postgres_available():
         pytest.fail("PostgreSQL is not installed: run scripts/bootstrap --dev")
     cluster = start_cluster(tcp=True, fsync=False)
+    try:
+        yield cluster
+    finally:
+        cluster.destroy()
+
+
+@pytest.fixture
+def pg_private_cluster() -> Iterator[PgCluster]:
+    """A cluster of the test's own, for tests that stop or restart the server."""
+    if not postgres_available():
+        pytest.fail("PostgreSQL is not installed: run scripts/bootstrap --dev")
+    cluster = start_cluster(tcp=False, fsync=False)
     try:
         yield cluster
     finally:

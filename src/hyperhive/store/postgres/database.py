@@ -64,8 +64,14 @@ class PgDatabase:
         self.version = version
 
     @classmethod
-    async def open(cls, url: str, *, min_size: int = 2, max_size: int = 16) -> PgDatabase:
-        """Connect, migrate and pool; refuse at once (masked URL + reason) if unusable."""
+    async def open(
+        cls, url: str, *, min_size: int = 2, max_size: int = 16, wait_s: float = 10.0
+    ) -> PgDatabase:
+        """Connect, migrate and pool; refuse at once (masked URL + reason) if unusable.
+
+        ``wait_s`` bounds how long a request waits for a connection while the
+        database is away before it answers ``Unavailable``.
+        """
         try:
             conn = await AsyncConnection.connect(url, **CONNECT_KWARGS)
         except psycopg.Error as exc:
@@ -86,13 +92,13 @@ class PgDatabase:
             max_size=max_size,
             kwargs=CONNECT_KWARGS,
             check=AsyncConnectionPool.check_connection,
-            timeout=CONNECT_TIMEOUT_S * 2,
+            timeout=wait_s,
             reconnect_timeout=0,  # keep trying forever: the database may come back
             open=False,
             name="hyperhive-store",
         )
         try:
-            await pool.open(wait=True, timeout=CONNECT_TIMEOUT_S * 2)
+            await pool.open(wait=True, timeout=max(wait_s, CONNECT_TIMEOUT_S))
         except PoolTimeout as exc:
             await pool.close()
             raise StorageError(

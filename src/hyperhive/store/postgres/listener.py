@@ -48,6 +48,7 @@ class Listener:
         self._channel = channel
         self._ready = anyio.Event()
         self.connects = 0  # successful LISTEN + sweep rounds, for tests and logs
+        self.backend_pid: int | None = None  # the server process listening, while connected
 
     async def wait_ready(self) -> None:
         """Return once the listener is listening and has swept (again, after a loss)."""
@@ -66,6 +67,7 @@ class Listener:
             except (psycopg.Error, HiveError) as exc:
                 log.warning("store listener on %s lost: %s", mask_url(self.url), exc)
             finally:
+                self.backend_pid = None
                 if self._ready.is_set():
                     self._ready = anyio.Event()
                 with anyio.CancelScope(shield=True):
@@ -92,6 +94,7 @@ class Listener:
 
     async def _session(self, conn: AsyncConnection[Any]) -> None:
         # LISTEN is in force before the sweep, so nothing falls between the two.
+        self.backend_pid = conn.info.backend_pid
         for agent in await self._sweep():
             self._on_wake(agent)
         self.connects += 1

@@ -76,9 +76,13 @@ class PostgresStore(Store):
         await self.db.close()
 
 
-async def open_postgres(url: str) -> Store:
-    """Connect, migrate, pool, and listen; refuse an unreachable database at once."""
-    db = await PgDatabase.open(url)
+async def open_postgres(url: str, *, wait_s: float = 10.0) -> PostgresStore:
+    """Connect, migrate, pool, and listen; refuse an unreachable database at once.
+
+    While the database is away later, a request waits up to ``wait_s`` for it,
+    then answers ``Unavailable``.
+    """
+    db = await PgDatabase.open(url, wait_s=wait_s)
     store = PostgresStore(db)
     try:
         await store.start_listening()
