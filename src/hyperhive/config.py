@@ -25,6 +25,7 @@ from hyperhive.permissions import BASH_SERVER, Capability, ToolGroup
 __all__ = [
     "DEFAULT_MCP_SERVERS",
     "HOME_ENV",
+    "STORE_URL_ENV",
     "SUBAGENT_SERVER",
     "AgentConfig",
     "HiveConfig",
@@ -39,6 +40,7 @@ __all__ = [
 ]
 
 HOME_ENV = "HIVE_HOME"
+STORE_URL_ENV = "HIVE_STORE_URL"
 SUBAGENT_SERVER = "subagent"
 
 
@@ -206,6 +208,19 @@ class HiveConfig(_Strict):
     reminder_spill_bytes: int = Field(default=4096, ge=64)
     compact_watermark: float = Field(default=0.75, gt=0, lt=1)
     context_window: int = Field(default=200_000, ge=1000)
+    # Where the hive's state lives: unset = SQLite at <home>/hive.db; a
+    # postgresql:// URL for a hive that outgrows one machine. HIVE_STORE_URL wins.
+    store: str | None = None
+
+    @field_validator("store")
+    @classmethod
+    def _store_url(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(r"postgres(ql)?://", v):
+            raise ValueError(
+                "store must be a postgresql://user@host/dbname URL "
+                "(leave it out for SQLite in the hive home)"
+            )
+        return v or None
 
     @field_validator("root_agent")
     @classmethod
@@ -235,6 +250,12 @@ def load_hive_config(home: Path, env: Mapping[str, str] | None = None) -> HiveCo
             raise ConfigError(
                 f"HIVE_REMIND_MAX_PENDING_PER_AGENT={override!r} is not a whole number"
             ) from exc
+    url = source.get(STORE_URL_ENV)
+    if url:
+        try:
+            config = HiveConfig.model_validate({**config.model_dump(), "store": url})
+        except ValidationError as exc:
+            raise ConfigError(f"{STORE_URL_ENV}: {exc.errors()[0]['msg']}") from exc
     return config
 
 

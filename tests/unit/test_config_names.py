@@ -122,6 +122,19 @@ def test_hive_config(tmp_path: Path) -> None:
         load_hive_config(tmp_path, {})
 
 
+def test_hive_config_store_url(tmp_path: Path) -> None:
+    assert load_hive_config(tmp_path, {}).store is None
+    (tmp_path / "hive.toml").write_text('store = "postgresql://hive@db/hive"\n')
+    assert load_hive_config(tmp_path, {}).store == "postgresql://hive@db/hive"
+    env = {"HIVE_STORE_URL": "postgres://other@/hive?host=/run/pg"}
+    assert load_hive_config(tmp_path, env).store == "postgres://other@/hive?host=/run/pg"
+    with pytest.raises(ConfigError, match="HIVE_STORE_URL: .*postgresql://"):
+        load_hive_config(tmp_path, {"HIVE_STORE_URL": "mysql://x/y"})
+    (tmp_path / "hive.toml").write_text('store = "sqlite:///tmp/x.db"\n')
+    with pytest.raises(ConfigError, match=r"hive.toml:1: store"):
+        load_hive_config(tmp_path, {})
+
+
 def test_resolve_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HIVE_HOME", str(tmp_path / "env"))
     assert resolve_home() == tmp_path / "env"

@@ -8,22 +8,16 @@ means SQLite at ``<home>/hive.db``.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from hyperhive.errors import ConfigError
 from hyperhive.store.base import Store
 
-__all__ = ["STORE_URL_ENV", "Store", "mask_url", "open_store", "store_url"]
+__all__ = ["Store", "mask_url", "open_store"]
 
-STORE_URL_ENV = "HIVE_STORE_URL"
 _PG_SCHEMES = ("postgresql", "postgres")
-
-
-def store_url(configured: str | None, env: Mapping[str, str]) -> str | None:
-    """``HIVE_STORE_URL`` if set, else hive.toml's ``store``; ``None`` = SQLite."""
-    return env.get(STORE_URL_ENV) or configured or None
 
 
 def mask_url(url: str) -> str:
@@ -39,7 +33,10 @@ def mask_url(url: str) -> str:
 
 
 async def open_store(home: Path, url: str | None = None) -> Store:
-    """Open (and migrate) the hive's store; refuse a bad URL or a newer schema."""
+    """Open (and migrate) the hive's store; refuse a bad URL or a newer schema.
+
+    ``url`` is ``HiveConfig.store`` (hive.toml's ``store`` or ``HIVE_STORE_URL``).
+    """
     if not url:
         from hyperhive.store.sqlite import SqliteStore
 

@@ -184,10 +184,15 @@ class OpenLooseEnds:
 
 @dataclass(frozen=True, slots=True)
 class DueWork:
-    """Reminders and schedules due at a moment, read before anything is fired."""
+    """Reminders and schedules due at a moment, read before anything is fired.
+
+    ``next_due`` is the earliest due time of any unfired reminder or live
+    schedule (these included), ``None`` if there is none.
+    """
 
     reminders: tuple[ReminderRow, ...] = ()
     schedules: tuple[ScheduleRow, ...] = ()
+    next_due: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

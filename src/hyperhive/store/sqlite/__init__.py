@@ -1,0 +1,44 @@
+"""The embedded SQLite store: ``hive.db`` in the hive home, one writer thread."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from hyperhive.store.base import Store
+from hyperhive.store.sqlite.agents import SqliteAgents
+from hyperhive.store.sqlite.approvals import SqliteApprovals
+from hyperhive.store.sqlite.engine import Engine
+from hyperhive.store.sqlite.loose_ends import SqliteLooseEnds
+from hyperhive.store.sqlite.messages import SqliteMessages
+from hyperhive.store.sqlite.meta import SqliteMetaLog, SqliteTopology
+from hyperhive.store.sqlite.schedules import SqliteSchedules
+
+__all__ = ["SqliteStore"]
+
+
+class SqliteStore(Store):
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+        self.engine = Engine(path, self._feed.publish)
+        self.schema_version = self.engine.version
+        self.messages = SqliteMessages(self.engine)
+        self.agents = SqliteAgents(self.engine)
+        self.loose_ends = SqliteLooseEnds(self.engine)
+        self.approvals = SqliteApprovals(self.engine)
+        self.schedules = SqliteSchedules(self.engine)
+        self.topology = SqliteTopology(self.engine)
+        self.meta = SqliteMetaLog(self.engine)
+
+    @classmethod
+    async def open(cls, path: Path) -> SqliteStore:
+        # Migrating can wait on a lock or write a lot: keep it off the event loop.
+        return await asyncio.to_thread(cls, path)
+
+    @property
+    def location(self) -> str:
+        return str(self.path)
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.engine.close)

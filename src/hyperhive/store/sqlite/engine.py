@@ -1,0 +1,262 @@
+"""``hive.db``: one SQLite file (WAL, ``synchronous=FULL``), one owner thread.
+
+Every operation is a function of a :class:`Tx`, run on a dedicated thread.
+The thread drains whatever is queued and runs it as one transaction, each
+operation inside its own savepoint, then commits once: group commit. A
+caller's await returns only after that commit, so an ``ok`` the coordinator
+sends has survived fsync — ``kill -9`` at any moment loses nothing answered.
+One failing operation rolls back its savepoint (and its wake-ups) only.
+
+An operation may be *lazy* (``durable=False``): a batch made only of lazy
+operations commits with ``synchronous=NORMAL``, so it costs no fsync; the
+next durable commit fsyncs its WAL frames too. Only marks whose loss is
+harmless are lazy (a lost ``delivered_at`` means one more delivery).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from hyperhive.errors import HiveError, StorageError
+from hyperhive.store.sqlite.schema import MIGRATIONS
+
+__all__ = ["MAX_BATCH", "Engine", "Tx", "migrate"]
+
+log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+Params = Sequence[object]
+
+# Bound a batch so one commit never holds a huge transaction open.
+MAX_BATCH = 512
+
+
+class Tx:
+    """One operation's view of the open transaction, and who it woke."""
+
+    __slots__ = ("changed", "conn")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.changed: set[str] = set()
+
+    def execute(self, sql: str, params: Params = ()) -> sqlite3.Cursor:
+        return self.conn.execute(sql, params)
+
+    def one(self, sql: str, params: Params = ()) -> sqlite3.Row | None:
+        row: sqlite3.Row | None = self.conn.execute(sql, params).fetchone()
+        return row
+
+    def all(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
+        return self.conn.execute(sql, params).fetchall()
+
+    def insert(self, sql: str, params: Params = ()) -> int:
+        rowid = self.conn.execute(sql, params).lastrowid
+        assert rowid is not None
+        return rowid
+
+    def wake(self, agent: str) -> None:
+        """Report ``agent`` to the store's subscribers once this commits."""
+        self.changed.add(agent)
+
+
+_Op = Callable[[Tx], Any]
+_Job = tuple[_Op, "asyncio.Future[Any]", asyncio.AbstractEventLoop, bool]
+
+
+@contextmanager
+def _savepoint(conn: sqlite3.Connection) -> Iterator[None]:
+    conn.execute("SAVEPOINT op")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK TO op")
+        conn.execute("RELEASE op")
+        raise
+    conn.execute("RELEASE op")
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA busy_timeout=5000")
+    return conn
+
+
+def migrate(conn: sqlite3.Connection, path: Path) -> int:
+    """Apply every numbered migration not yet recorded; return the version.
+
+    A database already past the newest migration this code knows is refused:
+    running old code on it could drop data the newer schema relies on.
+    """
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        "version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)"
+    )
+    done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+    known = len(MIGRATIONS)
+    if done and max(done) > known:
+        raise StorageError(
+            f"{path} is at schema version {max(done)}, newer than this hyperhive "
+            f"(it knows schema versions up to {known}); run the hyperhive that wrote it, "
+            "or upgrade this one"
+        )
+    for version, sql in enumerate(MIGRATIONS, start=1):
+        if version in done:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in sql.split(";\n"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(
+                "INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?)",
+                (version, time.time()),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        log.info("hive.db migrated to schema %d", version)
+    return known
+
+
+class Engine:
+    """The sole handle on one ``hive.db``: migrations, then the writer thread."""
+
+    def __init__(self, path: Path, publish: Callable[[Iterable[str]], None]) -> None:
+        self.path = path
+        self._publish = publish
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn = _connect(path)
+            self.version = migrate(self._conn, path)
+        except sqlite3.DatabaseError as exc:
+            raise StorageError(
+                f"{path} cannot be opened ({exc}); if it is corrupt, move it aside and "
+                "restart (a fresh database is created), or restore it from a backup"
+            ) from exc
+        self._synchronous_full = True
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._loop, name="hive-db", daemon=True)
+        self._thread.start()
+
+    async def run(self, op: Callable[[Tx], _T], *, durable: bool = True) -> _T:
+        """Run ``op`` on the database thread inside the next group commit."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[_T] = loop.create_future()
+        self._jobs.put((op, future, loop, durable))
+        return await future
+
+    def close(self) -> None:
+        """Finish queued work and close the connection."""
+        if not self._thread.is_alive():
+            return
+        self._jobs.put(None)
+        self._thread.join(timeout=10)
+        self._conn.close()
+
+    def _loop(self) -> None:
+        while True:
+            first = self._jobs.get()
+            if first is None:
+                return
+            batch = [first]
+            stop = False
+            while len(batch) < MAX_BATCH:
+                try:
+                    job = self._jobs.get_nowait()
+                except queue.Empty:
+                    break
+                if job is None:
+                    stop = True
+                    break
+                batch.append(job)
+            self._run_batch(batch)
+            if stop:
+                return
+
+    def _set_synchronous(self, full: bool) -> None:
+        if full != self._synchronous_full:
+            self._conn.execute(f"PRAGMA synchronous={'FULL' if full else 'NORMAL'}")
+            self._synchronous_full = full
+
+    def _run_batch(self, batch: list[_Job]) -> None:
+        conn = self._conn
+        results: list[tuple[Any, BaseException | None, set[str]]] = []
+        try:
+            self._set_synchronous(any(durable for *_, durable in batch))
+            conn.execute("BEGIN IMMEDIATE")
+            for op, *_ in batch:
+                tx = Tx(conn)
+                try:
+                    with _savepoint(conn):
+                        results.append((op(tx), None, tx.changed))
+                except Exception as exc:  # one op's failure is its caller's, not the batch's
+                    results.append((None, _storage_error(exc), set()))
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            failure = _storage_error(exc)
+            results = [(None, failure, set())] * len(batch)
+        # One wake-up of each waiting event loop per batch, not one per operation.
+        by_loop: dict[asyncio.AbstractEventLoop, _Settled] = {}
+        for (_, future, loop, _), (value, error, changed) in zip(batch, results, strict=True):
+            settled = by_loop.setdefault(loop, _Settled(self._publish))
+            settled.futures.append((future, value, error))
+            settled.changed.update(changed)
+        for loop, settled in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(settled)
+            except RuntimeError:  # that loop has closed: nobody is waiting any more
+                pass
+
+
+class _Settled:
+    """A batch's outcome for one event loop: wake subscribers, then the callers."""
+
+    __slots__ = ("changed", "futures", "publish")
+
+    def __init__(self, publish: Callable[[Iterable[str]], None]) -> None:
+        self.publish = publish
+        self.futures: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
+        self.changed: set[str] = set()
+
+    def __call__(self) -> None:
+        if self.changed:
+            self.publish(sorted(self.changed))
+        for future, value, error in self.futures:
+            if future.done():
+                continue
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(value)
+
+
+def _storage_error(exc: Exception) -> BaseException:
+    if isinstance(exc, HiveError):
+        return exc
+    if isinstance(exc, sqlite3.Error):
+        text = str(exc)
+        hint = ""
+        if "full" in text or "disk I/O" in text:
+            hint = "; free disk space under HIVE_HOME and retry"
+        log.error("hive.db write failed: %s", text)
+        return StorageError(f"the hive database refused the write ({text}){hint}")
+    return exc

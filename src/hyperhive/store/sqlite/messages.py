@@ -1,0 +1,180 @@
+"""The mailbox on SQLite: send, recv/poll (lazy delivered marks), ack, attach, fence."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from hyperhive.store.base import MessageRepo
+from hyperhive.store.rows import MessageRow, Poll, Recv
+from hyperhive.store.sqlite.common import ensure_agent, insert_message, message_row
+from hyperhive.store.sqlite.engine import Engine, Tx
+
+__all__ = ["SqliteMessages"]
+
+
+def _take_undelivered(tx: Tx, agent: str, limit: int) -> tuple[MessageRow, ...]:
+    rows = tx.all(
+        "SELECT * FROM messages WHERE recipient = ? AND acked_at IS NULL "
+        "AND delivered_at IS NULL ORDER BY id LIMIT ?",
+        (agent, limit),
+    )
+    if not rows:
+        return ()
+    now = time.time()
+    tx.conn.executemany(
+        "UPDATE messages SET delivered_at = ? WHERE id = ?", [(now, r["id"]) for r in rows]
+    )
+    return tuple(message_row(r) for r in rows)
+
+
+class SqliteMessages(MessageRepo):
+    def __init__(self, engine: Engine) -> None:
+        self._db = engine
+
+    async def send(
+        self, sender: str, recipient: str, body: str, in_reply_to: int | None = None
+    ) -> int:
+        return await self._db.run(
+            lambda tx: insert_message(tx, sender, recipient, body, in_reply_to)
+        )
+
+    async def get(self, message_id: int) -> MessageRow | None:
+        def op(tx: Tx) -> MessageRow | None:
+            row = tx.one("SELECT * FROM messages WHERE id = ?", (message_id,))
+            return None if row is None else message_row(row)
+
+        return await self._db.run(op, durable=False)
+
+    async def recv(self, agent: str, limit: int) -> Recv:
+        def op(tx: Tx) -> Recv:
+            if ensure_agent(tx, agent).fenced:
+                return Recv(fenced=True)
+            return Recv(fenced=False, messages=_take_undelivered(tx, agent, max(1, limit)))
+
+        return await self._db.run(op, durable=False)
+
+    async def poll(self, agent: str, todo_version: int, limit: int) -> Poll | None:
+        def op(tx: Tx) -> Poll | None:
+            state = ensure_agent(tx, agent)
+            if state.fenced:
+                return Poll(stop=True, todo_version=state.todo_version)
+            messages = _take_undelivered(tx, agent, max(1, limit))
+            changed = state.todo_version > todo_version
+            if not messages and not changed and not state.compact_pending:
+                return None
+            return Poll(
+                stop=False,
+                todo_version=state.todo_version,
+                messages=messages,
+                todos_changed=changed,
+                compact=state.compact_pending,
+            )
+
+        return await self._db.run(op, durable=False)
+
+    async def ack_until(self, agent: str, up_to: int) -> int:
+        return await self._db.run(
+            lambda tx: (
+                tx.execute(
+                    "UPDATE messages SET acked_at = ? WHERE recipient = ? AND id <= ? "
+                    "AND acked_at IS NULL",
+                    (time.time(), agent, up_to),
+                ).rowcount
+            )
+        )
+
+    async def ack_ids(self, agent: str, ids: Sequence[int]) -> int:
+        if not ids:
+            return 0
+        return await self._db.run(lambda tx: ack_ids(tx, agent, ids))
+
+    async def attach(self, agent: str) -> int:
+        def op(tx: Tx) -> int:
+            ensure_agent(tx, agent)
+            tx.execute(
+                "UPDATE messages SET delivered_at = NULL WHERE recipient = ? "
+                "AND acked_at IS NULL AND delivered_at IS NOT NULL",
+                (agent,),
+            )
+            row = tx.one(
+                "UPDATE agent_state SET incarnation = incarnation + 1, fenced = 0 "
+                "WHERE name = ? RETURNING incarnation",
+                (agent,),
+            )
+            assert row is not None
+            tx.wake(agent)
+            return int(row[0])
+
+        return await self._db.run(op)
+
+    async def fence(self, agent: str) -> None:
+        def op(tx: Tx) -> None:
+            ensure_agent(tx, agent)
+            tx.execute("UPDATE agent_state SET fenced = 1 WHERE name = ?", (agent,))
+            tx.wake(agent)
+
+        await self._db.run(op)
+
+    async def inbox(
+        self, recipient: str, limit: int = 50, unread_only: bool = False
+    ) -> list[MessageRow]:
+        where = "recipient = ?" + (" AND acked_at IS NULL" if unread_only else "")
+        return await self._newest(where, recipient, limit)
+
+    async def outbox(self, sender: str, limit: int = 50) -> list[MessageRow]:
+        return await self._newest("sender = ?", sender, limit)
+
+    async def _newest(self, where: str, who: str, limit: int) -> list[MessageRow]:
+        rows = await self._db.run(
+            lambda tx: tx.all(
+                f"SELECT * FROM messages WHERE {where} ORDER BY id DESC LIMIT ?", (who, limit)
+            ),
+            durable=False,
+        )
+        return [message_row(r) for r in reversed(rows)]
+
+    async def thread(self, message_id: int) -> list[MessageRow]:
+        # Up to the root, then the whole tree down from it.
+        sql = (
+            "WITH RECURSIVE up(id, parent) AS ("
+            " SELECT id, in_reply_to FROM messages WHERE id = ?"
+            " UNION SELECT m.id, m.in_reply_to FROM messages m JOIN up ON m.id = up.parent"
+            "), root AS (SELECT id FROM up WHERE parent IS NULL), "
+            "down(id) AS (SELECT id FROM root"
+            " UNION SELECT m.id FROM messages m JOIN down ON m.in_reply_to = down.id) "
+            "SELECT * FROM messages WHERE id IN (SELECT id FROM down) ORDER BY id"
+        )
+        rows = await self._db.run(lambda tx: tx.all(sql, (message_id,)), durable=False)
+        return [message_row(r) for r in rows]
+
+    async def unread_counts(self, recipient: str) -> dict[str, int]:
+        rows = await self._db.run(
+            lambda tx: tx.all(
+                "SELECT sender, COUNT(*) FROM messages "
+                "WHERE recipient = ? AND acked_at IS NULL GROUP BY sender",
+                (recipient,),
+            ),
+            durable=False,
+        )
+        return {str(r[0]): int(r[1]) for r in rows}
+
+    async def scan(self, after_id: int = 0, limit: int = 1000) -> list[MessageRow]:
+        rows = await self._db.run(
+            lambda tx: tx.all(
+                "SELECT * FROM messages WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
+            ),
+            durable=False,
+        )
+        return [message_row(r) for r in rows]
+
+
+def ack_ids(tx: Tx, agent: str, ids: Sequence[int]) -> int:
+    now = time.time()
+    return sum(
+        tx.execute(
+            "UPDATE messages SET acked_at = ? WHERE recipient = ? AND id = ? AND acked_at IS NULL",
+            (now, agent, i),
+        ).rowcount
+        for i in ids
+    )

@@ -1,0 +1,190 @@
+"""Mailbox contract: at-least-once, acked never redelivered, attach redelivers, wake-ups."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from hyperhive.errors import NotFound
+from hyperhive.store import Store
+from tests.support.stores import Backend
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_recv_hands_each_row_out_once_oldest_first(store: Store) -> None:
+    ids = [await store.messages.send("alice", "bob", f"m{i}") for i in range(3)]
+    first = await store.messages.recv("bob", 2)
+    assert not first.fenced
+    assert [m.id for m in first.messages] == ids[:2]
+    assert [m.body for m in first.messages] == ["m0", "m1"]
+    assert all(m.sender == "alice" and m.recipient == "bob" for m in first.messages)
+    second = await store.messages.recv("bob", 5)
+    assert [m.id for m in second.messages] == ids[2:]
+    assert (await store.messages.recv("bob", 5)).messages == ()
+    assert (await store.messages.recv("alice", 5)).messages == ()
+
+
+async def test_attach_redelivers_unacked_but_never_acked(store: Store) -> None:
+    a, b, c = [await store.messages.send("alice", "bob", f"m{i}") for i in range(3)]
+    await store.messages.recv("bob", 5)
+    assert await store.messages.ack_ids("bob", [b]) == 1
+    first = await store.messages.attach("bob")
+    again = await store.messages.recv("bob", 5)
+    assert [m.id for m in again.messages] == [a, c]
+    assert await store.messages.ack_until("bob", c) == 2
+    assert await store.messages.attach("bob") == first + 1
+    assert (await store.messages.recv("bob", 5)).messages == ()
+    got = await store.messages.get(b)
+    assert got is not None and got.acked and got.delivered_at is not None
+
+
+async def test_acks_are_scoped_to_the_recipient(store: Store) -> None:
+    to_bob = await store.messages.send("alice", "bob", "for bob")
+    to_carol = await store.messages.send("alice", "carol", "for carol")
+    assert await store.messages.ack_ids("bob", [to_carol]) == 0
+    assert await store.messages.ack_until("bob", to_carol) == 1
+    carol = await store.messages.recv("carol", 5)
+    assert [m.id for m in carol.messages] == [to_carol]
+    assert await store.messages.ack_ids("bob", [to_bob]) == 0  # already acked: not counted twice
+
+
+async def test_at_least_once_across_reopen(backend: Backend) -> None:
+    store = await backend.open()
+    handed = await store.messages.send("alice", "bob", "handed out, not acked")
+    acked = await store.messages.send("alice", "bob", "acked")
+    await store.messages.recv("bob", 5)
+    await store.messages.ack_ids("bob", [acked])
+    await store.close()
+
+    store = await backend.open()
+    try:
+        await store.messages.attach("bob")
+        again = await store.messages.recv("bob", 5)
+        assert [m.id for m in again.messages] == [handed]
+        assert (await store.messages.get(acked)) is not None
+    finally:
+        await store.close()
+
+
+async def test_a_reply_to_nothing_is_refused_and_stores_nothing(store: Store) -> None:
+    with pytest.raises(NotFound, match="#999"):
+        await store.messages.send("alice", "bob", "reply", in_reply_to=999)
+    assert await store.messages.scan() == []
+    plain = await store.messages.send("alice", "bob", "not a reply", in_reply_to=0)
+    got = await store.messages.get(plain)
+    assert got is not None and got.in_reply_to is None
+
+
+async def test_fence_stops_until_the_next_attach(store: Store) -> None:
+    await store.messages.send("alice", "bob", "waiting")
+    await store.messages.fence("bob")
+    assert (await store.messages.recv("bob", 5)).fenced
+    stop = await store.messages.poll("bob", 0, 5)
+    assert stop is not None and stop.stop and stop.messages == ()
+    incarnation = await store.messages.attach("bob")
+    assert incarnation == (await store.agents.get("bob")).incarnation
+    after = await store.messages.recv("bob", 5)
+    assert not after.fenced and [m.body for m in after.messages] == ["waiting"]
+
+
+async def test_poll_wakes_for_mail_todos_and_compaction_only(store: Store) -> None:
+    assert await store.messages.poll("bob", 0, 5) is None
+    await store.messages.send("alice", "bob", "hi")
+    mail = await store.messages.poll("bob", 0, 5)
+    assert mail is not None and [m.body for m in mail.messages] == ["hi"]
+    assert not mail.todos_changed and not mail.compact
+    assert await store.messages.poll("bob", 0, 5) is None
+
+    await store.loose_ends.todo_upsert("bob", "core", "k", "do it")
+    todo = await store.messages.poll("bob", 0, 5)
+    assert todo is not None and todo.todos_changed and todo.todo_version == 1
+    assert await store.messages.poll("bob", 1, 5) is None
+
+    await store.agents.record_turn("bob", "ok", 0.9, None)
+    assert (await store.agents.request_compact("bob", 0.5)).queued
+    compact = await store.messages.poll("bob", 1, 5)
+    assert compact is not None and compact.compact and not compact.todos_changed
+
+
+async def test_poll_takes_at_most_its_limit(store: Store) -> None:
+    for i in range(7):
+        await store.messages.send("alice", "bob", f"m{i}")
+    first = await store.messages.poll("bob", 0, 5)
+    assert first is not None and len(first.messages) == 5
+    rest = await store.messages.poll("bob", 0, 5)
+    assert rest is not None and [m.body for m in rest.messages] == ["m5", "m6"]
+
+
+async def test_changes_are_reported_after_commit_to_subscribers(store: Store) -> None:
+    seen: list[str] = []
+    unsubscribe = store.on_change(seen.append)
+    await store.messages.send("alice", "bob", "x")
+    assert seen == ["bob"]  # reported before the caller's await returned
+    await store.loose_ends.todo_upsert("carol", "core", "k", "v")
+    await store.messages.fence("dan")
+    await store.messages.attach("erin")
+    assert seen == ["bob", "carol", "dan", "erin"]
+    with pytest.raises(NotFound):
+        await store.messages.send("alice", "frank", "x", in_reply_to=12345)
+    await store.messages.recv("bob", 5)
+    await store.messages.ack_until("bob", 10)
+    assert seen == ["bob", "carol", "dan", "erin"]  # failed or non-waking ops say nothing
+    unsubscribe()
+    await store.messages.send("alice", "bob", "y")
+    assert seen == ["bob", "carol", "dan", "erin"]
+
+
+async def test_a_failing_subscriber_does_not_fail_the_write(store: Store) -> None:
+    seen: list[str] = []
+
+    def broken(agent: str) -> None:
+        raise RuntimeError("subscriber bug")
+
+    store.on_change(broken)
+    store.on_change(seen.append)
+    msg = await store.messages.send("alice", "bob", "x")
+    assert seen == ["bob"]
+    assert (await store.messages.get(msg)) is not None
+
+
+async def test_concurrent_sends_all_land_with_distinct_ids(store: Store) -> None:
+    ids: list[int] = []
+
+    async def send(i: int) -> None:
+        ids.append(await store.messages.send(f"s{i % 4}", "sink", f"body {i}"))
+
+    async with anyio.create_task_group() as tg:
+        for i in range(200):
+            tg.start_soon(send, i)
+    assert len(set(ids)) == 200
+    rows = await store.messages.scan(limit=1000)
+    assert sorted(r.id for r in rows) == sorted(ids)
+    assert sorted(r.body for r in rows) == sorted(f"body {i}" for i in range(200))
+
+
+async def test_inbox_outbox_unread_counts_and_scan(store: Store) -> None:
+    ids = [await store.messages.send("alice", "op", f"a{i}") for i in range(3)]
+    ids.append(await store.messages.send("bob", "op", "b0"))
+    await store.messages.send("op", "alice", "reply")
+    inbox = await store.messages.inbox("op", limit=2)
+    assert [m.body for m in inbox] == ["a2", "b0"]  # the newest two, oldest first
+    await store.messages.ack_ids("op", [ids[0]])
+    unread = await store.messages.inbox("op", limit=50, unread_only=True)
+    assert [m.body for m in unread] == ["a1", "a2", "b0"]
+    assert await store.messages.unread_counts("op") == {"alice": 2, "bob": 1}
+    assert [m.body for m in await store.messages.outbox("op")] == ["reply"]
+    page = await store.messages.scan(after_id=ids[1], limit=2)
+    assert [m.id for m in page] == [ids[2], ids[3]]
+
+
+async def test_thread_is_the_whole_reply_tree(store: Store) -> None:
+    root = await store.messages.send("alice", "bob", "root")
+    r1 = await store.messages.send("bob", "alice", "r1", in_reply_to=root)
+    r2 = await store.messages.send("alice", "bob", "r2", in_reply_to=r1)
+    side = await store.messages.send("carol", "bob", "side", in_reply_to=root)
+    other = await store.messages.send("alice", "bob", "unrelated")
+    for member in (root, r2, side):
+        assert [m.id for m in await store.messages.thread(member)] == [root, r1, r2, side]
+    assert [m.id for m in await store.messages.thread(other)] == [other]
+    assert await store.messages.thread(10_000) == []
