@@ -20,6 +20,7 @@ __all__ = [
     "PgRepo",
     "agent_row",
     "ensure_agent",
+    "heard",
     "message_row",
     "notify",
     "now",
@@ -45,11 +46,25 @@ def agent_row(row: tuple[Any, ...]) -> AgentState:
     return AgentState(*row)
 
 
-async def notify(conn: Conn, agents: Iterable[str]) -> None:
-    """NOTIFY each agent inside the caller's transaction: sent exactly when it commits."""
+async def notify(conn: Conn, origin: str, agents: Iterable[str]) -> None:
+    """NOTIFY each agent inside the caller's transaction: sent exactly when it commits.
+
+    The payload is ``<origin>:<agent>``, ``origin`` naming the store that wrote it.
+    """
     names = sorted(set(agents))
     if names:
-        await conn.execute("SELECT pg_notify(%s, a) FROM unnest(%s::text[]) AS a", (CHANNEL, names))
+        await conn.execute(
+            "SELECT pg_notify(%s, %s || ':' || a) FROM unnest(%s::text[]) AS a",
+            (CHANNEL, origin, names),
+        )
+
+
+def heard(payload: str, origin: str) -> str | None:
+    """The agent a NOTIFY payload wakes, or ``None`` if ``origin`` itself sent it."""
+    sender, sep, agent = payload.partition(":")
+    if not sep or not agent or sender == origin:
+        return None
+    return agent
 
 
 async def ensure_agent(conn: Conn, name: str) -> None:
@@ -75,7 +90,7 @@ class PgRepo:
         async def run(conn: Conn) -> _T:
             woken.clear()  # a retried transaction starts afresh
             result = await op(conn, woken)
-            await notify(conn, woken)
+            await notify(conn, self._db.origin, woken)
             return result
 
         result = await self._db.tx(run)

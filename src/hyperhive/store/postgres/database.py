@@ -14,6 +14,7 @@ network — is noticed in seconds rather than the kernel's two hours.
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -62,6 +63,9 @@ class PgDatabase:
         self.url = url
         self.pool = pool
         self.version = version
+        # Marks this handle's NOTIFYs: its own changes are published locally at commit,
+        # so its listener skips them rather than waking everyone twice.
+        self.origin = secrets.token_hex(6)
 
     @classmethod
     async def open(

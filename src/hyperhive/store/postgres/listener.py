@@ -4,15 +4,15 @@ Whoever inserts something that wakes an agent runs ``pg_notify(CHANNEL,
 agent)`` in the same transaction, so the NOTIFY goes out exactly when the row
 is committed. NOTIFY is not stored: a listener that was disconnected (the
 server restarted, the network blinked) missed whatever was sent meanwhile, so
-after every (re)connect it asks ``sweep`` which agents have something pending
-and wakes them too. A spurious wake-up costs a re-check; a lost one would
+after every (re)connect it runs ``sweep``, which wakes every agent that may
+have something pending. A spurious wake-up costs a re-check; a lost one would
 leave an agent asleep on its mail.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -32,18 +32,18 @@ CHANNEL = "hyperhive_wake"
 
 
 class Listener:
-    """Feeds ``on_wake(agent)`` from NOTIFY, and from ``sweep()`` after each connect."""
+    """Hands each NOTIFY payload to ``on_notify``; runs ``sweep()`` after each connect."""
 
     def __init__(
         self,
         url: str,
-        on_wake: Callable[[str], None],
-        sweep: Callable[[], Awaitable[Iterable[str]]],
+        on_notify: Callable[[str], None],
+        sweep: Callable[[], Awaitable[None]],
         *,
         channel: str = CHANNEL,
     ) -> None:
         self.url = url
-        self._on_wake = on_wake
+        self._on_notify = on_notify
         self._sweep = sweep
         self._channel = channel
         self._ready = anyio.Event()
@@ -95,9 +95,8 @@ class Listener:
     async def _session(self, conn: AsyncConnection[Any]) -> None:
         # LISTEN is in force before the sweep, so nothing falls between the two.
         self.backend_pid = conn.info.backend_pid
-        for agent in await self._sweep():
-            self._on_wake(agent)
+        await self._sweep()
         self.connects += 1
         self._ready.set()
         async for note in conn.notifies():
-            self._on_wake(note.payload)
+            self._on_notify(note.payload)

@@ -51,7 +51,7 @@ _KINDS: dict[str, tuple[str, str, Any, str, str, str]] = {
     "reminder": (
         "reminders",
         REMINDER_COLS,
-        ReminderRow,
+        lambda r: ReminderRow(*r),
         "agent",
         "fired_at IS NULL",
         "due_at, id",

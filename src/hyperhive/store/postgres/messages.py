@@ -27,14 +27,16 @@ from hyperhive.store.rows import MessageRow, Poll, Recv
 
 __all__ = ["PgMessages", "insert_message"]
 
+_INSERT = """
+INSERT INTO messages(sender, recipient, body, in_reply_to, created_at)
+SELECT %(sender)s, %(recipient)s, %(body)s, %(reply)s, %(at)s
+WHERE %(reply)s::bigint IS NULL OR EXISTS (SELECT 1 FROM messages WHERE id = %(reply)s)
+RETURNING id
+"""
+# The same, with its NOTIFY: one statement is one transaction and one round trip.
 _SEND = f"""
-WITH ins AS (
-    INSERT INTO messages(sender, recipient, body, in_reply_to, created_at)
-    SELECT %(sender)s, %(recipient)s, %(body)s, %(reply)s, %(at)s
-    WHERE %(reply)s::bigint IS NULL OR EXISTS (SELECT 1 FROM messages WHERE id = %(reply)s)
-    RETURNING id, recipient
-)
-SELECT id, pg_notify('{CHANNEL}', recipient) FROM ins
+WITH ins AS ({_INSERT.strip()})
+SELECT id, pg_notify('{CHANNEL}', %(origin)s || ':' || %(recipient)s) FROM ins
 """
 
 _TAKE = f"""
@@ -50,14 +52,22 @@ RETURNING {MSG_COLS}
 
 
 async def insert_message(
-    conn: Conn, sender: str, recipient: str, body: str, in_reply_to: int | None
+    conn: Conn,
+    sender: str,
+    recipient: str,
+    body: str,
+    in_reply_to: int | None,
+    *,
+    notify_as: str | None = None,
 ) -> int:
-    """Insert one message and NOTIFY its recipient, in the caller's transaction."""
+    """Insert one message in the caller's transaction; with ``notify_as`` (an origin),
+    NOTIFY its recipient in the same statement. ``NotFound`` for a bad reply id."""
     reply = in_reply_to if in_reply_to is not None and in_reply_to > 0 else None
-    cur = await conn.execute(
-        _SEND,
-        {"sender": sender, "recipient": recipient, "body": body, "reply": reply, "at": now()},
-    )
+    params = {"sender": sender, "recipient": recipient, "body": body, "reply": reply, "at": now()}
+    if notify_as is None:
+        cur = await conn.execute(_INSERT, params)
+    else:
+        cur = await conn.execute(_SEND, {**params, "origin": notify_as})
     row = await cur.fetchone()
     if row is None:
         raise NotFound(f"in_reply_to #{reply}: no such message")
@@ -85,8 +95,9 @@ class PgMessages(PgRepo, MessageRepo):
         self, sender: str, recipient: str, body: str, in_reply_to: int | None = None
     ) -> int:
         # Autocommit: the one statement is its own transaction, NOTIFY included.
+        origin = self._db.origin
         msg_id = await self._db.one(
-            lambda c: insert_message(c, sender, recipient, body, in_reply_to)
+            lambda c: insert_message(c, sender, recipient, body, in_reply_to, notify_as=origin)
         )
         self._feed.publish((recipient,))
         return msg_id

@@ -160,8 +160,9 @@ async def migrate(conn: AsyncConnection[Any], migrations: list[str] | None = Non
         current = await _current(conn)
     if current > len(steps):
         raise SchemaTooNew(
-            f"the hive database has schema version {current}, newer than this hyperhive's "
-            f"{len(steps)}: run the hyperhive that migrated it, or upgrade this one"
+            f"the hive database is at schema version {current}, newer than this hyperhive "
+            f"(it knows schema versions up to {len(steps)}); run the hyperhive that migrated "
+            "it, or upgrade this one"
         )
     for version, sql in enumerate(steps, start=1):
         if version <= current:

@@ -72,7 +72,7 @@ class PgSchedules(PgRepo, ScheduleRepo):
                 (now,),
             )
             schedules = tuple(schedule_row(r) for r in await cur.fetchall())
-            return DueWork(reminders=reminders, schedules=schedules)
+            return DueWork(reminders=reminders, schedules=schedules, next_due=await _next_due(conn))
 
         return await self._tx(op)
 
@@ -107,15 +107,20 @@ class PgSchedules(PgRepo, ScheduleRepo):
                     continue
                 msg = await insert_message(conn, sender, row[0], sch.body, None)
                 delivered.setdefault(row[0], []).append(msg)
-            cur = await conn.execute(
-                "SELECT least((SELECT min(due_at) FROM reminders WHERE fired_at IS NULL), "
-                "(SELECT min(next_at) FROM schedules WHERE cancelled_at IS NULL))"
-            )
-            nxt = await cur.fetchone()
             woken.update(delivered)
             return Fired(
                 delivered={k: tuple(v) for k, v in delivered.items()},
-                next_due=None if nxt is None or nxt[0] is None else float(nxt[0]),
+                next_due=await _next_due(conn),
             )
 
         return await self._tx_waking(op)
+
+
+async def _next_due(conn: Conn) -> float | None:
+    """The earliest due time of any unfired reminder or live schedule."""
+    cur = await conn.execute(
+        "SELECT least((SELECT min(due_at) FROM reminders WHERE fired_at IS NULL), "
+        "(SELECT min(next_at) FROM schedules WHERE cancelled_at IS NULL))"
+    )
+    row = await cur.fetchone()
+    return None if row is None or row[0] is None else float(row[0])

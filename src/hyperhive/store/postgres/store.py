@@ -7,7 +7,7 @@ import contextlib
 import logging
 
 from hyperhive.store.base import Store
-from hyperhive.store.postgres._repo import Conn
+from hyperhive.store.postgres._repo import Conn, heard
 from hyperhive.store.postgres.agents import PgAgents
 from hyperhive.store.postgres.approvals import PgApprovals
 from hyperhive.store.postgres.database import PgDatabase
@@ -39,14 +39,19 @@ class PostgresStore(Store):
         self.schedules = PgSchedules(db, feed)
         self.topology = PgTopology(db, feed)
         self.meta = PgMetaLog(db, feed)
-        self.listener = Listener(db.url, lambda agent: feed.publish((agent,)), self._sweep)
+        self.listener = Listener(db.url, self._heard, self._sweep)
         self._listening: asyncio.Task[None] | None = None
+
+    def _heard(self, payload: str) -> None:
+        agent = heard(payload, self.db.origin)
+        if agent is not None:
+            self._feed.publish((agent,))
 
     @property
     def location(self) -> str:
         return mask_url(self.db.url)
 
-    async def _sweep(self) -> list[str]:
+    async def _sweep(self) -> None:
         """Who might have missed a NOTIFY while the listener was away: every agent
         with a row, and every recipient of undelivered mail. A spurious wake-up
         costs one poll; a missed one would leave mail unread."""
@@ -59,7 +64,7 @@ class PostgresStore(Store):
             )
             return sorted(str(r[0]) for r in await cur.fetchall())
 
-        return await self.db.one(op)
+        self._feed.publish(await self.db.one(op))
 
     async def start_listening(self) -> None:
         """Start the LISTEN task and return once it listens (idempotent)."""
