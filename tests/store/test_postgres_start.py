@@ -13,7 +13,7 @@ import pytest
 from hyperhive.errors import ConfigError, StorageError
 from hyperhive.store.postgres import open_postgres
 from hyperhive.store.postgres.migrations import MIGRATIONS, SchemaTooNew
-from hyperhive.store.postgres.url import mask_url, read_url_file
+from hyperhive.store.url import mask_url, read_url_file
 from tests.support.postgres import PgCluster
 
 pytestmark = pytest.mark.anyio

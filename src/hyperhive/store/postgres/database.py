@@ -25,7 +25,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from hyperhive.errors import StorageError, Unavailable
 from hyperhive.store.postgres.errors import RETRYABLE, scrub, translate
 from hyperhive.store.postgres.migrations import migrate
-from hyperhive.store.postgres.url import mask_url
+from hyperhive.store.url import mask_url
 
 __all__ = ["CONNECT_KWARGS", "PgDatabase", "connect"]
 

@@ -16,7 +16,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import PoolTimeout
 
 from hyperhive.errors import Conflict, HiveError, StorageError, Unavailable
-from hyperhive.store.postgres.url import mask_url
+from hyperhive.store.url import mask_url
 
 __all__ = ["scrub", "translate"]
 

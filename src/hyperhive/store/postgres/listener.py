@@ -22,7 +22,7 @@ from psycopg import AsyncConnection
 
 from hyperhive.errors import HiveError
 from hyperhive.store.postgres.database import CONNECT_KWARGS
-from hyperhive.store.postgres.url import mask_url
+from hyperhive.store.url import mask_url
 
 __all__ = ["CHANNEL", "Listener"]
 

@@ -16,7 +16,7 @@ from hyperhive.store.postgres.loose_ends import PgLooseEnds
 from hyperhive.store.postgres.messages import PgMessages
 from hyperhive.store.postgres.metalog import PgMetaLog, PgTopology
 from hyperhive.store.postgres.schedules import PgSchedules
-from hyperhive.store.postgres.url import mask_url
+from hyperhive.store.url import mask_url
 
 __all__ = ["PostgresStore", "open_postgres"]
 

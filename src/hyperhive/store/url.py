@@ -1,4 +1,4 @@
-"""The PostgreSQL store's URL: where it comes from, and how it is shown.
+"""The store's URL: where it comes from, and how it is shown.
 
 The URL carries the database password, so it lives in a file only the
 coordinator can read (``store_url_file``, mode 0600) or in the coordinator's
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from hyperhive.errors import ConfigError
 
-__all__ = ["is_postgres_url", "mask_url", "read_url_file"]
+__all__ = ["has_password", "is_postgres_url", "mask_url", "read_url_file"]
 
 _SCHEMES = ("postgresql://", "postgres://")
 # user:password@ in a URL; password=… in a query string or a key=value conninfo.
@@ -25,6 +25,10 @@ _KV_PASSWORD = re.compile(r"(?P<head>(?:^|[?&\s])password\s*=\s*)(?P<pw>'(?:[^'\
 
 def is_postgres_url(url: str) -> bool:
     return url.strip().lower().startswith(_SCHEMES)
+
+
+def has_password(url: str) -> bool:
+    return mask_url(url) != url
 
 
 def mask_url(url: str) -> str:
