@@ -1,7 +1,7 @@
 """The durable mailbox on PostgreSQL (semantics: ``base.MessageRepo``).
 
-A send is one statement: the INSERT and its ``pg_notify`` in one implicit
-transaction, one round trip. Handing rows out (``recv``/``poll``) claims
+Sends are group-committed (``sendbatch``), each with its ``pg_notify`` in
+the same transaction. Handing rows out (``recv``/``poll``) claims
 them with ``FOR UPDATE SKIP LOCKED``, so two concurrent takers never get the
 same row, and commits with ``synchronous_commit = off``: losing a delivered
 mark only means a redelivery, so it does not wait for its own WAL flush.
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hyperhive.errors import NotFound
-from hyperhive.store.base import MessageRepo
+from hyperhive.store.base import ChangeFeed, MessageRepo
 from hyperhive.store.postgres._repo import (
     MSG_COLS,
     Conn,
@@ -22,22 +22,12 @@ from hyperhive.store.postgres._repo import (
     message_row,
     now,
 )
+from hyperhive.store.postgres.database import PgDatabase
 from hyperhive.store.postgres.listener import CHANNEL
+from hyperhive.store.postgres.sendbatch import INSERT, SendBatcher
 from hyperhive.store.rows import MessageRow, Poll, Recv
 
 __all__ = ["PgMessages", "insert_message"]
-
-_INSERT = """
-INSERT INTO messages(sender, recipient, body, in_reply_to, created_at)
-SELECT %(sender)s, %(recipient)s, %(body)s, %(reply)s, %(at)s
-WHERE %(reply)s::bigint IS NULL OR EXISTS (SELECT 1 FROM messages WHERE id = %(reply)s)
-RETURNING id
-"""
-# The same, with its NOTIFY: one statement is one transaction and one round trip.
-_SEND = f"""
-WITH ins AS ({_INSERT.strip()})
-SELECT id, pg_notify('{CHANNEL}', %(origin)s || ':' || %(recipient)s) FROM ins
-"""
 
 _TAKE = f"""
 UPDATE messages SET delivered_at = %(at)s
@@ -52,23 +42,13 @@ RETURNING {MSG_COLS}
 
 
 async def insert_message(
-    conn: Conn,
-    sender: str,
-    recipient: str,
-    body: str,
-    in_reply_to: int | None,
-    *,
-    notify_as: str | None = None,
+    conn: Conn, sender: str, recipient: str, body: str, in_reply_to: int | None
 ) -> int:
-    """Insert one message in the caller's transaction; with ``notify_as`` (an origin),
-    NOTIFY its recipient in the same statement. ``NotFound`` for a bad reply id."""
+    """Insert one message in the caller's transaction (the caller NOTIFYs); ``NotFound``
+    for a reply to a message that does not exist."""
     reply = in_reply_to if in_reply_to is not None and in_reply_to > 0 else None
     params = {"sender": sender, "recipient": recipient, "body": body, "reply": reply, "at": now()}
-    if notify_as is None:
-        cur = await conn.execute(_INSERT, params)
-    else:
-        cur = await conn.execute(_SEND, {**params, "origin": notify_as})
-    row = await cur.fetchone()
+    row = await (await conn.execute(INSERT, params)).fetchone()
     if row is None:
         raise NotFound(f"in_reply_to #{reply}: no such message")
     return int(row[0])
@@ -91,16 +71,15 @@ async def _state(conn: Conn, agent: str) -> tuple[bool, int, bool]:
 
 
 class PgMessages(PgRepo, MessageRepo):
+    def __init__(self, db: PgDatabase, feed: ChangeFeed) -> None:
+        super().__init__(db, feed)
+        self.batcher = SendBatcher(db, CHANNEL, feed.publish)
+
     async def send(
         self, sender: str, recipient: str, body: str, in_reply_to: int | None = None
     ) -> int:
-        # Autocommit: the one statement is its own transaction, NOTIFY included.
-        origin = self._db.origin
-        msg_id = await self._db.one(
-            lambda c: insert_message(c, sender, recipient, body, in_reply_to, notify_as=origin)
-        )
-        self._feed.publish((recipient,))
-        return msg_id
+        reply = in_reply_to if in_reply_to is not None and in_reply_to > 0 else None
+        return await self.batcher.send(sender, recipient, body, reply)
 
     async def get(self, message_id: int) -> MessageRow | None:
         rows = await self._read(f"SELECT {MSG_COLS} FROM messages WHERE id = %s", (message_id,))

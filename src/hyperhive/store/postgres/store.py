@@ -32,7 +32,8 @@ class PostgresStore(Store):
         self.db = db
         self.schema_version = db.version
         feed = self._feed
-        self.messages = PgMessages(db, feed)
+        self.pg_messages = PgMessages(db, feed)
+        self.messages = self.pg_messages
         self.agents = PgAgents(db, feed)
         self.loose_ends = PgLooseEnds(db, feed)
         self.approvals = PgApprovals(db, feed)
@@ -78,6 +79,7 @@ class PostgresStore(Store):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._listening
             self._listening = None
+        await self.pg_messages.batcher.close()
         await self.db.close()
 
 
