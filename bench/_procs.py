@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from hyperhive.config import AgentConfig, HivePaths, dump_agent_config
-from hyperhive.core.db import migrate
+from hyperhive.store.sqlite.engine import migrate
 
 __all__ = ["cpu_seconds", "echo_server", "open_raw", "seed_home", "serve"]
 
@@ -43,7 +43,7 @@ def open_raw(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
-    migrate(conn)
+    migrate(conn, path)
     return conn
 
 

@@ -20,8 +20,8 @@ from bench._procs import cpu_seconds, echo_server, open_raw, seed_home, serve
 from bench.registry import Context, Latency, Row, Throughput, benchmark
 from hyperhive.client import RpcClient, connect
 from hyperhive.config import HivePaths
-from hyperhive.core.db import MAX_BATCH
 from hyperhive.protocol import RecvReq, SendReq, WaitReq
+from hyperhive.store.sqlite.engine import MAX_BATCH
 
 __all__ = ["durable_sends", "recv_latency", "wake_latency"]
 

@@ -7,13 +7,10 @@ coordinator stays its sole writer.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shlex
 import signal
-import sqlite3
 import subprocess
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +26,6 @@ __all__ = [
     "kill_group",
     "kill_strays",
     "live_claudes",
-    "read_db",
 ]
 
 FULL = os.environ.get("HIVE_CHAOS_FULL", "") not in ("", "0")
@@ -99,17 +95,6 @@ def kill_strays(record: Path, home: Path) -> None:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and _cwd_under(int(entry.name), home / "agents"):
             kill_group(int(entry.name))
-
-
-@contextlib.contextmanager
-def read_db(path: Path) -> Iterator[sqlite3.Connection]:
-    """A read-only connection to hive.db (safe beside the running coordinator: WAL)."""
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
-    conn.row_factory = sqlite3.Row
-    try:
-        yield conn
-    finally:
-        conn.close()
 
 
 @dataclass

@@ -38,10 +38,10 @@ from hyperhive.protocol import (
     RemindReq,
     SendReq,
 )
-from tests.chaos.rig import read_db
 from tests.chaos.test_soak import check_store
 from tests.support.hive import seed_home, start_serve
 from tests.support.procs import hivectl, log_tail, stop
+from tests.support.stores import read_hive
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
 
@@ -209,11 +209,7 @@ async def test_a_full_disk_refuses_clearly_corrupts_nothing_and_recovers(hive: H
     # A reparent is a plain edit of topology.json (spec 004); the start commits it.
     problems = await anyio.to_thread.run_sync(check_store, paths)
     assert not problems, problems
-    with read_db(paths.db) as db:
-        stored = {
-            r["id"]: (r["sender"], r["recipient"], r["body"])
-            for r in db.execute("SELECT id, sender, recipient, body FROM messages")
-        }
+    stored = {m.id: (m.sender, m.recipient, m.body) for m in (await read_hive(paths)).messages}
     lost = {i: m for i, m in hive.ok.items() if stored.get(i) != m}
     assert not lost, f"answered ok, then lost: {lost}"
     to_bob = sorted(i for i, (_, to, _) in hive.ok.items() if to == "bob")

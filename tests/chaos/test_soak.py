@@ -32,7 +32,6 @@ import json
 import logging
 import os
 import random
-import sqlite3
 import subprocess
 import time
 from collections import Counter
@@ -58,11 +57,11 @@ from tests.chaos.rig import (
     kill_group,
     kill_strays,
     live_claudes,
-    read_db,
 )
 from tests.chaos.soak_model import Ledger, SoakModel, task_wait
 from tests.support.hive import agent_env, seed_home
 from tests.support.model_server import ModelServer
+from tests.support.stores import HiveRows, read_hive, read_hive_sync
 
 log = logging.getLogger(__name__)
 
@@ -240,11 +239,9 @@ def _task_tables(paths: HivePaths, agents: list[str]) -> dict[str, TaskTable]:
 def _unsettled(paths: HivePaths, agents: list[str], record: Path) -> list[str]:
     """Why the hive is not quiet yet (empty = settled)."""
     why = []
-    with read_db(paths.db) as db:
-        (unacked,) = db.execute(
-            "SELECT COUNT(*) FROM messages WHERE recipient != 'operator' AND acked_at IS NULL"
-        ).fetchone()
-        (unfired,) = db.execute("SELECT COUNT(*) FROM reminders WHERE fired_at IS NULL").fetchone()
+    rows = read_hive_sync(paths)
+    unacked = sum(m.recipient != "operator" and not m.acked for m in rows.messages)
+    unfired = sum(r.fired_at is None for r in rows.reminders)
     if unacked:
         why.append(f"{unacked} messages to agents unacked")
     if unfired:
@@ -279,16 +276,14 @@ async def _settle(paths: HivePaths, agents: list[str], record: Path, procs: Chao
 
 
 def _stuck_rows(paths: HivePaths) -> str:
-    with read_db(paths.db) as db:
-        rows = db.execute(
-            "SELECT id, sender, recipient, body, delivered_at FROM messages "
-            "WHERE recipient != 'operator' AND acked_at IS NULL ORDER BY id LIMIT 20"
-        ).fetchall()
-    return "unacked: " + "; ".join(str(tuple(r)) for r in rows)
+    stuck = [m for m in read_hive_sync(paths).messages if m.recipient != "operator" and not m.acked]
+    return "unacked: " + "; ".join(
+        str((m.id, m.sender, m.recipient, m.body, m.delivered_at)) for m in stuck[:20]
+    )
 
 
 def _check_messages(
-    db: sqlite3.Connection,
+    db: HiveRows,
     agents: list[str],
     operator: Operator,
     ledger: Ledger,
@@ -296,47 +291,45 @@ def _check_messages(
     tally: Tally,
 ) -> list[str]:
     problems: list[str] = []
-    rows = {r["id"]: r for r in db.execute("SELECT * FROM messages")}
+    rows = db.message_map()
     tally.messages = len(rows)
     for msg_id, (to, body) in operator.confirmed.items():
         row = rows.get(msg_id)
-        if row is None or (row["recipient"], row["body"]) != (to, body):
+        if row is None or (row.recipient, row.body) != (to, body):
             problems.append(f"operator send #{msg_id} answered ok but not stored as sent")
     for msg_id, (sender, to) in ledger.sent_ok.items():
         row = rows.get(msg_id)
-        if row is None or (row["sender"], row["recipient"]) != (sender, to):
+        if row is None or (row.sender, row.recipient) != (sender, to):
             problems.append(f"{sender}'s send #{msg_id} answered ok but not stored as sent")
     problems += [f"operator's #{i} acked, then unread again" for i in operator.reappeared]
-    reminder_ids = {r[0] for r in db.execute("SELECT id FROM reminders")}
+    reminder_ids = {r.id for r in db.reminders}
     problems += [f"reminder #{r} answered ok but lost" for r in ledger.reminders_ok - reminder_ids]
 
     deliveries: Counter[int] = Counter()
     for row in rows.values():
-        if row["recipient"] not in agents:
+        if row.recipient not in agents:
             continue
         tally.messages_to_agents += 1
-        shown = [t for t in ledger.turns_showing(row["id"]) if t.agent == row["recipient"]]
+        shown = [t for t in ledger.turns_showing(row.id) if t.agent == row.recipient]
         deliveries[len(shown)] += 1
         if not shown:
-            problems.append(f"#{row['id']} to {row['recipient']} was never delivered")
-        if row["acked_at"] is None:
-            problems.append(f"#{row['id']} to {row['recipient']} was never acked")
+            problems.append(f"#{row.id} to {row.recipient} was never delivered")
+        if row.acked_at is None:
+            problems.append(f"#{row.id} to {row.recipient} was never acked")
             continue
-        late = [t.pid for t in shown if spawned.get(t.pid, 0.0) > row["acked_at"]]
+        acked_at = row.acked_at
+        late = [t.pid for t in shown if spawned.get(t.pid, 0.0) > acked_at]
         if late:
-            problems.append(
-                f"#{row['id']} acked at {row['acked_at']:.3f} but shown again to claude {late}"
-            )
+            problems.append(f"#{row.id} acked at {acked_at:.3f} but shown again to claude {late}")
     tally.deliveries_per_message = dict(sorted(deliveries.items()))
     return problems
 
 
-def _check_reminders(db: sqlite3.Connection, tally: Tally) -> list[str]:
+def _check_reminders(db: HiveRows, tally: Tally) -> list[str]:
     problems = []
-    reminders = db.execute("SELECT id, fired_at FROM reminders").fetchall()
-    tally.reminders = len(reminders)
-    fired_bodies = [r[0] for r in db.execute("SELECT body FROM messages WHERE sender = 'reminder'")]
-    for rid, fired_at in reminders:
+    tally.reminders = len(db.reminders)
+    fired_bodies = [m.body for m in db.messages if m.sender == "reminder"]
+    for rid, fired_at in ((r.id, r.fired_at) for r in db.reminders):
         if fired_at is None:
             problems.append(f"reminder #{rid} never fired")
         elif not any(b.startswith(f"[reminder #{rid}]") for b in fired_bodies):
@@ -344,14 +337,9 @@ def _check_reminders(db: sqlite3.Connection, tally: Tally) -> list[str]:
     return problems
 
 
-def _check_tasks(
-    db: sqlite3.Connection, paths: HivePaths, agents: list[str], tally: Tally
-) -> list[str]:
+def _check_tasks(db: HiveRows, paths: HivePaths, agents: list[str], tally: Tally) -> list[str]:
     problems = []
-    todos = {
-        (r["agent"], r["key"]): r["body"]
-        for r in db.execute("SELECT agent, key, body FROM todos WHERE subsystem = 'bash'")
-    }
+    todos = {(t.agent, t.key): t.body for t in db.todos if t.subsystem == "bash"}
     statuses: Counter[str] = Counter()
     for agent, table in _task_tables(paths, agents).items():
         for task in table.tasks:
@@ -387,9 +375,8 @@ def _git(meta: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def check_store(paths: HivePaths) -> list[str]:
     """hive.db sound, topology.json parseable, the meta repo whole and committed."""
     problems = []
-    with read_db(paths.db) as db:
-        if (got := db.execute("PRAGMA integrity_check").fetchone()[0]) != "ok":
-            problems.append(f"hive.db integrity_check: {got}")
+    if (got := read_hive_sync(paths).integrity) != "ok":
+        problems.append(f"hive.db integrity_check: {got}")
     try:
         json.loads(paths.topology.read_text())
     except (OSError, ValueError) as exc:
@@ -469,10 +456,10 @@ async def test_nothing_acknowledged_is_lost_under_kill_9(tmp_path: Path, claude_
     tally.turns_finished = sum(t.finished for t in ledger.turns.values())
     tally.stalls = ledger.stalls
     spawned = claude_pids(record)
-    with read_db(paths.db) as db:
-        problems = _check_messages(db, agents, operator, ledger, spawned, tally)
-        problems += _check_reminders(db, tally)
-        problems += _check_tasks(db, paths, agents, tally)
+    db = await read_hive(paths)
+    problems = _check_messages(db, agents, operator, ledger, spawned, tally)
+    problems += _check_reminders(db, tally)
+    problems += _check_tasks(db, paths, agents, tally)
     problems += check_store(paths)
     _report(tally)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import signal
-import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.errors import HiveError, Unavailable
 from hyperhive.protocol import AckUntilReq, AttachReq, RecvReq, SendReq
 from tests.support.hive import seed_home, start_serve
+from tests.support.stores import read_hive
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -112,15 +112,12 @@ async def test_kill_9_mid_run_loses_no_confirmed_send(tmp_path: Path) -> None:
         server.stop()
     assert server.kills >= 3, "the run ended before the coordinator was killed enough times"
 
-    db = sqlite3.connect(paths.db)
-    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    rows = db.execute(
-        "SELECT id, sender, body, acked_at FROM messages WHERE recipient = 'sink' ORDER BY id"
-    ).fetchall()
-    db.close()
+    hive = await read_hive(paths)
+    assert hive.integrity == "ok"
     stored: dict[str, list[int]] = {n: [] for n in names}
-    for _, sender, body, _ in rows:
-        stored[sender].append(int(body.split(":")[1]))
+    for m in hive.messages:
+        if m.recipient == "sink":
+            stored[m.sender].append(int(m.body.split(":")[1]))
     for name in names:
         assert confirmed[name] == list(range(PER_SENDER))
         seen = set(stored[name])
@@ -131,5 +128,5 @@ async def test_kill_9_mid_run_loses_no_confirmed_send(tmp_path: Path) -> None:
             if seq not in first_seen[-1:] and seq not in set(first_seen):
                 first_seen.append(seq)
         assert first_seen == sorted(first_seen), f"{name}: per-sender order broken"
-    acked_in_db = {r[0] for r in rows if r[3] is not None}
+    acked_in_db = {m.id for m in hive.messages if m.recipient == "sink" and m.acked}
     assert acked <= acked_in_db  # every ack the consumer saw confirmed is durable

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from hyperhive.config import AgentConfig
 from hyperhive.framing import FrameDecoder
 from hyperhive.unixsock import connect_unix
 from tests.support.hive import agent, agent_call, coordinator, op_call, operator, seed_home
+from tests.support.stores import read_hive
 
 pytestmark = pytest.mark.anyio
 
@@ -91,24 +91,15 @@ async def test_random_frames_never_crash_or_touch_other_agents(tmp_path: Path) -
             await op_call(op, "send", to="bob", body="for bob")
             await agent_call(bob, "set_status", text="bob status")
 
-        def snapshot() -> dict[str, list[tuple[Any, ...]]]:
-            db = sqlite3.connect(c.paths.db)
-            try:
-                return {
-                    "messages": db.execute(
-                        "SELECT * FROM messages WHERE sender != 'alice' ORDER BY id"
-                    ).fetchall(),
-                    "reminders": db.execute(
-                        "SELECT * FROM reminders WHERE agent != 'alice'"
-                    ).fetchall(),
-                    "state": db.execute(
-                        "SELECT * FROM agent_state WHERE name != 'alice'"
-                    ).fetchall(),
-                }
-            finally:
-                db.close()
+        async def snapshot() -> dict[str, list[Any]]:
+            hive = await read_hive(c.paths)
+            return {
+                "messages": [m for m in hive.messages if m.sender != "alice"],
+                "reminders": [r for r in hive.reminders if r.agent != "alice"],
+                "state": [a for a in hive.agents if a.name != "alice"],
+            }
 
-        before = snapshot()
+        before = await snapshot()
         stream = await connect_unix(c.paths.agent_sock("alice"))
         frames = [_frame(rng) for _ in range(FRAMES)]
         frames.append(b"{" + b"x" * (c.config.max_frame_bytes + 10))  # oversized
@@ -134,7 +125,7 @@ async def test_random_frames_never_crash_or_touch_other_agents(tmp_path: Path) -
         assert {"malformed_frame", "unknown_command", "frame_too_large"} <= errors
         assert "hive_error" not in errors, "an internal error escaped as a generic failure"
         # Other agents' rows are untouched and the coordinator still answers.
-        after = snapshot()
+        after = await snapshot()
         assert after["reminders"] == before["reminders"]
         assert after["state"] == before["state"]
         assert after["messages"][: len(before["messages"])] == before["messages"]

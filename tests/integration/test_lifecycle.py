@@ -54,12 +54,9 @@ async def test_kill_is_sticky_and_tells_the_submitter(tmp_path: Path) -> None:
         assert isinstance(bob_ends, list)
         assert [e["key"] for e in bob_ends] == ["killed:carol"]
         agents = await c.agents_view()
-        row = await c.db.run(
-            lambda db: db.execute(
-                "SELECT desired_running FROM agent_state WHERE name='carol'"
-            ).fetchone()
-        )
-        assert row[0] == 0 and not next(a for a in agents if a["name"] == "carol")["running"]
+        carol = await c.store.agents.get("carol")
+        assert not carol.desired_running
+        assert not next(a for a in agents if a["name"] == "carol")["running"]
 
 
 async def test_destroy_never_self_or_an_ancestor(tmp_path: Path) -> None:

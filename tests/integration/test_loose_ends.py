@@ -175,8 +175,8 @@ async def test_schedules_fire_once_for_missed_periods(tmp_path: Path) -> None:
         await c.scheduler.fire_due(now + 600)
         inbox = await op_call_messages(c, "bob")
         assert [m for m in inbox if "standup" in m["body"]] and len(inbox) == 1
-        row = await c.loose_ends.row("schedule", made["id"])
-        assert row is not None and row["next_at"] > now + 600
+        row = await c.loose_ends.schedule_row(made["id"])
+        assert row is not None and row.next_at > now + 600
         async with agent(c.paths, "eve") as eve:
             with pytest.raises(PermissionDenied):
                 await agent_call(eve, "cancel_schedule", schedule_id=made["id"])

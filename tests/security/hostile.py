@@ -24,7 +24,6 @@ import json
 import math
 import os
 import pwd
-import sqlite3
 import subprocess
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
@@ -44,6 +43,7 @@ from hyperhive.names import system_user
 from hyperhive.permissions import ToolGroup
 from tests.support.hive import agent_call, agent_env, coordinator, op_call, operator, seed_home
 from tests.support.model_server import ModelServer
+from tests.support.stores import read_hive_sync
 from tests.support.surfaces import until
 
 __all__ = [
@@ -231,12 +231,7 @@ async def _attached(c: Coordinator, name: str) -> None:
     """The harness has attached (and so finished its start-up writes)."""
     with anyio.fail_after(30):
         while True:
-            row = await c.db.run(
-                lambda conn: conn.execute(
-                    "SELECT incarnation FROM agent_state WHERE name = ?", (name,)
-                ).fetchone()
-            )
-            if row is not None and row[0] >= 1:
+            if (await c.store.agents.get(name)).incarnation >= 1:
                 return
             event = c.notifier.event(name)
             with anyio.move_on_after(0.2):
@@ -245,35 +240,20 @@ async def _attached(c: Coordinator, name: str) -> None:
 
 # ---- snapshots -----------------------------------------------------------------------
 
-# Which column names a row's owner, per table (the attacker's own rows may change).
-_OWNER = {
-    "agent_state": ("name",),
-    "reminders": ("agent",),
-    "todos": ("agent",),
-    "approvals": ("requester",),
-    "questions": ("asker",),
-    "schedules": ("owner",),
-    "messages": ("sender", "recipient"),
-}
 
-
-def db_rows(
-    paths: HivePaths, mine: Iterable[str] = (ATTACKER,)
-) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of hive.db that does not belong to one of ``mine``."""
-    skip = tuple(mine)
-    db = sqlite3.connect(f"file:{paths.db}?mode=ro", uri=True)
-    try:
-        out: dict[str, list[tuple[Any, ...]]] = {}
-        for table, owners in _OWNER.items():
-            marks = ",".join("?" * len(skip)) or "NULL"
-            where = " AND ".join(f"{col} NOT IN ({marks})" for col in owners)
-            out[table] = db.execute(
-                f"SELECT * FROM {table} WHERE {where} ORDER BY rowid", skip * len(owners)
-            ).fetchall()
-        return out
-    finally:
-        db.close()
+def db_rows(paths: HivePaths, mine: Iterable[str] = (ATTACKER,)) -> dict[str, list[Any]]:
+    """Every stored row that does not belong to one of ``mine``, read through the store."""
+    skip = set(mine)
+    hive = read_hive_sync(paths)
+    return {
+        "agent_state": [a for a in hive.agents if a.name not in skip],
+        "reminders": [r for r in hive.reminders if r.agent not in skip],
+        "todos": [t for t in hive.todos if t.agent not in skip],
+        "approvals": [a for a in hive.approvals if a.requester not in skip],
+        "questions": [q for q in hive.questions if q.asker not in skip],
+        "schedules": [s for s in hive.schedules if s.owner not in skip],
+        "messages": [m for m in hive.messages if m.sender not in skip and m.recipient not in skip],
+    }
 
 
 def _tree_digest(root: Path) -> dict[str, str]:

@@ -111,22 +111,14 @@ async def test_a_flood_is_limited_and_a_benign_agent_stays_served(
             CONNECTIONS * REMINDS_PER_CONNECTION - c.config.remind_max_pending
         )
         assert outcomes["send_ok"] == CONNECTIONS * SENDS_PER_CONNECTION
-        pending = await c.db.run(
-            lambda conn: conn.execute(
-                "SELECT COUNT(*) FROM reminders WHERE agent = ? AND fired_at IS NULL", (ATTACKER,)
-            ).fetchone()[0]
-        )
+        pending = len((await c.store.loose_ends.open([ATTACKER])).reminders)
         assert pending == c.config.remind_max_pending
 
         # Only the attacker's mail to its parent is new; nobody else's rows moved.
         after = snapshot(c.paths, mine=(ATTACKER, "benign"))
         assert_unchanged(before, after)
-        boss_mail = await c.db.run(
-            lambda conn: conn.execute(
-                "SELECT COUNT(*) FROM messages WHERE sender = ? AND recipient = 'boss'",
-                (ATTACKER,),
-            ).fetchone()[0]
-        )
+        sent = await c.store.messages.outbox(ATTACKER, limit=100_000)
+        boss_mail = sum(m.recipient == "boss" for m in sent)
         assert boss_mail == CONNECTIONS * SENDS_PER_CONNECTION // 2
 
         ms = [x * 1000 for x in latencies]

@@ -155,3 +155,21 @@ async def test_the_open_view_filters_by_each_kinds_agent(store: Store) -> None:
     sizes = [len(everyone.reminders), len(everyone.todos), len(everyone.approvals)]
     assert sizes + [len(everyone.questions), len(everyone.schedules)] == [1, 1, 1, 1, 1]
     assert await store.loose_ends.open([]) == type(bob)()
+
+
+async def test_the_read_api_lists_every_row_fired_and_cancelled_included(store: Store) -> None:
+    fired = await store.loose_ends.remind("bob", "fired", 1.0, max_pending=5)
+    waiting = await store.loose_ends.remind("carol", "waiting", 500.0, max_pending=5)
+    await store.schedules.fire(2.0, "reminder", [FireReminder(fired, "x")], [])
+    assert [r.id for r in await store.loose_ends.reminders()] == [waiting]
+    assert [r.id for r in await store.loose_ends.reminders(include_fired=True)] == [fired, waiting]
+
+    await store.loose_ends.todo_upsert("bob", "s", "a", "1")
+    await store.loose_ends.todo_upsert("carol", "s", "b", "2")
+    assert [t.key for t in await store.loose_ends.todos()] == ["a", "b"]
+    assert [t.key for t in await store.loose_ends.todos("carol")] == ["b"]
+
+    kept = await store.schedules.add("a", "b", "kept", 60.0, None, 5.0)
+    gone = await store.schedules.add("a", "b", "gone", 60.0, None, 5.0)
+    await store.loose_ends.cancel("schedule", gone)
+    assert [s.id for s in await store.schedules.all()] == [kept, gone]

@@ -65,3 +65,19 @@ async def test_an_unknown_store_url_is_refused_with_the_password_masked(tmp_path
     assert not (tmp_path / "hive.db").exists()
     assert mask_url("postgresql://u:pw@h/db") == "postgresql://u:***@h/db"
     assert mask_url("postgresql://u@h/db") == "postgresql://u@h/db"
+
+
+async def test_a_read_only_store_reads_beside_the_writer_and_cannot_write(tmp_path: Path) -> None:
+    writer = await SqliteStore.open(tmp_path / "hive.db")
+    reader = await SqliteStore.open(tmp_path / "hive.db", readonly=True)
+    try:
+        sent = await writer.messages.send("a", "b", "seen by the reader")
+        assert [m.id for m in await reader.messages.scan()] == [sent]
+        assert reader.schema_version == writer.schema_version
+        with pytest.raises(StorageError, match="readonly"):
+            await reader.messages.send("a", "b", "refused")
+        assert await reader.integrity_check() == "ok"
+        assert [m.body for m in await writer.messages.scan()] == ["seen by the reader"]
+    finally:
+        await reader.close()
+        await writer.close()

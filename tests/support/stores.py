@@ -10,18 +10,40 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+import anyio
 import psycopg
 import pytest
 
+from hyperhive.config import HivePaths
 from hyperhive.store import Store
+from hyperhive.store.rows import (
+    AgentState,
+    ApprovalRow,
+    MessageRow,
+    QuestionRow,
+    ReminderRow,
+    ScheduleRow,
+    TodoRow,
+)
 from hyperhive.store.postgres import open_postgres
 from hyperhive.store.sqlite import SqliteStore
 
-__all__ = ["BACKENDS", "Backend", "BackendFactory", "PostgresBackend", "SqliteBackend"]
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "BackendFactory",
+    "HiveRows",
+    "PostgresBackend",
+    "SqliteBackend",
+    "read_hive",
+    "read_hive_sync",
+]
 
 
 class Backend(Protocol):
@@ -88,3 +110,51 @@ BACKENDS: dict[str, BackendFactory] = {
     "sqlite": sqlite_backend,
     "postgresql": postgres_backend,
 }
+
+
+@dataclass(frozen=True)
+class HiveRows:
+    """Everything an audit reads from a hive's store, as typed rows."""
+
+    messages: list[MessageRow]
+    reminders: list[ReminderRow]
+    todos: list[TodoRow]
+    approvals: list[ApprovalRow]
+    questions: list[QuestionRow]
+    schedules: list[ScheduleRow]
+    agents: list[AgentState]
+    integrity: str
+
+    def message_map(self) -> dict[int, MessageRow]:
+        return {m.id: m for m in self.messages}
+
+
+async def read_hive(paths: HivePaths) -> HiveRows:
+    """The hive's rows, read through the store read-only (safe beside a running coordinator)."""
+    store = await SqliteStore.open(paths.db, readonly=True)
+    try:
+        messages: list[MessageRow] = []
+        while page := await store.messages.scan(messages[-1].id if messages else 0, 5000):
+            messages += page
+        return HiveRows(
+            messages=messages,
+            reminders=await store.loose_ends.reminders(include_fired=True),
+            todos=await store.loose_ends.todos(),
+            approvals=await store.approvals.list(pending_only=False),
+            questions=await store.loose_ends.questions(open_only=False),
+            schedules=await store.schedules.all(),
+            agents=await store.agents.all(),
+            integrity=await store.integrity_check(),
+        )
+    finally:
+        await store.close()
+
+
+def read_hive_sync(paths: HivePaths) -> HiveRows:
+    """:func:`read_hive` for synchronous code, even code called from an event loop.
+
+    It runs on a thread of its own with its own loop, and blocks the caller
+    until done, as a plain file read would.
+    """
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(anyio.run, read_hive, paths).result()

@@ -35,8 +35,15 @@ def serve(obj: _Ctx, no_dashboard: bool) -> None:
     from hyperhive.core.coordinator import Coordinator
 
     _setup_logging()
-    coordinator = Coordinator(obj.paths, load_hive_config(obj.home))
-    anyio.run(_until_signalled, partial(coordinator.run, dashboard=not no_dashboard))
+    config = load_hive_config(obj.home)
+
+    async def serve_hive() -> None:
+        # Opened in the loop that serves (a PostgreSQL pool belongs to it), and
+        # before the task group, so a refused store is one clear error.
+        coordinator = await Coordinator.open(obj.paths, config)
+        await _until_signalled(partial(coordinator.run, dashboard=not no_dashboard))
+
+    anyio.run(serve_hive)
 
 
 @main.command()

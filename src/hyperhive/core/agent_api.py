@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from hyperhive import topology
-from hyperhive.core.loose_ends import OWNER_COLUMN
+from hyperhive.core.loose_ends import owner_of
 from hyperhive.errors import (
     Conflict,
     InvalidName,
@@ -190,7 +190,7 @@ class AgentApi:
         row = await self.c.loose_ends.row(req.kind, req.row_id)
         if row is None:
             raise NotFound(f"no {req.kind} #{req.row_id}")
-        owner = row[OWNER_COLUMN[req.kind]]
+        owner = owner_of(req.kind, row)
         if owner != self.name:
             moderates = req.kind in ("reminder", "question") and topology.is_descendant_of(
                 topo, owner, self.name
@@ -271,10 +271,10 @@ class AgentApi:
         return self.c.host_journal(req.lines)
 
     async def _cancel_schedule(self, req: CancelScheduleReq) -> dict[str, bool]:
-        row = await self.c.loose_ends.row("schedule", req.schedule_id)
+        row = await self.c.loose_ends.schedule_row(req.schedule_id)
         if row is None:
             raise NotFound(f"no schedule #{req.schedule_id}")
-        owner = row["owner"]
+        owner = row.owner
         if owner != self.name and not topology.is_descendant_of(
             self.c.topology(), owner, self.name
         ):
@@ -283,6 +283,6 @@ class AgentApi:
                 f"schedule #{req.schedule_id} was set by {owner}; only its owner or the "
                 "owner's ancestors may cancel it (not a descendant)"
             )
-        if row["cancelled_at"] is not None:
+        if row.cancelled_at is not None:
             raise Conflict(f"schedule #{req.schedule_id} is already cancelled")
         return {"cancelled": await self.c.loose_ends.cancel("schedule", req.schedule_id)}

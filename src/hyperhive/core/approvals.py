@@ -11,11 +11,8 @@ from the topology before a row is ever written.
 from __future__ import annotations
 
 import difflib
-import json
 import logging
 import os
-import sqlite3
-import time
 from typing import TYPE_CHECKING, Any
 
 from hyperhive import topology
@@ -25,6 +22,7 @@ from hyperhive.core.meta import AGENT_TOML
 from hyperhive.errors import Conflict, HiveError, NotFound, PermissionDenied
 from hyperhive.names import OPERATOR, validate_agent_name
 from hyperhive.protocol import ApprovalResolved, ConfigReady, Rebuilt, Spawned
+from hyperhive.store.rows import ApprovalRow, ApprovalState
 
 if TYPE_CHECKING:
     from hyperhive.core.coordinator import Coordinator
@@ -122,16 +120,12 @@ class Approvals:
     # ---- the operator's side -----------------------------------------------------------
 
     async def list(self, pending_only: bool = True) -> list[dict[str, Any]]:
-        where = "WHERE state = 'pending'" if pending_only else ""
-        rows = await self.c.db.run(
-            lambda c: c.execute(f"SELECT * FROM approvals {where} ORDER BY id").fetchall()
-        )
-        return [self._view(r) for r in rows]
+        return [self._view(r) for r in await self.c.store.approvals.list(pending_only)]
 
     async def show(self, approval_id: int) -> dict[str, Any]:
         row = await self._row(approval_id)
         view = self._view(row)
-        payload = json.loads(row["payload"])
+        payload = dict(row.payload)
         if "config" in payload:
             agent = payload["agent"]
             path = self.c.paths.applied_config(agent)
@@ -158,26 +152,21 @@ class Approvals:
 
     async def _resolve(self, approval_id: int, approve: bool, reason: str) -> dict[str, Any]:
         row = await self._row(approval_id)
-        if row["state"] != "pending":
-            raise Conflict(f"approval #{approval_id} is already {row['state']}")
-        payload = json.loads(row["payload"])
-        state = "approved" if approve else "denied"
+        if row.state != "pending":
+            raise Conflict(f"approval #{approval_id} is already {row.state}")
+        payload = dict(row.payload)
+        state: ApprovalState = "approved" if approve else "denied"
         applied: dict[str, Any] = {}
         if approve:
             # Carry out first: an approval that failed to apply stays pending, retryable.
             try:
-                applied = await self._carry_out(row["kind"], row["requester"], payload)
+                applied = await self._carry_out(row.kind, row.requester, payload)
             except HiveError as exc:
                 raise type(exc)(
                     f"approval #{approval_id} stays pending; applying it failed: {exc.message}"
                 ) from exc
-        await self.c.db.run(
-            lambda c: c.execute(
-                "UPDATE approvals SET state = ?, resolved_at = ?, resolution = ? WHERE id = ?",
-                (state, time.time(), reason, approval_id),
-            )
-        )
-        requester = row["requester"]
+        await self.c.store.approvals.resolve(approval_id, state, reason)
+        requester = row.requester
         if requester != OPERATOR and self.c.registry.exists(requester):
             await self.c.notify_agent(
                 requester,
@@ -242,30 +231,22 @@ class Approvals:
         return approval
 
     async def _pending(self, kind: str, subject: str) -> int | None:
-        row = await self.c.db.run(
-            lambda c: c.execute(
-                "SELECT id FROM approvals WHERE kind = ? AND subject = ? AND state = 'pending'",
-                (kind, subject),
-            ).fetchone()
-        )
-        return None if row is None else int(row[0])
+        return await self.c.store.approvals.pending_for(kind, subject)
 
-    async def _row(self, approval_id: int) -> sqlite3.Row:
-        row: sqlite3.Row | None = await self.c.db.run(
-            lambda c: c.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone()
-        )
+    async def _row(self, approval_id: int) -> ApprovalRow:
+        row = await self.c.store.approvals.get(approval_id)
         if row is None:
             raise NotFound(f"no approval #{approval_id}; `hivectl approvals list` shows them")
         return row
 
     @staticmethod
-    def _view(row: sqlite3.Row) -> dict[str, Any]:
+    def _view(row: ApprovalRow) -> dict[str, Any]:
         return {
-            "id": row["id"],
-            "kind": row["kind"],
-            "requester": row["requester"],
-            "subject": row["subject"],
-            "state": row["state"],
-            "created_at": row["created_at"],
-            "resolution": row["resolution"],
+            "id": row.id,
+            "kind": row.kind,
+            "requester": row.requester,
+            "subject": row.subject,
+            "state": row.state,
+            "created_at": row.created_at,
+            "resolution": row.resolution,
         }

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sqlite3
 import time
 from typing import Any
 
@@ -17,8 +16,7 @@ from hyperhive import __version__, topology
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths, dump_agent_config
 from hyperhive.core.agent_api import AgentApi
 from hyperhive.core.approvals import Approvals
-from hyperhive.core.broker import Broker, ensure_agent_row
-from hyperhive.core.db import Database
+from hyperhive.core.broker import Broker
 from hyperhive.core.hostlink import HostLink
 from hyperhive.core.lifecycle import Lifecycle, tail_lines
 from hyperhive.core.loose_ends import LooseEnds
@@ -28,7 +26,7 @@ from hyperhive.core.operator_api import OperatorApi
 from hyperhive.core.registry import AgentRegistry
 from hyperhive.core.scheduler import Scheduler
 from hyperhive.core.sockets import Listeners, serve_unix
-from hyperhive.errors import Conflict, NotFound
+from hyperhive.errors import ConfigError, Conflict, NotFound
 from hyperhive.names import OPERATOR, PARENT_SENTINEL, SYSTEM
 from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import (
@@ -42,6 +40,9 @@ from hyperhive.protocol import (
     NeedsLogin,
     TurnEndReq,
 )
+from hyperhive.store import Store, open_store
+from hyperhive.store.rows import AgentState as AgentStateRow
+from hyperhive.store.sqlite import SqliteStore
 from hyperhive.sysusers import ensure_user, remove_user
 from hyperhive.topology import TopologyStore
 
@@ -53,17 +54,27 @@ log = logging.getLogger(__name__)
 class Coordinator:
     """Owns hive.db, the topology and every socket; decides, never runs agents."""
 
-    def __init__(self, paths: HivePaths, config: HiveConfig) -> None:
+    def __init__(self, paths: HivePaths, config: HiveConfig, store: Store | None = None) -> None:
+        """``store`` defaults to SQLite in the home; any other is opened by :meth:`open`."""
         self.paths = paths
         self.config = config
         self.pid = os.getpid()
         paths.run.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.db = Database(paths.db)
+        if store is None:
+            if config.store:
+                raise ConfigError(
+                    "hive.toml's store (or HIVE_STORE_URL) names a database server: "
+                    "open the coordinator with `await Coordinator.open(paths, config)`"
+                )
+            store = SqliteStore(paths.db)
+        self.store = store
         self.notifier = Notifier()
+        # Every commit that adds something for an agent wakes its `wait`.
+        store.on_change(self.notifier.notify)
         self.bus = EventBus()
-        self.broker = Broker(self.db, self.notifier, config.max_body_bytes)
-        self.loose_ends = LooseEnds(self.db, self.notifier, config.remind_max_pending)
-        self.scheduler = Scheduler(self.db, self.notifier, paths, config.reminder_spill_bytes)
+        self.broker = Broker(store, self.notifier, config.max_body_bytes)
+        self.loose_ends = LooseEnds(store, config.remind_max_pending)
+        self.scheduler = Scheduler(store, paths, config.reminder_spill_bytes)
         self.registry = AgentRegistry(paths)
         self.topology_store = TopologyStore(paths.topology)
         self.hostlink = HostLink(
@@ -79,6 +90,11 @@ class Coordinator:
         self._listeners: Listeners | None = None
         self._tg: TaskGroup | None = None
 
+    @classmethod
+    async def open(cls, paths: HivePaths, config: HiveConfig) -> Coordinator:
+        """A coordinator on the store ``config`` names (refused at once if unreachable)."""
+        return cls(paths, config, await open_store(paths.home, config.store))
+
     # ---- lifespan ------------------------------------------------------------
 
     async def run(
@@ -89,7 +105,7 @@ class Coordinator:
         await anyio.to_thread.run_sync(self._seed_missing_proposed_repos)
         self.reconcile()
         await anyio.to_thread.run_sync(self.meta.commit_meta, "reconcile on coordinator start")
-        await self.db.run(lambda c: [ensure_agent_row(c, a) for a in self.registry.known()])
+        await self.store.agents.ensure(self.registry.known())
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -127,7 +143,8 @@ class Coordinator:
                 )
                 task_status.started()
         finally:
-            self.db.close()
+            with anyio.CancelScope(shield=True):
+                await self.store.close()
 
     def reconcile(self) -> None:
         """Bring topology.json in line with the agents that exist (spec "Reconcile")."""
@@ -237,52 +254,26 @@ class Coordinator:
     # ---- agent state ------------------------------------------------------------
 
     async def set_status(self, agent: str, text: str) -> None:
-        now = time.time()
-
-        def op(conn: sqlite3.Connection) -> None:
-            ensure_agent_row(conn, agent)
-            conn.execute(
-                "UPDATE agent_state SET status_text = ?, status_set_at = ? WHERE name = ?",
-                (text, now if text else None, agent),
-            )
-
-        await self.db.run(op)
+        await self.store.agents.set_status(agent, text, time.time() if text else None)
         self.bus.emit("status", agent=agent, status_text=text)
 
     async def agent_meta(self, name: str) -> AgentMeta:
         self.require_agent(name)
-        row = await self.db.run(lambda c: ensure_agent_row(c, name))
+        row = await self.store.agents.get(name)
         return AgentMeta(
             name=name,
             hyperhive_rev=__version__,
             running=self.hostlink.running(name),
-            status_text=row["status_text"],
-            status_set_at=row["status_set_at"],
+            status_text=row.status_text,
+            status_set_at=row.status_set_at,
             parent=self.topology().get(name),
         )
 
     async def turn_end(self, agent: str, req: TurnEndReq) -> dict[str, Any]:
-        await self.broker.ack_ids(agent, req.handled)
-
-        def op(conn: sqlite3.Connection) -> tuple[bool, bool]:
-            row = ensure_agent_row(conn, agent)
-            conn.execute(
-                "UPDATE agent_state SET last_outcome = ?, last_turn_at = ?, "
-                "last_context_usage = COALESCE(?, last_context_usage), "
-                "session_id = COALESCE(?, session_id), needs_login = ?, compact_pending = 0 "
-                "WHERE name = ?",
-                (
-                    req.outcome,
-                    time.time(),
-                    req.context_usage,
-                    req.session_id,
-                    int(req.outcome == "needs_login"),
-                    agent,
-                ),
-            )
-            return bool(row["needs_login"]), bool(row["compact_pending"])
-
-        was_login, compact = await self.db.run(op)
+        turn = await self.store.agents.record_turn(
+            agent, req.outcome, req.context_usage, req.session_id, ack=req.handled
+        )
+        was_login, compact = turn.was_needs_login, turn.compact_pending
         if req.outcome == "needs_login" and not was_login:
             await self.notify_submitter(agent, NeedsLogin(agent=agent))
         elif req.outcome == "ok" and was_login:
@@ -290,19 +281,15 @@ class Coordinator:
         return {"compact_pending": compact}
 
     async def request_compact(self, agent: str, threshold: float) -> dict[str, Any]:
-        def op(conn: sqlite3.Connection) -> float | None:
-            usage = ensure_agent_row(conn, agent)["last_context_usage"]
-            if usage is None or usage <= threshold:
-                shown = "unknown (no turn recorded yet)" if usage is None else f"{usage:.0%}"
-                raise Conflict(
-                    f"compact refused: the last turn used {shown} of the context window; "
-                    f"compaction is allowed above {threshold:.0%}. Nothing was changed"
-                )
-            conn.execute("UPDATE agent_state SET compact_pending = 1 WHERE name = ?", (agent,))
-            return float(usage)
-
-        usage = await self.db.run(op)
-        self.notifier.notify(agent)
+        asked = await self.store.agents.request_compact(agent, threshold)
+        if not asked.queued:
+            usage = asked.usage
+            shown = "unknown (no turn recorded yet)" if usage is None else f"{usage:.0%}"
+            raise Conflict(
+                f"compact refused: the last turn used {shown} of the context window; "
+                f"compaction is allowed above {threshold:.0%}. Nothing was changed"
+            )
+        usage = asked.usage
         return {
             "queued": True,
             "context_usage": usage,
@@ -311,21 +298,11 @@ class Coordinator:
 
     async def agents_view(self) -> list[dict[str, Any]]:
         topo = self.topology()
-        rows = await self.db.run(
-            lambda c: {r["name"]: dict(r) for r in c.execute("SELECT * FROM agent_state")}
-        )
-        unread = await self.db.run(
-            lambda c: dict(
-                c.execute(
-                    "SELECT sender, COUNT(*) FROM messages "
-                    "WHERE recipient = ? AND acked_at IS NULL GROUP BY sender",
-                    (OPERATOR,),
-                ).fetchall()
-            )
-        )
+        rows = {a.name: a for a in await self.store.agents.all()}
+        unread = await self.store.messages.unread_counts(OPERATOR)
         out = []
         for name in self.registry.known():
-            row = rows.get(name, {})
+            row = rows.get(name, AgentStateRow(name=name))
             turn = self.hostlink.turns.get(name)
             out.append(
                 {
@@ -335,12 +312,12 @@ class Coordinator:
                     "host": self.hostlink.host_of(name),
                     "turn_state": turn.state if turn else "stopped",
                     "turn_state_since": turn.since if turn else None,
-                    "status_text": row.get("status_text", ""),
-                    "needs_login": bool(row.get("needs_login", 0)),
+                    "status_text": row.status_text,
+                    "needs_login": row.needs_login,
                     "broken": self.registry.broken.get(name),
                     "crashed": self.lifecycle.crash_reasons.get(name),
                     "unread_operator_messages": int(unread.get(name, 0)),
-                    "last_context_usage": row.get("last_context_usage"),
+                    "last_context_usage": row.last_context_usage,
                 }
             )
         return out
@@ -353,7 +330,7 @@ class Coordinator:
 
     async def activate(self, name: str) -> None:
         self.lifecycle.crash_reasons.pop(name, None)
-        row = await self.db.run(lambda c: ensure_agent_row(c, name))
+        row = await self.store.agents.get(name)
         topo = self.topology()
         await self.hostlink.activate(
             ActivateCmd(
@@ -362,17 +339,12 @@ class Coordinator:
                 config=self.registry.config(name),
                 parent=topo.get(name),
                 descendants=topology.descendants(topo, name),
-                incarnation=int(row["incarnation"]) + 1,
+                incarnation=row.incarnation + 1,
             )
         )
 
     async def _host_registered(self, host_id: str) -> None:
-        desired = await self.db.run(
-            lambda c: {
-                r["name"]
-                for r in c.execute("SELECT name FROM agent_state WHERE desired_running = 1")
-            }
-        )
+        desired = await self.store.agents.desired_running()
         for name in sorted(self.registry.configs):
             if name in desired and not self.hostlink.running(name):
                 await self.activate(name)

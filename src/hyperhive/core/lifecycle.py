@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import sqlite3
 import time
 from collections import deque
 from pathlib import Path
@@ -22,7 +21,6 @@ import anyio
 
 from hyperhive import topology
 from hyperhive.config import AgentConfig, dump_agent_config
-from hyperhive.core.broker import ensure_agent_row
 from hyperhive.errors import Conflict, PermissionDenied
 from hyperhive.protocol import ContainerCrash, Destroyed, Killed, Rebuilt
 
@@ -96,7 +94,7 @@ class Lifecycle:
             topo[name] = parent
         self.c.topology_store.write(topo)
         commit = await anyio.to_thread.run_sync(self.c.meta.commit_meta, message)
-        await self.c.db.run(lambda c: ensure_agent_row(c, name))
+        await self.c.store.agents.ensure([name])
         await self.c.open_agent_socket(name)
         self.c.bus.emit("topology", child=name, parent=topo.get(name))
         await self.rebuild(name)
@@ -160,7 +158,7 @@ class Lifecycle:
             await anyio.to_thread.run_sync(shutil.move, str(src), str(trash))
         else:
             trash = None
-        await self.c.db.run(lambda c: c.execute("DELETE FROM agent_state WHERE name = ?", (name,)))
+        await self.c.store.agents.delete(name)
         self.c.on_destroyed(name)
         if submitter is not None:
             await self.c.notify_agent(submitter, Destroyed(agent=name))
@@ -196,14 +194,7 @@ class Lifecycle:
     # ---- desired state ------------------------------------------------------------------
 
     async def _desired(self, name: str) -> bool:
-        row: sqlite3.Row = await self.c.db.run(lambda c: ensure_agent_row(c, name))
-        return bool(row["desired_running"])
+        return (await self.c.store.agents.get(name)).desired_running
 
     async def _set_desired(self, name: str, running: bool) -> None:
-        def op(conn: sqlite3.Connection) -> None:
-            ensure_agent_row(conn, name)
-            conn.execute(
-                "UPDATE agent_state SET desired_running = ? WHERE name = ?", (int(running), name)
-            )
-
-        await self.c.db.run(op)
+        await self.c.store.agents.set_desired(name, running)

@@ -187,6 +187,6 @@ class OperatorApi:
             "running": sum(self.c.hostlink.running(a) for a in self.c.registry.known()),
             "hosts": sorted(self.c.hostlink.hosts),
             "roots": topology.roots(topo),
-            "schema_version": self.c.db.version,
+            "schema_version": self.c.store.schema_version,
             "pid": self.c.pid,
         }

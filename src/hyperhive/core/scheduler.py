@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import logging
 import math
-import sqlite3
 import time
 
 import anyio
 
 from hyperhive.config import HivePaths
-from hyperhive.core.broker import insert_message
-from hyperhive.core.db import Database
 from hyperhive.core.loose_ends import next_cron
-from hyperhive.core.notify import Notifier
 from hyperhive.errors import StorageError
 from hyperhive.names import REMINDER
 from hyperhive.safefs import atomic_write_beneath
+from hyperhive.store import Store
+from hyperhive.store.rows import FireReminder, FireSchedule, ReminderRow, ScheduleRow
 
 __all__ = ["Scheduler"]
 
@@ -32,11 +30,8 @@ IDLE_RECHECK = 300.0
 
 
 class Scheduler:
-    def __init__(
-        self, db: Database, notifier: Notifier, paths: HivePaths, spill_bytes: int
-    ) -> None:
-        self.db = db
-        self.notifier = notifier
+    def __init__(self, store: Store, paths: HivePaths, spill_bytes: int) -> None:
+        self.store = store
         self.paths = paths
         self.spill_bytes = spill_bytes
         self._poke = anyio.Event()
@@ -53,65 +48,58 @@ class Scheduler:
             with anyio.move_on_after(min(delay, IDLE_RECHECK)):
                 await self._poke.wait()
 
-    def _reminder_body(self, row: sqlite3.Row) -> str:
-        message: str = row["message"]
+    def _reminder_body(self, row: ReminderRow) -> str:
+        """The reminder's message text; a long one is spilled to a file (with fsync).
+
+        Runs on a worker thread, never on the event loop nor inside a store
+        transaction: the file is durable before the message naming it commits.
+        """
+        message = row.message
         if len(message.encode("utf-8")) <= self.spill_bytes:
-            return f"[reminder #{row['id']}] {message}"
-        path = self.paths.agent_state(row["agent"]) / "reminders" / f"{row['id']}.md"
-        state = self.paths.agent_state(row["agent"])
+            return f"[reminder #{row.id}] {message}"
+        state = self.paths.agent_state(row.agent)
+        path = state / "reminders" / f"{row.id}.md"
         try:
             state.mkdir(parents=True, exist_ok=True, mode=0o700)
             # The state dir is the agent's: never follow a link it planted there.
             atomic_write_beneath(state, path, message.encode())
         except StorageError as exc:
             # Deliver it anyway, cut short: a reminder is never lost to a bad spill.
-            log.warning("reminder #%s of %s not spilled: %s", row["id"], row["agent"], exc)
+            log.warning("reminder #%s of %s not spilled: %s", row.id, row.agent, exc)
             head = message[: self.spill_bytes]
             return (
-                f"[reminder #{row['id']}] (could not be written to {path}: {exc.message}; "
+                f"[reminder #{row.id}] (could not be written to {path}: {exc.message}; "
                 f"first {len(head)} of {len(message)} characters follow) {head}"
             )
-        return (
-            f"[reminder #{row['id']}] ({len(message)} characters, too long to inline) Read({path})"
-        )
+        return f"[reminder #{row.id}] ({len(message)} characters, too long to inline) Read({path})"
+
+    @staticmethod
+    def _next_at(row: ScheduleRow, now: float) -> float:
+        if row.every_seconds:
+            # A schedule that missed several periods fires once, then keeps its phase.
+            missed = math.floor((now - row.next_at) / row.every_seconds) + 1
+            return row.next_at + missed * row.every_seconds
+        return next_cron(row.cron or "", now)
 
     async def fire_due(self, now: float) -> float | None:
         """Deliver everything due at ``now``; return the next due time, if any."""
-
-        def op(conn: sqlite3.Connection) -> tuple[set[str], float | None]:
-            woken: set[str] = set()
-            for row in conn.execute(
-                "SELECT * FROM reminders WHERE fired_at IS NULL AND due_at <= ? ORDER BY due_at",
-                (now,),
-            ).fetchall():
-                insert_message(conn, REMINDER, row["agent"], self._reminder_body(row), None)
-                conn.execute("UPDATE reminders SET fired_at = ? WHERE id = ?", (now, row["id"]))
-                woken.add(row["agent"])
-            for row in conn.execute(
-                "SELECT * FROM schedules WHERE cancelled_at IS NULL AND next_at <= ?", (now,)
-            ).fetchall():
-                body = f"[scheduled prompt #{row['id']} from {row['owner']}] {row['prompt']}"
-                insert_message(conn, REMINDER, row["target"], body, None)
-                if row["every_seconds"]:
-                    period = float(row["every_seconds"])
-                    missed = math.floor((now - row["next_at"]) / period) + 1
-                    next_at = row["next_at"] + missed * period
-                else:
-                    next_at = next_cron(row["cron"], now)
-                conn.execute("UPDATE schedules SET next_at = ? WHERE id = ?", (next_at, row["id"]))
-                woken.add(row["target"])
-            (r_next,) = conn.execute(
-                "SELECT MIN(due_at) FROM reminders WHERE fired_at IS NULL"
-            ).fetchone()
-            (s_next,) = conn.execute(
-                "SELECT MIN(next_at) FROM schedules WHERE cancelled_at IS NULL"
-            ).fetchone()
-            candidates = [t for t in (r_next, s_next) if t is not None]
-            return woken, (min(candidates) if candidates else None)
-
-        woken, next_due = await self.db.run(op)
-        for agent in woken:
-            self.notifier.notify(agent)
-        if woken:
-            log.info("delivered due reminders/schedules to %s", ", ".join(sorted(woken)))
-        return next_due
+        due = await self.store.schedules.due(now)
+        if not due.reminders and not due.schedules:
+            return due.next_due
+        reminders = [
+            FireReminder(r.id, await anyio.to_thread.run_sync(self._reminder_body, r))
+            for r in due.reminders
+        ]
+        schedules = [
+            FireSchedule(
+                s.id,
+                f"[scheduled prompt #{s.id} from {s.owner}] {s.prompt}",
+                was_next_at=s.next_at,
+                next_at=self._next_at(s, now),
+            )
+            for s in due.schedules
+        ]
+        fired = await self.store.schedules.fire(now, REMINDER, reminders, schedules)
+        if fired.delivered:
+            log.info("delivered due reminders/schedules to %s", ", ".join(sorted(fired.delivered)))
+        return fired.next_due

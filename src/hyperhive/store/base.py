@@ -42,7 +42,9 @@ from hyperhive.store.rows import (
     Poll,
     QuestionRow,
     Recv,
+    ReminderRow,
     ScheduleRow,
+    TodoRow,
     TurnRecord,
 )
 
@@ -244,6 +246,14 @@ class LooseEndRepo(ABC):
     async def questions(self, open_only: bool = True) -> list[QuestionRow]: ...
 
     @abstractmethod
+    async def reminders(self, include_fired: bool = False) -> list[ReminderRow]:
+        """Every reminder (unfired only, unless ``include_fired``), by id."""
+
+    @abstractmethod
+    async def todos(self, agent: str | None = None) -> list[TodoRow]:
+        """Every todo (of ``agent`` if given), by id."""
+
+    @abstractmethod
     async def get(self, kind: LooseEndKind, row_id: int) -> LooseEndRow | None: ...
 
     @abstractmethod
@@ -301,6 +311,10 @@ class ScheduleRepo(ABC):
     @abstractmethod
     async def for_agents(self, agents: Sequence[str]) -> list[ScheduleRow]:
         """Uncancelled schedules owned by or targeting any of ``agents``."""
+
+    @abstractmethod
+    async def all(self) -> list[ScheduleRow]:
+        """Every schedule, cancelled ones included, by id."""
 
     @abstractmethod
     async def due(self, now: float) -> DueWork:

@@ -18,10 +18,10 @@ __all__ = ["SqliteStore"]
 
 
 class SqliteStore(Store):
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, readonly: bool = False) -> None:
         super().__init__()
         self.path = path
-        self.engine = Engine(path, self._feed.publish)
+        self.engine = Engine(path, self._feed.publish, readonly=readonly)
         self.schema_version = self.engine.version
         self.messages = SqliteMessages(self.engine)
         self.agents = SqliteAgents(self.engine)
@@ -32,9 +32,14 @@ class SqliteStore(Store):
         self.meta = SqliteMetaLog(self.engine)
 
     @classmethod
-    async def open(cls, path: Path) -> SqliteStore:
+    async def open(cls, path: Path, *, readonly: bool = False) -> SqliteStore:
+        """Open and migrate; ``readonly`` reads beside a running coordinator, never writes."""
         # Migrating can wait on a lock or write a lot: keep it off the event loop.
-        return await asyncio.to_thread(cls, path)
+        return await asyncio.to_thread(lambda: cls(path, readonly=readonly))
+
+    async def integrity_check(self) -> str:
+        """``"ok"``, or what SQLite found wrong with the file."""
+        return await asyncio.to_thread(self.engine.integrity_check)
 
     @property
     def location(self) -> str:

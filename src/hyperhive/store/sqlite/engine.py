@@ -85,7 +85,14 @@ def _savepoint(conn: sqlite3.Connection) -> Iterator[None]:
     conn.execute("RELEASE op")
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _connect(path: Path, readonly: bool) -> sqlite3.Connection:
+    if readonly:
+        conn = sqlite3.connect(
+            f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+        )
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA busy_timeout=30000")
+        return conn
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA journal_mode=WAL")
@@ -93,6 +100,16 @@ def _connect(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA busy_timeout=5000")
     return conn
+
+
+def _refuse_newer(done: set[int], path: Path) -> None:
+    known = len(MIGRATIONS)
+    if done and max(done) > known:
+        raise StorageError(
+            f"{path} is at schema version {max(done)}, newer than this hyperhive "
+            f"(it knows schema versions up to {known}); run the hyperhive that wrote it, "
+            "or upgrade this one"
+        )
 
 
 def migrate(conn: sqlite3.Connection, path: Path) -> int:
@@ -107,12 +124,7 @@ def migrate(conn: sqlite3.Connection, path: Path) -> int:
     )
     done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
     known = len(MIGRATIONS)
-    if done and max(done) > known:
-        raise StorageError(
-            f"{path} is at schema version {max(done)}, newer than this hyperhive "
-            f"(it knows schema versions up to {known}); run the hyperhive that wrote it, "
-            "or upgrade this one"
-        )
+    _refuse_newer(done, path)
     for version, sql in enumerate(MIGRATIONS, start=1):
         if version in done:
             continue
@@ -136,19 +148,30 @@ def migrate(conn: sqlite3.Connection, path: Path) -> int:
 class Engine:
     """The sole handle on one ``hive.db``: migrations, then the writer thread."""
 
-    def __init__(self, path: Path, publish: Callable[[Iterable[str]], None]) -> None:
+    def __init__(
+        self, path: Path, publish: Callable[[Iterable[str]], None], *, readonly: bool = False
+    ) -> None:
+        """``readonly``: a reader beside the running coordinator (audits, tests); no writes."""
         self.path = path
         self._publish = publish
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self._begin = "BEGIN" if readonly else "BEGIN IMMEDIATE"
+        if not readonly:
+            path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._conn = _connect(path)
-            self.version = migrate(self._conn, path)
+            self._conn = _connect(path, readonly)
+            if readonly:
+                done = {r[0] for r in self._conn.execute("SELECT version FROM schema_migrations")}
+                _refuse_newer(done, path)
+                self.version = max(done, default=0)
+            else:
+                self.version = migrate(self._conn, path)
         except sqlite3.DatabaseError as exc:
             raise StorageError(
                 f"{path} cannot be opened ({exc}); if it is corrupt, move it aside and "
                 "restart (a fresh database is created), or restore it from a backup"
             ) from exc
         self._synchronous_full = True
+        self._readonly = readonly
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._loop, name="hive-db", daemon=True)
         self._thread.start()
@@ -159,6 +182,14 @@ class Engine:
         future: asyncio.Future[_T] = loop.create_future()
         self._jobs.put((op, future, loop, durable))
         return await future
+
+    def integrity_check(self) -> str:
+        """SQLite's own verdict on the file ("ok" when sound); read-only, any thread."""
+        conn = _connect(self.path, readonly=True)
+        try:
+            return str(conn.execute("PRAGMA integrity_check").fetchone()[0])
+        finally:
+            conn.close()
 
     def close(self) -> None:
         """Finish queued work and close the connection."""
@@ -189,7 +220,7 @@ class Engine:
                 return
 
     def _set_synchronous(self, full: bool) -> None:
-        if full != self._synchronous_full:
+        if full != self._synchronous_full and not self._readonly:
             self._conn.execute(f"PRAGMA synchronous={'FULL' if full else 'NORMAL'}")
             self._synchronous_full = full
 
@@ -198,7 +229,7 @@ class Engine:
         results: list[tuple[Any, BaseException | None, set[str]]] = []
         try:
             self._set_synchronous(any(durable for *_, durable in batch))
-            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(self._begin)
             for op, *_ in batch:
                 tx = Tx(conn)
                 try:

@@ -9,7 +9,14 @@ from typing import Any
 
 from hyperhive.errors import InvalidRequest, LimitExceeded, NotFound
 from hyperhive.store.base import LooseEndRepo
-from hyperhive.store.rows import LooseEndKind, LooseEndRow, OpenLooseEnds, QuestionRow
+from hyperhive.store.rows import (
+    LooseEndKind,
+    LooseEndRow,
+    OpenLooseEnds,
+    QuestionRow,
+    ReminderRow,
+    TodoRow,
+)
 from hyperhive.store.sqlite import rowmap
 from hyperhive.store.sqlite.common import ensure_agent, insert_message, placeholders
 from hyperhive.store.sqlite.engine import Engine, Tx
@@ -126,6 +133,20 @@ class SqliteLooseEnds(LooseEndRepo):
         )
         return [rowmap.question(r) for r in rows]
 
+    async def reminders(self, include_fired: bool = False) -> list[ReminderRow]:
+        where = "" if include_fired else "WHERE fired_at IS NULL"
+        rows = await self._db.run(
+            lambda tx: tx.all(f"SELECT * FROM reminders {where} ORDER BY id"), durable=False
+        )
+        return [rowmap.reminder(r) for r in rows]
+
+    async def todos(self, agent: str | None = None) -> list[TodoRow]:
+        where, args = ("WHERE agent = ?", (agent,)) if agent is not None else ("", ())
+        rows = await self._db.run(
+            lambda tx: tx.all(f"SELECT * FROM todos {where} ORDER BY id", args), durable=False
+        )
+        return [rowmap.todo(r) for r in rows]
+
     async def get(self, kind: LooseEndKind, row_id: int) -> LooseEndRow | None:
         table, *_, mapping = _KINDS[kind]
         row = await self._db.run(
@@ -145,7 +166,7 @@ class SqliteLooseEnds(LooseEndRepo):
         def op(tx: Tx) -> OpenLooseEnds:
             found: dict[LooseEndKind, tuple[Any, ...]] = {}
             for kind, (table, column, is_open, order, mapping) in _KINDS.items():
-                cond, args = "1", tuple[str, ...]()
+                cond, args = "1", tuple[str, ...]()  # typed: reassigned to agents below
                 if agents is not None:
                     cond, args = f"{column} IN ({placeholders(len(agents))})", tuple(agents)
                 rows = tx.all(

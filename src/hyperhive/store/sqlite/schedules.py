@@ -57,6 +57,12 @@ class SqliteSchedules(ScheduleRepo):
         )
         return [rowmap.schedule(r) for r in rows]
 
+    async def all(self) -> list[ScheduleRow]:
+        rows = await self._db.run(
+            lambda tx: tx.all("SELECT * FROM schedules ORDER BY id"), durable=False
+        )
+        return [rowmap.schedule(r) for r in rows]
+
     async def due(self, now: float) -> DueWork:
         def op(tx: Tx) -> DueWork:
             reminders = tx.all(
