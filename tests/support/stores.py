@@ -22,6 +22,7 @@ import pytest
 
 from hyperhive.config import HivePaths
 from hyperhive.store import Store
+from hyperhive.store.postgres import open_postgres
 from hyperhive.store.rows import (
     AgentState,
     ApprovalRow,
@@ -31,7 +32,6 @@ from hyperhive.store.rows import (
     ScheduleRow,
     TodoRow,
 )
-from hyperhive.store.postgres import open_postgres
 from hyperhive.store.sqlite import SqliteStore
 
 __all__ = [

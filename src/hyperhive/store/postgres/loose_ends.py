@@ -193,6 +193,20 @@ class PgLooseEnds(PgRepo, LooseEndRepo):
         rows = await self._read(f"SELECT {QUESTION_COLS} FROM questions {where}ORDER BY id")
         return [QuestionRow(*r) for r in rows]
 
+    async def reminders(self, include_fired: bool = False) -> list[ReminderRow]:
+        where = "" if include_fired else "WHERE fired_at IS NULL "
+        rows = await self._read(f"SELECT {REMINDER_COLS} FROM reminders {where}ORDER BY id")
+        return [ReminderRow(*r) for r in rows]
+
+    async def todos(self, agent: str | None = None) -> list[TodoRow]:
+        if agent is None:
+            rows = await self._read(f"SELECT {TODO_COLS} FROM todos ORDER BY id")
+        else:
+            rows = await self._read(
+                f"SELECT {TODO_COLS} FROM todos WHERE agent = %s ORDER BY id", (agent,)
+            )
+        return [TodoRow(*r) for r in rows]
+
     async def get(self, kind: LooseEndKind, row_id: int) -> LooseEndRow | None:
         table, cols, build, *_ = _kinds(kind)
         rows = await self._read(f"SELECT {cols} FROM {table} WHERE id = %s", (row_id,))

@@ -57,6 +57,10 @@ class PgSchedules(PgRepo, ScheduleRepo):
         )
         return [schedule_row(r) for r in rows]
 
+    async def all(self) -> list[ScheduleRow]:
+        rows = await self._read(f"SELECT {SCHEDULE_COLS} FROM schedules ORDER BY id")
+        return [schedule_row(r) for r in rows]
+
     async def due(self, now: float) -> DueWork:
         async def op(conn: Conn) -> DueWork:
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
