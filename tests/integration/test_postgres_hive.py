@@ -1,0 +1,95 @@
+"""``hivectl serve`` on PostgreSQL: a restart of the database under a running coordinator
+makes requests fail clearly (``unavailable``) and then carry on; across that and a
+``kill -9`` of the coordinator, nothing acked comes back and nothing unacked is lost."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import anyio
+import pytest
+
+from hyperhive.client import RpcClient, connect
+from hyperhive.config import AgentConfig, HivePaths
+from hyperhive.errors import Unavailable
+from hyperhive.protocol import AckUntilReq, AttachReq, RecvReq, SendReq
+from hyperhive.store.postgres import open_postgres
+from tests.support.hive import seed_home, start_serve
+from tests.support.postgres import PgCluster
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
+
+
+async def _recv_ids(client: RpcClient) -> list[int]:
+    rows = await client.call(RecvReq(cmd="recv", max=5))
+    assert isinstance(rows, list)
+    return [int(r["id"]) for r in rows if isinstance(r, dict)]
+
+
+async def _send_when_back(paths: HivePaths, body: str) -> int:
+    """What an agent's harness does while the database is away: retry until it answers."""
+    with anyio.fail_after(60):
+        while True:
+            try:
+                async with connect(paths.agent_sock("alice")) as alice:
+                    sent = await alice.call(SendReq(cmd="send", to="sink", body=body))
+                    assert isinstance(sent, dict)
+                    return int(sent["id"])
+            except (Unavailable, OSError):
+                await anyio.sleep(0.2)
+
+
+async def test_a_coordinator_on_postgres_rides_out_a_database_restart(
+    tmp_path: Path, pg_private_cluster: PgCluster
+) -> None:
+    cluster = pg_private_cluster
+    url = cluster.url(cluster.create_database())
+    seed_home(
+        tmp_path,
+        {"alice": AgentConfig(), "sink": AgentConfig()},
+        hive_toml='store_url_file = "store.url"\n',
+    )
+    (tmp_path / "store.url").write_text(url + "\n")
+    (tmp_path / "store.url").chmod(0o600)
+    paths = HivePaths(tmp_path)
+    serve = start_serve(tmp_path)
+    try:
+        async with connect(paths.agent_sock("alice")) as alice:
+            ids = []
+            for i in range(3):
+                sent = await alice.call(SendReq(cmd="send", to="sink", body=f"before {i}"))
+                assert isinstance(sent, dict)
+                ids.append(int(sent["id"]))
+        async with connect(paths.agent_sock("sink")) as sink:
+            await sink.call(AttachReq(cmd="attach"))
+            assert await _recv_ids(sink) == ids
+            await sink.call(AckUntilReq(cmd="ack_until", up_to=ids[0]))
+
+        await anyio.to_thread.run_sync(cluster.stop)
+        async with connect(paths.agent_sock("alice")) as alice:
+            with pytest.raises(Unavailable) as down:
+                await alice.call(SendReq(cmd="send", to="sink", body="while down"))
+        assert "unavailable" in down.value.message and "retry" in down.value.message
+        assert serve.poll() is None, "the coordinator died with its database"
+
+        await anyio.to_thread.run_sync(cluster.start)
+        after = await _send_when_back(paths, "after the restart")
+
+        serve.send_signal(signal.SIGKILL)
+        serve.wait()
+        serve = start_serve(tmp_path)
+        async with connect(paths.agent_sock("sink")) as sink:
+            await sink.call(AttachReq(cmd="attach"))
+            again = await _recv_ids(sink)
+        assert again == [ids[1], ids[2], after]  # the acked row never comes back
+    finally:
+        serve.terminate()
+        serve.wait(timeout=30)
+
+    store = await open_postgres(url)
+    try:
+        bodies = [m.body for m in await store.messages.scan() if m.recipient == "sink"]
+    finally:
+        await store.close()
+    assert bodies == ["before 0", "before 1", "before 2", "after the restart"]
