@@ -13,7 +13,7 @@ import pytest
 from hyperhive.client import RpcClient, connect
 from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.errors import Unavailable
-from hyperhive.protocol import AckUntilReq, AttachReq, RecvReq, SendReq
+from hyperhive.protocol import AckUntilReq, AttachReq, RecvReq, RemindReq, SendReq, WaitReq
 from hyperhive.store.postgres import open_postgres
 from tests.support.hive import seed_home, start_serve
 from tests.support.postgres import PgCluster
@@ -56,6 +56,8 @@ async def test_a_coordinator_on_postgres_rides_out_a_database_restart(
     serve = start_serve(tmp_path)
     try:
         async with connect(paths.agent_sock("alice")) as alice:
+            # Falls due while the database is away: the scheduler must survive that.
+            await alice.call(RemindReq(cmd="remind", message="due in the outage", delay_seconds=1))
             ids = []
             for i in range(3):
                 sent = await alice.call(SendReq(cmd="send", to="sink", body=f"before {i}"))
@@ -71,10 +73,15 @@ async def test_a_coordinator_on_postgres_rides_out_a_database_restart(
             with pytest.raises(Unavailable) as down:
                 await alice.call(SendReq(cmd="send", to="sink", body="while down"))
         assert "unavailable" in down.value.message and "retry" in down.value.message
+        await anyio.sleep(2)  # let the reminder fall due and its firing fail
         assert serve.poll() is None, "the coordinator died with its database"
 
         await anyio.to_thread.run_sync(cluster.start)
         after = await _send_when_back(paths, "after the restart")
+        async with connect(paths.agent_sock("alice")) as alice:
+            await alice.call(AttachReq(cmd="attach"))
+            woke = await alice.call(WaitReq(cmd="wait", timeout=60))
+        assert isinstance(woke, dict) and "due in the outage" in str(woke["messages"])
 
         serve.send_signal(signal.SIGKILL)
         serve.wait()
