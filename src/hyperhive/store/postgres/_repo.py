@@ -102,7 +102,7 @@ class PgRepo:
             cur = await conn.execute(sql, params)
             return await cur.fetchall()
 
-        return await self._db.one(op)
+        return await self._db.read(op)
 
 
 def now() -> float:

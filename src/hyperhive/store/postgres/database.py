@@ -66,6 +66,9 @@ class PgDatabase:
         # Marks this handle's NOTIFYs: its own changes are published locally at commit,
         # so its listener skips them rather than waking everyone twice.
         self.origin = secrets.token_hex(6)
+        # With a lease (several coordinators on one database), every write first
+        # proves this epoch is still the active one (``lease.py``).
+        self.fence_epoch: int | None = None
 
     @classmethod
     async def open(
@@ -112,11 +115,17 @@ class PgDatabase:
         log.info("store: PostgreSQL %s, schema %d", mask_url(url), version)
         return cls(url, pool, version)
 
+    def fence_with(self, epoch: int | None) -> None:
+        """Fence every later write by lease ``epoch`` (``None``: no lease, no fence)."""
+        self.fence_epoch = epoch
+
     async def tx(self, op: Callable[[Conn], Awaitable[_T]]) -> _T:
         """Run ``op`` in one transaction; committed when this returns."""
         for attempt in range(1, TX_ATTEMPTS + 1):
             try:
                 async with self.pool.connection() as conn, conn.transaction():
+                    if self.fence_epoch is not None:
+                        await conn.execute("SELECT hyperhive_fence(%s)", (self.fence_epoch,))
                     return await op(conn)
             except RETRYABLE as exc:
                 if attempt == TX_ATTEMPTS:
@@ -126,8 +135,14 @@ class PgDatabase:
         raise AssertionError("unreachable")
 
     async def one(self, op: Callable[[Conn], Awaitable[_T]]) -> _T:
-        """Run ``op`` (one statement, its own implicit transaction) without BEGIN/COMMIT
-        round trips: for a single INSERT … RETURNING or a read."""
+        """Run ``op`` (one write statement, its own implicit transaction) without
+        BEGIN/COMMIT round trips — unless writes are fenced, then in :meth:`tx`."""
+        if self.fence_epoch is not None:
+            return await self.tx(op)
+        return await self.read(op)
+
+    async def read(self, op: Callable[[Conn], Awaitable[_T]]) -> _T:
+        """Run ``op``, reads only, on a pooled connection in autocommit (never fenced)."""
         try:
             async with self.pool.connection() as conn:
                 return await op(conn)

@@ -18,12 +18,18 @@ from psycopg_pool import PoolTimeout
 from hyperhive.errors import Conflict, HiveError, StorageError, Unavailable
 from hyperhive.store.url import mask_url
 
-__all__ = ["scrub", "translate"]
+__all__ = ["Fenced", "scrub", "translate"]
 
 log = logging.getLogger(__name__)
 
 # States in which retrying the whole transaction is the answer, not an error.
 RETRYABLE = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
+
+
+class Fenced(Unavailable):
+    """This coordinator's lease epoch was superseded: another one is active now."""
+
+    code = "fenced"
 
 
 def scrub(text: str, url: str) -> str:
@@ -50,6 +56,11 @@ def translate(exc: BaseException, url: str) -> HiveError:
     reason = scrub(_reason(exc), url)
     if isinstance(exc, HiveError):
         return exc
+    if isinstance(exc, psycopg.Error) and exc.sqlstate == "HHF01":
+        return Fenced(
+            f"this coordinator is no longer the active one ({reason}); nothing was written: "
+            "reconnect to the active coordinator"
+        )
     if isinstance(exc, PoolTimeout | psycopg.OperationalError | psycopg.InterfaceError):
         if isinstance(exc, pg_errors.DiskFull):
             return StorageError(f"the hive database {where} is out of disk space ({reason})")

@@ -97,10 +97,10 @@ class SendBatcher:
         for item in batch:
             item.params["at"] = at
         try:
-            if len(batch) == 1:
-                ids = [await self._db.one(lambda c: self._one(c, batch[0]))]
+            if len(batch) == 1 and self._db.fence_epoch is None:
+                ids = [await self._db.read(lambda c: self._one(c, batch[0]))]
             else:
-                ids = await self._db.one(lambda c: self._many(c, batch))
+                ids = await self._db.read(lambda c: self._many(c, batch))
         except HiveError as exc:
             _fail(batch, exc)
             return
@@ -129,6 +129,8 @@ class SendBatcher:
         extra = {"channel": self._channel, "origin": self._db.origin}
         cursors: list[AsyncCursor[Any]] = []
         async with conn.pipeline(), conn.transaction():
+            if self._db.fence_epoch is not None:
+                await conn.execute("SELECT hyperhive_fence(%s)", (self._db.fence_epoch,))
             for item in batch:
                 cur = conn.cursor()
                 await cur.execute(SEND_ONE, {**item.params, **extra})

@@ -65,7 +65,7 @@ class PostgresStore(Store):
             )
             return sorted(str(r[0]) for r in await cur.fetchall())
 
-        self._feed.publish(await self.db.one(op))
+        self._feed.publish(await self.db.read(op))
 
     async def start_listening(self) -> None:
         """Start the LISTEN task and return once it listens (idempotent)."""
