@@ -209,6 +209,9 @@ class HiveConfig(_Strict):
     reminder_spill_bytes: int = Field(default=4096, ge=64)
     compact_watermark: float = Field(default=0.75, gt=0, lt=1)
     context_window: int = Field(default=200_000, ge=1000)
+    # How many claude processes the agent host runs at once (turns, compactions,
+    # subagents); unset = from the machine (hyperhive.agent.admission.default_slots).
+    claude_slots: int | None = Field(default=None, ge=1)
     # Where the hive's state lives: unset = SQLite at <home>/hive.db; a
     # postgresql:// URL for a hive that outgrows one machine. HIVE_STORE_URL wins.
     store: str | None = None

@@ -83,6 +83,7 @@ def from_agent(home: Path, name: str, cmd: str, **fields: Any) -> Any:
 def test_read_commands_json_shapes(hive: Path) -> None:
     status = ok_json(hive, "status")
     assert {"home", "agents", "running", "hosts", "roots", "pid"} <= set(status)
+    assert status["claude_slots"] == {} and status["waiting_slot"] == []  # no host yet
     assert status["agents"] == 3 and status["roots"] == ["bob", "queen"]
 
     agents = ok_json(hive, "agents", "list")

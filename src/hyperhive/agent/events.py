@@ -1,7 +1,8 @@
 """Each agent's events bus: turn state, a replayable history, live subscribers.
 
 The bus is the authoritative turn state (``Idle → Thinking → Idle``,
-``Compacting`` around compaction, each with its ``since``); the per-agent
+``Compacting`` around compaction, ``WaitingSlot`` before either while the
+host's claude slots are all taken, each with its ``since``); the per-agent
 API and the dashboard render it rather than deriving state from events.
 """
 
@@ -15,7 +16,7 @@ from hyperhive.bus import EventBus
 
 __all__ = ["EventsBus", "TurnStateName"]
 
-TurnStateName = Literal["idle", "thinking", "compacting", "stopped"]
+TurnStateName = Literal["idle", "waiting_slot", "thinking", "compacting", "stopped"]
 
 HISTORY = 200
 

@@ -1,8 +1,11 @@
 """The turn loop: wait for something, run one ``claude --print`` turn, sleep again.
 
 1. Long-poll the coordinator's ``wait`` on the agent's own socket.
-2. Build the wake prompt; spawn the real claude (argv from ``launch``) in
-   the agent's sandbox, prompt on stdin; stream its events to the bus.
+2. Take one of the host's claude slots (``WaitingSlot`` while queued; a
+   graceful stop while queued leaves the queue and ends the loop, the mail
+   unacked). Build the wake prompt; spawn the real claude (argv from
+   ``launch``) in the agent's sandbox, prompt on stdin; stream its events to
+   the bus.
 3. Ack the messages that woke the turn only if it ended cleanly; otherwise
    start a new incarnation (after a backoff) so they are delivered again.
 4. Above the watermark, or when a compact was requested: a notes-checkpoint
@@ -16,7 +19,8 @@ import json
 import logging
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -24,10 +28,12 @@ from typing import Any
 import anyio
 
 from hyperhive.agent import launch
+from hyperhive.agent.admission import Abandoned
 from hyperhive.agent.agentlog import AgentLog
+from hyperhive.agent.events import TurnStateName
 from hyperhive.agent.prompt import render_system_prompt, wake_prompt
 from hyperhive.agent.runtime import AgentRuntime
-from hyperhive.agent.sandbox import signal_group
+from hyperhive.agent.sandbox import CLAUDE_OOM_SCORE_ADJ, signal_group
 from hyperhive.agent.stream import (
     AssistantEvent,
     InitEvent,
@@ -45,7 +51,7 @@ from hyperhive.framing import FrameDecoder
 from hyperhive.protocol import AttachReq, FenceReq, TurnEndReq, WaitReq, WaitResult, parse_result
 from hyperhive.safefs import atomic_write_beneath
 
-__all__ = ["CHECKPOINT_PROMPT", "run_agent", "run_turn"]
+__all__ = ["CHECKPOINT_PROMPT", "claude_slot", "run_agent", "run_turn"]
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +117,12 @@ async def run_claude(
     events: list[StreamEvent] = []
     with agent_log.open() as stderr:
         proc = await rt.sandbox().open_process(
-            argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr
+            argv,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            oom_score_adj=CLAUDE_OOM_SCORE_ADJ,
         )
     rt.claude_pid = proc.pid
     try:
@@ -135,6 +146,23 @@ async def run_claude(
             with anyio.CancelScope(shield=True):
                 signal_group(proc, signal.SIGKILL)
                 await proc.wait()
+
+
+@asynccontextmanager
+async def claude_slot(rt: AgentRuntime, busy: TurnStateName) -> AsyncIterator[None]:
+    """Hold one of the host's claude slots for the block, then show ``busy``.
+
+    Queued, the agent shows ``waiting_slot`` (since when it asked). A graceful
+    stop while queued raises :class:`Abandoned` at once: the turn never ran,
+    so its mail stays unacked and comes back to the next incarnation.
+    """
+
+    def queued(_waiter: object) -> None:
+        rt.bus.set_state("waiting_slot")
+
+    async with rt.admission.slot(rt.name, "turn", on_wait=queued, abandon=rt.stopping):
+        rt.bus.set_state(busy)
+        yield
 
 
 async def run_turn(rt: AgentRuntime, prompt: str, session_id: str | None) -> TurnReport:
@@ -200,9 +228,9 @@ async def run_turn(rt: AgentRuntime, prompt: str, session_id: str | None) -> Tur
 async def _run_compaction(rt: AgentRuntime, session_id: str | None) -> TurnReport | None:
     if session_id is None:
         return None
-    rt.bus.set_state("compacting")
-    await run_turn(rt, CHECKPOINT_PROMPT.format(state_dir=rt.state_dir), session_id)
-    report = await run_turn(rt, "/compact", session_id)
+    async with claude_slot(rt, "compacting"):  # one slot for both: they run back to back
+        await run_turn(rt, CHECKPOINT_PROMPT.format(state_dir=rt.state_dir), session_id)
+        report = await run_turn(rt, "/compact", session_id)
     rt.bus.set_state("idle")
     return report
 
@@ -233,6 +261,13 @@ class _Loop:
         self.attached = True
         if rt.stopping.is_set():
             await rpc.call(FenceReq(cmd="fence"))  # a graceful stop survives the reconnect
+        try:
+            await self._loop(rpc)
+        except Abandoned as exc:
+            log.info("%s: %s; its mail comes back to the next incarnation", rt.name, exc)
+
+    async def _loop(self, rpc: RpcClient) -> None:
+        rt = self.rt
         while True:
             rt.bus.set_state("idle")
             woke = parse_result(
@@ -262,8 +297,8 @@ class _Loop:
     async def _turn(self, rpc: RpcClient, woke: WaitResult) -> bool | None:
         """Run one turn; True/False = compact or not, None = failed (mail redelivers)."""
         rt = self.rt
-        rt.bus.set_state("thinking")
-        report = await run_turn(rt, wake_prompt(woke), self.session_id)
+        async with claude_slot(rt, "thinking"):
+            report = await run_turn(rt, wake_prompt(woke), self.session_id)
         self.session_id = _next_session(rt, self.session_id, report)
         clean = report.outcome == "ok"
         end = await self._end(

@@ -25,6 +25,7 @@ import uvicorn
 from anyio.abc import TaskGroup, TaskStatus
 from pydantic import TypeAdapter, ValidationError
 
+from hyperhive.agent.admission import Admission, machine_slots
 from hyperhive.agent.events import EventsBus
 from hyperhive.agent.harness import run_agent
 from hyperhive.agent.hyperhive_tools import hyperhive_tools
@@ -83,6 +84,13 @@ class AgentHost:
         self.hive = hive.model_copy(update={"claude_bin": resolve_claude_bin(hive.claude_bin)})
         self.host_id = host_id or f"{socket.gethostname()}-{os.getpid()}"
         self.runtimes: dict[str, AgentRuntime] = {}
+        slots = self.hive.claude_slots or machine_slots()
+        self.admission = Admission(slots)
+        log.info(
+            "agent host: %d claude slot(s) (%s)",
+            slots,
+            "claude_slots in hive.toml" if self.hive.claude_slots else "from memory and cores",
+        )
         self._scopes: dict[str, anyio.CancelScope] = {}
         self.operator_token = secrets.token_urlsafe(32)
         self.surfaces = {
@@ -159,7 +167,14 @@ class AgentHost:
             connect(self.paths.hosts_sock, on_push=send.send_nowait, on_close=send.close) as link,
         ):
             self._link = link
-            await link.call(LinkRegisterReq(cmd="register", host_id=self.host_id, pid=os.getpid()))
+            await link.call(
+                LinkRegisterReq(
+                    cmd="register",
+                    host_id=self.host_id,
+                    pid=os.getpid(),
+                    claude_slots=self.admission.capacity,
+                )
+            )
             task_status.started()
             try:
                 async with receive:
@@ -208,6 +223,7 @@ class AgentHost:
             paths=self.paths,
             hive=self.hive,
             bus=EventsBus(on_state=self._state_reporter(cmd.agent)),
+            admission=self.admission,
         )
         rt.base_url = self.base_url
         self.runtimes[rt.name] = rt

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from hyperhive.agent.admission import Admission
 from hyperhive.agent.bwrap import Isolation
 from hyperhive.agent.events import EventsBus
 from hyperhive.agent.isolation import build_isolation
@@ -52,6 +53,8 @@ class AgentRuntime:
     done: anyio.Event = field(default_factory=anyio.Event)
     base_url: str = ""
     claude_pid: int | None = None  # the turn's claude, while one runs
+    # The host's claude slots, shared by all its agents (unlimited when run alone).
+    admission: Admission = field(default_factory=Admission)
     # Per-agent services the host runs beside the harness, while the agent is active.
     bash_tasks: TaskManager | None = None
     subagents: SubagentManager | None = None

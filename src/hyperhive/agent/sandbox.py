@@ -7,6 +7,12 @@ bubblewrap as the agent's own user (``runtime = "bwrap"``, the default);
 without one it is a plain subprocess (``runtime = "unsandboxed"``, chosen
 explicitly and warned about loudly).
 
+A claude process (turn or subagent) is started with a raised
+``oom_score_adj`` (:data:`CLAUDE_OOM_SCORE_ADJ`), set by ``choom`` before it
+execs, so bubblewrap and everything claude starts inherit it: if memory runs
+out anyway, the kernel kills a claude (its turn is redelivered), never the
+host or the coordinator.
+
 Every process starts in its own session, so its process group id is its pid
 and :func:`signal_group` reaches the children it spawns too. The environment
 is built, never inherited: the host's ``os.environ`` may hold secrets (tokens,
@@ -15,7 +21,9 @@ cloud keys) an agent must not see.
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +37,7 @@ from hyperhive.agent.bwrap import Isolation, isolated_argv
 from hyperhive.errors import InvalidRequest
 
 __all__ = [
+    "CLAUDE_OOM_SCORE_ADJ",
     "DEFAULT_PATH",
     "AgentSandbox",
     "StdSpec",
@@ -36,7 +45,12 @@ __all__ = [
     "signal_group",
 ]
 
+log = logging.getLogger(__name__)
+
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+# Far above the host's and coordinator's 0, so a claude is the OOM killer's pick;
+# short of 1000 so the kernel's own size ranking still counts among claudes.
+CLAUDE_OOM_SCORE_ADJ = 800
 
 StdSpec = int | IO[Any] | None
 """What ``stdin``/``stdout``/``stderr`` accept: ``subprocess.PIPE``/``DEVNULL``, an fd, a file."""
@@ -84,11 +98,20 @@ class AgentSandbox:
         stdin: StdSpec = subprocess.PIPE,
         stdout: StdSpec = subprocess.PIPE,
         stderr: StdSpec = subprocess.PIPE,
+        oom_score_adj: int | None = None,
     ) -> Process:
-        """Start ``argv`` in its own session (pgid = pid), in ``cwd`` or the work dir."""
+        """Start ``argv`` in its own session (pgid = pid), in ``cwd`` or the work dir.
+
+        ``oom_score_adj``: the process and all it starts get this OOM score
+        adjustment (raising needs no privilege).
+        """
         where = cwd if cwd is not None else self.work
-        return await anyio.open_process(
-            self.command(argv, where),
+        command = self.command(argv, where)
+        choom = shutil.which("choom") if oom_score_adj is not None else None
+        if choom is not None:
+            command = [choom, "-n", str(oom_score_adj), "--", *command]
+        process = await anyio.open_process(
+            command,
             # Isolated, the directory is bubblewrap's --chdir; the launcher starts in /.
             cwd="/" if self.isolation is not None else where,
             env=self.environment(env),
@@ -97,6 +120,14 @@ class AgentSandbox:
             stderr=stderr,
             start_new_session=True,
         )
+        if oom_score_adj is not None and choom is None:
+            # No choom (util-linux): set it after the fact; what the process
+            # started in its first instants keeps the old score.
+            try:
+                Path(f"/proc/{process.pid}/oom_score_adj").write_text(str(oom_score_adj))
+            except OSError as exc:
+                log.warning("could not raise oom_score_adj of pid %s: %s", process.pid, exc)
+        return process
 
 
 def signal_group(process_or_pid: Process | int, sig: int) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import time
 from typing import Any
 
 import anyio
@@ -104,9 +105,18 @@ def status(obj: _Ctx, as_json: bool) -> None:
 
     def human(d: dict[str, Any]) -> None:
         for key, value in d.items():
+            if key == "waiting_slot":
+                value = waiting_line(value, time.time())
             click.echo(f"{key:15} {value}")
 
     _emit(data, as_json, human)
+
+
+def waiting_line(waiting: Any, now: float) -> str:
+    """``alice 12s, bob 3s``: who waits for a claude slot, longest first, and how long."""
+    if not waiting:
+        return "(no agent waits for a claude slot)"
+    return ", ".join(f"{w['agent']} {max(0.0, now - w['since']):.0f}s" for w in waiting)
 
 
 @main.command("tools")

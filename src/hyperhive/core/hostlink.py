@@ -57,6 +57,7 @@ class _Host:
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     agents: set[str] = field(default_factory=set)
     leaving: bool = False
+    claude_slots: int | None = None
 
     async def push(self, data: bytes) -> None:
         async with self.lock:
@@ -88,6 +89,17 @@ class HostLink:
 
     def host_of(self, agent: str) -> str | None:
         return self.placement.get(agent)
+
+    def claude_slots(self) -> dict[str, int | None]:
+        """Each connected host's claude slots (None: an older host that did not say)."""
+        return {h: host.claude_slots for h, host in sorted(self.hosts.items())}
+
+    def waiting_for_slots(self) -> list[tuple[str, float]]:
+        """Running agents queued for a claude slot on their host, longest waiting first."""
+        return sorted(
+            ((a, t.since) for a, t in self.turns.items() if t.state == "waiting_slot"),
+            key=lambda pair: pair[1],
+        )
 
     async def activate(self, cmd: ActivateCmd) -> None:
         """Place ``cmd.agent`` on the least-loaded host (or its current one)."""
@@ -166,7 +178,7 @@ class HostLink:
                     raise InvalidRequest("this connection already registered")
                 if req.host_id in self.hosts:
                     raise InvalidRequest(f"a host named {req.host_id!r} is already connected")
-                host = _Host(req.host_id, stream, lock)
+                host = _Host(req.host_id, stream, lock, claude_slots=req.claude_slots)
                 self.hosts[req.host_id] = host
                 log.info("agent host %s registered (pid %s)", req.host_id, req.pid)
                 self.bus.emit("host", host=req.host_id, connected=True)

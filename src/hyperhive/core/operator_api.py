@@ -186,6 +186,11 @@ class OperatorApi:
             "agents": len(self.c.registry.known()),
             "running": sum(self.c.hostlink.running(a) for a in self.c.registry.known()),
             "hosts": sorted(self.c.hostlink.hosts),
+            "claude_slots": self.c.hostlink.claude_slots(),
+            "waiting_slot": [
+                {"agent": agent, "since": since}
+                for agent, since in self.c.hostlink.waiting_for_slots()
+            ],
             "roots": topology.roots(topo),
             "schema_version": self.c.store.schema_version,
             "pid": self.c.pid,

@@ -18,14 +18,18 @@ class LinkRegisterReq(_Req):
     cmd: Literal["register"]
     host_id: str = Field(min_length=1, max_length=64)
     pid: int | None = None
+    claude_slots: int | None = Field(default=None, ge=1)  # how many claudes it runs at once
 
 
 class LinkAgentStateReq(_Req):
-    """The host reports an agent's turn state (Idle/Thinking/Compacting)."""
+    """The host reports an agent's turn state (Idle/WaitingSlot/Thinking/Compacting).
+
+    ``waiting_slot``: woken, queued for one of the host's claude slots since ``since``.
+    """
 
     cmd: Literal["agent_state"]
     agent: str
-    turn_state: Literal["idle", "thinking", "compacting", "stopped"]
+    turn_state: Literal["idle", "waiting_slot", "thinking", "compacting", "stopped"]
     since: float
     needs_login: bool = False
 

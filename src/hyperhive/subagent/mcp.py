@@ -71,8 +71,9 @@ def _manager(rt: AgentRuntime) -> SubagentManager:
 
 async def _start(rt: AgentRuntime, a: StartArgs) -> str:
     rec = await _manager(rt).start(a.prompt, a.name, a.model, a.dir, a.prompt_file)
+    verb = "queued for a free claude slot" if rec.waiting_since is not None else "started"
     return (
-        f"subagent started: id={rec.id} (model {rec.model or rt.config.subagent_model}, "
+        f"subagent {verb}: id={rec.id} (model {rec.model or rt.config.subagent_model}, "
         f"dir {rec.cwd})\nIts result, goal_reached and need_help arrive as todos; "
         f"status({rec.id!r}) meanwhile."
     )

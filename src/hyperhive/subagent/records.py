@@ -59,6 +59,7 @@ class SubagentRecord(BaseModel):
     session_id: str | None = None
     runs: int = 0
     started_at: float  # of the current (or last) run
+    waiting_since: float | None = None  # queued for one of the host's claude slots
     ended_at: float | None = None
     exit_code: int | None = None
     last_output: str = ""
@@ -120,9 +121,12 @@ def signal_todo(subagent_id: str, kind: Signal, text: str) -> str:
 def render_status(rec: SubagentRecord, now: float) -> str:
     """A subagent's status as the model reads it."""
     took = _took(rec, now)
-    state = (
-        f"running for {took:.1f}s" if rec.status == "running" else f"{rec.status} after {took:.1f}s"
-    )
+    if rec.status == "running" and rec.waiting_since is not None:
+        state = f"waiting for a free claude slot on the host for {took:.1f}s"
+    elif rec.status == "running":
+        state = f"running for {took:.1f}s"
+    else:
+        state = f"{rec.status} after {took:.1f}s"
     head = f"subagent {rec.id}: {state} (run {rec.runs})"
     if rec.exit_code not in (None, 0):
         head += f", claude exited {rec.exit_code}"

@@ -20,6 +20,7 @@ from anyio.abc import Process
 
 from hyperhive.agent import launch
 from hyperhive.agent.runtime import AgentRuntime
+from hyperhive.agent.sandbox import CLAUDE_OOM_SCORE_ADJ
 from hyperhive.agent.stream import AssistantEvent, InitEvent, ResultEvent, parse_line
 from hyperhive.atomic import atomic_write_text
 from hyperhive.framing import FrameDecoder
@@ -70,6 +71,7 @@ async def spawn(rt: AgentRuntime, rec: SubagentRecord, token: str, log_path: Pat
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr,
+            oom_score_adj=CLAUDE_OOM_SCORE_ADJ,
         )
 
 

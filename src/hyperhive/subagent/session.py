@@ -19,6 +19,12 @@ it (:meth:`SubagentManager.authenticate`), so a signal names its sender
 without trusting anything in the request, and the agent's own token — which
 the subagent never sees — is not accepted there.
 
+Every run first takes one of the host's claude slots
+(:mod:`hyperhive.agent.admission`). ``start``/``continue`` return at once
+when it has to queue (``waiting_since`` set): blocking the parent's turn,
+which holds a slot itself, on a free slot could deadlock the host.
+``interrupt`` of a queued run just leaves the queue.
+
 ``continue`` resumes the same claude session (``--resume``, same cwd, since
 claude files sessions by directory). ``interrupt`` stops the process group
 (SIGTERM, SIGKILL after a grace). A run's end, ``goal_reached`` and
@@ -82,6 +88,7 @@ class _Entry:
     record: SubagentRecord
     token: str | None = None  # the running run's control token; None between runs
     process: Process | None = None
+    waiting: anyio.CancelScope | None = None  # while queued for a claude slot
     interrupted: bool = False
     ended: anyio.Event = field(default_factory=anyio.Event)
 
@@ -146,7 +153,7 @@ class SubagentManager:
         dir: str | None = None,
         prompt_file: str | None = None,
     ) -> SubagentRecord:
-        """Spawn a new subagent on ``prompt``; returns once its claude is running."""
+        """Spawn a new subagent on ``prompt``; returns once its claude runs or is queued."""
         self._group()
         prompt = check_prompt(prompt)
         model = check_model(model)
@@ -208,6 +215,7 @@ class SubagentManager:
         snapshot = rec.model_copy()
         rec.started_at, rec.ended_at = time.time(), None
         rec.exit_code, rec.error, rec.last_output = None, None, ""
+        rec.waiting_since = None
         entry.interrupted, entry.ended = False, anyio.Event()
         try:
             await self._launch(entry, prompt)
@@ -222,8 +230,14 @@ class SubagentManager:
         """Stop a running subagent's process group; False if it was not running."""
         entry = self._get(sid)
         process = entry.process
-        if entry.record.status != "running" or process is None:
+        if entry.record.status != "running":
             return False
+        if process is None:
+            if entry.waiting is None:
+                return False  # between its slot and its process: a moment, not a state
+            entry.interrupted = True
+            entry.waiting.cancel()
+            return True
         entry.interrupted = True
         signal_group(process, signal.SIGTERM)
         self._group().start_soon(self._reap, entry, process)
@@ -268,6 +282,37 @@ class SubagentManager:
             raise Unavailable(f"could not start the subagent's claude: {exc}") from exc
 
     async def _run(self, entry: _Entry, prompt: str, *, task_status: TaskStatus[None]) -> None:
+        admission = self.rt.admission
+        ticket = admission.enqueue(self.rt.name, "subagent")
+        try:
+            if not ticket.granted.is_set():
+                entry.record.waiting_since = ticket.waiter.since
+                await self._persist_quietly()
+                task_status.started()  # queued: the parent's turn goes on
+                with anyio.CancelScope() as entry.waiting:
+                    await admission.wait(ticket)
+                entry.waiting = None
+                entry.record.waiting_since = None
+                if entry.interrupted or not ticket.granted.is_set():
+                    await self._finish(entry, None)
+                    return
+                entry.record.started_at = time.time()
+                try:
+                    await self._converse(entry, prompt)
+                except OSError as exc:  # start() has returned: the record says why
+                    entry.record.error = f"could not start the subagent's claude: {exc}"
+                    await self._finish(entry, None)
+                return
+            await self._converse(entry, prompt, task_status)
+        finally:
+            admission.release(ticket)
+
+    async def _converse(
+        self,
+        entry: _Entry,
+        prompt: str,
+        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
         token = secrets.token_urlsafe(32)
         process = await spawn(self.rt, entry.record, token, self.dir / f"{entry.record.id}.log")
         entry.process, entry.token = process, token
@@ -289,7 +334,7 @@ class SubagentManager:
 
     async def _finish(self, entry: _Entry, code: int | None) -> None:
         rec = entry.record
-        rec.ended_at, rec.exit_code = time.time(), code
+        rec.ended_at, rec.exit_code, rec.waiting_since = time.time(), code, None
         rec.status = "interrupted" if entry.interrupted else "finished"
         if code and not entry.interrupted and rec.error is None:
             rec.error = f"claude exited with {code}; see Read({self.dir / f'{rec.id}.log'})"
