@@ -17,6 +17,7 @@ from hyperhive.protocol import AckUntilReq, AttachReq, RecvReq, RemindReq, SendR
 from hyperhive.store.postgres import open_postgres
 from tests.support.hive import seed_home, start_serve
 from tests.support.postgres import PgCluster
+from tests.support.procs import agent_rows, log_tail, start_host, stop, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
 
@@ -100,3 +101,40 @@ async def test_a_coordinator_on_postgres_rides_out_a_database_restart(
     finally:
         await store.close()
     assert bodies == ["before 0", "before 1", "before 2", "after the restart"]
+
+
+async def test_a_host_registering_while_the_database_is_away_is_served_once_it_is_back(
+    tmp_path: Path, pg_private_cluster: PgCluster
+) -> None:
+    cluster = pg_private_cluster
+    seed_home(tmp_path, {"solo": AgentConfig()}, hive_toml='store_url_file = "store.url"\n')
+    (tmp_path / "store.url").write_text(cluster.url(cluster.create_database()) + "\n")
+    (tmp_path / "store.url").chmod(0o600)
+    serve = start_serve(tmp_path)
+    host = None
+    try:
+        await anyio.to_thread.run_sync(cluster.stop)
+        host = await anyio.to_thread.run_sync(start_host, tmp_path)
+        # The host registers; the coordinator's read of who should run fails for want of
+        # its store (after the pool's wait), and it must live through that.
+        await anyio.to_thread.run_sync(
+            lambda: wait_until(
+                lambda: (
+                    "cannot activate agents yet" in log_tail(tmp_path, "serve.log", 50_000)
+                    or serve.poll() is not None
+                ),
+                60,
+                "the coordinator meets its missing store",
+            )
+        )
+        assert serve.poll() is None, log_tail(tmp_path, "serve.log")
+        await anyio.to_thread.run_sync(cluster.start)
+        await anyio.to_thread.run_sync(
+            lambda: wait_until(lambda: agent_rows(tmp_path)["solo"]["running"], 60, "solo runs")
+        )
+        assert serve.poll() is None
+    finally:
+        if host is not None:
+            stop(host)
+        serve.terminate()
+        serve.wait(timeout=30)

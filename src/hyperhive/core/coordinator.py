@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import anyio
+import stamina
 from anyio.abc import TaskGroup, TaskStatus
 from pydantic import BaseModel
 
@@ -26,7 +27,7 @@ from hyperhive.core.operator_api import OperatorApi
 from hyperhive.core.registry import AgentRegistry
 from hyperhive.core.scheduler import Scheduler
 from hyperhive.core.sockets import Listeners, serve_unix
-from hyperhive.errors import ConfigError, Conflict, NotFound
+from hyperhive.errors import ConfigError, Conflict, NotFound, Unavailable
 from hyperhive.names import OPERATOR, PARENT_SENTINEL, SYSTEM
 from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import (
@@ -344,10 +345,21 @@ class Coordinator:
         )
 
     async def _host_registered(self, host_id: str) -> None:
-        desired = await self.store.agents.desired_running()
-        for name in sorted(self.registry.configs):
-            if name in desired and not self.hostlink.running(name):
-                await self.activate(name)
+        # The store may be away (a database restart, a failover): wait for it with
+        # jittered backoff rather than drop the host or take the coordinator down.
+        # Activating is idempotent, so a retry after a partial pass is safe.
+        async for attempt in stamina.retry_context(
+            on=Unavailable, attempts=None, timeout=None, wait_initial=0.5, wait_max=5.0
+        ):
+            with attempt:
+                try:
+                    desired = await self.store.agents.desired_running()
+                    for name in sorted(self.registry.configs):
+                        if name in desired and not self.hostlink.running(name):
+                            await self.activate(name)
+                except Unavailable as exc:
+                    log.warning("agent host %s: cannot activate agents yet: %s", host_id, exc)
+                    raise
 
     async def _agent_crashed(self, agent: str, reason: str) -> None:
         await self.lifecycle.crashed(agent, reason)
@@ -357,6 +369,9 @@ class Coordinator:
         for agent in agents:
             self.lifecycle.crash_reasons[agent] = "its agent host died"
             log.warning("agent %s stopped with its host", agent)
-            await self.notify_submitter(
-                agent, ContainerCrash(agent=agent, reason="its agent host died")
-            )
+            try:
+                await self.notify_submitter(
+                    agent, ContainerCrash(agent=agent, reason="its agent host died")
+                )
+            except Unavailable as exc:  # the store is away: say so, stay up
+                log.warning("could not tell %s's submitter that it stopped: %s", agent, exc)
