@@ -22,7 +22,7 @@ import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from hyperhive.errors import StorageError, Unavailable
+from hyperhive.errors import StorageError
 from hyperhive.store.postgres.errors import RETRYABLE, scrub, translate
 from hyperhive.store.postgres.migrations import migrate
 from hyperhive.store.url import mask_url
@@ -151,6 +151,3 @@ class PgDatabase:
 
     async def close(self) -> None:
         await self.pool.close()
-
-    def unavailable(self, why: str) -> Unavailable:
-        return Unavailable(f"the hive database {mask_url(self.url)} is unavailable ({why})")

@@ -1,8 +1,9 @@
 """Cross-process wake-ups: LISTEN on a connection of its own, sweep on every connect.
 
 Whoever inserts something that wakes an agent runs ``pg_notify(CHANNEL,
-agent)`` in the same transaction, so the NOTIFY goes out exactly when the row
-is committed. NOTIFY is not stored: a listener that was disconnected (the
+'<origin>:<agent>')`` in the same transaction, so the NOTIFY goes out exactly
+when the row is committed (``origin`` lets a store skip its own, which it
+published at commit). NOTIFY is not stored: a listener that was disconnected (the
 server restarted, the network blinked) missed whatever was sent meanwhile, so
 after every (re)connect it runs ``sweep``, which wakes every agent that may
 have something pending. A spurious wake-up costs a re-check; a lost one would
