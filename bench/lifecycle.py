@@ -50,7 +50,6 @@ from hyperhive.agent.isolation import readonly_paths
 from hyperhive.agent.sandbox import DEFAULT_PATH
 from hyperhive.client import RpcClient, connect
 from hyperhive.config import AgentConfig, HivePaths, dump_agent_config
-from hyperhive.names import system_user
 from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import (
     OpAgentsReq,
@@ -59,7 +58,7 @@ from hyperhive.protocol import (
     OpSendReq,
     RequestInitConfigReq,
 )
-from hyperhive.sysusers import remove_user
+from hyperhive.sysusers import agent_user, remove_user
 
 __all__ = ["bwrap_turn", "spawn_latency"]
 
@@ -277,12 +276,13 @@ def bwrap_turn(ctx: Context) -> list[Row]:
             hives[runtime] = (paths, info)
         got = anyio.run(_alternate, hives, agent, samples)
         uid = _owner(hives["bwrap"][0].agent_home(agent) / ".claude")
+        user = agent_user(hives["bwrap"][0], agent)
         boxed_true, bare_true = _bare_sandbox(hives["bwrap"][0], agent, claude, samples * 5)
     boxed, plain = got["bwrap"], got["unsandboxed"]
     if uid == 0:
         raise RuntimeError("the bwrap hive's claude ran as root; the figure would mislead")
     how = (
-        f"; as root, claude as {system_user(agent)} (uid {uid}) under setpriv + bwrap, "
+        f"; as root, claude as {user} (uid {uid}) under setpriv + bwrap, "
         "no resource limits (no cgroup join); the scripted model replies one text block; "
         "two hives side by side, turns alternating, one warm-up turn each dropped"
     )
@@ -317,7 +317,7 @@ def bwrap_turn(ctx: Context) -> list[Row]:
 
 def _bare_sandbox(paths: HivePaths, agent: str, claude: str, samples: int) -> tuple[Latency, ...]:
     """``/bin/true`` under the agent's sandbox, and bare, alternating."""
-    user = pwd.getpwnam(system_user(agent))
+    user = pwd.getpwnam(agent_user(paths, agent))
     system = (*SYSTEM_RO, *(link for link, _ in SYSTEM_LINKS))
     iso = Isolation(
         agent=agent,
@@ -347,8 +347,8 @@ def _open_home(parent: Path, agent: str) -> Iterator[Path]:
     try:
         yield home
     finally:
+        remove_user(HivePaths(home), agent)  # before the home (and its hive id) goes
         shutil.rmtree(home, ignore_errors=True)
-        remove_user(agent)
 
 
 def _owner(path: Path) -> int:

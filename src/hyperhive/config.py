@@ -201,7 +201,11 @@ class HiveConfig(_Strict):
     claude_bin: str | None = None
     default_model: str | None = None
     env_passthrough: list[str] = Field(
-        default_factory=lambda: ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"]
+        default_factory=lambda: [
+            "ANTHROPIC_API_KEY",
+            "CLAUDE_CODE_OAUTH_TOKEN",  # a Claude subscription (`claude setup-token`)
+            "ANTHROPIC_BASE_URL",
+        ]
     )
     max_frame_bytes: int = Field(default=1 << 20, ge=1024)
     max_body_bytes: int = Field(default=64 << 10, ge=64)

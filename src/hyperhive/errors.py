@@ -23,7 +23,8 @@ non-zero, HTTP maps them to a status, MCP tools return an error result.
     │   └── CycleRefused
     ├── ConfigError               a bad config file (file, line, what)
     ├── StorageError              the disk said no (full, read-only, corrupt)
-    └── Unavailable               the peer (coordinator, host) is not there
+    ├── Unavailable               the peer (coordinator, host) is not there
+    └── InternalError             a bug: what failed and the exception's text
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ __all__ = [
     "CycleRefused",
     "FrameTooLarge",
     "HiveError",
+    "InternalError",
     "InvalidName",
     "InvalidRequest",
     "LimitExceeded",
@@ -151,6 +153,12 @@ class StorageError(HiveError):
 
 class Unavailable(HiveError):
     code = "unavailable"
+
+
+class InternalError(HiveError):
+    """An unexpected exception, reported with what failed and its text (never bare)."""
+
+    code = "internal_error"
 
 
 def _all_subclasses(cls: type[HiveError]) -> list[type[HiveError]]:

@@ -3,14 +3,17 @@
 Two processes, not one: a coordinator restart interrupts no turn, and a host
 crash costs its turns (they are redelivered) but never the coordinator's
 state. The host is restarted after 2 s, with the delay doubling (to a
-minute) while it keeps dying quickly. The first Ctrl-C stops the host
-gracefully (every agent finishes its turn), then the coordinator; a second
-one kills at once.
+minute) while it keeps dying quickly. The first Ctrl-C (or SIGTERM, or the
+terminal's SIGHUP) stops the host gracefully (every agent finishes its turn),
+then the coordinator; a second one kills at once.
+
+Both children die with ``up`` even when it is SIGKILLed (see ``lifeline``),
+and a home already held by a running hive is refused before anything starts
+(see ``homelock``). A failure while starting stops what was started.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
@@ -25,9 +28,20 @@ from anyio.abc import Process
 
 from hyperhive.client import call_once
 from hyperhive.config import HiveConfig, HivePaths
-from hyperhive.errors import HiveError
+from hyperhive.core.dashboard.frontdoor import (
+    announce_lines,
+    await_record,
+    read_token,
+    token_required,
+)
+from hyperhive.credentials import LOGIN_REMEDY
+from hyperhive.errors import ConfigError, HiveError
+from hyperhive.fdlimit import check_fd_limit
+from hyperhive.homelock import refuse_if_held
+from hyperhive.lifeline import SUPERVISOR_ENV
 from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import OpAgentsReq, OpSpawnReq
+from hyperhive.sysusers import home_problem
 from hyperhive.unixsock import is_listening
 
 __all__ = ["Supervisor"]
@@ -47,6 +61,7 @@ class Supervisor:
         self.hive = hive
         self.say = say
         self.stopping = False
+        self.procs: dict[str, Process] = {}
 
     def _argv(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "hyperhive", "--home", str(self.home), *args]
@@ -60,42 +75,67 @@ class Supervisor:
                 stdout=log_file,
                 stderr=log_file,
                 start_new_session=True,
+                env={**os.environ, SUPERVISOR_ENV: str(os.getpid())},
             )
 
+    def preflight(self) -> None:
+        """Refuse before anything is created or started: a held or unreachable home."""
+        problem = home_problem(self.home, self.hive.runtime)
+        if problem is not None:
+            raise ConfigError(problem)
+        refuse_if_held(self.paths)
+
     async def run(self) -> None:
+        self.preflight()
         self.say(f"hyperhive: home {self.home}")
-        coordinator = await self._start("coordinator", "serve")
-        with anyio.fail_after(30):
-            while not is_listening(self.paths.host_sock):
-                if coordinator.returncode is not None:
-                    raise HiveError(
-                        f"the coordinator exited with {coordinator.returncode}; "
-                        f"see {self.paths.logs / 'coordinator.log'}"
-                    )
-                await anyio.sleep(0.05)
-        await self._ensure_root()
-        self._announce()
-        self.procs: dict[str, Process] = {"coordinator": coordinator}
+        try:
+            await self._start_coordinator()
+            await self._ensure_root()
+        except BaseException:
+            # Nothing is left running after a failed start (it would hold the home).
+            with anyio.CancelScope(shield=True):
+                await self._stop_coordinator()
+            raise
+        await self._announce(self.procs["coordinator"].pid)
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._keep, "coordinator", "serve")
             tg.start_soon(self._keep, "host", "host")
             tg.start_soon(self._report_agents)
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                async for _ in signals:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as sigs:
+                async for _ in sigs:
                     break
                 self.say("stopping: agents finish their turns (Ctrl-C again to kill)")
                 self.stopping = True
                 async with anyio.create_task_group() as stop:
-                    stop.start_soon(self._stop_host, signals)
+                    stop.start_soon(self._stop_host, sigs)
                 tg.cancel_scope.cancel()
-        coordinator = self.procs["coordinator"]
-        if coordinator.returncode is None:
-            coordinator.send_signal(signal.SIGTERM)
-            with anyio.move_on_after(20):
-                await coordinator.wait()
-            if coordinator.returncode is None:
-                coordinator.kill()
+        await self._stop_coordinator()
         self.say("hyperhive stopped")
+
+    async def _start_coordinator(self) -> None:
+        coordinator = self.procs["coordinator"] = await self._start("coordinator", "serve")
+        log_path = self.paths.logs / "coordinator.log"
+        with anyio.fail_after(30):
+            while not is_listening(self.paths.host_sock):
+                if coordinator.returncode is not None:
+                    last = _last_line(log_path)
+                    raise HiveError(
+                        f"the coordinator exited with {coordinator.returncode}"
+                        + (f": {last}" if last else "")
+                        + f" (see {log_path})"
+                    )
+                await anyio.sleep(0.05)
+
+    async def _stop_coordinator(self) -> None:
+        coordinator = self.procs.get("coordinator")
+        if coordinator is None or coordinator.returncode is not None:
+            return
+        coordinator.send_signal(signal.SIGTERM)
+        with anyio.move_on_after(20):
+            await coordinator.wait()
+        if coordinator.returncode is None:
+            coordinator.kill()
+            await coordinator.wait()
 
     async def _ensure_root(self) -> None:
         root = self.hive.root_agent
@@ -108,16 +148,18 @@ class Supervisor:
         await call_once(self.paths.host_sock, OpSpawnReq(cmd="spawn", name=root, config=config))
         self.say(f"spawned the root manager {root!r}")
 
-    def _announce(self) -> None:
-        try:
-            url = json.loads((self.paths.run / "dashboard.json").read_text())["url"]
-        except (OSError, ValueError, KeyError):
-            url = "(not serving)"
-        self.say(f"dashboard: {url}")
-        if self.hive.dashboard_auth == "token":
-            self.say(
-                f"           log in with the operator token in {self.paths.run / 'dashboard-token'}"
-            )
+    async def _announce(self, coordinator_pid: int) -> None:
+        run = self.paths.run
+        record = await await_record(run, coordinator_pid)
+        required = token_required(self.hive.dashboard_auth, self.hive.bind)
+        token = read_token(run) if required else None
+        for line in announce_lines(record, token, run, time.time()):
+            self.say(line)
+        # The children inherit this process's hard limit: say now if the hive outgrows it.
+        agents: Any = await call_once(self.paths.host_sock, OpAgentsReq(cmd="agents"))
+        fd_problem = check_fd_limit(len(agents))
+        if fd_problem is not None:
+            self.say(f"warning:   {fd_problem}")
         self.say(f"logs:      {self.paths.logs}/coordinator.log, host.log, agents/<name>.log")
 
     async def _keep(self, name: str, *args: str) -> None:
@@ -160,7 +202,7 @@ class Supervisor:
             tg.cancel_scope.cancel()
 
     async def _report_agents(self) -> None:
-        seen: dict[str, bool] = {}
+        seen: dict[str, str] = {}
         while True:
             try:
                 agents: Any = await call_once(
@@ -169,8 +211,24 @@ class Supervisor:
             except HiveError:
                 agents = []
             for a in agents:
-                if seen.get(a["name"]) != a["running"]:
-                    seen[a["name"]] = a["running"]
+                if a.get("needs_login") and a["running"]:
+                    state = f"needs login: {LOGIN_REMEDY}"
+                else:
                     state = "up" if a["running"] else "down"
+                if seen.get(a["name"]) != state:
+                    if seen.get(a["name"], "").startswith("needs login") and a["running"]:
+                        state = "up (logged in)"
+                    seen[a["name"]] = state
                     self.say(f"agent {a['name']}: {state}")
             await anyio.sleep(1.0)
+
+
+def _last_line(path: Path) -> str:
+    """The last non-empty line of a log (why a child exited, usually)."""
+    try:
+        with path.open("rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 4096))
+            lines = [ln for ln in f.read().decode(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:500] if lines else ""

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from hyperhive.config import AgentConfig, McpServer
 from hyperhive.core.dashboard.views import compact_rule, perms_preview, thread_messages, tree_rows
 from hyperhive.errors import InvalidRequest
 from hyperhive.permissions import ToolGroup, builtin_tools_arg
@@ -59,10 +60,14 @@ def test_thread_messages_nests_replies_and_orders_by_activity() -> None:
 
 
 def test_perms_preview_matches_permissions_and_refuses_in_words() -> None:
-    got = perms_preview(["messaging", " WEB_TOOLS "], ["read_host_journal"], {"x": ["*"]})
+    cfg = AgentConfig(mcp_servers={"x": McpServer(command="x", allowed_tools=["*"])})
+    got = perms_preview(["messaging", " WEB_TOOLS "], ["read_host_journal"], cfg)
     assert got["tools_arg"] == builtin_tools_arg([ToolGroup.MESSAGING, ToolGroup.WEB_TOOLS])
     assert "mcp__x__*" in got["allowed_tools_arg"]
     assert "get_host_journal" in got["allowed_tools_arg"]
+    # bash comes with execution only, exactly as the agent's turns get it.
+    assert "mcp__bash__" not in got["allowed_tools_arg"]
+    assert "mcp__bash__run" in perms_preview(["execution"], [], cfg)["allowed_tools_arg"]
     with pytest.raises(InvalidRequest, match="known groups"):
         perms_preview(["nope"])
     with pytest.raises(InvalidRequest, match="at least one tool group"):

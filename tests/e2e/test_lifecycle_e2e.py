@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from hyperhive.config import AgentConfig
+from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.permissions import ToolGroup
 from hyperhive.sysusers import remove_user, traversal_problem
 from tests.support.hive import agent_env, op_call, operator, running_hive, seed_home
@@ -114,8 +114,8 @@ def open_home() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="hh-e2e-", dir="/tmp"))
     path.chmod(0o755)
     yield path
+    remove_user(HivePaths(path), "alice")  # before the home (and its hive id) goes
     subprocess.run(["rm", "-rf", str(path)], check=False)
-    remove_user("alice")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="per-agent users need root (CI runs as root)")

@@ -15,7 +15,11 @@ from typing import Any
 
 import pytest
 
+from hyperhive.config import HivePaths
+from hyperhive.homelock import holder
 from tests.support.hive import hivectl_env
+from tests.support.model_server import ModelServer, text, tool_call
+from tests.support.procs import hivectl, process_gone, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -23,12 +27,12 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 class Up:
     """A running ``hivectl up`` whose output lines are collected as they come."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, env: dict[str, str] | None = None) -> None:
         self.home = home
         self.lines: list[str] = []
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "hyperhive", "--home", str(home), "up"],
-            env=hivectl_env(home),
+            env=env or hivectl_env(home),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -76,21 +80,48 @@ class Up:
         return json.loads(out.stdout) if out.returncode == 0 else []
 
 
-@pytest.fixture
-def up(tmp_path: Path, claude_bin: Path) -> Iterator[Up]:
-    (tmp_path / "hive.toml").write_text(
+def _hive_toml(home: Path, claude_bin: Path) -> None:
+    (home / "hive.toml").write_text(
         f'claude_bin = "{claude_bin}"\nruntime = "unsandboxed"\ndashboard_port = 0\n'
     )
+
+
+def _finish(running: Up) -> None:
+    if running.proc.poll() is None:
+        os.killpg(running.proc.pid, signal.SIGKILL)
+        running.proc.wait()
+    running._reader.join(timeout=5)
+    if running.proc.stdout is not None:
+        running.proc.stdout.close()
+    # Whatever a test left behind (it asserts on these itself): never leak a hive.
+    for pid in (_coordinator_pid(running.home), _host_pid(running.home)):
+        if pid and pid > 0 and not process_gone(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def up(tmp_path: Path, claude_bin: Path) -> Iterator[Up]:
+    _hive_toml(tmp_path, claude_bin)
     running = Up(tmp_path)
     try:
         yield running
     finally:
-        if running.proc.poll() is None:
-            os.killpg(running.proc.pid, signal.SIGKILL)
-            running.proc.wait()
-        running._reader.join(timeout=5)
-        if running.proc.stdout is not None:
-            running.proc.stdout.close()
+        _finish(running)
+
+
+def _coordinator_pid(home: Path) -> int | None:
+    """The live ``hivectl serve`` of ``home``, found by its command line (not by its lock)."""
+    want = ["--home", str(home), "serve"]
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
+        except OSError:
+            continue
+        if argv[-3:] == want and "hyperhive" in argv and not process_gone(int(entry.name)):
+            return int(entry.name)
+    return None
 
 
 def _host_pid(home: Path) -> int | None:
@@ -122,3 +153,109 @@ def test_up_starts_everything_restarts_a_dead_host_and_stops_cleanly(up: Up) -> 
     assert not (up.home / "run" / "host.sock").exists()
     with pytest.raises(ProcessLookupError):
         os.kill(second_host, 0)
+
+
+def _running(up: Up) -> tuple[int, int]:
+    """(coordinator pid, host pid) once the hive's root agent is up."""
+    up.wait_for(lambda: up.saw("agent queen: up"))
+    return up.wait_for(lambda: _coordinator_pid(up.home)), up.wait_for(lambda: _host_pid(up.home))
+
+
+def test_children_die_with_up_even_when_it_is_killed(up: Up, claude_bin: Path) -> None:
+    coordinator, host = _running(up)
+    os.kill(up.proc.pid, signal.SIGKILL)  # no chance to stop anything itself
+    up.proc.wait()
+    wait_until(lambda: process_gone(coordinator), 30, "coordinator gone after up's death")
+    wait_until(lambda: process_gone(host), 60, "host gone after up's death")
+    # The home is free again: a new up starts a fresh hive on it.
+    again = Up(up.home)
+    try:
+        assert _running(again)[0] != coordinator
+    finally:
+        _finish(again)
+
+
+def test_a_closed_terminal_stops_the_hive(up: Up) -> None:
+    coordinator, host = _running(up)
+    up.proc.send_signal(signal.SIGHUP)
+    assert up.proc.wait(timeout=60) == 0, up.lines
+    assert process_gone(coordinator) and process_gone(host)
+
+
+def test_a_held_home_is_refused_naming_the_holder(up: Up) -> None:
+    coordinator, host = _running(up)
+    assert holder(HivePaths(up.home), "coordinator") == coordinator
+    second = hivectl(up.home, "--home", str(up.home), "up", check=False)
+    assert second.returncode != 0
+    assert "already in use" in second.stderr and f"pid {coordinator}" in second.stderr
+    assert "hyperhive: home" not in second.stdout  # refused before starting anything
+    serve = hivectl(up.home, "--home", str(up.home), "serve", check=False)
+    assert serve.returncode != 0 and f"coordinator runs as pid {coordinator}" in serve.stderr
+    host_again = hivectl(up.home, "--home", str(up.home), "host", check=False)
+    assert host_again.returncode != 0 and f"host runs as pid {host}" in host_again.stderr
+    # The running hive is untouched.
+    assert not process_gone(coordinator) and not process_gone(host)
+    assert any(a["name"] == "queen" and a["running"] for a in up.agents())
+
+
+def test_a_failed_start_leaves_nothing_running(tmp_path: Path, claude_bin: Path) -> None:
+    _hive_toml(tmp_path, claude_bin)
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "queen").write_text("a file where the root agent's directory goes")
+    failed = Up(tmp_path)
+    try:
+        assert failed.proc.wait(timeout=90) != 0
+        failed._reader.join(timeout=5)
+        out = "\n".join(failed.lines)
+        # What failed, the exception's text and where the log is; not a bare name.
+        assert "internal error in 'spawn': NotADirectoryError: [Errno 20]" in out, out
+        assert f"{tmp_path / 'logs' / 'coordinator.log'}" in out
+        assert _coordinator_pid(tmp_path) is None, out  # no coordinator left running
+        assert holder(HivePaths(tmp_path), "coordinator") is None  # nobody holds the home
+        assert not (tmp_path / "run" / "host.sock").exists()
+    finally:
+        _finish(failed)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="agent users (and so traversal) need root")
+def test_a_home_agent_users_cannot_reach_is_refused_before_anything(tmp_path: Path) -> None:
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    closed.chmod(0o700)
+    home = closed / "hive"
+    out = hivectl(tmp_path, "--home", str(home), "up", check=False)
+    assert out.returncode != 0
+    assert f"{closed} is not traversable by other users" in out.stderr, out.stderr
+    assert not home.exists()  # nothing created, so nothing started
+
+
+def test_the_console_says_needs_login_and_login_resumes_the_agent(
+    tmp_path: Path, claude_bin: Path, model_server: ModelServer
+) -> None:
+    model_server.set_script(
+        [tool_call("mcp__hyperhive__send", {"to": "operator", "body": "hello"}), text("done")]
+    )
+    _hive_toml(tmp_path, claude_bin)
+    env = hivectl_env(tmp_path)
+    for key in ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"):
+        env.pop(key, None)
+    env["ANTHROPIC_BASE_URL"] = model_server.url  # passed through to the agents
+    running = Up(tmp_path, env)
+    try:
+        running.wait_for(lambda: running.saw("agent queen: up"))
+        hivectl(tmp_path, "send", "queen", "are you there?")
+        running.wait_for(lambda: running.saw("agent queen: needs login"))
+        assert running.saw("hivectl login") and running.saw("CLAUDE_CODE_OAUTH_TOKEN")
+        login = subprocess.run(
+            [sys.executable, "-m", "hyperhive", "--home", str(tmp_path), "login"],
+            input="test-key\n",
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert login.returncode == 0, login.stderr
+        running.wait_for(lambda: running.saw("agent queen: up (logged in)"), within=60)
+        assert model_server.main_requests[0].headers.get("x-api-key") == "test-key"
+    finally:
+        _finish(running)

@@ -17,9 +17,8 @@ import pytest
 from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.config import AgentConfig, HivePaths, ResourceLimits, load_hive_config
 from hyperhive.core.coordinator import Coordinator
-from hyperhive.names import system_user
 from hyperhive.permissions import Capability
-from hyperhive.sysusers import remove_user
+from hyperhive.sysusers import agent_user, remove_user
 from tests.support.hive import seed_home
 
 pytestmark = [
@@ -34,9 +33,9 @@ def home() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="hh-iso-", dir="/tmp"))
     path.chmod(0o755)
     yield path
-    subprocess.run(["rm", "-rf", str(path)], check=False)
     for agent in ("alpha", "beta", "lim"):
-        remove_user(agent)
+        remove_user(HivePaths(path), agent)  # before the home (and its hive id) goes
+    subprocess.run(["rm", "-rf", str(path)], check=False)
 
 
 @asynccontextmanager
@@ -110,7 +109,7 @@ print(os.getuid(), results)
 """
         code, out = await run_in(alpha, script)
         assert code == 0, out
-        uid = pwd.getpwnam(system_user("alpha")).pw_uid
+        uid = pwd.getpwnam(agent_user(coord.paths, "alpha")).pw_uid
         assert out.startswith(f"{uid} ")
         for name in targets:
             assert f"'{name}': 'FileNotFoundError'" in out, out  # not even in its world
@@ -213,5 +212,5 @@ print(r.returncode, r.stderr.strip())
         applied = coord.registry.config("beta")
         assert applied.model == "sonnet" and applied.subagent_model == "haiku"
         # The coordinator's git ran as beta in beta's repo, never as root.
-        assert repo.stat().st_uid == pwd.getpwnam(system_user("beta")).pw_uid
+        assert repo.stat().st_uid == pwd.getpwnam(agent_user(coord.paths, "beta")).pw_uid
         tg.cancel_scope.cancel()

@@ -39,8 +39,8 @@ from hyperhive.client import RpcClient, connect
 from hyperhive.config import AgentConfig, HivePaths, load_hive_config
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.errors import HiveError
-from hyperhive.names import system_user
 from hyperhive.permissions import ToolGroup
+from hyperhive.sysusers import agent_user
 from tests.support.hive import agent_call, agent_env, coordinator, op_call, operator, seed_home
 from tests.support.model_server import ModelServer
 from tests.support.stores import read_hive_sync
@@ -176,9 +176,9 @@ ACTIVE = (ATTACKER, "benign")
 """The agents the host runs in a live hive; the rest are stopped so their rows hold still."""
 
 
-def _give(path: Path, agent: str) -> None:
+def _give(paths: HivePaths, path: Path, agent: str) -> None:
     try:
-        entry = pwd.getpwnam(system_user(agent))
+        entry = pwd.getpwnam(agent_user(paths, agent))
     except KeyError:
         return  # unsandboxed: no per-agent users
     for p in (path.parent, path):
@@ -207,7 +207,7 @@ async def live_hive(
             for name in TOPOLOGY:
                 if name not in ACTIVE:
                     await op_call(op, "agent_kill", agent=name)
-    _give(HivePaths(home).agent_state("victim") / "notes.md", "victim")
+    _give(HivePaths(home), HivePaths(home).agent_state("victim") / "notes.md", "victim")
 
     paths = HivePaths(home)
     hive = load_hive_config(home, {})

@@ -54,9 +54,9 @@ def home() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="hh-sec-", dir="/tmp"))
     path.chmod(0o755)
     yield path
-    subprocess.run(["rm", "-rf", str(path)], check=False)
     for agent in TOPOLOGY:
-        remove_user(agent)
+        remove_user(HivePaths(path), agent)  # before the home (and its hive id) goes
+    subprocess.run(["rm", "-rf", str(path)], check=False)
 
 
 async def run_in(rt: AgentRuntime, script: str, *args: str) -> Any:

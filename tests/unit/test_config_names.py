@@ -35,8 +35,16 @@ def test_agent_names() -> None:
     for reserved in RESERVED_NAMES:
         with pytest.raises(InvalidName, match="reserved|must"):
             validate_agent_name(reserved)
-    assert system_user("alice") == "hh-alice"
-    assert len(system_user("x" * AGENT_NAME_MAX)) == 32
+    assert system_user("a1b2c3", "alice") == "hh-a1b2c3-alice"
+    assert system_user("a1b2c3", "alice") != system_user("zzzzzz", "alice")
+    longest = system_user("a1b2c3", "x" * AGENT_NAME_MAX)
+    assert len(longest) == 32 and longest.startswith("hh-a1b2c3-xxx")
+    # Cut names keep a hash of the whole name: two long names never share a user.
+    twins = {system_user("a1b2c3", "x" * 20 + suffix) for suffix in ("-one", "-two", "-tre")}
+    assert len(twins) == 3 and all(len(u) <= 32 for u in twins)
+    assert system_user("a1b2c3", "x" * 22) == "hh-a1b2c3-" + "x" * 22  # fits: kept whole
+    with pytest.raises(InvalidName):
+        system_user("../etc", "alice")
 
 
 def test_task_names() -> None:
@@ -113,7 +121,11 @@ def test_hive_config(tmp_path: Path) -> None:
     cfg = load_hive_config(tmp_path, {"HIVE_REMIND_MAX_PENDING_PER_AGENT": "7"})
     assert cfg.root_agent == "ruth" and cfg.runtime == "unsandboxed"
     assert cfg.remind_max_pending == 7
-    assert cfg.env_passthrough == ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"]
+    assert cfg.env_passthrough == [
+        "ANTHROPIC_API_KEY",
+        "CLAUDE_CODE_OAUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+    ]
     (tmp_path / "hive.toml").write_text('runtime = "docker"\n')
     with pytest.raises(ConfigError, match=r"hive.toml:1: runtime"):
         load_hive_config(tmp_path, {})

@@ -12,7 +12,6 @@ import logging
 from pathlib import Path
 
 from hyperhive.config import ResourceLimits
-from hyperhive.names import system_user
 
 __all__ = ["CGROUP_ROOT", "prepare_cgroups"]
 
@@ -35,8 +34,13 @@ def prepare_cgroups(
     limits: ResourceLimits,
     root: Path = CGROUP_ROOT,
     proc_cgroup: Path = Path("/proc/self/cgroup"),
+    *,
+    unit: str,
 ) -> tuple[tuple[Path, ...], list[str]]:
-    """Create the agent's cgroups and write its limits: (dirs to join, problems)."""
+    """Create the agent's cgroups (named ``unit``, its system user) and write its limits.
+
+    Returns (dirs to join, problems).
+    """
     wanted: list[tuple[str, str, str]] = []
     if limits.memory_mb is not None:
         wanted.append(("memory", "memory.limit_in_bytes", str(limits.memory_mb << 20)))
@@ -55,7 +59,7 @@ def prepare_cgroups(
         if own is None:
             problems.append(f"{controller}: no cgroup v1 {controller} controller here")
             continue
-        path = root / controller / own.lstrip("/") / system_user(agent)
+        path = root / controller / own.lstrip("/") / unit
         try:
             path.mkdir(exist_ok=True)
             if controller == "cpu":

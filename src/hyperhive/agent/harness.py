@@ -8,6 +8,8 @@
    the bus.
 3. Ack the messages that woke the turn only if it ended cleanly; otherwise
    start a new incarnation (after a backoff) so they are delivered again.
+   "Not logged in" is no failure to retry: the agent takes no turns until
+   its credentials change (``hivectl login``) or it is restarted.
 4. Above the watermark, or when a compact was requested: a notes-checkpoint
    turn, then ``/compact``.
 5. A fence (graceful stop) ends the loop after the current turn.
@@ -46,6 +48,7 @@ from hyperhive.agent.stream import (
 )
 from hyperhive.atomic import atomic_write_text
 from hyperhive.client import RpcClient, connect
+from hyperhive.credentials import LOGIN_REMEDY, fingerprint
 from hyperhive.errors import HiveError, Unavailable
 from hyperhive.framing import FrameDecoder
 from hyperhive.protocol import AttachReq, FenceReq, TurnEndReq, WaitReq, WaitResult, parse_result
@@ -59,6 +62,7 @@ WAIT_SECONDS = 60.0
 MAX_STREAM_LINE = 64 << 20
 BACKOFF = (1.0, 2.0, 5.0, 15.0, 60.0)
 RECONNECT_SECONDS = 0.5
+LOGIN_POLL_SECONDS = 1.0
 CHECKPOINT_PROMPT = (
     "Your context window is nearly full and will be compacted right after this turn. "
     "Write everything you must not forget (open work, decisions, who is waiting on what) "
@@ -283,6 +287,8 @@ class _Loop:
             if woke.messages or woke.todos_changed:
                 outcome = await self._turn(rpc, woke)
                 if outcome is None:
+                    if rt.stopping.is_set():
+                        return  # stopped during a backoff: its mail redelivers next time
                     continue
                 compact_now = compact_now or outcome
             if compact_now:
@@ -312,21 +318,53 @@ class _Loop:
                 cost_usd=report.total_cost_usd,
             ),
         )
-        if not clean:
+        if report.outcome == "needs_login":
+            await self._await_login()
+        elif not clean:
             self.failures += 1
             delay = BACKOFF[min(self.failures, len(BACKOFF)) - 1]
             log.warning(
                 "%s: turn ended %s; redelivering after %.0fs", rt.name, report.outcome, delay
             )
             rt.bus.set_state("idle")
+            # A graceful stop cuts the backoff short; only a live claude turn is waited for.
             with anyio.move_on_after(delay):
                 await rt.stopping.wait()
-            await rpc.call(AttachReq(cmd="attach"))  # unacked mail comes back
+        if not clean:
+            if not rt.stopping.is_set():
+                # Unacked mail comes back. Not after a stop: attaching would unfence
+                # the inbox and start another turn of a hive that is stopping.
+                await rpc.call(AttachReq(cmd="attach"))
             return None
         self.failures = 0
         return bool(end.get("compact_pending")) or (
             report.context_usage >= rt.hive.compact_watermark
         )
+
+    async def _await_login(self) -> None:
+        """No credentials: take no turns until they change, or the agent is stopped.
+
+        Retrying cannot help (claude fails the same way at once), and a loop of
+        failed turns only hides the cause; the operator sees ``needs login``.
+        """
+        rt = self.rt
+        home = rt.paths.agent_home(rt.name)
+        before = fingerprint(rt.paths, home)
+        log.warning(
+            "%s: not logged in; no turns until credentials change: %s", rt.name, LOGIN_REMEDY
+        )
+        rt.needs_login = True
+        rt.bus.set_state("idle")
+        rt.bus.emit("needs_login", remedy=LOGIN_REMEDY)
+        try:
+            while fingerprint(rt.paths, home) == before and not rt.stopping.is_set():
+                with anyio.move_on_after(LOGIN_POLL_SECONDS):
+                    await rt.stopping.wait()
+        finally:
+            rt.needs_login = False
+        if not rt.stopping.is_set():
+            log.info("%s: credentials changed; taking turns again", rt.name)
+            self.failures = 0
 
     async def _compact(self, rpc: RpcClient) -> None:
         rt = self.rt

@@ -38,6 +38,7 @@ from hyperhive.protocol import (
     SendReq,
     SetStatusReq,
 )
+from hyperhive.protocol.agent import REMIND_MAX_BYTES
 
 __all__ = ["hyperhive_tools"]
 
@@ -74,7 +75,10 @@ class CancelArgs(_Args):
 
 
 class RemindArgs(_Args):
-    message: str = Field(description="What to remind yourself of.")
+    message: str = Field(
+        description=f"What to remind yourself of; at most {REMIND_MAX_BYTES // 1024} KiB "
+        "(UTF-8). Keep longer notes in a file and remind yourself of its path."
+    )
     delay_seconds: float | None = Field(default=None, ge=0)
     at_unix_timestamp: float | None = Field(default=None, ge=0)
 
@@ -356,7 +360,14 @@ def hyperhive_tools() -> list[ToolSpec]:
             _cancel,
             i,
         ),
-        ToolSpec("remind", "Schedule a reminder into your own inbox.", RemindArgs, _remind, i),
+        ToolSpec(
+            "remind",
+            "Schedule a reminder into your own inbox "
+            f"(a message of at most {REMIND_MAX_BYTES // 1024} KiB).",
+            RemindArgs,
+            _remind,
+            i,
+        ),
         ToolSpec(
             "set_status",
             "Set your one-line status shown on the dashboard.",

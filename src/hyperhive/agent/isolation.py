@@ -18,7 +18,7 @@ import hyperhive
 from hyperhive.agent.bwrap import SYSTEM_LINKS, SYSTEM_RO, Isolation
 from hyperhive.agent.cgroups import prepare_cgroups
 from hyperhive.errors import ConfigError
-from hyperhive.sysusers import chown_tree, ensure_user, traversal_problem
+from hyperhive.sysusers import agent_user, chown_tree, ensure_user, traversal_problem
 
 if TYPE_CHECKING:
     from hyperhive.agent.runtime import AgentRuntime
@@ -82,7 +82,7 @@ def build_isolation(rt: AgentRuntime) -> tuple[Isolation, list[str]]:
     notes: list[str] = []
     own = [rt.state_dir, rt.paths.agent_home(rt.name), rt.paths.agent_work(rt.name)]
     problem = traversal_problem(rt.state_dir)
-    ids = ensure_user(rt.name, rt.paths.agent_home(rt.name))
+    ids = ensure_user(rt.paths, rt.name)
     if ids is None:
         notes.append(
             "not root: agents run as the host's own user (still inside bubblewrap), "
@@ -119,7 +119,9 @@ def build_isolation(rt: AgentRuntime) -> tuple[Isolation, list[str]]:
             rw.append(repo)
             if ids is not None:
                 grant_repo(repo, ids[0])
-    cgroups, problems = prepare_cgroups(rt.name, rt.config.limits)
+    cgroups, problems = prepare_cgroups(
+        rt.name, rt.config.limits, unit=agent_user(rt.paths, rt.name)
+    )
     notes.extend(f"limit not applied: {p}" for p in problems)
     existing = frozenset(
         p for p in (*SYSTEM_RO, *(link for link, _ in SYSTEM_LINKS)) if os.path.lexists(p)

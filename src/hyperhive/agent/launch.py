@@ -35,13 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from hyperhive.config import SUBAGENT_SERVER, AgentConfig, McpServer
+from hyperhive.effective import turn_servers, turn_tool_args
 from hyperhive.errors import ConfigError
 from hyperhive.permissions import (
     BASH_SERVER,
     HYPERHIVE_SERVER,
     Capability,
     ToolGroup,
-    allowed_tools_arg,
     builtin_tools_arg,
 )
 
@@ -140,15 +140,8 @@ def _bearer(token: str) -> dict[str, str]:
 
 
 def harness_servers(spec: LaunchSpec) -> dict[str, McpServer]:
-    """The agent's extra servers a turn gets: enabled ones, ``bash`` only with ``execution``.
-
-    ``bash`` is dropped rather than left for the server-side gate to refuse:
-    tools that can never succeed only cost context and invite failed calls.
-    """
-    servers = spec.config.servers()
-    if ToolGroup.EXECUTION not in spec.groups:
-        servers.pop(BASH_SERVER, None)
-    return servers
+    """The agent's extra servers a turn gets (:func:`hyperhive.effective.turn_servers`)."""
+    return turn_servers(spec.config, spec.groups)
 
 
 def subagent_servers(config: AgentConfig) -> dict[str, McpServer]:
@@ -206,19 +199,16 @@ def mcp_config(spec: LaunchSpec) -> dict[str, Any]:
     return {"mcpServers": servers}
 
 
-def _extra_allowed(servers: Mapping[str, McpServer]) -> dict[str, list[str]]:
-    return {name: list(s.allowed_tools) for name, s in servers.items() if s.allowed_tools}
-
-
 def harness_argv(spec: LaunchSpec) -> list[str]:
     """The argv of a harness turn; the prompt goes to stdin (see the module notes)."""
+    args = turn_tool_args(spec.config, spec.groups, spec.capabilities)
     argv = [
         spec.claude_bin,
         *_STREAM_FLAGS,
         "--tools",
-        builtin_tools_arg(spec.groups),
+        args.tools,
         "--allowedTools",
-        allowed_tools_arg(spec.groups, spec.capabilities, _extra_allowed(harness_servers(spec))),
+        args.allowed_tools,
         "--mcp-config",
         str(spec.mcp_config_file),
         "--strict-mcp-config",

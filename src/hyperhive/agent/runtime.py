@@ -22,6 +22,7 @@ from hyperhive.agent.isolation import build_isolation
 from hyperhive.agent.sandbox import AgentSandbox
 from hyperhive.client import RpcClient
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths
+from hyperhive.credentials import effective_env
 from hyperhive.errors import Unavailable
 from hyperhive.permissions import CAPABILITIES_ENV, TOOL_GROUPS_ENV, Capability, ToolGroup
 
@@ -53,6 +54,7 @@ class AgentRuntime:
     done: anyio.Event = field(default_factory=anyio.Event)
     base_url: str = ""
     claude_pid: int | None = None  # the turn's claude, while one runs
+    needs_login: bool = False  # held: no turns until its credentials change
     # The host's claude slots, shared by all its agents (unlimited when run alone).
     admission: Admission = field(default_factory=Admission)
     # Per-agent services the host runs beside the harness, while the agent is active.
@@ -111,7 +113,8 @@ class AgentRuntime:
         A subagent gets no socket: the socket *is* the agent's identity at the
         coordinator, and a subagent must not act as its parent there.
         """
-        passthrough = {k: os.environ[k] for k in self.hive.env_passthrough if k in os.environ}
+        # Read per sandbox (so per turn): `hivectl login` needs no restart.
+        passthrough = effective_env(self.paths, os.environ, self.hive.env_passthrough)
         isolation = self.isolation
         if isolation is not None and not agent_socket:
             isolation = replace(isolation, sockets=())

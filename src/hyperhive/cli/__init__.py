@@ -4,7 +4,15 @@ Every read command takes ``--json`` (stable shapes, documented in
 ``docs/cli-json.md``); errors are one line on stderr and a non-zero exit.
 """
 
-from hyperhive.cli import agents, approvals, choom, messages, run  # noqa: F401  (register commands)
+from hyperhive.cli import (  # noqa: F401  (register commands)
+    agents,
+    approvals,
+    choom,
+    dashboard,
+    login,
+    messages,
+    run,
+)
 from hyperhive.cli.base import main
 
 __all__ = ["main"]

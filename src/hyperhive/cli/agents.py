@@ -10,6 +10,7 @@ import click
 
 from hyperhive.cli.base import _Ctx, _emit, json_option, main, pass_ctx
 from hyperhive.config import AgentConfig, load_agent_config
+from hyperhive.credentials import LOGIN_REMEDY
 from hyperhive.protocol import (
     OpAgentsReq,
     OpCompactReq,
@@ -40,10 +41,13 @@ def agents_list(obj: _Ctx, as_json: bool) -> None:
     def human(rows: list[dict[str, Any]]) -> None:
         for a in rows:
             state = "running" if a["running"] else "stopped"
+            turn = "needs login" if a.get("needs_login") else a["turn_state"]
             click.echo(
                 f"{a['name']:20} parent={a['parent'] or '-':12} {state:8} "
-                f"{a['turn_state']:10} {a['status_text']}"
+                f"{turn:11} {a['status_text']}"
             )
+        if any(a.get("needs_login") for a in rows):
+            click.echo(f"needs login: {LOGIN_REMEDY}")
 
     _emit(data, as_json, human)
 
@@ -61,7 +65,8 @@ def agents_tree(obj: _Ctx, as_json: bool) -> None:
         def walk(name: str, depth: int) -> None:
             a = rows[name]
             mark = "●" if a["running"] else "○"
-            click.echo(f"{'  ' * depth}{mark} {name}  {a['turn_state']}  {a['status_text']}")
+            turn = "needs login" if a.get("needs_login") else a["turn_state"]
+            click.echo(f"{'  ' * depth}{mark} {name}  {turn}  {a['status_text']}")
             for child in sorted(n for n, r in rows.items() if r["parent"] == name):
                 walk(child, depth + 1)
 

@@ -46,13 +46,25 @@ def approvals_list(obj: _Ctx, show_all: bool, as_json: bool) -> None:
 @json_option
 @pass_ctx
 def approvals_show(obj: _Ctx, approval_id: int, as_json: bool) -> None:
-    """One approval with the proposed config diff."""
+    """One approval: the proposed config diff and what approving gives the agent."""
     data = obj.call(OpApprovalShowReq(cmd="approval_show", approval_id=approval_id))
 
     def human(a: dict[str, Any]) -> None:
         click.echo(f"#{a['id']} [{a['state']}] {a['kind']} {a['subject']} (by {a['requester']})")
         if a.get("diff"):
             click.echo(a["diff"])
+        effective = a.get("effective")
+        if effective:
+            click.echo(f"approving gives {effective['agent']}:")
+            click.echo(f"  parent          {effective['parent'] or '(none: a root agent)'}")
+            click.echo(f"  tool groups     {', '.join(effective['tool_groups'])}")
+            click.echo(f"  capabilities    {', '.join(effective['capabilities']) or '(none)'}")
+            click.echo(f"  MCP servers     {', '.join(effective['mcp_servers'])}")
+            click.echo(f"  --tools         {effective['tools_arg']}")
+            click.echo(f"  --allowedTools  {effective['allowed_tools_arg']}")
+            click.echo("  agent.toml, defaults filled in:")
+            for line in effective["toml"].splitlines():
+                click.echo(f"    {line}")
 
     _emit(data, as_json, human)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from hyperhive.config import (
     HivePaths,
     resolve_home,
 )
-from hyperhive.errors import HiveError
+from hyperhive.errors import HiveError, InternalError
 
 __all__ = ["main"]
 
@@ -42,14 +43,58 @@ pass_ctx = click.make_pass_decorator(_Ctx)
 
 
 class _Group(click.Group):
-    """Turns a ``HiveError`` into one clear line and exit code 1."""
+    """Turns any error into clear lines (what failed, why, where the log is) and exit 1."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except InternalError as exc:
+            click.echo(f"hivectl: {exc.message}", err=True)
+            obj = ctx.find_object(_Ctx)
+            log_file = obj.paths.logs / "coordinator.log" if obj is not None else None
+            if log_file is not None and log_file.exists():
+                click.echo(f"hivectl: the coordinator's log is {log_file}", err=True)
+            else:
+                click.echo(
+                    "hivectl: the coordinator's log is its stderr (`hivectl serve`)", err=True
+                )
+            sys.exit(1)
         except HiveError as exc:
             click.echo(f"hivectl: {exc.message}", err=True)
             sys.exit(1)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            # Never a bare exception name: what failed, its text, and the traceback's file.
+            command = ctx.invoked_subcommand or "hivectl"
+            where = _save_traceback(ctx.find_object(_Ctx))
+            click.echo(
+                f"hivectl: internal error in `{command}`: {type(exc).__name__}: {exc}", err=True
+            )
+            click.echo(f"hivectl: the traceback is in {where}", err=True)
+            sys.exit(1)
+
+
+def _save_traceback(obj: _Ctx | None) -> Path:
+    """Append the current exception's traceback to ``logs/hivectl.log`` (else a temp file)."""
+    import tempfile
+    import time
+    import traceback
+
+    text = f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {sys.argv}\n{traceback.format_exc()}"
+    if obj is not None:
+        path = obj.paths.logs / "hivectl.log"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a") as f:
+                f.write(text)
+            return path
+        except OSError:
+            pass
+    fd, name = tempfile.mkstemp(prefix="hivectl-", suffix=".log")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return Path(name)
 
 
 def _emit(data: JsonValue, as_json: bool, human: Callable[[Any], None]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -20,6 +21,8 @@ from hyperhive.cli.base import (
     pass_ctx,
 )
 from hyperhive.config import load_hive_config
+from hyperhive.errors import ConfigError
+from hyperhive.lifeline import die_with_supervisor
 from hyperhive.permissions import Capability, ToolGroup, allowed_tools_arg, builtin_tools_arg
 from hyperhive.protocol import (
     OpStatusReq,
@@ -34,17 +37,21 @@ def serve(obj: _Ctx, no_dashboard: bool) -> None:
     from functools import partial
 
     from hyperhive.core.coordinator import Coordinator
+    from hyperhive.homelock import HomeLock
 
-    _setup_logging()
-    config = load_hive_config(obj.home)
+    die_with_supervisor()
+    hive = load_hive_config(obj.home)
+    refuse_unreachable_home(obj.home, hive.runtime)
+    with HomeLock(obj.paths, "coordinator"):
+        _setup_logging()
 
-    async def serve_hive() -> None:
-        # Opened in the loop that serves (a PostgreSQL pool belongs to it), and
-        # before the task group, so a refused store is one clear error.
-        coordinator = await Coordinator.open(obj.paths, config)
-        await _until_signalled(partial(coordinator.run, dashboard=not no_dashboard))
+        async def serve_hive() -> None:
+            # Opened in the loop that serves (a PostgreSQL pool belongs to it), and
+            # before the task group, so a refused store is one clear error.
+            coordinator = await Coordinator.open(obj.paths, hive)
+            await _until_signalled(partial(coordinator.run, dashboard=not no_dashboard))
 
-    anyio.run(serve_hive)
+        anyio.run(serve_hive)
 
 
 @main.command()
@@ -59,7 +66,15 @@ def up(obj: _Ctx) -> None:
     from hyperhive.supervisor import Supervisor
 
     hive = load_hive_config(obj.home)
-    anyio.run(Supervisor(obj.home, hive, click.echo).run)
+    anyio.run(Supervisor(obj.home, hive, _say).run)
+
+
+def _say(line: str) -> None:
+    """Print to the console; a closed terminal (SIGHUP) must not stop the shutdown."""
+    try:
+        click.echo(line)
+    except OSError:
+        pass
 
 
 @main.command()
@@ -71,9 +86,14 @@ def host(obj: _Ctx) -> None:
     a second signal kills their claude processes at once.
     """
     from hyperhive.agent.host import AgentHost
+    from hyperhive.homelock import HomeLock
 
+    die_with_supervisor()
+    hive = load_hive_config(obj.home)
+    refuse_unreachable_home(obj.home, hive.runtime)
+    lock = HomeLock(obj.paths, "host").acquire()
     _setup_logging()
-    agent_host = AgentHost(obj.paths, load_hive_config(obj.home))
+    agent_host = AgentHost(obj.paths, hive)
 
     async def run() -> None:
         async with anyio.create_task_group() as tg:
@@ -93,7 +113,18 @@ def host(obj: _Ctx) -> None:
                     stopping.cancel_scope.cancel()
             tg.cancel_scope.cancel()
 
-    anyio.run(run)
+    try:
+        anyio.run(run)
+    finally:
+        lock.release()
+
+
+def refuse_unreachable_home(home: Path, runtime: str) -> None:
+    from hyperhive.sysusers import home_problem
+
+    problem = home_problem(home, runtime)
+    if problem is not None:
+        raise ConfigError(problem)
 
 
 @main.command()

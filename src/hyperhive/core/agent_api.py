@@ -52,6 +52,7 @@ from hyperhive.protocol import (
     WaitReq,
     WakeReq,
 )
+from hyperhive.protocol.agent import REMIND_MAX_BYTES
 
 if TYPE_CHECKING:
     from hyperhive.core.coordinator import Coordinator
@@ -107,6 +108,7 @@ class AgentApi:
     async def _ask_operator(self, req: AskOperatorReq) -> dict[str, int]:
         self.c.broker.check_body(req.question)
         qid, mid = await self.c.loose_ends.ask_operator(self.name, req.question)
+        self.c.bus.emit("question", question_id=qid, state="open", asker=self.name)
         return {"question_id": qid, "message_id": mid}
 
     # ---- harness -----------------------------------------------------------
@@ -154,6 +156,13 @@ class AgentApi:
     # ---- inbox -------------------------------------------------------------
 
     async def _remind(self, req: RemindReq) -> dict[str, Any]:
+        size = len(req.message.encode("utf-8"))
+        if size > REMIND_MAX_BYTES:
+            raise LimitExceeded(
+                f"a reminder is at most {REMIND_MAX_BYTES} bytes ({REMIND_MAX_BYTES // 1024} KiB) "
+                f"of UTF-8; this one is {size}: keep the detail in a file under your state "
+                "directory and remind yourself of its path"
+            )
         now = time.time()
         due = now + req.delay_seconds if req.delay_seconds is not None else req.at_unix_timestamp
         assert due is not None
@@ -203,6 +212,8 @@ class AgentApi:
         done = await self.c.loose_ends.cancel(req.kind, req.row_id)
         if req.kind == "reminder":
             self.c.scheduler.poke()
+        if done and req.kind in ("approval", "question"):  # the operator's waiting count
+            self.c.bus.emit(req.kind, **{f"{req.kind}_id": req.row_id}, state="cancelled")
         return {"cancelled": done}
 
     # ---- meta --------------------------------------------------------------

@@ -19,6 +19,7 @@ from hyperhive import topology
 from hyperhive.atomic import atomic_write_text
 from hyperhive.config import AgentConfig, dump_agent_config, parse_agent_config
 from hyperhive.core.meta import AGENT_TOML
+from hyperhive.effective import effective_config
 from hyperhive.errors import Conflict, HiveError, NotFound, PermissionDenied
 from hyperhive.names import OPERATOR, validate_agent_name
 from hyperhive.protocol import ApprovalResolved, ConfigReady, Rebuilt, Spawned
@@ -138,6 +139,13 @@ class Approvals:
                     f"proposed/{agent}.toml",
                 )
             )
+            # What approving makes of the agent, not just the text it was asked with.
+            if row.kind == "init_config":
+                parent = None if row.requester == OPERATOR else row.requester
+            else:
+                parent = self.c.topology().get(agent)
+            config = parse_agent_config(payload["config"], f"approval/{agent}.toml")
+            view["effective"] = effective_config(agent, parent, config).as_json()
         view["payload"] = payload
         return view
 

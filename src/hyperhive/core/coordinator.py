@@ -28,6 +28,7 @@ from hyperhive.core.registry import AgentRegistry
 from hyperhive.core.scheduler import Scheduler
 from hyperhive.core.sockets import Listeners, serve_unix
 from hyperhive.errors import ConfigError, Conflict, NotFound, Unavailable
+from hyperhive.fdlimit import check_fd_limit
 from hyperhive.names import OPERATOR, PARENT_SENTINEL, SYSTEM
 from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import (
@@ -105,6 +106,9 @@ class Coordinator:
         await anyio.to_thread.run_sync(self.meta.ensure)
         await anyio.to_thread.run_sync(self._seed_missing_proposed_repos)
         self.reconcile()
+        fd_problem = check_fd_limit(len(self.registry.known()))
+        if fd_problem is not None:
+            log.warning("%s", fd_problem)
         await anyio.to_thread.run_sync(self.meta.commit_meta, "reconcile on coordinator start")
         await self.store.agents.ensure(self.registry.known())
         try:
@@ -171,14 +175,14 @@ class Coordinator:
 
     def on_destroyed(self, name: str) -> None:
         self.hostlink.turns.pop(name, None)
-        remove_user(name)
+        remove_user(self.paths, name)
 
     async def open_agent_socket(self, name: str) -> None:
         """The agent's own socket; under bubblewrap it belongs to the agent's user."""
         assert self._listeners is not None
         owner = None
         if self.config.runtime == "bwrap":
-            owner = ensure_user(name, self.paths.agent_home(name))
+            owner = ensure_user(self.paths, name)
         await self._listeners.add(
             name,
             self.paths.agent_sock(name),

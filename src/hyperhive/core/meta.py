@@ -186,7 +186,7 @@ class MetaStore:
         path = self.paths.agent_config_repo(agent)
         owner = None
         if self.isolated:
-            owner = ensure_user(agent, self.paths.agent_home(agent))
+            owner = ensure_user(self.paths, agent)
             if owner is not None:
                 path.mkdir(parents=True, exist_ok=True)
                 chown_tree(path, *owner)

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from hyperhive import topology
 from hyperhive.core.agent_api import COMPACT_THRESHOLD
+from hyperhive.effective import turn_tool_args
 from hyperhive.errors import InvalidRequest, NotFound
 from hyperhive.names import OPERATOR, validate_agent_name
-from hyperhive.permissions import Capability, ToolGroup, allowed_tools_arg, builtin_tools_arg
+from hyperhive.permissions import Capability, ToolGroup
 from hyperhive.protocol import (
     OpAckReq,
     OpAgentsReq,
@@ -102,6 +103,8 @@ class OperatorApi:
             raise NotFound(f"no {req.kind} #{req.row_id}")
         done = await self.c.loose_ends.cancel(req.kind, req.row_id)
         self.c.scheduler.poke()
+        if done and req.kind in ("approval", "question"):  # the operator's waiting count
+            self.c.bus.emit(req.kind, **{f"{req.kind}_id": req.row_id}, state="cancelled")
         return {"cancelled": done}
 
     async def _questions(self, req: OpQuestionsReq) -> list[dict[str, object]]:
@@ -110,6 +113,7 @@ class OperatorApi:
     async def _answer_question(self, req: OpAnswerReq) -> dict[str, Any]:
         self.c.broker.check_body(req.answer)
         asker, msg_id = await self.c.loose_ends.answer_question(req.question_id, req.answer)
+        self.c.bus.emit("question", question_id=req.question_id, state="answered")
         return {"asker": asker, "message_id": msg_id}
 
     async def _spawn(self, req: OpSpawnReq) -> dict[str, Any]:
@@ -154,15 +158,14 @@ class OperatorApi:
 
     async def _agent_config(self, req: OpConfigReq) -> dict[str, Any]:
         cfg = self.c.registry.config(req.agent)
-        groups = list(cfg.tool_groups)
-        extra = {n: s.allowed_tools for n, s in cfg.servers().items() if s.allowed_tools}
+        args = turn_tool_args(cfg)  # exactly what its turns get (bash only with execution)
         return {
             "agent": req.agent,
             "config": cfg.model_dump(mode="json"),
-            "tool_groups": [g.value for g in groups],
+            "tool_groups": [g.value for g in cfg.tool_groups],
             "capabilities": [c.value for c in cfg.capabilities],
-            "tools_arg": builtin_tools_arg(groups),
-            "allowed_tools_arg": allowed_tools_arg(groups, list(cfg.capabilities), extra),
+            "tools_arg": args.tools,
+            "allowed_tools_arg": args.allowed_tools,
         }
 
     async def _perms_set(self, req: OpPermsSetReq) -> dict[str, Any]:

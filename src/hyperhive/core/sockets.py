@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from hyperhive.errors import HiveError
+from hyperhive.errors import HiveError, InternalError
 from hyperhive.framing import FrameDecoder
 from hyperhive.protocol import (
     Response,
@@ -60,6 +60,7 @@ async def _handle(
     line: bytes, union: Any, dispatch: Dispatch, writer: _Writer, slots: anyio.Semaphore
 ) -> None:
     rid: int | str | None = None
+    request: Any = None
     try:
         rid, request = decode_frame(union, line)
         response = ok_response(rid, await dispatch(request))
@@ -67,7 +68,14 @@ async def _handle(
         response = error_response(exc.request_id if exc.request_id is not None else rid, exc)
     except Exception as exc:  # a bug must answer, log, and spare the connection
         log.exception("internal error handling %r", line[:200])
-        response = error_response(rid, HiveError(f"internal error: {type(exc).__name__}"))
+        what = getattr(request, "cmd", None) if request is not None else None
+        response = error_response(
+            rid,
+            InternalError(
+                f"internal error{f' in {what!r}' if what else ''}: "
+                f"{type(exc).__name__}: {exc} (the coordinator's log has the traceback)"
+            ),
+        )
     finally:
         slots.release()
     await writer.send(response)

@@ -58,6 +58,11 @@ class TurnEndReq(_Req):
     cost_usd: float | None = None
 
 
+# A reminder is a note to self, stored until it fires (longer ones spill to a file
+# in the agent's state/): held to a stated size so an agent cannot park megabytes.
+REMIND_MAX_BYTES = 64 * 1024
+
+
 class RemindReq(_Req):
     cmd: Literal["remind"]
     message: str

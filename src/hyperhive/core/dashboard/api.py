@@ -219,9 +219,7 @@ async def perms(d: Dash, name: str) -> Json:
 async def perms_preview_route(d: Dash, name: str, groups: str = "", caps: str = "") -> Json:
     """What ``--tools`` / ``--allowedTools`` the toggled groups would give ``name``."""
     d.coord.require_agent(name)
-    cfg = d.coord.registry.config(name)
-    extra = {n: s.allowed_tools for n, s in cfg.servers().items() if s.allowed_tools}
-    return perms_preview(groups.split(","), caps.split(","), extra)
+    return perms_preview(groups.split(","), caps.split(","), d.coord.registry.config(name))
 
 
 @router.post("/agents/{name}/perms")
@@ -252,7 +250,8 @@ async def approvals(d: Dash, all: bool = False) -> list[Json]:
 
 @router.get("/approvals/{approval_id}")
 async def approval(d: Dash, approval_id: int) -> Json:
-    """One approval with the proposed config diff."""
+    """One approval: the config diff, and ``effective`` — parent, tool groups, the exact
+    ``--tools`` / ``--allowedTools`` and the agent.toml with defaults filled in."""
     result: Json = await d.ops.call("approval_show", approval_id=approval_id)
     return result
 

@@ -18,7 +18,8 @@ from fastapi.staticfiles import StaticFiles
 from hyperhive import __version__
 from hyperhive.core.dashboard import api, pages
 from hyperhive.core.dashboard.errors import hive_error_handler
-from hyperhive.core.dashboard.security import Guard, Security, ensure_token, is_loopback
+from hyperhive.core.dashboard.frontdoor import token_required
+from hyperhive.core.dashboard.security import Guard, Security, ensure_token
 from hyperhive.core.dashboard.state import HERE, Dashboard
 from hyperhive.errors import HiveError
 
@@ -29,14 +30,10 @@ __all__ = ["build_dashboard", "security_for"]
 
 
 def security_for(coord: Coordinator, require_token: bool | None = None) -> Security:
-    """The token is required unless ``dashboard_auth = "loopback"`` on a loopback bind.
-
-    Loopback alone proves nothing here: agents' sandboxes share the host's
-    network, so any agent process can reach a loopback port.
-    """
+    """The operator token, when :func:`.frontdoor.token_required` says so (or the caller)."""
     bind = coord.config.bind
     if require_token is None:
-        require_token = coord.config.dashboard_auth == "token" or not is_loopback(bind)
+        require_token = token_required(coord.config.dashboard_auth, bind)
     return Security(ensure_token(coord.paths.run) if require_token else None, bind)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Form, Request
@@ -17,6 +19,7 @@ from hyperhive.permissions import Capability, ToolGroup
 
 __all__ = ["router"]
 
+log = logging.getLogger(__name__)
 router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
 Dash = Annotated[Dashboard, Depends(dashboard)]
 
@@ -25,9 +28,26 @@ def _render(d: Dashboard, request: Request, name: str, **context: Any) -> Respon
     return d.templates.TemplateResponse(request, name, context)
 
 
+async def _waiting(d: Dashboard) -> dict[str, int]:
+    """What waits for the operator: pending approvals and open questions."""
+    approvals = len(await d.ops.call("approvals", pending_only=True))
+    questions = len(await d.ops.call("questions", open_only=True))
+    return {"approvals": approvals, "questions": questions, "total": approvals + questions}
+
+
+async def _page(d: Dashboard, request: Request, name: str, **context: Any) -> Response:
+    """A whole page: its nav carries the waiting count (the fragments do not)."""
+    return _render(d, request, name, waiting=await _waiting(d), **context)
+
+
+@router.get("/fragments/waiting")
+async def waiting_fragment(request: Request, d: Dash) -> Response:
+    return _render(d, request, "_waiting.html", waiting=await _waiting(d))
+
+
 @router.get("/")
 async def index(request: Request, d: Dash) -> Response:
-    return _render(d, request, "index.html", nav="tree", rows=tree_rows(await d.agents()))
+    return await _page(d, request, "index.html", nav="tree", rows=tree_rows(await d.agents()))
 
 
 @router.get("/fragments/tree")
@@ -45,7 +65,7 @@ async def _agent(d: Dashboard, name: str) -> dict[str, Any]:
 @router.get("/agents/{name}")
 async def agent_page(request: Request, d: Dash, name: str) -> Response:
     a = await _agent(d, name)
-    return _render(
+    return await _page(
         d,
         request,
         "agent.html",
@@ -69,7 +89,7 @@ async def agent_head_fragment(
 @router.get("/agents/{name}/permissions")
 async def permissions_page(request: Request, d: Dash, name: str) -> Response:
     a = await _agent(d, name)
-    return _render(
+    return await _page(
         d,
         request,
         "permissions.html",
@@ -95,7 +115,7 @@ async def _approvals_context(d: Dashboard) -> dict[str, Any]:
 
 @router.get("/approvals")
 async def approvals_page(request: Request, d: Dash) -> Response:
-    return _render(d, request, "approvals.html", nav="approvals", **await _approvals_context(d))
+    return await _page(d, request, "approvals.html", nav="approvals", **await _approvals_context(d))
 
 
 @router.get("/fragments/approvals")
@@ -116,7 +136,7 @@ async def _inbox_context(d: Dashboard) -> dict[str, Any]:
 
 @router.get("/inbox")
 async def inbox_page(request: Request, d: Dash) -> Response:
-    return _render(d, request, "inbox.html", nav="inbox", **await _inbox_context(d))
+    return await _page(d, request, "inbox.html", nav="inbox", **await _inbox_context(d))
 
 
 @router.get("/fragments/inbox")
@@ -127,11 +147,49 @@ async def inbox_fragment(request: Request, d: Dash) -> Response:
 # ---- login (only meaningful when a token is required) -----------------------------------
 
 
+def _logged_in(request: Request, token: str, target: str) -> Response:
+    response = RedirectResponse(safe_next(target), status_code=303)
+    response.set_cookie(
+        AUTH_COOKIE,
+        token,
+        httponly=True,
+        samesite="strict",
+        path="/",
+        secure=request.url.scheme == "https",
+    )
+    return response
+
+
+def _login_form(
+    d: Dashboard, request: Request, target: str, error: str | None, status: int = 200
+) -> Response:
+    response = _render(d, request, "login.html", next=safe_next(target), error=error)
+    response.status_code = status
+    # A refused link's code is still in the address bar: no Referer leaves the site with it
+    # ("no-referrer" would also make the form's POST carry Origin: null, refused as CSRF).
+    response.headers["referrer-policy"] = "same-origin"
+    response.headers["cache-control"] = "no-store"
+    return response
+
+
 @router.get("/login")
-async def login_page(request: Request, d: Dash, next: str = "/") -> Response:
-    if not d.security.required:
+async def login_page(
+    request: Request, d: Dash, next: str = "/", code: str | None = None
+) -> Response:
+    """The token form; with ``code`` (a one-click link) the code is exchanged for the cookie.
+
+    The answer to a good code is a redirect, so the code leaves the address bar.
+    """
+    if not d.security.required or d.codes is None or d.security.token is None:
         return RedirectResponse(safe_next(next), status_code=303)
-    return _render(d, request, "login.html", next=safe_next(next), error=None)
+    if code is None:
+        return _login_form(d, request, next, None)
+    refusal = d.codes.redeem(code, time.time())
+    if refusal is not None:
+        log.warning("a one-click log-in link was refused: %s", refusal.name.lower())
+        hint = " Run `hivectl dashboard` for a fresh link, or paste the operator token below."
+        return _login_form(d, request, next, refusal.value + hint, status=401)
+    return _logged_in(request, d.security.token, next)
 
 
 @router.post("/login")
@@ -144,21 +202,8 @@ async def login(
     if not d.security.required:
         return RedirectResponse(safe_next(next), status_code=303)
     if not d.security.valid(token.strip()):
-        response = _render(
-            d, request, "login.html", next=safe_next(next), error="That is not the operator token."
-        )
-        response.status_code = 401
-        return response
-    response = RedirectResponse(safe_next(next), status_code=303)
-    response.set_cookie(
-        AUTH_COOKIE,
-        token.strip(),
-        httponly=True,
-        samesite="strict",
-        path="/",
-        secure=request.url.scheme == "https",
-    )
-    return response
+        return _login_form(d, request, next, "That is not the operator token.", status=401)
+    return _logged_in(request, token.strip(), next)
 
 
 @router.post("/logout")

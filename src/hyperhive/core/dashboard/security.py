@@ -6,15 +6,15 @@ a loopback port proves nothing. ``dashboard_auth = "loopback"`` (for hives
 whose agents cannot reach loopback) trusts a loopback bind instead; then the
 ``Host`` header must name a loopback address (no DNS rebinding) and a POST
 carrying a foreign ``Origin`` is refused. With the token —
-as ``Authorization: Bearer`` or as the HttpOnly cookie the login form sets —
-and every cookie-authenticated POST must echo the ``hive_csrf`` cookie in an
+as ``Authorization: Bearer`` or as the HttpOnly cookie that the login form
+or a one-click log-in link (:mod:`.logincode`) sets — every
+cookie-authenticated POST must echo the ``hive_csrf`` cookie in an
 ``X-CSRF-Token`` header (double submit), on top of the origin check.
 """
 
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 import os
 import secrets
@@ -27,6 +27,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hyperhive.atomic import atomic_write_text
+from hyperhive.core.dashboard.frontdoor import TOKEN_FILE, is_loopback
 
 __all__ = [
     "AUTH_COOKIE",
@@ -42,19 +43,9 @@ __all__ = [
 AUTH_COOKIE = "hive_token"
 CSRF_COOKIE = "hive_csrf"
 CSRF_HEADER = "x-csrf-token"
-TOKEN_FILE = "dashboard-token"
 _PUBLIC = ("/login", "/static/", "/healthz")
 _UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-
-
-def is_loopback(bind: str) -> bool:
-    if bind == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(bind.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def ensure_token(run_dir: Path) -> str:

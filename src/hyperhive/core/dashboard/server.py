@@ -1,14 +1,16 @@
 """Serving the dashboard: bind (falling back to a free port), record the URL, run.
 
-The URL goes to ``run/dashboard.json`` so ``hivectl up`` can print it and
-several hives can run side by side without fighting over one port.
+The URL, and why the configured port was not used, go to
+``run/dashboard.json`` (:mod:`.frontdoor`) so ``hivectl up`` can print both
+and several hives can run side by side without fighting over one port.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
+import os
+import re
 import socket
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -17,8 +19,8 @@ import anyio
 import uvicorn
 from anyio.abc import TaskStatus
 
-from hyperhive.atomic import atomic_write_text
 from hyperhive.core.dashboard.app import build_dashboard
+from hyperhive.core.dashboard.frontdoor import DashboardRecord, write_record
 
 if TYPE_CHECKING:
     from hyperhive.core.coordinator import Coordinator
@@ -26,6 +28,25 @@ if TYPE_CHECKING:
 __all__ = ["serve_dashboard"]
 
 log = logging.getLogger(__name__)
+
+
+class _RedactCodes(logging.Filter):
+    """Keeps one-click log-in codes out of uvicorn's access log, whoever turns it on."""
+
+    _code = re.compile(r"(?<=code=)[^&\s\"]+")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                self._code.sub("[redacted]", a) if isinstance(a, str) else a for a in record.args
+            )
+        return True
+
+
+def _redact_access_log() -> None:
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, _RedactCodes) for f in access.filters):
+        access.addFilter(_RedactCodes())
 
 
 class _QuietServer(uvicorn.Server):
@@ -36,7 +57,8 @@ class _QuietServer(uvicorn.Server):
         yield
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def _bind(host: str, port: int) -> tuple[socket.socket, str | None]:
+    """The listening socket, and why ``port`` was not available (None: it was)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP explicitly so asyncio turns TCP_NODELAY on (no delayed-ACK stalls).
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -54,21 +76,32 @@ def _bind(host: str, port: int) -> socket.socket:
             exc.strerror,
         )
         sock.bind((host, 0))
+        sock.listen(128)
+        return sock, exc.strerror or str(exc)
     sock.listen(128)
-    return sock
+    return sock, None
 
 
 async def serve_dashboard(
     coord: Coordinator, *, task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED
 ) -> None:
     cfg = coord.config
-    sock = _bind(cfg.bind, cfg.dashboard_port)
+    sock, busy = _bind(cfg.bind, cfg.dashboard_port)
     port = sock.getsockname()[1]
     url = f"http://{cfg.bind}:{port}"
-    atomic_write_text(coord.paths.run / "dashboard.json", json.dumps({"url": url}), 0o600)
     app = build_dashboard(coord)
+    write_record(coord.paths.run, DashboardRecord(url, os.getpid(), cfg.dashboard_port, busy))
+    # No access log by default, and codes redacted from it if an operator turns it on:
+    # a one-click log-in link carries its code in the query string.
+    _redact_access_log()
     server = _QuietServer(
-        uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+        uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=2,
+        )
     )
     log.info("dashboard on %s", url)
     done = anyio.Event()

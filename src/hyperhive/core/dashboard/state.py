@@ -5,6 +5,7 @@ dashboard itself remembers (agents that crashed since it started).
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ from fastapi import Request
 from fastapi.templating import Jinja2Templates
 
 from hyperhive.core.dashboard.hostproxy import HostProxy
+from hyperhive.core.dashboard.logincode import LoginCodes
 from hyperhive.core.dashboard.ops import Ops
 from hyperhive.core.dashboard.security import Security
 
@@ -31,6 +33,7 @@ class Dashboard:
         self.ops = Ops(coord)
         self.proxy = HostProxy(coord.paths.run)
         self.security = security
+        self.codes = None if security.token is None else LoginCodes(security.token, time.time())
         self.templates = Jinja2Templates(directory=HERE / "templates")
         self.crashed: dict[str, str] = {}
         # Set when the server shuts down: every open event stream ends.

@@ -11,8 +11,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hyperhive.config import AgentConfig
+from hyperhive.effective import turn_tool_args
 from hyperhive.errors import InvalidRequest
-from hyperhive.permissions import Capability, ToolGroup, allowed_tools_arg, builtin_tools_arg
+from hyperhive.permissions import Capability, ToolGroup
 
 __all__ = [
     "Thread",
@@ -102,9 +104,11 @@ def thread_messages(messages: Iterable[Mapping[str, Any]]) -> list[Thread]:
 def perms_preview(
     groups: Iterable[str],
     capabilities: Iterable[str] = (),
-    extra_allowed: Mapping[str, Sequence[str]] | None = None,
+    config: AgentConfig | None = None,
 ) -> dict[str, Any]:
-    """The exact ``--tools`` / ``--allowedTools`` for toggled groups and capabilities.
+    """The exact ``--tools`` / ``--allowedTools`` an agent with ``config`` would get with the
+    toggled groups and capabilities (its own MCP servers included, ``bash`` only with
+    ``execution``, as :mod:`hyperhive.effective` decides for its turns).
 
     Refuses what ``perms_set`` refuses (unknown names, no group at all), in its words.
     """
@@ -116,11 +120,12 @@ def perms_preview(
     if not resolved:
         raise InvalidRequest("an agent needs at least one tool group")
     resolved = list(dict.fromkeys(resolved))
+    args = turn_tool_args(config or AgentConfig(), resolved, caps)
     return {
         "tool_groups": [g.value for g in resolved],
         "capabilities": [c.value for c in caps],
-        "tools_arg": builtin_tools_arg(resolved),
-        "allowed_tools_arg": allowed_tools_arg(resolved, caps, dict(extra_allowed or {})),
+        "tools_arg": args.tools,
+        "allowed_tools_arg": args.allowed_tools,
     }
 
 

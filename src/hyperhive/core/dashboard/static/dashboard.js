@@ -153,6 +153,8 @@ function connectHive() {
   source.addEventListener("hello", () => {
     if (dot) dot.classList.add("on");
     document.body.dataset.live = "1";
+    // (Re)connected: whatever changed while no stream was open is fetched once.
+    boxes.filter((b) => b.dataset.on.split(" ").includes("hello")).forEach(schedule);
   });
   for (const kind of kinds) {
     if (kind === "hello") continue;
