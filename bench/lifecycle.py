@@ -23,7 +23,6 @@ import json
 import os
 import pwd
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -58,6 +57,8 @@ from hyperhive.protocol import (
     OpSendReq,
     RequestInitConfigReq,
 )
+from hyperhive.store import Store
+from hyperhive.store.sqlite import SqliteStore
 from hyperhive.sysusers import agent_user, remove_user
 
 __all__ = ["bwrap_turn", "spawn_latency"]
@@ -139,7 +140,7 @@ def spawn_latency(ctx: Context) -> list[Row]:
 
 async def _spawns(paths: HivePaths, info: Mapping[str, Any], samples: int) -> _Spawns:
     out = _Spawns([], [], [])
-    db = sqlite3.connect(f"file:{paths.db}?mode=ro", uri=True, check_same_thread=False)
+    db = await SqliteStore.open(paths.db, readonly=True)
     try:
         async with (
             httpx.AsyncClient(timeout=None) as http,
@@ -167,7 +168,7 @@ async def _spawns(paths: HivePaths, info: Mapping[str, Any], samples: int) -> _S
                 await op.call(OpLifecycleReq(cmd="agent_kill", agent=target))
                 await _until_gone(http, info, target)
                 await anyio.sleep(SETTLE)
-                before = _incarnation(db, target)
+                before = await _incarnation(db, target)
                 took, _ = await _timed_attach(
                     db, target, before, op, OpLifecycleReq(cmd="agent_start", agent=target)
                 )
@@ -178,12 +179,12 @@ async def _spawns(paths: HivePaths, info: Mapping[str, Any], samples: int) -> _S
             if running != samples + 1:
                 raise RuntimeError(f"{running} children running, expected {samples + 1}")
     finally:
-        db.close()
+        await db.close()
     return out
 
 
 async def _timed_attach(
-    db: sqlite3.Connection, agent: str, after: int, op: RpcClient, request: Any
+    db: Store, agent: str, after: int, op: RpcClient, request: Any
 ) -> tuple[int, int]:
     """(request sent → ``agent``'s incarnation passed ``after``, request's own round trip)."""
     rpc_ns = 0
@@ -196,22 +197,22 @@ async def _timed_attach(
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(call)
-        seen = await anyio.to_thread.run_sync(_poll_attach, db, agent, after)
+        seen = await _poll_attach(db, agent, after)
     return seen - t0, rpc_ns
 
 
-def _poll_attach(db: sqlite3.Connection, agent: str, after: int) -> int:
+async def _poll_attach(db: Store, agent: str, after: int) -> int:
     deadline = time.monotonic() + 60
-    while _incarnation(db, agent) <= after:
+    while await _incarnation(db, agent) <= after:
         if time.monotonic() > deadline:
             raise RuntimeError(f"{agent} never attached (incarnation stayed {after})")
-        time.sleep(POLL)
+        await anyio.sleep(POLL)
     return perf_counter_ns()
 
 
-def _incarnation(db: sqlite3.Connection, agent: str) -> int:
-    row = db.execute("SELECT incarnation FROM agent_state WHERE name = ?", (agent,)).fetchone()
-    return 0 if row is None else int(row[0])
+async def _incarnation(db: Store, agent: str) -> int:
+    """The agent's incarnation, read through a read-only store beside the coordinator."""
+    return next((a.incarnation for a in await db.agents.all() if a.name == agent), 0)
 
 
 async def _until_gone(http: httpx.AsyncClient, info: Mapping[str, Any], agent: str) -> None:

@@ -33,7 +33,13 @@ class SqliteStore(Store):
 
     @classmethod
     async def open(cls, path: Path, *, readonly: bool = False) -> SqliteStore:
-        """Open and migrate; ``readonly`` reads beside a running coordinator, never writes."""
+        """Open and migrate.
+
+        ``readonly`` reads beside a running coordinator and never writes or
+        migrates; only pure reads work (``scan``, ``inbox``, ``all``, ``list``…),
+        and anything that writes, ``agents.get`` of a new agent included, raises
+        ``StorageError``.
+        """
         # Migrating can wait on a lock or write a lot: keep it off the event loop.
         return await asyncio.to_thread(lambda: cls(path, readonly=readonly))
 
