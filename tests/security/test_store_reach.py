@@ -29,7 +29,6 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="per-agent users need root (CI runs as root)"),
 ]
 
-# Distinctive: the system user it creates must not collide with parallel suites.
 AGENT = "pgthief"
 
 # Debian's python, no third-party modules: the probe speaks the wire protocol itself.
@@ -71,8 +70,8 @@ def home() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="hh-sec-pg-", dir="/tmp"))
     path.chmod(0o755)
     yield path
+    remove_user(HivePaths(path), AGENT)  # before the home (and its hive id) goes
     subprocess.run(["rm", "-rf", str(path)], check=False)
-    remove_user(AGENT)
 
 
 async def test_an_agent_cannot_reach_the_hive_database(home: Path, pg_cluster: PgCluster) -> None:
