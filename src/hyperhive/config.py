@@ -19,6 +19,7 @@ import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hyperhive.errors import ConfigError, InvalidName
+from hyperhive.forge.config import ForgeConfig
 from hyperhive.names import validate_agent_name
 from hyperhive.permissions import BASH_SERVER, Capability, ToolGroup
 from hyperhive.store.url import has_password, read_url_file
@@ -216,6 +217,8 @@ class HiveConfig(_Strict):
     # How many claude processes the agent host runs at once (turns, compactions,
     # subagents); unset = from the machine (hyperhive.agent.admission.default_slots).
     claude_slots: int | None = Field(default=None, ge=1)
+    # [forge]: the Forgejo/Gitea agents with the forge group work on (none: no forge).
+    forge: ForgeConfig | None = None
     # Where the hive's state lives: unset = SQLite at <home>/hive.db; a
     # postgresql:// URL for a hive that outgrows one machine. HIVE_STORE_URL wins.
     store: str | None = None

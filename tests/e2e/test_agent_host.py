@@ -113,8 +113,9 @@ async def test_operator_message_wakes_the_agent_which_replies(
         ToolGroup.AGENT_DEFAULT,
         ToolGroup.MANAGER_DEFAULT,
         (*ToolGroup.AGENT_DEFAULT, ToolGroup.WEB_TOOLS),
+        (*ToolGroup.AGENT_DEFAULT, ToolGroup.FORGE),
     ],
-    ids=["agent_default", "manager_default", "agent_default+web_tools"],
+    ids=["agent_default", "manager_default", "agent_default+web_tools", "agent_default+forge"],
 )
 async def test_the_model_is_offered_exactly_the_granted_tools(
     tmp_path: Path, model_server: ModelServer, claude_bin: Path, groups: tuple[ToolGroup, ...]
@@ -139,8 +140,9 @@ async def test_the_model_is_offered_exactly_the_granted_tools(
         assert {"send", "recv", "compact"} <= {
             t.removeprefix("mcp__hyperhive__") for t in hyperhive
         }
-        # Every hyperhive tool offered belongs to a granted group (or is always on).
-        assert {t.removeprefix("mcp__hyperhive__") for t in hyperhive} <= granted | {"compact"}
+        # Every hyperhive tool offered belongs to a granted group (or is always on), and
+        # every tool a granted group names is offered: served, not a name without a tool.
+        assert {t.removeprefix("mcp__hyperhive__") for t in hyperhive} == granted | {"compact"}
 
 
 @asynccontextmanager

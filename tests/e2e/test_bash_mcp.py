@@ -50,11 +50,13 @@ async def start_host(tg: TaskGroup, home: Path, host_id: str) -> tuple[AgentHost
 
 @asynccontextmanager
 async def coordinator_and_host(
-    home: Path, claude_bin: Path
+    home: Path, claude_bin: Path, extra_toml: str = ""
 ) -> AsyncIterator[tuple[AgentHost, CancelScope, TaskGroup]]:
     """Coordinator and one agent host; the task group lets a test start a second host."""
     # Unsandboxed: pytest's tmp dirs are 0700, unreachable to agent users.
-    (home / "hive.toml").write_text(f'claude_bin = "{claude_bin}"\nruntime = "unsandboxed"\n')
+    (home / "hive.toml").write_text(
+        f'claude_bin = "{claude_bin}"\nruntime = "unsandboxed"\n{extra_toml}'
+    )
     coord = Coordinator(HivePaths(home), load_hive_config(home, {}))
     async with anyio.create_task_group() as tg:
         await tg.start(coord.run)

@@ -38,8 +38,10 @@ from hyperhive.atomic import atomic_write_text
 from hyperhive.bash.mcp import bash_surface
 from hyperhive.client import RpcClient, connect
 from hyperhive.config import SUBAGENT_SERVER, HiveConfig, HivePaths
-from hyperhive.errors import HiveError, Unavailable
-from hyperhive.permissions import BASH_SERVER, HYPERHIVE_SERVER
+from hyperhive.errors import ConfigError, HiveError, Unavailable
+from hyperhive.forge.agent import AgentForge
+from hyperhive.forge.service import Forge
+from hyperhive.permissions import BASH_SERVER, HYPERHIVE_SERVER, ToolGroup
 from hyperhive.protocol import (
     ActivateCmd,
     DeactivateCmd,
@@ -101,12 +103,29 @@ class AgentHost:
         }
         self.app = build_app(self.surfaces, self.runtimes.get, self.operator_token)
         self.base_url = ""
+        self.forge: Forge | None = None
+        self.forge_problem: str | None = None
+        if self.hive.forge is not None:
+            try:
+                self.forge = Forge.from_config(self.hive.forge)
+            except ConfigError as exc:
+                # Refused, with the fix; the agents still run, create_repo says why it cannot.
+                self.forge_problem = f"the hive's forge is not usable: {exc.message}"
+                log.error("%s", self.forge_problem)
         self._link: RpcClient | None = None
         self._tg: TaskGroup | None = None
 
     # ---- lifespan -----------------------------------------------------------------
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        try:
+            await self._run(task_status)
+        finally:
+            if self.forge is not None:
+                with anyio.CancelScope(shield=True):
+                    await self.forge.aclose()
+
+    async def _run(self, task_status: TaskStatus[None]) -> None:
         async with anyio.create_task_group() as tg:
             self._tg = tg
             await tg.start(self._serve_http)
@@ -226,6 +245,11 @@ class AgentHost:
             admission=self.admission,
         )
         rt.base_url = self.base_url
+        if ToolGroup.FORGE in rt.groups:
+            if self.forge is not None:
+                rt.forge = AgentForge(self.forge, rt.name, rt.state_dir, owner=None)
+            else:
+                rt.forge_problem = self.forge_problem
         self.runtimes[rt.name] = rt
         assert self._tg is not None
         scope = anyio.CancelScope()

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hyperhive.agent.mcp_surface import ToolSpec
 from hyperhive.agent.runtime import AgentRuntime
+from hyperhive.forge.tool import create_repo_tool
 from hyperhive.permissions import Capability, ToolGroup
 from hyperhive.protocol import (
     AckUntilReq,
@@ -396,6 +397,7 @@ def hyperhive_tools() -> list[ToolSpec]:
             "cancel_schedule", "Cancel a schedule by id.", ScheduleIdArgs, _cancel_schedule, sc
         ),
         *_lifecycle_tools(),
+        create_repo_tool(),
         ToolSpec(
             "compact",
             "Ask for your context to be compacted after this turn (only above 66% usage).",

@@ -24,10 +24,12 @@ from hyperhive.client import RpcClient
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths
 from hyperhive.credentials import effective_env
 from hyperhive.errors import Unavailable
+from hyperhive.forge.identity import forge_env, git_credential_config
 from hyperhive.permissions import CAPABILITIES_ENV, TOOL_GROUPS_ENV, Capability, ToolGroup
 
 if TYPE_CHECKING:
     from hyperhive.bash.tasks import TaskManager
+    from hyperhive.forge.agent import AgentForge
     from hyperhive.subagent.session import SubagentManager
 
 __all__ = ["AgentRuntime"]
@@ -60,6 +62,9 @@ class AgentRuntime:
     # Per-agent services the host runs beside the harness, while the agent is active.
     bash_tasks: TaskManager | None = None
     subagents: SubagentManager | None = None
+    # Its forge identity (None: no forge group, or no forge on this host: forge_problem says).
+    forge: AgentForge | None = None
+    forge_problem: str | None = None
 
     def __post_init__(self) -> None:
         if not self.groups:
@@ -93,11 +98,6 @@ class AgentRuntime:
             CAPABILITIES_ENV: ",".join(c.value for c in self.capabilities),
             "HIVE_AGENT_SOCKET": str(self.paths.agent_sock(self.name)),
             "HYPERHIVE_STATE_DIR": str(self.state_dir),
-            # Its own and its descendants' config repos belong to other users; git
-            # inside the sandbox must still work on them, and sign as the agent.
-            "GIT_CONFIG_COUNT": "1",
-            "GIT_CONFIG_KEY_0": "safe.directory",
-            "GIT_CONFIG_VALUE_0": "*",
             "GIT_AUTHOR_NAME": self.name,
             "GIT_AUTHOR_EMAIL": f"{self.name}@hyperhive",
             "GIT_COMMITTER_NAME": self.name,
@@ -105,6 +105,17 @@ class AgentRuntime:
         }
         if self.parent:
             env["HIVE_PARENT"] = self.parent
+        # Its own and its descendants' config repos belong to other users; git
+        # inside the sandbox must still work on them, and sign as the agent.
+        git = [("safe.directory", "*")]
+        forge = self.hive.forge
+        if forge is not None and ToolGroup.FORGE in self.groups:
+            env.update(forge_env(forge, self.name))
+            git.extend(git_credential_config(forge))
+        env["GIT_CONFIG_COUNT"] = str(len(git))
+        for i, (key, value) in enumerate(git):
+            env[f"GIT_CONFIG_KEY_{i}"] = key
+            env[f"GIT_CONFIG_VALUE_{i}"] = value
         return env
 
     def sandbox(self, *, agent_socket: bool = True) -> AgentSandbox:

@@ -1,32 +1,45 @@
-"""What the host runs for an active agent beside its harness: bash tasks and subagents.
+"""What the host runs for an active agent beside its harness: tasks, subagents, forge.
 
 Both live exactly as long as the agent is active on this host, inside the
 host's structured concurrency: entered before the turn loop starts, left
 (killing their process groups) when it ends or is cancelled. Entering is
 also where a restart is noticed: tasks and subagents a previous host left
-running are marked ``interrupted`` and reported as todos.
+running are marked ``interrupted`` and reported as todos. An agent with the
+``forge`` group gets its forge identity and a notification poller here.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+
+import anyio
 
 from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.agent.todos import CoordinatorTodos
 from hyperhive.bash.tasks import TaskManager
+from hyperhive.errors import HiveError
+from hyperhive.forge.notify import NotificationPoller
 from hyperhive.permissions import BASH_SERVER
+from hyperhive.protocol import WakeReq
 from hyperhive.subagent.session import SubagentManager
 
 __all__ = ["SUBAGENT_SUBSYSTEM", "agent_services"]
 
 SUBAGENT_SUBSYSTEM = "subagent"
+FORGE_SENDER = "forge"
+
+log = logging.getLogger(__name__)
 
 
 @asynccontextmanager
 async def agent_services(rt: AgentRuntime) -> AsyncIterator[None]:
-    """Run ``rt``'s task manager and subagent manager for the block."""
+    """Run ``rt``'s task manager, subagent manager and forge poller for the block."""
     rt.prepare_dirs()  # first, so the state dir is made private before anything fills it
+    iso = rt.isolation
+    if rt.forge is not None and iso is not None and iso.uid is not None and iso.gid is not None:
+        rt.forge.owner = (iso.uid, iso.gid)  # its token file becomes the agent user's
     bash_todos = CoordinatorTodos(rt, BASH_SERVER)
     subagent_todos = CoordinatorTodos(rt, SUBAGENT_SUBSYSTEM)
     async with (
@@ -35,6 +48,28 @@ async def agent_services(rt: AgentRuntime) -> AsyncIterator[None]:
     ):
         rt.bash_tasks, rt.subagents = tasks, subagents
         try:
-            yield
+            async with anyio.create_task_group() as tg:
+                if rt.forge is not None:
+                    tg.start_soon(_forge, rt)
+                yield
+                tg.cancel_scope.cancel()
         finally:
             rt.bash_tasks = rt.subagents = None
+
+
+async def _forge(rt: AgentRuntime) -> None:
+    """Provision the agent's forge identity, then wake it for each forge notification."""
+    forge, hive_forge = rt.forge, rt.hive.forge
+    assert forge is not None and hive_forge is not None
+    try:
+        await forge.token()
+    except HiveError as exc:  # the poller retries with backoff; create_repo retries too
+        log.warning("%s: forge identity not provisioned yet: %s", rt.name, exc.message)
+
+    async def deliver(body: str) -> None:
+        await rt.call(WakeReq(cmd="wake", sender=FORGE_SENDER, body=body))
+
+    poller = NotificationPoller(
+        forge, deliver, interval=hive_forge.poll_seconds, backoff_max=hive_forge.poll_backoff_max
+    )
+    await poller.run()

@@ -1,4 +1,4 @@
-"""hivectl: Agents: list, tree, spawn, set-parent, lifecycle, logs, compact, permissions."""
+"""hivectl: Agents: list, tree, show, spawn, set-parent, lifecycle, logs, compact, permissions."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import click
 from hyperhive.cli.base import _Ctx, _emit, json_option, main, pass_ctx
 from hyperhive.config import AgentConfig, load_agent_config
 from hyperhive.credentials import LOGIN_REMEDY
+from hyperhive.forge.view import AgentForgeView
 from hyperhive.protocol import (
+    OpAgentForgeReq,
     OpAgentsReq,
     OpCompactReq,
     OpConfigReq,
@@ -48,6 +50,33 @@ def agents_list(obj: _Ctx, as_json: bool) -> None:
             )
         if any(a.get("needs_login") for a in rows):
             click.echo(f"needs login: {LOGIN_REMEDY}")
+
+    _emit(data, as_json, human)
+
+
+@agents.command("show")
+@click.argument("name")
+@json_option
+@pass_ctx
+def agents_show(obj: _Ctx, name: str, as_json: bool) -> None:
+    """One agent: parent, state, status, tool groups, and its forge user and repositories."""
+    rows = obj.call(OpAgentsReq(cmd="agents"))
+    assert isinstance(rows, list)
+    row = next((r for r in rows if isinstance(r, dict) and r["name"] == name), None)
+    if row is None:
+        raise click.ClickException(f"no agent named {name!r}; `hivectl agents list` shows the hive")
+    config = obj.call(OpConfigReq(cmd="agent_config", agent=name))
+    forge = obj.call(OpAgentForgeReq(cmd="agent_forge", agent=name))
+    data = {**row, "config": config, "forge": forge}
+
+    def human(d: dict[str, Any]) -> None:
+        state = "running" if d["running"] else "stopped"
+        click.echo(f"{d['name']}  parent={d['parent'] or '-'}  {state}  {d['turn_state']}")
+        if d["status_text"]:
+            click.echo(f"status: {d['status_text']}")
+        click.echo("tool groups: " + ", ".join(d["config"]["tool_groups"]))
+        for line in AgentForgeView.model_validate(d["forge"]).lines():
+            click.echo(line)
 
     _emit(data, as_json, human)
 

@@ -22,6 +22,8 @@ import anyio
 from hyperhive import topology
 from hyperhive.config import AgentConfig, dump_agent_config
 from hyperhive.errors import Conflict, PermissionDenied
+from hyperhive.forge.service import revoke_agent
+from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import ContainerCrash, Destroyed, Killed, Rebuilt
 
 if TYPE_CHECKING:
@@ -146,6 +148,7 @@ class Lifecycle:
                 f"{name} still has children ({', '.join(kids)}); destroy or reparent them first"
             )
         submitter = self.c.submitter_of(name)
+        applied = self.c.registry.configs.get(name)
         await self.c.hostlink.deactivate(name, graceful=False)
         self.c.close_agent_socket(name)
         self.c.registry.remove(name)
@@ -160,6 +163,10 @@ class Lifecycle:
             trash = None
         await self.c.store.agents.delete(name)
         self.c.on_destroyed(name)
+        if applied is not None and ToolGroup.FORGE in applied.tool_groups:
+            problem = await revoke_agent(self.c.config.forge, name)
+            if problem is not None:
+                log.error("destroying %s: its forge identity: %s", name, problem)
         if submitter is not None:
             await self.c.notify_agent(submitter, Destroyed(agent=name))
         self.c.bus.emit("topology", child=name, parent=None, destroyed=True)

@@ -13,10 +13,12 @@ from hyperhive import topology
 from hyperhive.core.agent_api import COMPACT_THRESHOLD
 from hyperhive.effective import turn_tool_args
 from hyperhive.errors import InvalidRequest, NotFound
+from hyperhive.forge.view import forge_view
 from hyperhive.names import OPERATOR, validate_agent_name
 from hyperhive.permissions import Capability, ToolGroup
 from hyperhive.protocol import (
     OpAckReq,
+    OpAgentForgeReq,
     OpAgentsReq,
     OpAnswerReq,
     OpApprovalShowReq,
@@ -79,6 +81,12 @@ class OperatorApi:
 
     async def _agents(self, req: OpAgentsReq) -> list[dict[str, Any]]:
         return await self.c.agents_view()
+
+    async def _agent_forge(self, req: OpAgentForgeReq) -> dict[str, Any]:
+        config = self.c.registry.config(req.agent)
+        granted = ToolGroup.FORGE in config.tool_groups
+        view = await forge_view(self.c.config.forge, req.agent, granted)
+        return view.model_dump()
 
     async def _topology(self, req: OpTopologyReq) -> dict[str, str | None]:
         return self.c.topology()

@@ -68,6 +68,7 @@ from hyperhive.protocol.events import (
 from hyperhive.protocol.host import (
     HostRequest,
     OpAckReq,
+    OpAgentForgeReq,
     OpAgentsReq,
     OpAnswerReq,
     OpApprovalShowReq,
@@ -159,6 +160,7 @@ __all__ = [
     "OpApprovalsReq",
     "OpCancelLooseEndReq",
     "OpCompactReq",
+    "OpAgentForgeReq",
     "OpConfigReq",
     "OpInboxReq",
     "OpLifecycleReq",

@@ -142,6 +142,13 @@ class OpConfigReq(_Req):
     agent: str
 
 
+class OpAgentForgeReq(_Req):
+    """An agent's forge user and repositories, for the operator."""
+
+    cmd: Literal["agent_forge"]
+    agent: str
+
+
 HostRequest = Annotated[
     OpSendReq
     | OpInboxReq
@@ -164,6 +171,7 @@ HostRequest = Annotated[
     | OpLogsReq
     | OpCompactReq
     | OpPermsSetReq
-    | OpConfigReq,
+    | OpConfigReq
+    | OpAgentForgeReq,
     Field(discriminator="cmd"),
 ]

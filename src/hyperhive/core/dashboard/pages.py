@@ -76,6 +76,7 @@ async def agent_page(request: Request, d: Dash, name: str) -> Response:
         box=await d.ops.call("messages", agent=name, limit=20),
         loose=await d.ops.call("get_loose_ends", agent=name),
         log=(await d.ops.call("logs", agent=name, lines=60))["lines"],
+        forge=await d.ops.call("agent_forge", agent=name),
     )
 
 

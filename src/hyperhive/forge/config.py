@@ -1,0 +1,79 @@
+"""The hive's forge: ``[forge]`` in ``hive.toml`` and the admin token it points at.
+
+Forgejo and Gitea speak the same v1 REST API; the hive needs an admin token
+for it (to create agents' users, their repositories and protections). The
+token lives in a file of its own, never in ``hive.toml``, and that file must
+be private to the hive's owner: a token anyone on the machine could read
+would hand every agent the forge.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from hyperhive.errors import ConfigError
+
+__all__ = ["ForgeConfig", "read_admin_token"]
+
+
+class ForgeConfig(BaseModel):
+    """``[forge]``: where the forge is and how the hive administers it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: str = Field(description="Base URL of the Forgejo/Gitea instance, e.g. https://git.example")
+    admin_token_file: Path = Field(description="File holding an admin token (mode 0600).")
+    org: str = "agents"
+    operator_team: str = "Owners"
+    user_prefix: str = ""
+    email_domain: str = "hyperhive.invalid"
+    poll_seconds: float = Field(default=30.0, gt=0)
+    poll_backoff_max: float = Field(default=300.0, gt=0)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, v: str) -> str:
+        if not re.match(r"https?://[^/]", v):
+            raise ValueError("url must start with http:// or https:// and name a host")
+        return v.rstrip("/")
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.url}/api/v1"
+
+    def username(self, agent: str) -> str:
+        """The forge user an agent acts as."""
+        return f"{self.user_prefix}{agent}"
+
+
+def read_admin_token(config: ForgeConfig) -> str:
+    """The admin token, refused unless its file is a regular file only its owner can read."""
+    path = config.admin_token_file
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise ConfigError(
+            f"[forge] admin_token_file {path} cannot be read ({exc.strerror or exc}); "
+            "create it with an admin token of the forge, mode 0600"
+        ) from exc
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(f"[forge] admin_token_file {path} is not a regular file")
+    if st.st_mode & 0o077:
+        raise ConfigError(
+            f"[forge] admin_token_file {path} is mode {oct(st.st_mode & 0o777)}, readable by "
+            f"others than its owner; fix it with: chmod 600 {path}"
+        )
+    if st.st_uid != os.geteuid():
+        raise ConfigError(
+            f"[forge] admin_token_file {path} belongs to uid {st.st_uid}, not to the hive's "
+            f"user (uid {os.geteuid()}); fix it with: chown {os.geteuid()} {path}"
+        )
+    token = path.read_text(encoding="utf-8").strip()
+    if not token:
+        raise ConfigError(f"[forge] admin_token_file {path} is empty; put the admin token in it")
+    return token

@@ -1,0 +1,126 @@
+"""An agent's forge token under bubblewrap: its own user reads it, no other agent can.
+
+Real per-agent system users (root only), the scripted Forgejo on loopback,
+and git inside each sandbox using the credential helper.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+
+from hyperhive.agent.runtime import AgentRuntime
+from hyperhive.config import AgentConfig, HivePaths, load_hive_config
+from hyperhive.core.coordinator import Coordinator
+from hyperhive.forge.agent import AgentForge
+from hyperhive.forge.identity import TOKEN_FILE
+from hyperhive.forge.service import Forge
+from hyperhive.permissions import ToolGroup
+from hyperhive.sysusers import remove_user
+from tests.support.forgejo_server import FakeForgejo
+from tests.support.hive import seed_home
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(os.geteuid() != 0, reason="per-agent users need root (CI runs as root)"),
+]
+
+OWNER, OTHER = "fgiso-owner", "fgiso-other"
+
+
+@pytest.fixture
+def home() -> Iterator[Path]:
+    """A hive home other users can traverse (pytest's tmp dirs are 0700)."""
+    path = Path(tempfile.mkdtemp(prefix="hh-forge-iso-", dir="/tmp"))
+    path.chmod(0o755)
+    yield path
+    for agent in (OWNER, OTHER):
+        remove_user(HivePaths(path), agent)  # before the home (and its hive id) goes
+    subprocess.run(["rm", "-rf", str(path)], check=False)
+
+
+@asynccontextmanager
+async def hive(home: Path, forgejo: FakeForgejo) -> AsyncIterator[Coordinator]:
+    token_file = home / "forge-admin-token"
+    token_file.write_text(forgejo.admin_token)
+    token_file.chmod(0o600)
+    groups = [*ToolGroup.AGENT_DEFAULT, ToolGroup.FORGE]
+    seed_home(
+        home,
+        {OWNER: AgentConfig(tool_groups=groups), OTHER: AgentConfig(tool_groups=groups)},
+        hive_toml=f'runtime = "bwrap"\n[forge]\nurl = "{forgejo.url}"\n'
+        f'admin_token_file = "{token_file}"\n',
+    )
+    coord = Coordinator(HivePaths(home), load_hive_config(home, {}))
+    async with anyio.create_task_group() as tg:
+        await tg.start(coord.run)
+        try:
+            yield coord
+        finally:
+            tg.cancel_scope.cancel()
+
+
+async def provisioned(coord: Coordinator, forge: Forge, name: str) -> AgentRuntime:
+    rt = AgentRuntime(
+        name=name,
+        config=coord.registry.config(name),
+        parent=None,
+        paths=coord.paths,
+        hive=coord.config,
+    )
+    rt.prepare_dirs()
+    iso = rt.isolation
+    assert iso is not None and iso.uid is not None and iso.gid is not None
+    rt.forge = AgentForge(forge, name, rt.state_dir, owner=(iso.uid, iso.gid))
+    await rt.forge.token()
+    return rt
+
+
+async def sh(rt: AgentRuntime, script: str) -> tuple[int, str]:
+    proc = await rt.sandbox().open_process(
+        ["/bin/sh", "-c", script], stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT
+    )
+    assert proc.stdout is not None
+    out = b""
+    async for chunk in proc.stdout:
+        out += chunk
+    return await proc.wait(), out.decode()
+
+
+async def test_only_the_agents_own_sandbox_can_use_its_forge_token(home: Path) -> None:
+    with FakeForgejo() as forgejo:
+        forgejo.add_org("agents")
+        async with hive(home, forgejo) as coord:
+            forge = Forge.from_config(coord.config.forge)  # type: ignore[arg-type]
+            try:
+                owner = await provisioned(coord, forge, OWNER)
+                other = await provisioned(coord, forge, OTHER)
+                assert owner.forge is not None
+                repo = await owner.forge.create_repo("secret-plans", "", private=True)
+            finally:
+                await forge.aclose()
+            token_path = owner.state_dir / TOKEN_FILE
+            st = token_path.stat()
+            assert st.st_mode & 0o777 == 0o600
+            assert st.st_uid == owner.isolation.uid  # type: ignore[union-attr]
+
+            # The owner's git reaches its private repository through the helper.
+            code, out = await sh(owner, f"git ls-remote {repo.clone_url}")
+            assert code == 0 and "refs/heads/main" in out, out
+
+            # Another agent can neither read the file nor use the owner's access.
+            code, out = await sh(other, f"cat {token_path}")
+            assert code != 0, out
+            assert forgejo.tokens_of(OWNER)[0].sha1 not in out
+            code, out = await sh(other, f"git ls-remote {repo.clone_url}")
+            assert code != 0, out
+            # Not even a host-side copy: the other agent's sandbox does not bind the dir.
+            code, out = await sh(other, f"ls {owner.state_dir}")
+            assert code != 0, out
