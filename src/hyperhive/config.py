@@ -31,6 +31,7 @@ from hyperhive.errors import ConfigError, InvalidName
 from hyperhive.forge.config import ForgeConfig
 from hyperhive.names import validate_agent_name
 from hyperhive.permissions import BASH_SERVER, Capability, ToolGroup
+from hyperhive.store.url import has_password, read_url_file
 
 __all__ = [
     "DEFAULT_MCP_SERVERS",
@@ -300,6 +301,9 @@ class HiveConfig(_Strict):
     # Where the hive's state lives: unset = SQLite at <home>/hive.db; a
     # postgresql:// URL for a hive that outgrows one machine. HIVE_STORE_URL wins.
     store: str | None = None
+    # A file (mode 0600, the coordinator's own) holding the store URL, so its
+    # password is in no file an agent user could read; relative to the hive home.
+    store_url_file: Path | None = None
 
     @field_validator("store")
     @classmethod
@@ -339,13 +343,34 @@ def load_hive_config(home: Path, env: Mapping[str, str] | None = None) -> HiveCo
             raise ConfigError(
                 f"HIVE_REMIND_MAX_PENDING_PER_AGENT={override!r} is not a whole number"
             ) from exc
+    if config.store and has_password(config.store) and _readable_by_others(path):
+        raise ConfigError(
+            "`store` carries the database password but hive.toml is readable by other "
+            "users (agents run as other users): move the URL into a store_url_file "
+            "(mode 0600), or chmod 600 hive.toml",
+            path=str(path),
+        )
+    if config.store and config.store_url_file is not None:
+        raise ConfigError("set `store` or `store_url_file`, not both", path=str(path))
     url = source.get(STORE_URL_ENV)
+    where = STORE_URL_ENV
+    if not url and config.store_url_file is not None:
+        url_file = home / config.store_url_file
+        url = read_url_file(url_file)
+        where = str(url_file)
     if url:
         try:
             config = HiveConfig.model_validate({**config.model_dump(), "store": url})
         except ValidationError as exc:
-            raise ConfigError(f"{STORE_URL_ENV}: {exc.errors()[0]['msg']}") from exc
+            raise ConfigError(f"{where}: {exc.errors()[0]['msg']}") from exc
     return config
+
+
+def _readable_by_others(path: Path) -> bool:
+    try:
+        return bool(path.stat().st_mode & 0o077)
+    except OSError:
+        return False
 
 
 SYSTEM_HOME = Path("/var/lib/hyperhive")

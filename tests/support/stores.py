@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Protocol
 
 import anyio
+import psycopg
 import pytest
 
 from hyperhive.config import HivePaths
 from hyperhive.store import Store
+from hyperhive.store.postgres import open_postgres
 from hyperhive.store.rows import (
     AgentState,
     ApprovalRow,
@@ -37,6 +39,7 @@ __all__ = [
     "Backend",
     "BackendFactory",
     "HiveRows",
+    "PostgresBackend",
     "SqliteBackend",
     "read_hive",
     "read_hive_sync",
@@ -77,10 +80,35 @@ async def sqlite_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Asyn
     yield SqliteBackend(tmp_path / "hive.db")
 
 
+class PostgresBackend:
+    name = "postgresql"
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    async def open(self) -> Store:
+        return await open_postgres(self.url)
+
+    def force_schema_version(self, version: int) -> None:
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(
+                "INSERT INTO schema_migrations(version, applied_at) VALUES (%s, 0)", (version,)
+            )
+
+
+@asynccontextmanager
+async def postgres_backend(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[Backend]:
+    """A fresh database of the session's cluster (``tests/support/postgres.py``)."""
+    yield PostgresBackend(request.getfixturevalue("pg_url"))
+
+
 BackendFactory = Callable[[pytest.FixtureRequest, Path], AbstractAsyncContextManager[Backend]]
 
 BACKENDS: dict[str, BackendFactory] = {
     "sqlite": sqlite_backend,
+    "postgresql": postgres_backend,
 }
 
 

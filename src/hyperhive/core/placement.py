@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import logging
 
+import stamina
+
 from hyperhive import topology
 from hyperhive.core.agent_state import AgentState
 from hyperhive.core.hostlink import HostLink
 from hyperhive.core.notices import Notices
 from hyperhive.core.registry import AgentRegistry
+from hyperhive.errors import Unavailable
 from hyperhive.protocol import ActivateCmd, ContainerCrash
 from hyperhive.topology import TopologyStore
 
@@ -53,16 +56,30 @@ class Placement:
 
     async def host_registered(self, host_id: str) -> None:
         """A host came (back): start every agent that should run and does not."""
-        desired = await self.agent_state.all_desired_running()
-        for name in sorted(self.registry.configs):
-            if name in desired and not self.hostlink.running(name):
-                await self.activate(name)
+        # The store may be away (a database restart, a failover): wait for it with
+        # jittered backoff rather than drop the host or take the coordinator down.
+        # Activating is idempotent, so a retry after a partial pass is safe.
+        async for attempt in stamina.retry_context(
+            on=Unavailable, attempts=None, timeout=None, wait_initial=0.5, wait_max=5.0
+        ):
+            with attempt:
+                try:
+                    desired = await self.agent_state.all_desired_running()
+                    for name in sorted(self.registry.configs):
+                        if name in desired and not self.hostlink.running(name):
+                            await self.activate(name)
+                except Unavailable as exc:
+                    log.warning("agent host %s: cannot activate agents yet: %s", host_id, exc)
+                    raise
 
     async def host_lost(self, agents: list[str]) -> None:
         # They come back when a host registers again (hivectl up restarts it).
         for agent in agents:
             self.crash_reasons[agent] = "its agent host died"
             log.warning("agent %s stopped with its host", agent)
-            await self.notices.notify_submitter(
-                agent, ContainerCrash(agent=agent, reason="its agent host died")
-            )
+            try:
+                await self.notices.notify_submitter(
+                    agent, ContainerCrash(agent=agent, reason="its agent host died")
+                )
+            except Unavailable as exc:  # the store is away: say so, stay up
+                log.warning("could not tell %s's submitter that it stopped: %s", agent, exc)

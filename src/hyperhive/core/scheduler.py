@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import logging
 import math
+import random
 import time
 
 import anyio
 
 from hyperhive.config import HivePaths
 from hyperhive.core.loose_ends import next_cron
-from hyperhive.errors import StorageError
+from hyperhive.errors import StorageError, Unavailable
 from hyperhive.names import REMINDER
 from hyperhive.safefs import atomic_write_beneath
 from hyperhive.store import Store
@@ -27,6 +28,8 @@ __all__ = ["Scheduler"]
 log = logging.getLogger(__name__)
 
 IDLE_RECHECK = 300.0
+# After a failed firing (the store unavailable), try again after this long (jittered).
+RETRY_S = 1.0
 
 
 class Scheduler:
@@ -43,7 +46,13 @@ class Scheduler:
     async def run(self) -> None:
         while True:
             self._poke = anyio.Event()
-            next_due = await self.fire_due(time.time())
+            try:
+                next_due = await self.fire_due(time.time())
+            except (Unavailable, StorageError) as exc:
+                # The database is away (a restart, a failover): nothing was fired, so
+                # try again shortly rather than take the coordinator down with it.
+                log.warning("scheduler: %s", exc.message)
+                next_due = time.time() + RETRY_S * random.uniform(1.0, 1.5)
             delay = IDLE_RECHECK if next_due is None else max(0.0, next_due - time.time())
             with anyio.move_on_after(min(delay, IDLE_RECHECK)):
                 await self._poke.wait()

@@ -1,0 +1,229 @@
+"""The PostgreSQL store against ``pgbench`` and a bare socket (issue 11, "Speed").
+
+A throwaway cluster from Debian's packages (``tests/support/postgres.py``)
+with fsync on, so every figure is durable; the ``pgbench`` floors run against
+the same cluster, the same table, in the same run. The store is driven
+in-process (the coordinator's store layer; the coordinator does not run on
+PostgreSQL yet), so the CPU per send is this process's: store and callers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from time import perf_counter_ns
+
+import anyio
+from tests.support.postgres import PgCluster, start_cluster
+
+from bench._procs import echo_server, seed_home, serve
+from bench.coordinator import BODY, SENDERS, SINK, _lanes, _pingpong_samples
+from bench.coordinator import _send_rate as _coord_send_rate
+from bench.registry import Context, Latency, Row, Throughput, benchmark
+from hyperhive.store.postgres import PostgresStore, open_postgres
+
+__all__ = ["pg_coordinator_sends", "pg_sends", "pg_wake"]
+
+IN_FLIGHT = 8
+
+
+@benchmark("postgres.sends")
+def pg_sends(ctx: Context) -> list[Row]:
+    total = 2000 if ctx.quick else 20_000
+    cluster = start_cluster(fsync=True)
+    try:
+        db = cluster.create_database("bench")
+        url = cluster.url(db)
+        figure, cpu_s = asyncio.run(_send_rate(url, total))
+        plain = _pgbench(cluster, db, ctx.scratch("pgb"), total, notify=False)
+        notified = _pgbench(cluster, db, ctx.scratch("pgb"), total, notify=True)
+    finally:
+        cluster.destroy()
+    name = f"PostgreSQL durable sends/s, {IN_FLIGHT} in flight (store API)"
+    goal = "≥ 5,000/s"
+    per_send = cpu_s / figure.ops * 1e6
+    note = (
+        f"PostgreSQL store: {per_send:.0f} µs of CPU per send in the calling process "
+        f"(store + callers), {cpu_s / (figure.elapsed_ns / 1e9):.0%} of one core"
+    )
+    return [
+        Row(name, figure, f"pgbench -c {IN_FLIGHT}: INSERT per transaction", plain, goal, note),
+        Row(name, figure, f"pgbench -c {IN_FLIGHT}: INSERT + pg_notify", notified, goal),
+    ]
+
+
+async def _send_rate(url: str, total: int) -> tuple[Throughput, float]:
+    store = await open_postgres(url)
+    try:
+        for _ in range(200):  # warm-up: pool connections, prepared statements
+            await store.messages.send("warm", "sink", BODY)
+        cpu0 = time.process_time()
+        t0 = perf_counter_ns()
+        async with anyio.create_task_group() as tg:
+            for n in _lanes(total, IN_FLIGHT):
+                tg.start_soon(_lane, store, n)
+        elapsed = perf_counter_ns() - t0
+        return Throughput(total, elapsed), time.process_time() - cpu0
+    finally:
+        await store.close()
+
+
+async def _lane(store: PostgresStore, count: int) -> None:
+    for _ in range(count):
+        await store.messages.send("bench", "sink", BODY)
+
+
+_TPS = re.compile(r"tps = ([0-9.]+) \(without initial connection time\)")
+
+
+def _pgbench(cluster: PgCluster, db: str, scratch: Path, total: int, notify: bool) -> Throughput:
+    body = BODY.replace("'", "''")
+    insert = (
+        "INSERT INTO messages(sender, recipient, body, created_at) "
+        f"VALUES ('s', 'sink', '{body}', 0)"
+    )
+    if notify:
+        script = (
+            f"WITH ins AS ({insert} RETURNING recipient) "
+            "SELECT pg_notify('bench', recipient) FROM ins;\n"
+        )
+    else:
+        script = insert + ";\n"
+    path = scratch / "insert.sql"
+    path.write_text(script)
+    path.chmod(0o644)
+    per_client = max(1, total // IN_FLIGHT)
+    proc = subprocess.run(
+        [
+            str(cluster.bindir / "pgbench"),
+            "-n",  # no vacuum of pgbench's own tables: it has none here
+            "-h",
+            str(cluster.sockdir),
+            "-p",
+            str(cluster.port),
+            "-U",
+            cluster.superuser,
+            "-c",
+            str(IN_FLIGHT),
+            "-j",
+            "2",
+            "-t",
+            str(per_client),
+            "-f",
+            str(path),
+            db,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    found = _TPS.search(proc.stdout)
+    if proc.returncode != 0 or found is None:
+        raise RuntimeError(f"pgbench failed ({proc.returncode}): {proc.stderr.strip()}")
+    ops = per_client * IN_FLIGHT
+    return Throughput(ops, int(ops / float(found.group(1)) * 1e9))
+
+
+@benchmark("postgres.coordinator")
+def pg_coordinator_sends(ctx: Context) -> list[Row]:
+    per_client = 100 if ctx.quick else 1000
+    senders = [f"s{i}" for i in range(SENDERS)]
+    cluster = start_cluster(fsync=True)
+    try:
+        db = cluster.create_database("bench")
+        home = ctx.scratch("pc")
+        (home / "store.url").write_text(cluster.url(db) + "\n")
+        (home / "store.url").chmod(0o600)
+        (home / "hive.toml").write_text('runtime = "unsandboxed"\nstore_url_file = "store.url"\n')
+        paths = seed_home(home, [*senders, SINK])
+        with serve(paths, [*senders, SINK]) as proc:
+            figure, cpu_s = anyio.run(_coord_send_rate, paths, senders, per_client, 8, proc.pid)
+        floor = _pgbench(cluster, db, ctx.scratch("pgb"), per_client * SENDERS, notify=False)
+    finally:
+        cluster.destroy()
+    busy = cpu_s / (figure.elapsed_ns / 1e9)
+    note = (
+        f"coordinator on PostgreSQL: {cpu_s / figure.ops * 1e6:.0f} µs of coordinator CPU "
+        f"per send, {busy:.0%} of one core during the run"
+    )
+    return [
+        Row(
+            f"PostgreSQL durable sends/s, {SENDERS} clients × 8 in flight (hivectl serve)",
+            figure,
+            f"pgbench -c {IN_FLIGHT}: INSERT per transaction",
+            floor,
+            "≥ 5,000/s",
+            note,
+        )
+    ]
+
+
+@benchmark("postgres.wake")
+def pg_wake(ctx: Context) -> list[Row]:
+    samples = 200 if ctx.quick else 2000
+    idle_s = 0.003
+    cluster = start_cluster(fsync=True)
+    try:
+        url = cluster.url(cluster.create_database("bench"))
+        figure = asyncio.run(_wake_samples(url, samples, idle_s))
+    finally:
+        cluster.destroy()
+    sock = ctx.scratch("e") / "echo.sock"
+    with echo_server(sock):
+        floor = anyio.run(_pingpong_samples, sock, samples, idle_s)
+    return [
+        Row(
+            "cross-process wake on PostgreSQL (insert + NOTIFY → listener)",
+            figure,
+            "bare anyio unix-socket ping-pong",
+            floor,
+            "p50 ≤ 5 ms",
+        )
+    ]
+
+
+async def _heard(heard: dict[str, int], name: str) -> None:
+    # A tight poll, not an Event: the callback stamps the time itself, so the
+    # poll's granularity adds nothing to the figure.
+    while name not in heard:  # noqa: ASYNC110
+        await asyncio.sleep(0.0002)
+
+
+async def _wake_samples(url: str, samples: int, idle_s: float) -> Latency:
+    store = await open_postgres(url)
+    heard: dict[str, int] = {}
+    store.on_change(lambda agent: heard.setdefault(agent, perf_counter_ns()))
+    waker = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bench._pg_waker",
+        url,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert waker.stdin is not None and waker.stdout is not None
+    try:
+        if (await waker.stdout.readline()).strip() != b"ready":
+            raise RuntimeError("bench._pg_waker did not start")
+        names = [f"w{i}" for i in range(samples + 20)]  # the first 20 are the warm-up
+        for name in names:
+            await asyncio.sleep(idle_s)
+            waker.stdin.write(name.encode() + b"\n")
+            await waker.stdin.drain()
+            await waker.stdout.readline()  # "sent": committed
+            async with asyncio.timeout(10):
+                await _heard(heard, name)
+        out = []
+        for name in names[20:]:
+            (row,) = await store.messages.inbox(name, limit=1)
+            out.append(heard[name] - int(row.body))
+        return Latency.of(out)
+    finally:
+        waker.stdin.close()
+        await waker.wait()
+        await store.close()

@@ -1,0 +1,153 @@
+"""The coordinator's pooled handle on a PostgreSQL database.
+
+One :meth:`PgDatabase.tx` is one transaction on a pooled connection: it
+commits before it returns, so an ``ok`` the coordinator sends is durable on
+the server. Connections are checked on checkout, so a pool whose server
+restarted hands out fresh ones instead of failing a request per dead
+connection; a failure still in flight becomes :class:`Unavailable`.
+
+TCP keepalives are tuned (idle 3 s, 1 s apart, 3 probes) so that a peer
+that vanished — a dead coordinator holding a lease, a server behind a lost
+network — is noticed in seconds rather than the kernel's two hours.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from hyperhive.errors import StorageError
+from hyperhive.store.postgres.errors import RETRYABLE, scrub, translate
+from hyperhive.store.postgres.migrations import migrate
+from hyperhive.store.url import mask_url
+
+__all__ = ["CONNECT_KWARGS", "PgDatabase", "connect"]
+
+log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+Conn = AsyncConnection[Any]
+
+CONNECT_TIMEOUT_S = 5
+CONNECT_KWARGS: dict[str, Any] = {
+    "autocommit": True,  # transactions are explicit: conn.transaction()
+    "connect_timeout": CONNECT_TIMEOUT_S,
+    "application_name": "hyperhive",
+    "keepalives": 1,
+    "keepalives_idle": 3,
+    "keepalives_interval": 1,
+    "keepalives_count": 3,
+}
+# Serialization failures and deadlocks are retried this many times, then reported.
+TX_ATTEMPTS = 3
+
+
+async def connect(url: str) -> Conn:
+    """One connection, or :class:`Unavailable` naming the masked URL and libpq's reason."""
+    try:
+        return await AsyncConnection.connect(url, **CONNECT_KWARGS)
+    except psycopg.Error as exc:
+        raise translate(exc, url) from None
+
+
+class PgDatabase:
+    """A pool plus the one way to use it: :meth:`tx`."""
+
+    def __init__(self, url: str, pool: AsyncConnectionPool[Conn], version: int) -> None:
+        self.url = url
+        self.pool = pool
+        self.version = version
+        # Marks this handle's NOTIFYs: its own changes are published locally at commit,
+        # so its listener skips them rather than waking everyone twice.
+        self.origin = secrets.token_hex(6)
+        # With a lease (several coordinators on one database), every write first
+        # proves this epoch is still the active one (``lease.py``).
+        self.fence_epoch: int | None = None
+
+    @classmethod
+    async def open(
+        cls, url: str, *, min_size: int = 2, max_size: int = 16, wait_s: float = 10.0
+    ) -> PgDatabase:
+        """Connect, migrate and pool; refuse at once (masked URL + reason) if unusable.
+
+        ``wait_s`` bounds how long a request waits for a connection while the
+        database is away before it answers ``Unavailable``.
+        """
+        try:
+            conn = await AsyncConnection.connect(url, **CONNECT_KWARGS)
+        except psycopg.Error as exc:
+            reason = scrub(" ".join(str(exc).split()), url)
+            raise StorageError(
+                f"the hive database {mask_url(url)} cannot be reached: {reason}; check the "
+                "store URL (host, port, user, password, database name) and that PostgreSQL runs"
+            ) from None
+        try:
+            version = await migrate(conn)
+        except psycopg.Error as exc:
+            raise translate(exc, url) from None
+        finally:
+            await conn.close()
+        pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            kwargs=CONNECT_KWARGS,
+            check=AsyncConnectionPool.check_connection,
+            timeout=wait_s,
+            reconnect_timeout=0,  # keep trying forever: the database may come back
+            open=False,
+            name="hyperhive-store",
+        )
+        try:
+            await pool.open(wait=True, timeout=max(wait_s, CONNECT_TIMEOUT_S))
+        except PoolTimeout as exc:
+            await pool.close()
+            raise StorageError(
+                f"the hive database {mask_url(url)} accepted one connection but not a pool "
+                f"of {min_size} ({exc}); raise max_connections on the server"
+            ) from None
+        log.info("store: PostgreSQL %s, schema %d", mask_url(url), version)
+        return cls(url, pool, version)
+
+    def fence_with(self, epoch: int | None) -> None:
+        """Fence every later write by lease ``epoch`` (``None``: no lease, no fence)."""
+        self.fence_epoch = epoch
+
+    async def tx(self, op: Callable[[Conn], Awaitable[_T]]) -> _T:
+        """Run ``op`` in one transaction; committed when this returns."""
+        for attempt in range(1, TX_ATTEMPTS + 1):
+            try:
+                async with self.pool.connection() as conn, conn.transaction():
+                    if self.fence_epoch is not None:
+                        await conn.execute("SELECT hyperhive_fence(%s)", (self.fence_epoch,))
+                    return await op(conn)
+            except RETRYABLE as exc:
+                if attempt == TX_ATTEMPTS:
+                    raise translate(exc, self.url) from None
+            except (psycopg.Error, PoolTimeout) as exc:
+                raise translate(exc, self.url) from None
+        raise AssertionError("unreachable")
+
+    async def one(self, op: Callable[[Conn], Awaitable[_T]]) -> _T:
+        """Run ``op`` (one write statement, its own implicit transaction) without
+        BEGIN/COMMIT round trips — unless writes are fenced, then in :meth:`tx`."""
+        if self.fence_epoch is not None:
+            return await self.tx(op)
+        return await self.read(op)
+
+    async def read(self, op: Callable[[Conn], Awaitable[_T]]) -> _T:
+        """Run ``op``, reads only, on a pooled connection in autocommit (never fenced)."""
+        try:
+            async with self.pool.connection() as conn:
+                return await op(conn)
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise translate(exc, self.url) from None
+
+    async def close(self) -> None:
+        await self.pool.close()

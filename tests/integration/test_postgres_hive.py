@@ -1,0 +1,140 @@
+"""``hivectl serve`` on PostgreSQL: a restart of the database under a running coordinator
+makes requests fail clearly (``unavailable``) and then carry on; across that and a
+``kill -9`` of the coordinator, nothing acked comes back and nothing unacked is lost."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import anyio
+import pytest
+
+from hyperhive.client import RpcClient, connect
+from hyperhive.config import AgentConfig, HivePaths
+from hyperhive.errors import Unavailable
+from hyperhive.protocol import AckUntilReq, AttachReq, RecvReq, RemindReq, SendReq, WaitReq
+from hyperhive.store.postgres import open_postgres
+from tests.support.hive import seed_home, start_serve
+from tests.support.postgres import PgCluster
+from tests.support.procs import agent_rows, log_tail, start_host, stop, wait_until
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
+
+
+async def _recv_ids(client: RpcClient) -> list[int]:
+    rows = await client.call(RecvReq(cmd="recv", max=5))
+    assert isinstance(rows, list)
+    return [int(r["id"]) for r in rows if isinstance(r, dict)]
+
+
+async def _send_when_back(paths: HivePaths, body: str) -> int:
+    """What an agent's harness does while the database is away: retry until it answers."""
+    with anyio.fail_after(60):
+        while True:
+            try:
+                async with connect(paths.agent_sock("alice")) as alice:
+                    sent = await alice.call(SendReq(cmd="send", to="sink", body=body))
+                    assert isinstance(sent, dict)
+                    return int(sent["id"])
+            except (Unavailable, OSError):
+                await anyio.sleep(0.2)
+
+
+async def test_a_coordinator_on_postgres_rides_out_a_database_restart(
+    tmp_path: Path, pg_private_cluster: PgCluster
+) -> None:
+    cluster = pg_private_cluster
+    url = cluster.url(cluster.create_database())
+    seed_home(
+        tmp_path,
+        {"alice": AgentConfig(), "sink": AgentConfig()},
+        hive_toml='store_url_file = "store.url"\n',
+    )
+    (tmp_path / "store.url").write_text(url + "\n")
+    (tmp_path / "store.url").chmod(0o600)
+    paths = HivePaths(tmp_path)
+    serve = start_serve(tmp_path)
+    try:
+        async with connect(paths.agent_sock("alice")) as alice:
+            # Falls due while the database is away: the scheduler must survive that.
+            await alice.call(RemindReq(cmd="remind", message="due in the outage", delay_seconds=1))
+            ids = []
+            for i in range(3):
+                sent = await alice.call(SendReq(cmd="send", to="sink", body=f"before {i}"))
+                assert isinstance(sent, dict)
+                ids.append(int(sent["id"]))
+        async with connect(paths.agent_sock("sink")) as sink:
+            await sink.call(AttachReq(cmd="attach"))
+            assert await _recv_ids(sink) == ids
+            await sink.call(AckUntilReq(cmd="ack_until", up_to=ids[0]))
+
+        await anyio.to_thread.run_sync(cluster.stop)
+        async with connect(paths.agent_sock("alice")) as alice:
+            with pytest.raises(Unavailable) as down:
+                await alice.call(SendReq(cmd="send", to="sink", body="while down"))
+        assert "unavailable" in down.value.message and "retry" in down.value.message
+        await anyio.sleep(2)  # let the reminder fall due and its firing fail
+        assert serve.poll() is None, "the coordinator died with its database"
+
+        await anyio.to_thread.run_sync(cluster.start)
+        after = await _send_when_back(paths, "after the restart")
+        async with connect(paths.agent_sock("alice")) as alice:
+            await alice.call(AttachReq(cmd="attach"))
+            woke = await alice.call(WaitReq(cmd="wait", timeout=60))
+        assert isinstance(woke, dict) and "due in the outage" in str(woke["messages"])
+
+        serve.send_signal(signal.SIGKILL)
+        serve.wait()
+        serve = start_serve(tmp_path)
+        async with connect(paths.agent_sock("sink")) as sink:
+            await sink.call(AttachReq(cmd="attach"))
+            again = await _recv_ids(sink)
+        assert again == [ids[1], ids[2], after]  # the acked row never comes back
+    finally:
+        serve.terminate()
+        serve.wait(timeout=30)
+
+    store = await open_postgres(url)
+    try:
+        bodies = [m.body for m in await store.messages.scan() if m.recipient == "sink"]
+    finally:
+        await store.close()
+    assert bodies == ["before 0", "before 1", "before 2", "after the restart"]
+
+
+async def test_a_host_registering_while_the_database_is_away_is_served_once_it_is_back(
+    tmp_path: Path, pg_private_cluster: PgCluster
+) -> None:
+    cluster = pg_private_cluster
+    seed_home(tmp_path, {"solo": AgentConfig()}, hive_toml='store_url_file = "store.url"\n')
+    (tmp_path / "store.url").write_text(cluster.url(cluster.create_database()) + "\n")
+    (tmp_path / "store.url").chmod(0o600)
+    serve = start_serve(tmp_path)
+    host = None
+    try:
+        await anyio.to_thread.run_sync(cluster.stop)
+        host = await anyio.to_thread.run_sync(start_host, tmp_path)
+        # The host registers; the coordinator's read of who should run fails for want of
+        # its store (after the pool's wait), and it must live through that.
+        await anyio.to_thread.run_sync(
+            lambda: wait_until(
+                lambda: (
+                    "cannot activate agents yet" in log_tail(tmp_path, "serve.log", 50_000)
+                    or serve.poll() is not None
+                ),
+                60,
+                "the coordinator meets its missing store",
+            )
+        )
+        assert serve.poll() is None, log_tail(tmp_path, "serve.log")
+        await anyio.to_thread.run_sync(cluster.start)
+        await anyio.to_thread.run_sync(
+            lambda: wait_until(lambda: agent_rows(tmp_path)["solo"]["running"], 60, "solo runs")
+        )
+        assert serve.poll() is None
+    finally:
+        if host is not None:
+            stop(host)
+        serve.terminate()
+        serve.wait(timeout=30)

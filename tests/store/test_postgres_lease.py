@@ -1,0 +1,148 @@
+"""One active coordinator per database: an expiring lease with an epoch, fenced writes, and a
+standby that takes over when the active one dies (a real process, ``kill -9``)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import textwrap
+from collections.abc import AsyncIterator
+
+import anyio
+import pytest
+
+from hyperhive.store.postgres import PostgresStore, open_postgres
+from hyperhive.store.postgres.errors import Fenced
+from hyperhive.store.postgres.lease import Lease
+from tests.support.surfaces import until
+
+pytestmark = pytest.mark.anyio
+
+TTL = 2.0
+
+
+@pytest.fixture
+async def leases(pg_url: str) -> AsyncIterator[tuple[Lease, Lease]]:
+    a, b = Lease(pg_url, "coord-a", ttl=TTL), Lease(pg_url, "coord-b", ttl=TTL)
+    try:
+        yield a, b
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def _until_acquired(lease: Lease, within: float = 30) -> int:
+    with anyio.fail_after(within):
+        # The database's clock expires the lease: nothing to wait on but the row itself.
+        while (epoch := await lease.try_acquire()) is None:  # noqa: ASYNC110
+            await anyio.sleep(lease.ttl / 5)
+    return epoch
+
+
+async def test_one_holder_at_a_time_and_the_epoch_moves_on_takeover(
+    leases: tuple[Lease, Lease],
+) -> None:
+    a, b = leases
+    assert await a.try_acquire() == 1
+    assert await b.try_acquire() is None  # held: the standby waits
+    assert await a.renew()
+    assert await b.try_acquire() is None
+    # a stops renewing (it died): once the lease expires, b takes it with the next epoch.
+    assert await _until_acquired(b) == 2
+    assert not await a.renew()
+    assert a.epoch is None and b.epoch == 2
+
+
+async def test_a_clean_release_hands_over_at_once(leases: tuple[Lease, Lease]) -> None:
+    a, b = leases
+    assert await a.try_acquire() == 1
+    await a.release()
+    assert await b.try_acquire() == 2
+
+
+async def test_writes_of_a_superseded_epoch_are_refused_and_leave_nothing(
+    pg_url: str, leases: tuple[Lease, Lease]
+) -> None:
+    a, b = leases
+    old: PostgresStore = await open_postgres(pg_url)
+    new: PostgresStore = await open_postgres(pg_url)
+    try:
+        old.db.fence_with(await a.try_acquire())
+        first = await old.messages.send("alice", "bob", "while active")
+        await old.messages.recv("bob", 5)
+        new.db.fence_with(await _until_acquired(b))
+
+        with pytest.raises(Fenced, match="no longer the active one"):
+            await old.messages.send("alice", "bob", "after the takeover")
+        with pytest.raises(Fenced):
+            await old.messages.ack_until("bob", first)
+        with pytest.raises(Fenced):
+            await old.loose_ends.todo_upsert("bob", "x", "k", "v")
+        async with anyio.create_task_group() as tg:  # a batch of sends, fenced as one
+            for i in range(5):
+                tg.start_soon(_refused_send, old, i)
+
+        assert await new.messages.send("alice", "bob", "from the new active one") > first
+        bodies = [m.body for m in await new.messages.scan()]
+        assert bodies == ["while active", "from the new active one"]
+        assert (await new.messages.get(first)).acked_at is None  # type: ignore[union-attr]
+    finally:
+        await old.close()
+        await new.close()
+
+
+async def _refused_send(store: PostgresStore, i: int) -> None:
+    with pytest.raises(Fenced):
+        await store.messages.send("alice", "bob", f"late {i}")
+
+
+HOLDER = textwrap.dedent(
+    """
+    import sys, anyio
+    from hyperhive.store.postgres.lease import Lease
+
+    async def main() -> None:
+        lease = Lease(sys.argv[1], "doomed", ttl=float(sys.argv[2]))
+        async def acquired(epoch: int) -> None:
+            print(f"active {epoch}", flush=True)
+        async def lost(epoch: int) -> None:
+            print("lost", flush=True)
+        await lease.run(acquired, lost)
+
+    anyio.run(main)
+    """
+)
+
+
+async def test_a_standby_takes_over_from_a_killed_active_coordinator(pg_url: str) -> None:
+    standby = Lease(pg_url, "standby", ttl=TTL)
+    took_over: list[int] = []
+    async with await anyio.open_process([sys.executable, "-c", HOLDER, pg_url, str(TTL)]) as doomed:
+        try:
+            assert doomed.stdout is not None
+            line = b""
+            with anyio.fail_after(30):
+                while not line.endswith(b"\n"):
+                    line += await doomed.stdout.receive(1)
+            assert line.startswith(b"active "), line
+            epoch = int(line.split()[1])
+
+            async def acquired(e: int) -> None:
+                took_over.append(e)
+
+            async def lost(e: int) -> None:
+                raise AssertionError(f"the standby lost epoch {e}")
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(standby.run, acquired, lost)
+                doomed.send_signal(signal.SIGKILL)
+                await doomed.wait()
+                await until(lambda: took_over, within=30)
+                assert took_over == [epoch + 1]
+                assert standby.held
+                tg.cancel_scope.cancel()
+        finally:
+            if doomed.returncode is None:
+                doomed.kill()
+                await doomed.wait()
+            await standby.close()

@@ -1,0 +1,251 @@
+"""A throwaway PostgreSQL cluster from Debian's packages, for tests and benchmarks.
+
+``initdb`` + ``pg_ctl`` in a fresh temp dir; the server listens on a unix
+socket in a 0700 directory of its own (outside anything an agent sandbox
+binds) and, when asked, on a free loopback TCP port with ``scram-sha-256``
+password auth: agents share the host's loopback, so TCP is never ``trust``.
+As root the server runs as the ``postgres`` system user (postgres refuses
+root). Each test gets a database of its own (``CREATE DATABASE`` is cheap).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import itertools
+import os
+import pwd
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+import psycopg
+import pytest
+
+__all__ = [
+    "PgCluster",
+    "pg_bindir",
+    "pg_cluster",
+    "pg_private_cluster",
+    "pg_url",
+    "postgres_available",
+    "start_cluster",
+]
+
+# Bounded waits: pg_ctl gives up (and says so) rather than hanging a session.
+START_TIMEOUT_S = 60
+STOP_TIMEOUT_S = 30
+
+
+def pg_bindir() -> Path | None:
+    """The newest ``/usr/lib/postgresql/<major>/bin`` holding ``initdb``, if any."""
+    found = glob.glob("/usr/lib/postgresql/*/bin/initdb")
+    if not found:
+        return None
+    return Path(max(found, key=lambda p: int(Path(p).parent.parent.name))).parent
+
+
+def postgres_available() -> bool:
+    return pg_bindir() is not None
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class PgCluster:
+    """One running cluster. ``superuser`` connects over the socket (reachable by its owner
+    and root only); ``password`` is that role's TCP password."""
+
+    bindir: Path
+    root: Path
+    port: int
+    tcp: bool
+    superuser: str = "postgres"
+    password: str = field(default_factory=lambda: secrets.token_urlsafe(18))
+    _owner: pwd.struct_passwd | None = None
+    _dbs: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+    @property
+    def datadir(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def sockdir(self) -> Path:
+        return self.root / "sock"
+
+    @property
+    def logfile(self) -> Path:
+        return self.root / "server.log"
+
+    def url(self, dbname: str = "postgres", *, tcp: bool = False) -> str:
+        """A libpq URL: over the socket (no password), or TCP with the password."""
+        if tcp:
+            if not self.tcp:
+                raise ValueError("this cluster was started without TCP")
+            pw = quote(self.password, safe="")
+            return f"postgresql://{self.superuser}:{pw}@127.0.0.1:{self.port}/{dbname}"
+        return f"postgresql://{self.superuser}@/{dbname}?host={self.sockdir}&port={self.port}"
+
+    def _run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        kwargs: dict[str, object] = {}
+        if self._owner is not None:
+            kwargs = {"user": self._owner.pw_uid, "group": self._owner.pw_gid, "extra_groups": []}
+        return subprocess.run(
+            argv,
+            cwd=self.root,
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C.UTF-8"},
+            capture_output=True,
+            text=True,
+            timeout=START_TIMEOUT_S + 10,
+            check=check,
+            **kwargs,  # type: ignore[call-overload]
+        )
+
+    def start(self) -> None:
+        cmd = [str(self.bindir / "pg_ctl"), "start", "-w", "-t", str(START_TIMEOUT_S)]
+        proc = self._run(*cmd, "-D", str(self.datadir), "-l", str(self.logfile), check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(
+                f"pg_ctl start failed ({proc.returncode}): {proc.stderr.strip()}\n"
+                f"server log:\n{self.log_tail()}"
+            )
+
+    def stop(self, mode: str = "fast") -> None:
+        cmd = [str(self.bindir / "pg_ctl"), "stop", "-w", "-t", str(STOP_TIMEOUT_S), "-m", mode]
+        self._run(*cmd, "-D", str(self.datadir), check=False)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def running(self) -> bool:
+        status = [str(self.bindir / "pg_ctl"), "status", "-D", str(self.datadir)]
+        return self._run(*status, check=False).returncode == 0
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.logfile.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no server log)"
+
+    def create_database(self, prefix: str = "t") -> str:
+        """A new empty database; returns its name."""
+        name = f"{prefix}_{os.getpid()}_{next(self._dbs)}"
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return name
+
+    def drop_database(self, name: str) -> None:
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    def destroy(self) -> None:
+        self.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def start_cluster(*, tcp: bool = False, fsync: bool = True) -> PgCluster:
+    """initdb + start a cluster in a fresh temp dir. ``fsync=False`` is for tests that
+    never crash the machine; a ``kill -9`` of postgres itself still loses nothing."""
+    bindir = pg_bindir()
+    if bindir is None:
+        raise RuntimeError("no /usr/lib/postgresql/*/bin/initdb: run scripts/bootstrap --dev")
+    owner = pwd.getpwnam("postgres") if os.geteuid() == 0 else None
+    # /tmp rather than pytest's tmp dir: root's pytest dirs are 0700, unreachable to postgres.
+    root = Path(tempfile.mkdtemp(prefix="hh-pg-"))
+    cluster = PgCluster(bindir=bindir, root=root, port=_free_port(), tcp=tcp, _owner=owner)
+    if owner is None:
+        cluster.superuser = pwd.getpwuid(os.geteuid()).pw_name
+    cluster.sockdir.mkdir(mode=0o700)
+    pwfile = root / "pwfile"
+    pwfile.write_text(cluster.password + "\n")
+    pwfile.chmod(0o600)
+    if owner is not None:
+        for path in (root, cluster.sockdir, pwfile):
+            os.chown(path, owner.pw_uid, owner.pw_gid)
+    root.chmod(0o700)
+    try:
+        cluster._run(
+            str(bindir / "initdb"),
+            "-D",
+            str(cluster.datadir),
+            "-U",
+            cluster.superuser,
+            "--pwfile",
+            str(pwfile),
+            # The socket dir is 0700 (its owner and root only); TCP needs the password.
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
+            "--encoding=UTF8",
+            "--no-instructions",
+        )
+    except subprocess.CalledProcessError as exc:
+        shutil.rmtree(root, ignore_errors=True)
+        raise RuntimeError(f"initdb failed: {exc.stderr.strip()}") from exc
+    pwfile.unlink()
+    settings = {
+        "port": str(cluster.port),
+        "unix_socket_directories": f"'{cluster.sockdir}'",
+        "listen_addresses": "'127.0.0.1'" if tcp else "''",
+        "password_encryption": "'scram-sha-256'",
+        "max_connections": "200",
+        "shared_buffers": "'32MB'",
+        "fsync": "on" if fsync else "off",
+        "synchronous_commit": "on" if fsync else "off",
+        "full_page_writes": "on" if fsync else "off",
+    }
+    with (cluster.datadir / "postgresql.conf").open("a") as conf:
+        conf.write("\n# hyperhive test cluster\n")
+        conf.writelines(f"{k} = {v}\n" for k, v in settings.items())
+    try:
+        cluster.start()
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    return cluster
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[PgCluster]:
+    """One cluster per test session (TCP with a password as well as the socket)."""
+    if not postgres_available():
+        pytest.fail("PostgreSQL is not installed: run scripts/bootstrap --dev")
+    cluster = start_cluster(tcp=True, fsync=False)
+    try:
+        yield cluster
+    finally:
+        cluster.destroy()
+
+
+@pytest.fixture
+def pg_private_cluster() -> Iterator[PgCluster]:
+    """A cluster of the test's own, for tests that stop or restart the server."""
+    if not postgres_available():
+        pytest.fail("PostgreSQL is not installed: run scripts/bootstrap --dev")
+    cluster = start_cluster(tcp=False, fsync=False)
+    try:
+        yield cluster
+    finally:
+        cluster.destroy()
+
+
+@pytest.fixture
+def pg_url(pg_cluster: PgCluster) -> Iterator[str]:
+    """A fresh database of the session's cluster, as a socket URL; dropped afterwards."""
+    name = pg_cluster.create_database()
+    try:
+        yield pg_cluster.url(name)
+    finally:
+        with contextlib.suppress(psycopg.Error):
+            if pg_cluster.running():
+                pg_cluster.drop_database(name)
