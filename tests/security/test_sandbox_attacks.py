@@ -405,6 +405,6 @@ print(json.dumps("planted"))
             proposal = await op_call(op, "perms_set", agent="minion", tool_groups=["messaging"])
             await op_call(op, "approve", approval_id=proposal["approval_id"])
         asked = await c.approvals.request_apply_commit(ATTACKER, "minion", "HEAD")
-        await c.approvals.resolve(asked["approval_id"], True)
+        await c.approvals.resolve(asked.approval_id, True)
         assert c.registry.config("minion").tool_groups == [ToolGroup.MESSAGING]
         assert not marker.exists(), "the coordinator ran a hook or filter planted in the repo"
