@@ -22,8 +22,11 @@ alive (checked by pid *and* start time) — and surfaces a todo for it. A clean
 stop and a crash thus end the same way, as bubblewrap's ``--die-with-parent``
 will make them.
 
-Todos: one per task, key = task id: "running" at spawn, the completion
-summary at the end, cleared by any ``run``/``status`` that observes the end.
+Todos: one per task, key = task id: "running" once ``run``'s wait window has
+passed with the task still going, the completion summary at the end, cleared
+by any ``run``/``status`` that observes the end. A task that ends inside the
+window files no todo at all (spec 001): its result is the answer, and a todo
+would wake the agent a turn later for nothing.
 """
 
 from __future__ import annotations
@@ -98,6 +101,15 @@ class _Entry:
     kill_requested: bool = False
     force: bool = False
     todo_cleared: bool = False
+    # run() is still waiting inline: the runner files no todo, the caller gets the result.
+    inline: bool = False
+    # Serialises the "running" todo (filed by run()) with the completion one (the runner).
+    todo_lock: anyio.Lock = field(default_factory=anyio.Lock)
+
+
+def _running_body(rec: TaskRecord) -> str:
+    state = "running" if rec.status == "running" else "queued for a free slot"
+    return f"bash task {rec.id} {state}: {preview(rec.cmd)}"
 
 
 def _tail(root: Path, path: Path) -> str:
@@ -212,13 +224,18 @@ class TaskManager:
             if previous is not None:
                 self._entries[task_id] = previous
             raise
+        entry.inline = wait > 0
         self._running_group().start_soon(self._supervise, entry, name=f"bash task {task_id}")
         if wait > 0:
             with anyio.move_on_after(wait):
                 await entry.settled.wait()
-        if entry.settled.is_set():
-            await self._clear_todo(entry)
-            return self._report(entry)
+        async with entry.todo_lock:
+            entry.inline = False
+            if entry.settled.is_set():
+                entry.todo_cleared = True  # none was filed: nothing for status() to clear
+                return self._report(entry)
+            # Past the window: from here on the task is a loose end the agent may forget.
+            await self._upsert(entry, _running_body(entry.record))
         out, err = self.paths(task_id)
         return TaskStarted(task_id, out, err)
 
@@ -293,7 +310,6 @@ class TaskManager:
             signal_group(process, signal.SIGKILL if entry.force else signal.SIGINT)
         try:
             await self._persist_quietly()
-            await self._upsert(entry, f"bash task {rec.id} running: {preview(rec.cmd)}")
             with anyio.move_on_after(rec.timeout_secs) as deadline:
                 await process.wait()
             timed_out = deadline.cancelled_caught
@@ -333,12 +349,16 @@ class TaskManager:
 
     async def _finish(self, entry: _Entry, status: TaskStatus) -> None:
         rec = entry.record
-        rec.status, rec.ended_at = status, time.time()
-        try:
-            await self._persist_quietly()
-            await self._upsert(entry, summary(rec, *self.paths(rec.id)))
-        finally:
-            entry.settled.set()
+        async with entry.todo_lock:
+            rec.status, rec.ended_at = status, time.time()
+            # Reported inline by run(): no todo, and none to re-file after a restart.
+            rec.todo_synced = rec.todo_synced or entry.inline
+            try:
+                await self._persist_quietly()
+                if not entry.inline:
+                    await self._upsert(entry, summary(rec, *self.paths(rec.id)))
+            finally:
+                entry.settled.set()
 
     # ---- table, todos, restart ---------------------------------------------
 

@@ -121,7 +121,8 @@ class MessageRepo(ABC):
         """What a waiting harness should wake for, or ``None`` if nothing yet.
 
         A stop (fenced) wins; otherwise undelivered mail (marked delivered),
-        a ``todo_version`` above the caller's, or a pending compact.
+        an open todo upserted after the caller's ``todo_version`` (a net change:
+        a todo filed and cleared since then wakes no one), or a pending compact.
         """
 
     @abstractmethod

@@ -70,17 +70,20 @@ class SqliteLooseEnds(LooseEndRepo):
         def op(tx: Tx) -> int:
             ensure_agent(tx, agent)
             now = time.time()
+            bumped = tx.one(
+                "UPDATE agent_state SET todo_version = todo_version + 1 WHERE name = ? "
+                "RETURNING todo_version",
+                (agent,),
+            )
+            assert bumped is not None
             row = tx.one(
-                "INSERT INTO todos(agent, subsystem, key, body, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(agent, subsystem, key) "
-                "DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at "
-                "RETURNING id",
-                (agent, subsystem, key, body, now, now),
+                "INSERT INTO todos(agent, subsystem, key, body, created_at, updated_at, version) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(agent, subsystem, key) "
+                "DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at, "
+                "version = excluded.version RETURNING id",
+                (agent, subsystem, key, body, now, now, int(bumped[0])),
             )
             assert row is not None
-            tx.execute(
-                "UPDATE agent_state SET todo_version = todo_version + 1 WHERE name = ?", (agent,)
-            )
             tx.wake(agent)
             return int(row[0])
 
