@@ -42,9 +42,12 @@ class RecordingTodos:
     """The TodoSink plug-in point: records what would go to the coordinator."""
 
     events: list[tuple[str, str, str]] = field(default_factory=list)
+    quiet: set[str] = field(default_factory=set)  # bodies upserted with wake=False
 
-    async def upsert(self, key: str, body: str) -> None:
+    async def upsert(self, key: str, body: str, *, wake: bool = True) -> None:
         self.events.append(("upsert", key, body))
+        if not wake:
+            self.quiet.add(body)
 
     async def clear(self, key: str) -> None:
         self.events.append(("clear", key, ""))
@@ -198,6 +201,8 @@ async def test_slow_task_starts_with_a_todo_and_status_clears_it(sandbox: AgentS
         assert isinstance(started, TaskStarted)
         await until(lambda: started.id in todos.open())
         assert "running" in todos.open()[started.id]
+        # This turn started it: listed, but it wakes no turn; the completion does.
+        assert todos.open()[started.id] in todos.quiet
         report = await tm.status(started.id, wait_seconds=0.1)
         assert report.status == "running" and report.exit_code is None
         await until(lambda: table(tm)[started.id]["status"] == "running")
@@ -220,6 +225,7 @@ async def test_unobserved_completion_stays_as_a_todo(sandbox: AgentSandbox) -> N
         gate.touch()
         await until(lambda: "done (exit 0)" in todos.open().get(started.id, ""))
         assert table(tm)[started.id]["status"] == "done"
+        assert todos.open()[started.id] not in todos.quiet
         body = todos.open()[started.id]
         assert f"Read({started.stdout_path})" in body and f"Read({started.stderr_path})" in body
         report = await tm.status(started.id)

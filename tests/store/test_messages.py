@@ -128,6 +128,15 @@ async def test_poll_wakes_only_for_a_net_change_in_open_todos(store: Store) -> N
     updated = await store.messages.poll("bob", first.todo_version, 5)
     assert updated is not None and updated.todos_changed
     assert updated.todo_version > first.todo_version
+    # A quiet upsert (the agent's own turn caused it) is listed but wakes no one;
+    # a later waking upsert of the same key does.
+    await store.loose_ends.todo_upsert("bob", "bash", "t4", "running", wake=False)
+    assert await store.messages.poll("bob", updated.todo_version, 5) is None
+    assert [t.key for t in (await store.loose_ends.open(["bob"])).todos] == ["t3", "t4"]
+    await store.loose_ends.todo_upsert("bob", "bash", "t4", "done (exit 0)")
+    finished = await store.messages.poll("bob", updated.todo_version, 5)
+    assert finished is not None and finished.todos_changed
+    updated = finished
     # Mail still carries the current version, so the waiter can catch up on it.
     await store.messages.send("alice", "bob", "hi")
     mail = await store.messages.poll("bob", seen.todo_version, 5)

@@ -107,11 +107,6 @@ class _Entry:
     todo_lock: anyio.Lock = field(default_factory=anyio.Lock)
 
 
-def _running_body(rec: TaskRecord) -> str:
-    state = "running" if rec.status == "running" else "queued for a free slot"
-    return f"bash task {rec.id} {state}: {preview(rec.cmd)}"
-
-
 def _tail(root: Path, path: Path) -> str:
     try:
         fd = open_beneath(root, path, os.O_RDONLY, make_dirs=False)
@@ -235,7 +230,12 @@ class TaskManager:
                 entry.todo_cleared = True  # none was filed: nothing for status() to clear
                 return self._report(entry)
             # Past the window: from here on the task is a loose end the agent may forget.
-            await self._upsert(entry, _running_body(entry.record))
+            # Listed, not waking: this very turn started it; its completion wakes.
+            rec = entry.record
+            # "pending" with a free slot only means its runner has not been scheduled yet.
+            queued = rec.status == "pending" and self._slots.value == 0
+            state = "queued for a free slot" if queued else "running"
+            await self._upsert(entry, f"bash task {rec.id} {state}: {preview(rec.cmd)}", wake=False)
         out, err = self.paths(task_id)
         return TaskStarted(task_id, out, err)
 
@@ -429,10 +429,10 @@ class TaskManager:
         for key in finished[: max(0, len(finished) - self._history)]:
             del self._entries[key]
 
-    async def _upsert(self, entry: _Entry, body: str) -> None:
+    async def _upsert(self, entry: _Entry, body: str, *, wake: bool = True) -> None:
         entry.todo_cleared = False
         try:
-            await self._todos.upsert(entry.record.id, body)
+            await self._todos.upsert(entry.record.id, body, wake=wake)
         except Exception:  # the coordinator being away must not lose the task itself
             log.warning("could not upsert the todo of bash task %s", entry.record.id, exc_info=True)
             return

@@ -54,8 +54,10 @@ class LooseEnds:
             agent, message, due_at, self.max_pending_reminders
         )
 
-    async def todo_upsert(self, agent: str, subsystem: str, key: str, body: str) -> int:
-        return await self.store.loose_ends.todo_upsert(agent, subsystem, key, body)
+    async def todo_upsert(
+        self, agent: str, subsystem: str, key: str, body: str, *, wake: bool = True
+    ) -> int:
+        return await self.store.loose_ends.todo_upsert(agent, subsystem, key, body, wake=wake)
 
     async def todo_clear(self, agent: str, subsystem: str, key: str) -> bool:
         return await self.store.loose_ends.todo_clear(agent, subsystem, key)

@@ -225,8 +225,13 @@ class LooseEndRepo(ABC):
         """Add a reminder; ``LimitExceeded`` if ``agent`` already has ``max_pending``."""
 
     @abstractmethod
-    async def todo_upsert(self, agent: str, subsystem: str, key: str, body: str) -> int:
-        """Insert or replace the todo at (agent, subsystem, key); bumps and wakes."""
+    async def todo_upsert(
+        self, agent: str, subsystem: str, key: str, body: str, *, wake: bool = True
+    ) -> int:
+        """Insert or replace the todo at (agent, subsystem, key); bumps and wakes.
+
+        ``wake=False`` stores it at version 0: listed, but no waiter wakes for it.
+        """
 
     @abstractmethod
     async def todo_clear(self, agent: str, subsystem: str, key: str) -> bool: ...

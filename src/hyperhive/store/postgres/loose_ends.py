@@ -123,10 +123,17 @@ class PgLooseEnds(PgRepo, LooseEndRepo):
 
         return await self._tx(op)
 
-    async def todo_upsert(self, agent: str, subsystem: str, key: str, body: str) -> int:
+    async def todo_upsert(
+        self, agent: str, subsystem: str, key: str, body: str, *, wake: bool = True
+    ) -> int:
         async def op(conn: Conn, woken: set[str]) -> int:
             at = now()
-            version = await _bump_todos(conn, agent)
+            version = 0
+            if wake:
+                version = await _bump_todos(conn, agent)
+                woken.add(agent)
+            else:
+                await ensure_agent(conn, agent)
             cur = await conn.execute(
                 "INSERT INTO todos(agent, subsystem, key, body, created_at, updated_at, version) "
                 "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (agent, subsystem, key) "
@@ -136,7 +143,6 @@ class PgLooseEnds(PgRepo, LooseEndRepo):
             )
             row = await cur.fetchone()
             assert row is not None
-            woken.add(agent)
             return int(row[0])
 
         return await self._tx_waking(op)
