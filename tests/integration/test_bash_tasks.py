@@ -84,6 +84,7 @@ async def manager(
     sandbox: AgentSandbox, todos: RecordingTodos, **kwargs: Any
 ) -> AsyncIterator[TaskManager]:
     async with TaskManager(sandbox, sandbox.state, todos, **kwargs) as tm:
+        await tm.report_recovered()  # as agent_services does once it has published tm
         yield tm
 
 
@@ -338,6 +339,11 @@ async def test_host_restart_marks_running_tasks_interrupted(sandbox: AgentSandbo
     await until(lambda: group_members(pgid) == [])
     assert table(tm)["long"]["status"] == "running"
 
+    # Entering files nothing yet: the owner publishes the manager first, so the
+    # turn such a todo wakes finds it; report_recovered() then files them.
+    todos = RecordingTodos()
+    async with TaskManager(sandbox, sandbox.state, todos) as bare:
+        assert todos.events == [] and table(bare)["long"]["status"] == "interrupted"
     todos = RecordingTodos()
     async with manager(sandbox, todos) as tm2:
         assert "interrupted" in todos.open()["long"]

@@ -18,7 +18,9 @@ Leaving its ``async with`` block kills the process groups of its live tasks
 (SIGTERM, then SIGKILL after a grace) and leaves their records ``running``;
 entering it marks every record still ``pending``/``running`` as
 ``interrupted`` — SIGKILLing the group first if a crash left that very process
-alive (checked by pid *and* start time) — and surfaces a todo for it. A clean
+alive (checked by pid *and* start time); ``report_recovered`` then surfaces a
+todo for each, once the owner has published the manager (a todo wakes a turn
+whose ``status`` call must find it). A clean
 stop and a crash thus end the same way, as bubblewrap's ``--die-with-parent``
 will make them.
 
@@ -149,6 +151,7 @@ class TaskManager:
         self._slots = anyio.Semaphore(max_running)
         self._persist_lock = anyio.Lock()
         self._tg: TaskGroup | None = None
+        self._recovered: list[_Entry] = []  # todos report_recovered() still owes
 
     # ---- lifecycle ---------------------------------------------------------
 
@@ -382,9 +385,13 @@ class TaskManager:
         if interrupted:
             await self._persist()
         for entry in interrupted:
-            await self._upsert(entry, summary(entry.record, *self.paths(entry.record.id)))
             entry.settled.set()
-        for entry in unsynced:
+        self._recovered = interrupted + unsynced
+
+    async def report_recovered(self) -> None:
+        """File the todos of the tasks a previous host left behind (call once published)."""
+        owed, self._recovered = self._recovered, []
+        for entry in owed:
             await self._upsert(entry, summary(entry.record, *self.paths(entry.record.id)))
 
     def _load(self) -> list[TaskRecord]:
