@@ -217,6 +217,23 @@ async def test_slow_task_starts_with_a_todo_and_status_clears_it(sandbox: AgentS
         assert await tm.kill(started.id) == "already_finished"
 
 
+async def test_a_cut_off_inline_wait_leaves_a_waking_todo(sandbox: AgentSandbox) -> None:
+    # The caller of run() went away mid-window: nobody reads the inline result,
+    # so the task must come back as a loose end rather than end in silence.
+    todos = RecordingTodos()
+    async with manager(sandbox, todos) as tm:
+        gate = sandbox.work / "gate"
+        cmd = f"while [ ! -e {gate} ]; do sleep 0.01; done; echo ok"
+        async with anyio.create_task_group() as caller:
+            caller.start_soon(lambda: tm.run(cmd, 60, wait_seconds=20, name="cut"))
+            await until(lambda: "cut" in tm._entries and tm._entries["cut"].process is not None)
+            caller.cancel_scope.cancel()  # inside its wait window
+        assert "running" in todos.open()["cut"] and todos.open()["cut"] not in todos.quiet
+        gate.touch()
+        await until(lambda: "done (exit 0)" in todos.open().get("cut", ""))
+        assert todos.open()["cut"] not in todos.quiet
+
+
 async def test_unobserved_completion_stays_as_a_todo(sandbox: AgentSandbox) -> None:
     todos = RecordingTodos()
     async with manager(sandbox, todos) as tm:

@@ -225,8 +225,15 @@ class TaskManager:
         entry.inline = wait > 0
         self._running_group().start_soon(self._supervise, entry, name=f"bash task {task_id}")
         if wait > 0:
-            with anyio.move_on_after(wait):
-                await entry.settled.wait()
+            try:
+                with anyio.move_on_after(wait):
+                    await entry.settled.wait()
+            except BaseException:
+                # The call was cut off (client gone): nobody will read an inline result,
+                # so the task goes back to being a loose end with a todo that wakes.
+                with anyio.CancelScope(shield=True):
+                    await self._abandon_inline(entry)
+                raise
         async with entry.todo_lock:
             entry.inline = False
             if entry.settled.is_set():
@@ -241,6 +248,16 @@ class TaskManager:
             await self._upsert(entry, f"bash task {rec.id} {state}: {preview(rec.cmd)}", wake=False)
         out, err = self.paths(task_id)
         return TaskStarted(task_id, out, err)
+
+    async def _abandon_inline(self, entry: _Entry) -> None:
+        async with entry.todo_lock:
+            entry.inline = False
+            rec = entry.record
+            if entry.settled.is_set():
+                rec.todo_synced = False  # _finish took it as reported inline
+                await self._upsert(entry, summary(rec, *self.paths(rec.id)))
+            else:
+                await self._upsert(entry, f"bash task {rec.id} running: {preview(rec.cmd)}")
 
     async def status(self, task_id: str, wait_seconds: float = 0) -> TaskReport:
         """Report a task, waiting up to ``wait_seconds`` for it to end."""
