@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from hyperhive.config import AgentConfig
+from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.errors import (
     CycleRefused,
     InvalidRequest,
@@ -23,7 +23,9 @@ from hyperhive.errors import (
     UnknownParent,
 )
 from hyperhive.permissions import ToolGroup
+from hyperhive.store.postgres import open_postgres
 from tests.support.hive import agent, agent_call, coordinator, op_call, operator, seed_home
+from tests.support.stores import read_hive
 
 pytestmark = pytest.mark.anyio
 
@@ -287,3 +289,25 @@ async def test_set_parent_on_the_operator_socket(
             assert json.loads(c.paths.topology.read_text())["eve"] == "queen"
             await op_call(op, "set_parent", child="eve")  # no parent: promote to root
             assert json.loads(c.paths.topology.read_text())["eve"] is None
+
+
+async def test_the_hive_lives_in_the_store_it_was_seeded_with(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    """The parametrization is real: on PostgreSQL nothing lands in a hive.db, and the
+    row is in that database; read_hive finds it on either backend."""
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c, agent(c.paths, "bob") as bob:
+        sent = await agent_call(bob, "send", to="alice", body="where am I")
+        assert isinstance(sent, dict)
+    paths = HivePaths(tmp_path)
+    hive = await read_hive(paths)
+    assert [(m.id, m.body) for m in hive.messages] == [(sent["id"], "where am I")]
+    if hive_store_url is None:
+        assert paths.db.exists() and hive.integrity == "ok"
+        return
+    assert not paths.db.exists() and hive.integrity is None
+    store = await open_postgres(hive_store_url)
+    try:
+        assert [m.body for m in await store.messages.scan()] == ["where am I"]
+    finally:
+        await store.close()
