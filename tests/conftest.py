@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins = ["tests.support.fixtures", "tests.support.postgres"]
+pytest_plugins = ["tests.support.fixtures", "tests.support.postgres", "tests.support.stores"]
 
 
 @pytest.fixture

@@ -65,15 +65,17 @@ async def wait_operator_message(c: Coordinator, within: float = 30.0) -> dict[st
             await event.wait()
 
 
-def _seed(tmp_path: Path, model: ModelServer, **agents: AgentConfig) -> None:
+def _seed(
+    tmp_path: Path, model: ModelServer, store_url: str | None = None, **agents: AgentConfig
+) -> None:
     configs = {
         name: cfg.model_copy(update={"env": agent_env(model.url)}) for name, cfg in agents.items()
     }
-    seed_home(tmp_path, configs)
+    seed_home(tmp_path, configs, store_url=store_url)
 
 
 async def test_operator_message_wakes_the_agent_which_replies(
-    tmp_path: Path, model_server: ModelServer, claude_bin: Path
+    tmp_path: Path, model_server: ModelServer, claude_bin: Path, hive_store_url: str | None
 ) -> None:
     model_server.set_script(
         [
@@ -81,7 +83,7 @@ async def test_operator_message_wakes_the_agent_which_replies(
             text("done"),
         ]
     )
-    _seed(tmp_path, model_server, alice=AgentConfig())
+    _seed(tmp_path, model_server, hive_store_url, alice=AgentConfig())
     async with running_hive(tmp_path, claude_bin) as (c, host):
         await until(lambda: "alice" in host.runtimes)
         async with operator(c.paths) as op:
@@ -209,7 +211,7 @@ async def test_direct_mcp_calls_are_gated_and_authenticated(
 
 
 async def test_claude_killed_mid_turn_gets_the_message_again(
-    tmp_path: Path, model_server: ModelServer, claude_bin: Path
+    tmp_path: Path, model_server: ModelServer, claude_bin: Path, hive_store_url: str | None
 ) -> None:
     gate = threading.Event()
     model_server.set_script(
@@ -219,7 +221,7 @@ async def test_claude_killed_mid_turn_gets_the_message_again(
             text("done"),
         ]
     )
-    _seed(tmp_path, model_server, alice=AgentConfig())
+    _seed(tmp_path, model_server, hive_store_url, alice=AgentConfig())
     async with running_hive(tmp_path, claude_bin) as (c, host):
         await until(lambda: "alice" in host.runtimes)
         async with operator(c.paths) as op:

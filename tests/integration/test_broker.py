@@ -1,4 +1,4 @@
-"""The broker over real agent sockets and a real hive.db."""
+"""The broker over real agent sockets and a real store (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from hyperhive.config import AgentConfig
+from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.errors import (
     CycleRefused,
     InvalidRequest,
@@ -23,21 +23,25 @@ from hyperhive.errors import (
     UnknownParent,
 )
 from hyperhive.permissions import ToolGroup
+from hyperhive.store.postgres import open_postgres
 from tests.support.hive import agent, agent_call, coordinator, op_call, operator, seed_home
+from tests.support.stores import read_hive
 
 pytestmark = pytest.mark.anyio
 
 TREE = {"queen": None, "alice": None, "bob": "alice", "carol": "bob", "dan": "alice", "eve": None}
 
 
-def _seed(tmp_path: Path, **overrides: AgentConfig) -> Path:
+def _seed(tmp_path: Path, store_url: str | None, **overrides: AgentConfig) -> Path:
     agents = {name: overrides.get(name, AgentConfig()) for name in TREE}
-    seed_home(tmp_path, agents, TREE)
+    seed_home(tmp_path, agents, TREE, store_url=store_url)
     return tmp_path
 
 
-async def test_send_recv_ack_roundtrip_with_identity_from_the_socket(tmp_path: Path) -> None:
-    async with coordinator(_seed(tmp_path)) as c:
+async def test_send_recv_ack_roundtrip_with_identity_from_the_socket(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c:
         async with agent(c.paths, "bob") as bob, agent(c.paths, "alice") as alice:
             sent = await agent_call(bob, "send", to="alice", body="hello")
             assert isinstance(sent, dict) and sent["to"] == "alice"
@@ -54,8 +58,10 @@ async def test_send_recv_ack_roundtrip_with_identity_from_the_socket(tmp_path: P
             assert await agent_call(alice, "recv") == []
 
 
-async def test_recv_is_capped_at_five_and_never_blocks(tmp_path: Path) -> None:
-    async with coordinator(_seed(tmp_path)) as c:
+async def test_recv_is_capped_at_five_and_never_blocks(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c:
         async with agent(c.paths, "alice") as alice, operator(c.paths) as op:
             for i in range(8):
                 await op_call(op, "send", to="alice", body=f"m{i}")
@@ -70,10 +76,10 @@ async def test_recv_is_capped_at_five_and_never_blocks(tmp_path: Path) -> None:
             assert empty == []
 
 
-async def test_routing_rules_and_refusals(tmp_path: Path) -> None:
+async def test_routing_rules_and_refusals(tmp_path: Path, hive_store_url: str | None) -> None:
     restricted = AgentConfig(allowed_recipients=["operator"])
     extra = AgentConfig(extra_recipients=["eve"])
-    async with coordinator(_seed(tmp_path, carol=restricted, dan=extra)) as c:
+    async with coordinator(_seed(tmp_path, hive_store_url, carol=restricted, dan=extra)) as c:
         async with agent(c.paths, "carol") as carol, agent(c.paths, "dan") as dan:
             # <parent> resolves at the broker; the parent is reachable despite the allow-list.
             sent = await agent_call(carol, "send", to="<parent>", body="up")
@@ -96,8 +102,10 @@ async def test_routing_rules_and_refusals(tmp_path: Path) -> None:
                 await agent_call(eve, "send", to="queen", body="x", in_reply_to=99999)
 
 
-async def test_at_least_once_redelivery_and_scoped_acks(tmp_path: Path) -> None:
-    home = _seed(tmp_path)
+async def test_at_least_once_redelivery_and_scoped_acks(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    home = _seed(tmp_path, hive_store_url)
     async with coordinator(home) as c, operator(c.paths) as op:
         ids = []
         for i in range(3):
@@ -123,8 +131,10 @@ async def test_at_least_once_redelivery_and_scoped_acks(tmp_path: Path) -> None:
         assert await agent_call(alice, "recv", max=5) == []
 
 
-async def test_wait_is_pushed_by_mail_todos_compact_and_fence(tmp_path: Path) -> None:
-    async with coordinator(_seed(tmp_path)) as c, operator(c.paths) as op:
+async def test_wait_is_pushed_by_mail_todos_compact_and_fence(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c, operator(c.paths) as op:
         async with agent(c.paths, "alice") as alice:
             empty = await agent_call(alice, "wait", timeout=0)
             assert isinstance(empty, dict) and empty["messages"] == [] and not empty["stop"]
@@ -164,8 +174,10 @@ async def test_wait_is_pushed_by_mail_todos_compact_and_fence(tmp_path: Path) ->
             assert [m["body"] for m in later] == ["wake up", "after fence"]
 
 
-async def test_malformed_frames_get_errors_and_the_connection_survives(tmp_path: Path) -> None:
-    async with coordinator(_seed(tmp_path)) as c, agent(c.paths, "alice") as alice:
+async def test_malformed_frames_get_errors_and_the_connection_survives(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c, agent(c.paths, "alice") as alice:
         with pytest.raises(UnknownCommand, match="set_parent"):
             await alice.call_json({"cmd": "set_parent", "child": "alice"})
         with pytest.raises(MalformedFrame, match="max"):
@@ -175,9 +187,14 @@ async def test_malformed_frames_get_errors_and_the_connection_survives(tmp_path:
         assert isinstance(meta, dict) and meta["name"] == "alice"
 
 
-async def test_tool_groups_are_enforced_server_side(tmp_path: Path) -> None:
+async def test_tool_groups_are_enforced_server_side(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
     meta_only = AgentConfig(tool_groups=[ToolGroup.META])
-    async with coordinator(_seed(tmp_path, eve=meta_only)) as c, agent(c.paths, "eve") as eve:
+    async with (
+        coordinator(_seed(tmp_path, hive_store_url, eve=meta_only)) as c,
+        agent(c.paths, "eve") as eve,
+    ):
         with pytest.raises(ToolGroupDenied, match="'messaging' tool group"):
             await agent_call(eve, "send", to="queen", body="x")
         with pytest.raises(ToolGroupDenied, match="'inbox'"):
@@ -189,8 +206,8 @@ async def test_tool_groups_are_enforced_server_side(tmp_path: Path) -> None:
         assert isinstance(await agent_call(eve, "wait", timeout=0), dict)
 
 
-async def test_wake_from_an_in_sandbox_producer(tmp_path: Path) -> None:
-    async with coordinator(_seed(tmp_path)) as c, agent(c.paths, "alice") as alice:
+async def test_wake_from_an_in_sandbox_producer(tmp_path: Path, hive_store_url: str | None) -> None:
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c, agent(c.paths, "alice") as alice:
         await agent_call(alice, "wake", **{"from": "matrix", "body": "new dm"})
         rows = await agent_call(alice, "recv")
         assert isinstance(rows, list) and rows[0]["from"] == "matrix"
@@ -202,8 +219,8 @@ async def test_wake_from_an_in_sandbox_producer(tmp_path: Path) -> None:
         assert await agent_call(alice, "recv") == []
 
 
-async def test_operator_mailbox_and_questions(tmp_path: Path) -> None:
-    async with coordinator(_seed(tmp_path)) as c, operator(c.paths) as op:
+async def test_operator_mailbox_and_questions(tmp_path: Path, hive_store_url: str | None) -> None:
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c, operator(c.paths) as op:
         async with agent(c.paths, "bob") as bob:
             asked = await agent_call(bob, "ask_operator", question="may I deploy?")
             assert isinstance(asked, dict)
@@ -229,8 +246,8 @@ async def test_operator_mailbox_and_questions(tmp_path: Path) -> None:
             assert isinstance(sent, list) and [m["body"] for m in sent] == ["yes"]
 
 
-async def test_status_and_meta(tmp_path: Path) -> None:
-    async with coordinator(_seed(tmp_path)) as c, agent(c.paths, "bob") as bob:
+async def test_status_and_meta(tmp_path: Path, hive_store_url: str | None) -> None:
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c, agent(c.paths, "bob") as bob:
         with pytest.raises(LimitExceeded, match="200"):
             await agent_call(bob, "set_status", text="x" * 201)
         with pytest.raises(InvalidRequest, match="single line"):
@@ -249,8 +266,10 @@ async def test_status_and_meta(tmp_path: Path) -> None:
         )
 
 
-async def test_set_parent_on_the_operator_socket(tmp_path: Path) -> None:
-    async with coordinator(_seed(tmp_path)) as c, operator(c.paths) as op:
+async def test_set_parent_on_the_operator_socket(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c, operator(c.paths) as op:
         async with c.bus.subscribe() as events:
             with pytest.raises(CycleRefused, match="cycle"):
                 await op_call(op, "set_parent", child="alice", new_parent="carol")
@@ -270,3 +289,25 @@ async def test_set_parent_on_the_operator_socket(tmp_path: Path) -> None:
             assert json.loads(c.paths.topology.read_text())["eve"] == "queen"
             await op_call(op, "set_parent", child="eve")  # no parent: promote to root
             assert json.loads(c.paths.topology.read_text())["eve"] is None
+
+
+async def test_the_hive_lives_in_the_store_it_was_seeded_with(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    """The parametrization is real: on PostgreSQL nothing lands in a hive.db, and the
+    row is in that database; read_hive finds it on either backend."""
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c, agent(c.paths, "bob") as bob:
+        sent = await agent_call(bob, "send", to="alice", body="where am I")
+        assert isinstance(sent, dict)
+    paths = HivePaths(tmp_path)
+    hive = await read_hive(paths)
+    assert [(m.id, m.body) for m in hive.messages] == [(sent["id"], "where am I")]
+    if hive_store_url is None:
+        assert paths.db.exists() and hive.integrity == "ok"
+        return
+    assert not paths.db.exists() and hive.integrity is None
+    store = await open_postgres(hive_store_url)
+    try:
+        assert [m.body for m in await store.messages.scan()] == ["where am I"]
+    finally:
+        await store.close()

@@ -18,9 +18,16 @@ from tests.support.hive import agent, agent_call, coordinator, op_call, operator
 pytestmark = pytest.mark.anyio
 
 
-async def test_host_registration_activation_and_loss(tmp_path: Path) -> None:
+async def test_host_registration_activation_and_loss(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
     manager = AgentConfig(tool_groups=list(ToolGroup.MANAGER_DEFAULT))
-    seed_home(tmp_path, {"queen": manager, "alice": AgentConfig()}, {"queen": None, "alice": None})
+    seed_home(
+        tmp_path,
+        {"queen": manager, "alice": AgentConfig()},
+        {"queen": None, "alice": None},
+        store_url=hive_store_url,
+    )
     async with coordinator(tmp_path) as c, operator(c.paths) as op:
         pushed: list[dict[str, Any]] = []
         got_all = anyio.Event()

@@ -21,15 +21,17 @@ MANAGER = AgentConfig(tool_groups=list(ToolGroup.MANAGER_DEFAULT))
 TREE = {"queen": None, "alice": None, "bob": "alice", "carol": "bob", "eve": None}
 
 
-def _seed(tmp_path: Path, **overrides: AgentConfig) -> Path:
+def _seed(tmp_path: Path, store_url: str | None, **overrides: AgentConfig) -> Path:
     agents = {name: overrides.get(name, MANAGER) for name in TREE}
-    seed_home(tmp_path, agents, TREE)
+    seed_home(tmp_path, agents, TREE, store_url=store_url)
     return tmp_path
 
 
 @pytest.mark.parametrize("verb", ["kill", "start", "restart", "update"])
-async def test_lifecycle_verbs_follow_the_tree(tmp_path: Path, verb: str) -> None:
-    async with coordinator(_seed(tmp_path)) as c:
+async def test_lifecycle_verbs_follow_the_tree(
+    tmp_path: Path, hive_store_url: str | None, verb: str
+) -> None:
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c:
         async with agent(c.paths, "bob") as bob:
             with pytest.raises(PermissionDenied, match="not a descendant"):
                 await agent_call(bob, verb, agent="alice")  # its parent
@@ -43,8 +45,10 @@ async def test_lifecycle_verbs_follow_the_tree(tmp_path: Path, verb: str) -> Non
             assert isinstance(await agent_call(alice, verb, agent="carol"), dict)  # grandchild
 
 
-async def test_kill_is_sticky_and_tells_the_submitter(tmp_path: Path) -> None:
-    async with coordinator(_seed(tmp_path)) as c:
+async def test_kill_is_sticky_and_tells_the_submitter(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c:
         async with agent(c.paths, "alice") as alice:
             await agent_call(alice, "kill", agent="carol")
             ends = await agent_call(alice, "get_loose_ends")
@@ -60,8 +64,10 @@ async def test_kill_is_sticky_and_tells_the_submitter(tmp_path: Path) -> None:
         assert not next(a for a in agents if a.name == "carol").running
 
 
-async def test_destroy_never_self_or_an_ancestor(tmp_path: Path) -> None:
-    async with coordinator(_seed(tmp_path)) as c:
+async def test_destroy_never_self_or_an_ancestor(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c:
         async with agent(c.paths, "carol") as carol:
             with pytest.raises(PermissionDenied, match=r"\(self\)"):
                 await agent_call(carol, "destroy", agent="carol")
@@ -78,11 +84,11 @@ async def test_destroy_never_self_or_an_ancestor(tmp_path: Path) -> None:
         assert not c.paths.agent_sock("carol").exists()
 
 
-async def test_diagnostics_and_capabilities(tmp_path: Path) -> None:
+async def test_diagnostics_and_capabilities(tmp_path: Path, hive_store_url: str | None) -> None:
     journal = AgentConfig(
         tool_groups=list(ToolGroup.MANAGER_DEFAULT), capabilities=[Capability.READ_HOST_JOURNAL]
     )
-    async with coordinator(_seed(tmp_path, queen=journal)) as c:
+    async with coordinator(_seed(tmp_path, hive_store_url, queen=journal)) as c:
         log = c.paths.logs / "agents" / "carol.log"
         log.parent.mkdir(parents=True)
         log.write_text("".join(f"line {i}\n" for i in range(500)))
@@ -107,8 +113,10 @@ async def test_diagnostics_and_capabilities(tmp_path: Path) -> None:
                 await agent_call(eve, "kill", agent="queen")
 
 
-async def test_init_config_approval_spawns_the_child_under_the_requester(tmp_path: Path) -> None:
-    async with coordinator(_seed(tmp_path)) as c, operator(c.paths) as op:
+async def test_init_config_approval_spawns_the_child_under_the_requester(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c, operator(c.paths) as op:
         async with agent(c.paths, "alice") as alice:
             with pytest.raises(PermissionDenied, match="not your child"):
                 await agent_call(alice, "request_init_config", name="eve")
@@ -156,8 +164,10 @@ async def test_init_config_approval_spawns_the_child_under_the_requester(tmp_pat
         assert c.meta.repo.clean_tree()
 
 
-async def test_deny_needs_a_reason_and_reaches_the_asker(tmp_path: Path) -> None:
-    async with coordinator(_seed(tmp_path)) as c, operator(c.paths) as op:
+async def test_deny_needs_a_reason_and_reaches_the_asker(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c, operator(c.paths) as op:
         async with agent(c.paths, "eve") as eve:
             asked = await agent_call(eve, "request_init_config", name="scout")
         assert isinstance(asked, dict)
@@ -174,8 +184,10 @@ async def test_deny_needs_a_reason_and_reaches_the_asker(tmp_path: Path) -> None
         assert body.startswith("[approval_resolved] ") and "was denied (not now)" in body
 
 
-async def test_apply_commit_of_a_descendants_proposed_config(tmp_path: Path) -> None:
-    async with coordinator(_seed(tmp_path)) as c, operator(c.paths) as op:
+async def test_apply_commit_of_a_descendants_proposed_config(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c, operator(c.paths) as op:
         repo = c.meta.proposed("carol")
         (repo.path / "agent.toml").write_text('tool_groups = ["messaging", "web_tools"]\n')
         # As bob would, from inside his sandbox: an ordinary git commit.
@@ -199,8 +211,10 @@ async def test_apply_commit_of_a_descendants_proposed_config(tmp_path: Path) -> 
         assert isinstance(ends, list) and "rebuilt:carol" in [e["key"] for e in ends]
 
 
-async def test_operator_perms_set_is_an_approval_with_the_exact_tools(tmp_path: Path) -> None:
-    async with coordinator(_seed(tmp_path)) as c, operator(c.paths) as op:
+async def test_operator_perms_set_is_an_approval_with_the_exact_tools(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c, operator(c.paths) as op:
         before = await op_call(op, "agent_config", agent="eve")
         assert isinstance(before, dict) and "WebFetch" not in before["tools_arg"]
         with pytest.raises(InvalidRequest, match="known groups"):
@@ -217,8 +231,10 @@ async def test_operator_perms_set_is_an_approval_with_the_exact_tools(tmp_path: 
         assert "mcp__hyperhive__kill" not in after["allowed_tools_arg"]
 
 
-async def test_reconcile_on_start_commits_the_tree(tmp_path: Path) -> None:
-    home = _seed(tmp_path)
+async def test_reconcile_on_start_commits_the_tree(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    home = _seed(tmp_path, hive_store_url)
     (home / "meta" / "topology.json").write_text("{broken")
     async with coordinator(home) as c:
         assert set(c.topology_store.read_cached()) == set(TREE)
@@ -228,8 +244,10 @@ async def test_reconcile_on_start_commits_the_tree(tmp_path: Path) -> None:
         assert c.meta.repo.clean_tree()
 
 
-async def test_a_root_asks_to_update_the_hives_inputs(tmp_path: Path) -> None:
-    async with coordinator(_seed(tmp_path)) as c, operator(c.paths) as op:
+async def test_a_root_asks_to_update_the_hives_inputs(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c, operator(c.paths) as op:
         async with agent(c.paths, "queen") as queen:
             with pytest.raises(Exception, match="claude_version"):
                 await agent_call(queen, "request_update_meta_inputs", claude_version="latest")
@@ -246,11 +264,13 @@ async def test_a_root_asks_to_update_the_hives_inputs(tmp_path: Path) -> None:
         assert c.meta.repo.log(1)[0]["subject"] == "inputs: claude-code 2.1.400"
 
 
-async def test_init_config_chains_keep_set_parents_depth_limit(tmp_path: Path) -> None:
+async def test_init_config_chains_keep_set_parents_depth_limit(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
     chain: dict[str, str | None] = {"n0": None}
     for i in range(1, MAX_DEPTH + 1):
         chain[f"n{i}"] = f"n{i - 1}"
-    seed_home(tmp_path, dict.fromkeys(chain, MANAGER), chain)
+    seed_home(tmp_path, dict.fromkeys(chain, MANAGER), chain, store_url=hive_store_url)
     async with coordinator(tmp_path) as c:
         async with agent(c.paths, f"n{MAX_DEPTH}") as deepest:
             with pytest.raises(CycleRefused, match="levels deep"):

@@ -26,9 +26,11 @@ TREE = {"queen": None, "alice": None, "bob": "alice", "carol": "bob", "eve": Non
 MANAGER = AgentConfig(tool_groups=list(ToolGroup.MANAGER_DEFAULT))
 
 
-def _seed(tmp_path: Path, hive_toml: str = "", **overrides: AgentConfig) -> Path:
+def _seed(
+    tmp_path: Path, store_url: str | None, hive_toml: str = "", **overrides: AgentConfig
+) -> Path:
     agents = {name: overrides.get(name, AgentConfig()) for name in TREE}
-    seed_home(tmp_path, agents, TREE, hive_toml)
+    seed_home(tmp_path, agents, TREE, hive_toml, store_url)
     return tmp_path
 
 
@@ -44,8 +46,8 @@ async def _next_message(client: object, within: float = 5) -> dict[str, object]:
     return message
 
 
-async def test_remind_fires_into_the_inbox(tmp_path: Path) -> None:
-    async with coordinator(_seed(tmp_path)) as c, agent(c.paths, "bob") as bob:
+async def test_remind_fires_into_the_inbox(tmp_path: Path, hive_store_url: str | None) -> None:
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c, agent(c.paths, "bob") as bob:
         with pytest.raises(MalformedFrame, match="exactly one"):
             await bob.call_json({"cmd": "remind", "message": "x"})
         made = await agent_call(bob, "remind", message="stand up", delay_seconds=0.2)
@@ -57,8 +59,8 @@ async def test_remind_fires_into_the_inbox(tmp_path: Path) -> None:
         assert await agent_call(bob, "get_loose_ends") == []
 
 
-async def test_reminder_limit_and_spill(tmp_path: Path) -> None:
-    home = _seed(tmp_path, "remind_max_pending = 2\nreminder_spill_bytes = 100\n")
+async def test_reminder_limit_and_spill(tmp_path: Path, hive_store_url: str | None) -> None:
+    home = _seed(tmp_path, hive_store_url, "remind_max_pending = 2\nreminder_spill_bytes = 100\n")
     async with coordinator(home) as c, agent(c.paths, "bob") as bob:
         await agent_call(bob, "remind", message="a", delay_seconds=3600)
         await agent_call(bob, "remind", message="b", delay_seconds=3600)
@@ -76,8 +78,10 @@ async def test_reminder_limit_and_spill(tmp_path: Path) -> None:
         assert str(spilled) in str(message["body"]) and len(str(message["body"])) < 300
 
 
-async def test_reminders_due_while_down_fire_at_start(tmp_path: Path) -> None:
-    home = _seed(tmp_path)
+async def test_reminders_due_while_down_fire_at_start(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    home = _seed(tmp_path, hive_store_url)
     async with coordinator(home) as c, agent(c.paths, "bob") as bob:
         await agent_call(bob, "remind", message="while you slept", delay_seconds=0.3)
     await anyio.sleep(0.4)  # wall-clock time must pass with the coordinator down
@@ -86,8 +90,10 @@ async def test_reminders_due_while_down_fire_at_start(tmp_path: Path) -> None:
         assert "while you slept" in str(message["body"])
 
 
-async def test_todos_wake_and_show_in_loose_ends(tmp_path: Path) -> None:
-    async with coordinator(_seed(tmp_path)) as c, agent(c.paths, "bob") as bob:
+async def test_todos_wake_and_show_in_loose_ends(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c, agent(c.paths, "bob") as bob:
         await agent_call(bob, "todo_upsert", subsystem="bash", key="t1", body="running")
         await agent_call(bob, "todo_upsert", subsystem="bash", key="t1", body="done: exit 0")
         ends = await agent_call(bob, "get_loose_ends")
@@ -97,7 +103,7 @@ async def test_todos_wake_and_show_in_loose_ends(tmp_path: Path) -> None:
         assert await agent_call(bob, "get_loose_ends") == []
 
 
-async def test_loose_ends_carry_whole_bodies(tmp_path: Path) -> None:
+async def test_loose_ends_carry_whole_bodies(tmp_path: Path, hive_store_url: str | None) -> None:
     # The model acts on the end of a body (a completion's Read(<path>) pointer, the
     # actual ask at the end of a question), so get_loose_ends returns every byte.
     todo = (
@@ -109,7 +115,7 @@ async def test_loose_ends_carry_whole_bodies(tmp_path: Path) -> None:
     )
     question = "context " * 60 + "\n\nso: may I deploy to production tonight?"
     assert len(todo) > 200 and len(question) > 200
-    async with coordinator(_seed(tmp_path)) as c, agent(c.paths, "bob") as bob:
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c, agent(c.paths, "bob") as bob:
         await agent_call(bob, "todo_upsert", subsystem="bash", key="t1", body=todo)
         await agent_call(bob, "ask_operator", question=question)
         ends = await agent_call(bob, "get_loose_ends")
@@ -118,9 +124,11 @@ async def test_loose_ends_carry_whole_bodies(tmp_path: Path) -> None:
         assert bodies == {"todo": todo, "question": question}
 
 
-async def test_loose_ends_visibility_follows_the_tree(tmp_path: Path) -> None:
+async def test_loose_ends_visibility_follows_the_tree(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
     nosy = AgentConfig(capabilities=[Capability.QUERY_AGENT_STATE])
-    async with coordinator(_seed(tmp_path, queen=nosy)) as c:
+    async with coordinator(_seed(tmp_path, hive_store_url, queen=nosy)) as c:
         async with agent(c.paths, "carol") as carol:
             await agent_call(carol, "remind", message="carol's", delay_seconds=3600)
         async with agent(c.paths, "alice") as alice:
@@ -139,8 +147,8 @@ async def test_loose_ends_visibility_follows_the_tree(tmp_path: Path) -> None:
             assert isinstance(everything, list) and len(everything) == 1
 
 
-async def test_cancel_rules(tmp_path: Path) -> None:
-    async with coordinator(_seed(tmp_path)) as c:
+async def test_cancel_rules(tmp_path: Path, hive_store_url: str | None) -> None:
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c:
         async with agent(c.paths, "carol") as carol:
             r1 = await agent_call(carol, "remind", message="one", delay_seconds=3600)
             r2 = await agent_call(carol, "remind", message="two", delay_seconds=3600)
@@ -174,8 +182,10 @@ async def test_cancel_rules(tmp_path: Path) -> None:
             assert isinstance(left, list) and [e["id"] for e in left] == [r2["id"]]
 
 
-async def test_schedules_fire_once_for_missed_periods(tmp_path: Path) -> None:
-    home = _seed(tmp_path, alice=MANAGER, eve=MANAGER)
+async def test_schedules_fire_once_for_missed_periods(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    home = _seed(tmp_path, hive_store_url, alice=MANAGER, eve=MANAGER)
     async with coordinator(home) as c, agent(c.paths, "alice") as alice:
         with pytest.raises(PermissionDenied, match="not a descendant"):
             await agent_call(alice, "schedule_prompt", target="eve", prompt="x", every_seconds=60)
@@ -219,9 +229,11 @@ async def op_call_messages(c: object, name: str) -> list[dict[str, str]]:
     return [m for m in inbox if isinstance(m, dict)]  # type: ignore[misc]
 
 
-async def test_helper_events_reach_the_submitting_agent(tmp_path: Path) -> None:
+async def test_helper_events_reach_the_submitting_agent(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
     # queen is the root manager; alice holds approvals for her subtree.
-    home = _seed(tmp_path, alice=MANAGER)
+    home = _seed(tmp_path, hive_store_url, alice=MANAGER)
     async with coordinator(home) as c:
         async with agent(c.paths, "carol") as carol:
             await agent_call(carol, "turn_end", outcome="needs_login")
@@ -249,8 +261,10 @@ def _crash(agent_name: str) -> object:
     return ContainerCrash(agent=agent_name, reason="boom")
 
 
-async def test_compact_is_gated_on_the_last_turn_and_deferred(tmp_path: Path) -> None:
-    async with coordinator(_seed(tmp_path)) as c, agent(c.paths, "bob") as bob:
+async def test_compact_is_gated_on_the_last_turn_and_deferred(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c, agent(c.paths, "bob") as bob:
         with pytest.raises(Conflict, match="unknown"):
             await agent_call(bob, "compact")
         await agent_call(bob, "turn_end", outcome="ok", context_usage=0.5)

@@ -16,9 +16,9 @@ from tests.support.hive import agent, agent_call, coordinator, seed_home
 
 @pytest.mark.anyio
 async def test_a_reminder_past_the_limit_is_refused_and_nothing_is_stored(
-    tmp_path: Path,
+    tmp_path: Path, hive_store_url: str | None
 ) -> None:
-    seed_home(tmp_path, {"bob": AgentConfig()}, {"bob": None})
+    seed_home(tmp_path, {"bob": AgentConfig()}, {"bob": None}, store_url=hive_store_url)
     async with coordinator(tmp_path) as c, agent(c.paths, "bob") as bob:
         fits = "x" * REMIND_MAX_BYTES
         await agent_call(bob, "remind", message=fits, delay_seconds=3600)

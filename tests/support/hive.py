@@ -30,8 +30,14 @@ def seed_home(
     agents: Mapping[str, AgentConfig | str],
     topology: Mapping[str, str | None] | None = None,
     hive_toml: str = "",
+    store_url: str | None = None,
 ) -> HivePaths:
-    """Write applied configs, topology.json and hive.toml before a coordinator starts."""
+    """Write applied configs, topology.json and hive.toml before a coordinator starts.
+
+    ``store_url`` (a ``postgresql://`` URL, e.g. the ``hive_store_url`` fixture's) puts
+    the hive on that database, the way an operator would: the URL in a 0600
+    ``store_url_file``; ``None`` leaves the hive on SQLite in its home.
+    """
     paths = HivePaths(home)
     (paths.meta / "agents").mkdir(parents=True, exist_ok=True)
     for name, cfg in agents.items():
@@ -42,6 +48,12 @@ def seed_home(
     if "runtime" not in hive_toml:
         # Most suites test the hive's logic, not isolation: no system users for them.
         hive_toml = 'runtime = "unsandboxed"\n' + hive_toml
+    if store_url is not None:
+        url_file = home / "store.url"
+        url_file.touch(mode=0o600)
+        url_file.chmod(0o600)
+        url_file.write_text(store_url + "\n")
+        hive_toml += 'store_url_file = "store.url"\n'
     (home / "hive.toml").write_text(hive_toml)
     return paths
 
@@ -50,7 +62,8 @@ def seed_home(
 async def coordinator(home: Path) -> AsyncIterator[Coordinator]:
     """A coordinator serving on ``home`` for the block, then cancelled."""
     paths = HivePaths(home)
-    coord = Coordinator(paths, load_hive_config(home, {}))
+    # open(): the store hive.toml names, SQLite in the home or PostgreSQL.
+    coord = await Coordinator.open(paths, load_hive_config(home, {}))
     async with anyio.create_task_group() as tg:
         await tg.start(coord.run)
         try:
@@ -138,7 +151,7 @@ async def running_hive(
     hive_toml.write_text(f'claude_bin = "{claude_bin}"\n{existing}')
     paths = HivePaths(home)
     hive = load_hive_config(home, {})
-    coord = Coordinator(paths, hive)
+    coord = await Coordinator.open(paths, hive)
     host = AgentHost(paths, hive, host_id="test-host")
     async with anyio.create_task_group() as tg:
         await tg.start(coord.run)

@@ -4,6 +4,10 @@ A backend is an async context manager factory ``(request, tmp_path) ->
 Backend``; adding one is one line in ``BACKENDS`` (the PostgreSQL fixture
 lives in ``tests/support/postgres.py``). ``Backend.open()`` opens a new
 ``Store`` on the same database each time, so tests can reopen it.
+
+Suites that run a whole coordinator take the ``hive_store_url`` fixture
+instead (parametrized over both backends) and hand it to ``seed_home``;
+``read_hive`` reads whichever store the hive's ``hive.toml`` names.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import anyio
 import psycopg
 import pytest
 
-from hyperhive.config import HivePaths
+from hyperhive.config import HivePaths, load_hive_config
 from hyperhive.store import Store
 from hyperhive.store.postgres import open_postgres
 from hyperhive.store.rows import (
@@ -41,6 +45,7 @@ __all__ = [
     "HiveRows",
     "PostgresBackend",
     "SqliteBackend",
+    "hive_store_url",
     "read_hive",
     "read_hive_sync",
 ]
@@ -112,6 +117,16 @@ BACKENDS: dict[str, BackendFactory] = {
 }
 
 
+@pytest.fixture(params=list(BACKENDS))
+def hive_store_url(request: pytest.FixtureRequest) -> str | None:
+    """The ``store`` a seeded hive uses: ``None`` (SQLite in its home) or a fresh
+    PostgreSQL database of the session's cluster. Pass it to ``seed_home``."""
+    if request.param == "sqlite":
+        return None
+    url: str = request.getfixturevalue("pg_url")
+    return url
+
+
 @dataclass(frozen=True)
 class HiveRows:
     """Everything an audit reads from a hive's store, as typed rows."""
@@ -123,15 +138,27 @@ class HiveRows:
     questions: list[QuestionRow]
     schedules: list[ScheduleRow]
     agents: list[AgentState]
-    integrity: str
+    # SQLite's ``PRAGMA integrity_check`` ("ok" when sound). None on PostgreSQL: it has
+    # no cheap equivalent, and its own WAL replay is what makes a kill -9 safe there.
+    integrity: str | None
 
     def message_map(self) -> dict[int, MessageRow]:
         return {m.id: m for m in self.messages}
 
 
 async def read_hive(paths: HivePaths) -> HiveRows:
-    """The hive's rows, read through the store read-only (safe beside a running coordinator)."""
-    store = await SqliteStore.open(paths.db, readonly=True)
+    """The hive's rows, read through the store its ``hive.toml`` names (``store``,
+    ``store_url_file`` or ``HIVE_STORE_URL``, as the coordinator reads them).
+
+    Safe beside a running coordinator: SQLite is opened read-only; on PostgreSQL
+    the open's migration step finds nothing to do and only reads follow.
+    """
+    url = load_hive_config(paths.home).store
+    store: Store
+    if url is None:
+        store = await SqliteStore.open(paths.db, readonly=True)
+    else:
+        store = await open_postgres(url)
     try:
         messages: list[MessageRow] = []
         while page := await store.messages.scan(messages[-1].id if messages else 0, 5000):
@@ -144,7 +171,7 @@ async def read_hive(paths: HivePaths) -> HiveRows:
             questions=await store.loose_ends.questions(open_only=False),
             schedules=await store.schedules.all(),
             agents=await store.agents.all(),
-            integrity=await store.integrity_check(),
+            integrity=(await store.integrity_check() if isinstance(store, SqliteStore) else None),
         )
     finally:
         await store.close()
