@@ -28,7 +28,7 @@ MIB = 1 << 20
 class _NoTodos:
     """A sink that drops todos: the coordinator round trip is not what is measured here."""
 
-    async def upsert(self, key: str, body: str) -> None:
+    async def upsert(self, key: str, body: str, *, wake: bool = True) -> None:
         return None
 
     async def clear(self, key: str) -> None:

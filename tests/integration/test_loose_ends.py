@@ -98,9 +98,30 @@ async def test_todos_wake_and_show_in_loose_ends(
         await agent_call(bob, "todo_upsert", subsystem="bash", key="t1", body="done: exit 0")
         ends = await agent_call(bob, "get_loose_ends")
         assert isinstance(ends, list) and len(ends) == 1
-        assert ends[0]["summary"] == "done: exit 0" and ends[0]["key"] == "t1"
+        assert ends[0]["body"] == "done: exit 0" and ends[0]["key"] == "t1"
         assert await agent_call(bob, "todo_clear", subsystem="bash", key="t1") == {"cleared": True}
         assert await agent_call(bob, "get_loose_ends") == []
+
+
+async def test_loose_ends_carry_whole_bodies(tmp_path: Path, hive_store_url: str | None) -> None:
+    # The model acts on the end of a body (a completion's Read(<path>) pointer, the
+    # actual ask at the end of a question), so get_loose_ends returns every byte.
+    todo = (
+        "bash task t1 done (exit 0) after 12.0s\n"
+        + "cmd: "
+        + "x" * 400
+        + "\n"
+        + "stdout: Read(/state/harness/bash-tasks/t1.out)"
+    )
+    question = "context " * 60 + "\n\nso: may I deploy to production tonight?"
+    assert len(todo) > 200 and len(question) > 200
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c, agent(c.paths, "bob") as bob:
+        await agent_call(bob, "todo_upsert", subsystem="bash", key="t1", body=todo)
+        await agent_call(bob, "ask_operator", question=question)
+        ends = await agent_call(bob, "get_loose_ends")
+        assert isinstance(ends, list)
+        bodies = {str(e["kind"]): e["body"] for e in ends if isinstance(e, dict)}
+        assert bodies == {"todo": todo, "question": question}
 
 
 async def test_loose_ends_visibility_follows_the_tree(

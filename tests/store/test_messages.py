@@ -107,6 +107,42 @@ async def test_poll_wakes_for_mail_todos_and_compaction_only(store: Store) -> No
     assert compact is not None and compact.compact and not compact.todos_changed
 
 
+async def test_poll_wakes_only_for_a_net_change_in_open_todos(store: Store) -> None:
+    # A todo filed and cleared since the waiter last looked (a bash task that ended
+    # inside its turn, a subagent result it already read) must not wake it for nothing.
+    await store.loose_ends.todo_upsert("bob", "bash", "t1", "running")
+    seen = await store.messages.poll("bob", 0, 5)
+    assert seen is not None and seen.todos_changed
+    await store.loose_ends.todo_upsert("bob", "bash", "t2", "running")
+    await store.loose_ends.todo_upsert("bob", "bash", "t2", "done (exit 0)")
+    assert await store.loose_ends.todo_clear("bob", "bash", "t2")
+    assert await store.messages.poll("bob", seen.todo_version, 5) is None
+    # The one it saw, cleared: still nothing new.
+    assert await store.loose_ends.todo_clear("bob", "bash", "t1")
+    assert await store.messages.poll("bob", seen.todo_version, 5) is None
+    # An update of a todo it saw is a change; so is a new one left open.
+    await store.loose_ends.todo_upsert("bob", "bash", "t3", "running")
+    first = await store.messages.poll("bob", seen.todo_version, 5)
+    assert first is not None and first.todos_changed
+    await store.loose_ends.todo_upsert("bob", "bash", "t3", "done (exit 1)")
+    updated = await store.messages.poll("bob", first.todo_version, 5)
+    assert updated is not None and updated.todos_changed
+    assert updated.todo_version > first.todo_version
+    # A quiet upsert (the agent's own turn caused it) is listed but wakes no one;
+    # a later waking upsert of the same key does.
+    await store.loose_ends.todo_upsert("bob", "bash", "t4", "running", wake=False)
+    assert await store.messages.poll("bob", updated.todo_version, 5) is None
+    assert [t.key for t in (await store.loose_ends.open(["bob"])).todos] == ["t3", "t4"]
+    await store.loose_ends.todo_upsert("bob", "bash", "t4", "done (exit 0)")
+    finished = await store.messages.poll("bob", updated.todo_version, 5)
+    assert finished is not None and finished.todos_changed
+    updated = finished
+    # Mail still carries the current version, so the waiter can catch up on it.
+    await store.messages.send("alice", "bob", "hi")
+    mail = await store.messages.poll("bob", seen.todo_version, 5)
+    assert mail is not None and mail.todo_version == updated.todo_version
+
+
 async def test_poll_takes_at_most_its_limit(store: Store) -> None:
     for i in range(7):
         await store.messages.send("alice", "bob", f"m{i}")

@@ -53,7 +53,7 @@ async def loose_todos(paths: HivePaths, agent: str, subsystem: str) -> dict[str,
     async with operator(paths) as op:
         rows = await op.call(OpLooseEndsReq(cmd="get_loose_ends", agent=agent))
     return {
-        r.key: r.summary
+        r.key: r.body
         for r in rows
         if r.kind == "todo" and r.subsystem == subsystem and r.key is not None
     }

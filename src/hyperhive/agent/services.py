@@ -48,6 +48,9 @@ async def agent_services(rt: AgentRuntime) -> AsyncIterator[None]:
     ):
         rt.bash_tasks, rt.subagents = tasks, subagents
         try:
+            # Only now: a recovered todo wakes a turn whose status call must find them.
+            await tasks.report_recovered()
+            await subagents.report_recovered()
             async with anyio.create_task_group() as tg:
                 if rt.forge is not None:
                     tg.start_soon(_forge, rt)

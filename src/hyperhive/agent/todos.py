@@ -28,7 +28,7 @@ RETRY_FOR = 120.0
 class TodoSink(Protocol):
     """Where a subsystem's keyed todos go (the coordinator, in production)."""
 
-    async def upsert(self, key: str, body: str) -> None: ...
+    async def upsert(self, key: str, body: str, *, wake: bool = True) -> None: ...
 
     async def clear(self, key: str) -> None: ...
 
@@ -74,9 +74,12 @@ class CoordinatorTodos:
                 await anyio.sleep(delay)
                 delay = min(delay * 2, 2.0)
 
-    async def upsert(self, key: str, body: str) -> None:
+    async def upsert(self, key: str, body: str, *, wake: bool = True) -> None:
         await self._call(
-            key, TodoUpsertReq(cmd="todo_upsert", subsystem=self.subsystem, key=key, body=body)
+            key,
+            TodoUpsertReq(
+                cmd="todo_upsert", subsystem=self.subsystem, key=key, body=body, wake=wake
+            ),
         )
 
     async def clear(self, key: str) -> None:

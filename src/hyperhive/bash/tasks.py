@@ -18,12 +18,17 @@ Leaving its ``async with`` block kills the process groups of its live tasks
 (SIGTERM, then SIGKILL after a grace) and leaves their records ``running``;
 entering it marks every record still ``pending``/``running`` as
 ``interrupted`` — SIGKILLing the group first if a crash left that very process
-alive (checked by pid *and* start time) — and surfaces a todo for it. A clean
+alive (checked by pid *and* start time); ``report_recovered`` then surfaces a
+todo for each, once the owner has published the manager (a todo wakes a turn
+whose ``status`` call must find it). A clean
 stop and a crash thus end the same way, as bubblewrap's ``--die-with-parent``
 will make them.
 
-Todos: one per task, key = task id: "running" at spawn, the completion
-summary at the end, cleared by any ``run``/``status`` that observes the end.
+Todos: one per task, key = task id: "running" once ``run``'s wait window has
+passed with the task still going, the completion summary at the end, cleared
+by any ``run``/``status`` that observes the end. A task that ends inside the
+window files no todo at all (spec 001): its result is the answer, and a todo
+would wake the agent a turn later for nothing.
 """
 
 from __future__ import annotations
@@ -98,6 +103,10 @@ class _Entry:
     kill_requested: bool = False
     force: bool = False
     todo_cleared: bool = False
+    # run() is still waiting inline: the runner files no todo, the caller gets the result.
+    inline: bool = False
+    # Serialises the "running" todo (filed by run()) with the completion one (the runner).
+    todo_lock: anyio.Lock = field(default_factory=anyio.Lock)
 
 
 def _tail(root: Path, path: Path) -> str:
@@ -142,6 +151,7 @@ class TaskManager:
         self._slots = anyio.Semaphore(max_running)
         self._persist_lock = anyio.Lock()
         self._tg: TaskGroup | None = None
+        self._recovered: list[_Entry] = []  # todos report_recovered() still owes
 
     # ---- lifecycle ---------------------------------------------------------
 
@@ -212,15 +222,42 @@ class TaskManager:
             if previous is not None:
                 self._entries[task_id] = previous
             raise
+        entry.inline = wait > 0
         self._running_group().start_soon(self._supervise, entry, name=f"bash task {task_id}")
         if wait > 0:
-            with anyio.move_on_after(wait):
-                await entry.settled.wait()
-        if entry.settled.is_set():
-            await self._clear_todo(entry)
-            return self._report(entry)
+            try:
+                with anyio.move_on_after(wait):
+                    await entry.settled.wait()
+            except BaseException:
+                # The call was cut off (client gone): nobody will read an inline result,
+                # so the task goes back to being a loose end with a todo that wakes.
+                with anyio.CancelScope(shield=True):
+                    await self._abandon_inline(entry)
+                raise
+        async with entry.todo_lock:
+            entry.inline = False
+            if entry.settled.is_set():
+                entry.todo_cleared = True  # none was filed: nothing for status() to clear
+                return self._report(entry)
+            # Past the window: from here on the task is a loose end the agent may forget.
+            # Listed, not waking: this very turn started it; its completion wakes.
+            rec = entry.record
+            # "pending" with a free slot only means its runner has not been scheduled yet.
+            queued = rec.status == "pending" and self._slots.value == 0
+            state = "queued for a free slot" if queued else "running"
+            await self._upsert(entry, f"bash task {rec.id} {state}: {preview(rec.cmd)}", wake=False)
         out, err = self.paths(task_id)
         return TaskStarted(task_id, out, err)
+
+    async def _abandon_inline(self, entry: _Entry) -> None:
+        async with entry.todo_lock:
+            entry.inline = False
+            rec = entry.record
+            if entry.settled.is_set():
+                rec.todo_synced = False  # _finish took it as reported inline
+                await self._upsert(entry, summary(rec, *self.paths(rec.id)))
+            else:
+                await self._upsert(entry, f"bash task {rec.id} running: {preview(rec.cmd)}")
 
     async def status(self, task_id: str, wait_seconds: float = 0) -> TaskReport:
         """Report a task, waiting up to ``wait_seconds`` for it to end."""
@@ -293,7 +330,6 @@ class TaskManager:
             signal_group(process, signal.SIGKILL if entry.force else signal.SIGINT)
         try:
             await self._persist_quietly()
-            await self._upsert(entry, f"bash task {rec.id} running: {preview(rec.cmd)}")
             with anyio.move_on_after(rec.timeout_secs) as deadline:
                 await process.wait()
             timed_out = deadline.cancelled_caught
@@ -333,12 +369,16 @@ class TaskManager:
 
     async def _finish(self, entry: _Entry, status: TaskStatus) -> None:
         rec = entry.record
-        rec.status, rec.ended_at = status, time.time()
-        try:
-            await self._persist_quietly()
-            await self._upsert(entry, summary(rec, *self.paths(rec.id)))
-        finally:
-            entry.settled.set()
+        async with entry.todo_lock:
+            rec.status, rec.ended_at = status, time.time()
+            # Reported inline by run(): no todo, and none to re-file after a restart.
+            rec.todo_synced = rec.todo_synced or entry.inline
+            try:
+                await self._persist_quietly()
+                if not entry.inline:
+                    await self._upsert(entry, summary(rec, *self.paths(rec.id)))
+            finally:
+                entry.settled.set()
 
     # ---- table, todos, restart ---------------------------------------------
 
@@ -362,9 +402,13 @@ class TaskManager:
         if interrupted:
             await self._persist()
         for entry in interrupted:
-            await self._upsert(entry, summary(entry.record, *self.paths(entry.record.id)))
             entry.settled.set()
-        for entry in unsynced:
+        self._recovered = interrupted + unsynced
+
+    async def report_recovered(self) -> None:
+        """File the todos of the tasks a previous host left behind (call once published)."""
+        owed, self._recovered = self._recovered, []
+        for entry in owed:
             await self._upsert(entry, summary(entry.record, *self.paths(entry.record.id)))
 
     def _load(self) -> list[TaskRecord]:
@@ -409,10 +453,10 @@ class TaskManager:
         for key in finished[: max(0, len(finished) - self._history)]:
             del self._entries[key]
 
-    async def _upsert(self, entry: _Entry, body: str) -> None:
+    async def _upsert(self, entry: _Entry, body: str, *, wake: bool = True) -> None:
         entry.todo_cleared = False
         try:
-            await self._todos.upsert(entry.record.id, body)
+            await self._todos.upsert(entry.record.id, body, wake=wake)
         except Exception:  # the coordinator being away must not lose the task itself
             log.warning("could not upsert the todo of bash task %s", entry.record.id, exc_info=True)
             return

@@ -227,7 +227,9 @@ class AgentApi:
     @on(TodoUpsertReq)
     async def _todo_upsert(self, req: TodoUpsertReq) -> Created:
         self.broker.check_body(req.body)
-        todo = await self.loose_ends.todo_upsert(self.name, req.subsystem, req.key, req.body)
+        todo = await self.loose_ends.todo_upsert(
+            self.name, req.subsystem, req.key, req.body, wake=req.wake
+        )
         return Created(id=todo)
 
     @on(TodoClearReq)

@@ -22,8 +22,6 @@ from hyperhive.store.rows import LooseEndKind, LooseEndRow, ScheduleRow
 
 __all__ = ["OWNER_COLUMN", "LooseEnds", "next_cron", "owner_of"]
 
-SUMMARY_CHARS = 200
-
 
 def next_cron(expr: str, after: float) -> float:
     """The next firing of a cron expression strictly after ``after`` (UTC)."""
@@ -31,11 +29,6 @@ def next_cron(expr: str, after: float) -> float:
         raise InvalidRequest(f"cron {expr!r} is not a valid 5-field cron expression")
     base = datetime.fromtimestamp(after, UTC)
     return float(croniter(expr, base).get_next(float))
-
-
-def _summary(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= SUMMARY_CHARS else line[: SUMMARY_CHARS - 1] + "…"
 
 
 class LooseEnds:
@@ -54,8 +47,10 @@ class LooseEnds:
             agent, message, due_at, self.max_pending_reminders
         )
 
-    async def todo_upsert(self, agent: str, subsystem: str, key: str, body: str) -> int:
-        return await self.store.loose_ends.todo_upsert(agent, subsystem, key, body)
+    async def todo_upsert(
+        self, agent: str, subsystem: str, key: str, body: str, *, wake: bool = True
+    ) -> int:
+        return await self.store.loose_ends.todo_upsert(agent, subsystem, key, body, wake=wake)
 
     async def todo_clear(self, agent: str, subsystem: str, key: str) -> bool:
         return await self.store.loose_ends.todo_clear(agent, subsystem, key)
@@ -135,9 +130,7 @@ class LooseEnds:
 def _end(
     kind: LooseEndKind, row_id: int, agent: str, text: str, created_at: float, **extra: Any
 ) -> LooseEnd:
-    return LooseEnd(
-        kind=kind, id=row_id, agent=agent, summary=_summary(text), created_at=created_at, **extra
-    )
+    return LooseEnd(kind=kind, id=row_id, agent=agent, body=text, created_at=created_at, **extra)
 
 
 def owner_of(kind: LooseEndKind, row: LooseEndRow) -> str:

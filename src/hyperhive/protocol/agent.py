@@ -157,6 +157,9 @@ class TodoUpsertReq(Req[Created]):
     subsystem: str = Field(min_length=1, max_length=64)
     key: str = Field(min_length=1, max_length=128)
     body: str
+    # False: the agent's own turn caused it (a task still running past its window),
+    # so it is listed but wakes no turn; a later waking upsert of the key does.
+    wake: bool = True
 
 
 class TodoClearReq(Req[Cleared]):

@@ -78,7 +78,9 @@ class LooseEnd(_Out):
     kind: Literal["reminder", "approval", "todo", "question", "schedule"]
     id: int
     agent: str
-    summary: str
+    # The whole text (a todo's Read(<path>) pointer, a question's last line): the
+    # model acts on it, so nothing is cut.
+    body: str
     created_at: float
     due_at: float | None = None
     state: str | None = None

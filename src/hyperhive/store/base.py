@@ -121,7 +121,8 @@ class MessageRepo(ABC):
         """What a waiting harness should wake for, or ``None`` if nothing yet.
 
         A stop (fenced) wins; otherwise undelivered mail (marked delivered),
-        a ``todo_version`` above the caller's, or a pending compact.
+        an open todo upserted after the caller's ``todo_version`` (a net change:
+        a todo filed and cleared since then wakes no one), or a pending compact.
         """
 
     @abstractmethod
@@ -224,8 +225,13 @@ class LooseEndRepo(ABC):
         """Add a reminder; ``LimitExceeded`` if ``agent`` already has ``max_pending``."""
 
     @abstractmethod
-    async def todo_upsert(self, agent: str, subsystem: str, key: str, body: str) -> int:
-        """Insert or replace the todo at (agent, subsystem, key); bumps and wakes."""
+    async def todo_upsert(
+        self, agent: str, subsystem: str, key: str, body: str, *, wake: bool = True
+    ) -> int:
+        """Insert or replace the todo at (agent, subsystem, key); bumps and wakes.
+
+        ``wake=False`` stores it at version 0: listed, but no waiter wakes for it.
+        """
 
     @abstractmethod
     async def todo_clear(self, agent: str, subsystem: str, key: str) -> bool: ...

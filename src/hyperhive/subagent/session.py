@@ -115,6 +115,7 @@ class SubagentManager:
         self._entries: dict[str, _Entry] = {}
         self._persist_lock = anyio.Lock()
         self._tg: TaskGroup | None = None
+        self._recovered: list[SubagentRecord] = []  # todos report_recovered() still owes
 
     # ---- lifecycle ---------------------------------------------------------
 
@@ -364,7 +365,12 @@ class SubagentManager:
                 cut_off.append(rec)
         if cut_off:
             await self._persist()
-        for rec in cut_off:
+        self._recovered = cut_off
+
+    async def report_recovered(self) -> None:
+        """File the todos of the runs a previous host cut off (call once published)."""
+        owed, self._recovered = self._recovered, []
+        for rec in owed:
             await self._upsert(rec.id, "result", result_todo(rec, time.time()))
 
     def _load(self) -> list[SubagentRecord]:

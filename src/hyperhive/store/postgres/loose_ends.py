@@ -81,11 +81,17 @@ _CANCEL = {
 }
 
 
-async def _bump_todos(conn: Conn, agent: str) -> None:
+async def _bump_todos(conn: Conn, agent: str) -> int:
+    """Bump the agent's ``todo_version``; return the new one."""
     await ensure_agent(conn, agent)
-    await conn.execute(
-        "UPDATE agent_state SET todo_version = todo_version + 1 WHERE name = %s", (agent,)
+    cur = await conn.execute(
+        "UPDATE agent_state SET todo_version = todo_version + 1 WHERE name = %s "
+        "RETURNING todo_version",
+        (agent,),
     )
+    row = await cur.fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 class PgLooseEnds(PgRepo, LooseEndRepo):
@@ -117,20 +123,26 @@ class PgLooseEnds(PgRepo, LooseEndRepo):
 
         return await self._tx(op)
 
-    async def todo_upsert(self, agent: str, subsystem: str, key: str, body: str) -> int:
+    async def todo_upsert(
+        self, agent: str, subsystem: str, key: str, body: str, *, wake: bool = True
+    ) -> int:
         async def op(conn: Conn, woken: set[str]) -> int:
             at = now()
+            version = 0
+            if wake:
+                version = await _bump_todos(conn, agent)
+                woken.add(agent)
+            else:
+                await ensure_agent(conn, agent)
             cur = await conn.execute(
-                "INSERT INTO todos(agent, subsystem, key, body, created_at, updated_at) "
-                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (agent, subsystem, key) "
-                "DO UPDATE SET body = EXCLUDED.body, updated_at = EXCLUDED.updated_at "
-                "RETURNING id",
-                (agent, subsystem, key, body, at, at),
+                "INSERT INTO todos(agent, subsystem, key, body, created_at, updated_at, version) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (agent, subsystem, key) "
+                "DO UPDATE SET body = EXCLUDED.body, updated_at = EXCLUDED.updated_at, "
+                "version = EXCLUDED.version RETURNING id",
+                (agent, subsystem, key, body, at, at, version),
             )
             row = await cur.fetchone()
             assert row is not None
-            await _bump_todos(conn, agent)
-            woken.add(agent)
             return int(row[0])
 
         return await self._tx_waking(op)

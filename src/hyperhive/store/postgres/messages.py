@@ -102,7 +102,12 @@ class PgMessages(PgRepo, MessageRepo):
             if fenced:
                 return Poll(stop=True, todo_version=version)
             messages = await _take(conn, agent, limit)
-            changed = version > todo_version
+            cur = await conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM todos WHERE agent = %s AND version > %s)",
+                (agent, todo_version),
+            )
+            row = await cur.fetchone()
+            changed = bool(row and row[0])
             if not messages and not changed and not compact:
                 return None
             return Poll(

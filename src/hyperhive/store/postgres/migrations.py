@@ -136,6 +136,10 @@ CREATE INDEX reminders_agent ON reminders(agent, fired_at);
 CREATE INDEX approvals_pending ON approvals(state, kind, subject);
 CREATE INDEX messages_reply ON messages(in_reply_to)
 """,
+    # 3: each todo's todo_version at its last upsert (SQLite's schema 3).
+    """
+ALTER TABLE todos ADD COLUMN version BIGINT NOT NULL DEFAULT 0
+""",
 ]
 
 

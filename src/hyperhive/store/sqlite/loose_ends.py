@@ -66,22 +66,31 @@ class SqliteLooseEnds(LooseEndRepo):
 
         return await self._db.run(op)
 
-    async def todo_upsert(self, agent: str, subsystem: str, key: str, body: str) -> int:
+    async def todo_upsert(
+        self, agent: str, subsystem: str, key: str, body: str, *, wake: bool = True
+    ) -> int:
         def op(tx: Tx) -> int:
             ensure_agent(tx, agent)
             now = time.time()
+            version = 0
+            if wake:
+                bumped = tx.one(
+                    "UPDATE agent_state SET todo_version = todo_version + 1 WHERE name = ? "
+                    "RETURNING todo_version",
+                    (agent,),
+                )
+                assert bumped is not None
+                version = int(bumped[0])
             row = tx.one(
-                "INSERT INTO todos(agent, subsystem, key, body, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(agent, subsystem, key) "
-                "DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at "
-                "RETURNING id",
-                (agent, subsystem, key, body, now, now),
+                "INSERT INTO todos(agent, subsystem, key, body, created_at, updated_at, version) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(agent, subsystem, key) "
+                "DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at, "
+                "version = excluded.version RETURNING id",
+                (agent, subsystem, key, body, now, now, version),
             )
             assert row is not None
-            tx.execute(
-                "UPDATE agent_state SET todo_version = todo_version + 1 WHERE name = ?", (agent,)
-            )
-            tx.wake(agent)
+            if wake:
+                tx.wake(agent)
             return int(row[0])
 
         return await self._db.run(op)

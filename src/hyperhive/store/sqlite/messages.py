@@ -13,6 +13,12 @@ from hyperhive.store.sqlite.engine import Engine, Tx
 __all__ = ["SqliteMessages"]
 
 
+def _todos_newer(tx: Tx, agent: str, seen: int) -> bool:
+    """An open todo upserted after the version the waiter saw: a net change for it."""
+    row = tx.one("SELECT 1 FROM todos WHERE agent = ? AND version > ? LIMIT 1", (agent, seen))
+    return row is not None
+
+
 def _take_undelivered(tx: Tx, agent: str, limit: int) -> tuple[MessageRow, ...]:
     rows = tx.all(
         "SELECT * FROM messages WHERE recipient = ? AND acked_at IS NULL "
@@ -60,7 +66,7 @@ class SqliteMessages(MessageRepo):
             if state.fenced:
                 return Poll(stop=True, todo_version=state.todo_version)
             messages = _take_undelivered(tx, agent, max(1, limit))
-            changed = state.todo_version > todo_version
+            changed = _todos_newer(tx, agent, todo_version)
             if not messages and not changed and not state.compact_pending:
                 return None
             return Poll(

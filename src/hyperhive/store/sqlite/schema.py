@@ -125,4 +125,9 @@ CREATE INDEX reminders_agent ON reminders(agent, fired_at);
 CREATE INDEX approvals_pending ON approvals(state, kind, subject);
 CREATE INDEX messages_reply ON messages(in_reply_to)
 """,
+    # 3: each todo remembers the agent's todo_version its last upsert made, so a
+    # waiting agent wakes only for a todo still open and newer than what it saw.
+    """
+ALTER TABLE todos ADD COLUMN version INTEGER NOT NULL DEFAULT 0
+""",
 ]
