@@ -7,9 +7,10 @@ from collections.abc import Sequence
 
 from hyperhive.store.base import AgentRepo
 from hyperhive.store.rows import AgentState, CompactRequest, TurnRecord
-from hyperhive.store.sqlite.common import agent_state, ensure_agent
+from hyperhive.store.sqlite.common import ensure_agent
 from hyperhive.store.sqlite.engine import Engine, Tx
 from hyperhive.store.sqlite.messages import ack_ids
+from hyperhive.store.sqlite.rowmap import agent_state
 
 __all__ = ["SqliteAgents"]
 

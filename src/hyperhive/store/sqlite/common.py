@@ -1,50 +1,19 @@
-"""Statements and row mappings more than one SQLite repository needs."""
+"""Statements more than one SQLite repository needs."""
 
 from __future__ import annotations
 
-import sqlite3
 import time
 
 from hyperhive.errors import NotFound
-from hyperhive.store.rows import AgentState, MessageRow
+from hyperhive.store.rows import AgentState
 from hyperhive.store.sqlite.engine import Tx
+from hyperhive.store.sqlite.rowmap import agent_state
 
-__all__ = ["agent_state", "ensure_agent", "insert_message", "message_row", "placeholders"]
+__all__ = ["ensure_agent", "insert_message", "placeholders"]
 
 
 def placeholders(n: int) -> str:
     return ",".join("?" * n)
-
-
-def message_row(r: sqlite3.Row) -> MessageRow:
-    return MessageRow(
-        id=r["id"],
-        sender=r["sender"],
-        recipient=r["recipient"],
-        body=r["body"],
-        in_reply_to=r["in_reply_to"],
-        created_at=r["created_at"],
-        delivered_at=r["delivered_at"],
-        acked_at=r["acked_at"],
-    )
-
-
-def agent_state(r: sqlite3.Row) -> AgentState:
-    return AgentState(
-        name=r["name"],
-        status_text=r["status_text"],
-        status_set_at=r["status_set_at"],
-        incarnation=r["incarnation"],
-        fenced=bool(r["fenced"]),
-        compact_pending=bool(r["compact_pending"]),
-        last_context_usage=r["last_context_usage"],
-        last_outcome=r["last_outcome"],
-        last_turn_at=r["last_turn_at"],
-        session_id=r["session_id"],
-        todo_version=r["todo_version"],
-        desired_running=bool(r["desired_running"]),
-        needs_login=bool(r["needs_login"]),
-    )
 
 
 def ensure_agent(tx: Tx, agent: str) -> AgentState:

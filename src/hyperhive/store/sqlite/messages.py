@@ -7,8 +7,9 @@ from collections.abc import Sequence
 
 from hyperhive.store.base import MessageRepo
 from hyperhive.store.rows import MessageRow, Poll, Recv
-from hyperhive.store.sqlite.common import ensure_agent, insert_message, message_row
+from hyperhive.store.sqlite.common import ensure_agent, insert_message
 from hyperhive.store.sqlite.engine import Engine, Tx
+from hyperhive.store.sqlite.rowmap import message_row
 
 __all__ = ["SqliteMessages"]
 

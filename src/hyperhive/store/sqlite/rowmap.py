@@ -1,84 +1,71 @@
-"""SQLite rows of the loose-end tables as the store's typed rows."""
+"""SQLite rows as the store's typed rows: columns are named as the row's fields."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any, cast
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hyperhive.store.rows import (
+    AgentState,
     ApprovalRow,
-    ApprovalState,
+    MessageRow,
     QuestionRow,
-    QuestionState,
     ReminderRow,
     ScheduleRow,
     TodoRow,
 )
 
-__all__ = ["approval", "question", "reminder", "schedule", "todo"]
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+__all__ = [
+    "agent_state",
+    "approval",
+    "from_row",
+    "message_row",
+    "question",
+    "reminder",
+    "schedule",
+    "todo",
+]
+
+_R = TypeVar("_R", bound="DataclassInstance")
+
+# agent_state keeps its flags as SQLite integers.
+_AGENT_FLAGS = ("fenced", "compact_pending", "desired_running", "needs_login")
+
+
+def from_row(cls: type[_R], r: sqlite3.Row, **converted: Any) -> _R:
+    """``cls`` from a row holding a column per field; ``converted`` replaces some."""
+    values = {f.name: r[f.name] for f in fields(cls) if f.name not in converted}
+    return cls(**values, **converted)
+
+
+def message_row(r: sqlite3.Row) -> MessageRow:
+    return from_row(MessageRow, r)
+
+
+def agent_state(r: sqlite3.Row) -> AgentState:
+    return from_row(AgentState, r, **{flag: bool(r[flag]) for flag in _AGENT_FLAGS})
 
 
 def reminder(r: sqlite3.Row) -> ReminderRow:
-    return ReminderRow(
-        id=r["id"],
-        agent=r["agent"],
-        message=r["message"],
-        due_at=r["due_at"],
-        created_at=r["created_at"],
-        fired_at=r["fired_at"],
-    )
+    return from_row(ReminderRow, r)
 
 
 def todo(r: sqlite3.Row) -> TodoRow:
-    return TodoRow(
-        id=r["id"],
-        agent=r["agent"],
-        subsystem=r["subsystem"],
-        key=r["key"],
-        body=r["body"],
-        created_at=r["created_at"],
-        updated_at=r["updated_at"],
-    )
+    return from_row(TodoRow, r)
 
 
 def approval(r: sqlite3.Row) -> ApprovalRow:
-    payload: dict[str, Any] = json.loads(r["payload"])
-    return ApprovalRow(
-        id=r["id"],
-        kind=r["kind"],
-        requester=r["requester"],
-        subject=r["subject"],
-        payload=payload,
-        state=cast(ApprovalState, r["state"]),
-        created_at=r["created_at"],
-        resolved_at=r["resolved_at"],
-        resolution=r["resolution"],
-    )
+    return from_row(ApprovalRow, r, payload=json.loads(r["payload"]))
 
 
 def question(r: sqlite3.Row) -> QuestionRow:
-    return QuestionRow(
-        id=r["id"],
-        asker=r["asker"],
-        question=r["question"],
-        message_id=r["message_id"],
-        state=cast(QuestionState, r["state"]),
-        created_at=r["created_at"],
-        answer=r["answer"],
-        answered_at=r["answered_at"],
-    )
+    return from_row(QuestionRow, r)
 
 
 def schedule(r: sqlite3.Row) -> ScheduleRow:
-    return ScheduleRow(
-        id=r["id"],
-        owner=r["owner"],
-        target=r["target"],
-        prompt=r["prompt"],
-        every_seconds=r["every_seconds"],
-        cron=r["cron"],
-        next_at=r["next_at"],
-        created_at=r["created_at"],
-        cancelled_at=r["cancelled_at"],
-    )
+    return from_row(ScheduleRow, r)
