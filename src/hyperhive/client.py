@@ -62,6 +62,11 @@ class RpcClient:
         self._on_push = on_push
         self._on_close = on_close
 
+    @property
+    def closed(self) -> bool:
+        """The peer has gone: every further call raises ``Unavailable``."""
+        return self._closed is not None
+
     async def call(self, request: Req[R]) -> R:
         """Send ``request`` and return its result as the request's response type."""
         return _typed(request, await self.call_raw(request))

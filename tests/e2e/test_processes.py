@@ -203,6 +203,38 @@ def test_a_coordinator_restart_interrupts_no_agent(
     assert hive.host.poll() is None, hive.logs()
 
 
+def test_tool_calls_reach_a_coordinator_restarted_in_the_middle_of_a_turn(
+    tmp_path: Path,
+    model_server: ModelServer,
+    claude_bin: Path,
+    start_hive: Callable[[Path], Hive],
+) -> None:
+    # The harness reconnects only once its turn is over; the turn's tool calls
+    # must not ride its dead connection (a send failing, a bash todo retried for minutes).
+    stall = Stall(then=tool_call("mcp__hyperhive__send", {"to": "operator", "body": "pong"}))
+    model_server.set_script(
+        [
+            stall,
+            tool_call("mcp__bash__run", {"cmd": "sleep 3", "wait_seconds": 0}),
+            text("done"),
+        ]
+    )
+    seed(tmp_path, model_server, claude_bin, "alice")
+    hive = start_hive(tmp_path)
+    hive.wait_running("alice")
+    hivectl(tmp_path, "send", "alice", "ping")
+    wait_until(lambda: model_server.main_requests, 60, "the turn's first model call")
+
+    hive.restart_serve()
+    stall.release.set()
+
+    [reply] = hive.wait_replies(1, within=30)
+    assert reply["body"] == "pong"
+    # The bash task's "running" todo went out at once, so the turn ended and acked.
+    wait_until(lambda: hive.all_acked("alice"), 30, "the waking message acked")
+    assert len(model_server.main_requests) == 3 and model_server.unscripted == 0
+
+
 def test_the_host_links_up_again_after_a_coordinator_restart(
     tmp_path: Path,
     model_server: ModelServer,

@@ -23,10 +23,10 @@ from hyperhive.agent.isolation import build_isolation
 from hyperhive.agent.prompt import render_system_prompt
 from hyperhive.agent.sandbox import AgentSandbox
 from hyperhive.agent.skills import install_skills, skills_for
-from hyperhive.client import RpcClient
+from hyperhive.client import RpcClient, call_once
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths
 from hyperhive.credentials import effective_env
-from hyperhive.errors import StorageError, Unavailable
+from hyperhive.errors import StorageError
 from hyperhive.forge.identity import forge_env, git_credential_config
 from hyperhive.permissions import CAPABILITIES_ENV, TOOL_GROUPS_ENV, Capability, ToolGroup
 from hyperhive.protocol import Req
@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 __all__ = ["AgentRuntime"]
 
 R = TypeVar("R")
+# A one-off call that gets no answer in this long is reported as the coordinator being away.
+CALL_TIMEOUT = 30.0
 log = logging.getLogger(__name__)
 
 
@@ -88,14 +90,19 @@ class AgentRuntime:
     def state_dir(self) -> Path:
         return self.paths.agent_state(self.name)
 
-    def client(self) -> RpcClient:
-        if self.rpc is None:
-            raise Unavailable(f"{self.name} is not connected to the coordinator right now")
-        return self.rpc
+    async def call(self, request: Req[R], within: float = CALL_TIMEOUT) -> R:
+        """Forward a request to the coordinator over this agent's own socket.
 
-    async def call(self, request: Req[R]) -> R:
-        """Forward a request to the coordinator over this agent's own socket."""
-        return await self.client().call(request)
+        The harness's connection is used while it is up. While it is down — the
+        host just started, or the coordinator restarted in the middle of a turn
+        and the harness reconnects only once the turn is over — a one-off
+        connection to the same socket: a tool call must not fail, or a todo
+        retry for minutes, on a connection that is known to be dead.
+        """
+        rpc = self.rpc
+        if rpc is not None and not rpc.closed:
+            return await rpc.call(request)
+        return await call_once(self.paths.agent_sock(self.name), request, within)
 
     def hive_env(self) -> dict[str, str]:
         """``HIVE_*`` identity for every process spawned for the agent."""

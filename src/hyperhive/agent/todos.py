@@ -1,10 +1,8 @@
 """Keyed todos an agent-host subsystem files on its agent (bash tasks, subagents).
 
 A todo goes to the coordinator over the agent's own socket, so it lands on
-that agent (identity = the socket) and wakes its turn. The harness's
-connection is used when it is up; otherwise — the host just started and the
-harness has not connected yet, which is exactly when a restart reports its
-``interrupted`` tasks — a one-off connection to the same socket.
+that agent (identity = the socket) and wakes its turn
+(:meth:`~hyperhive.agent.runtime.AgentRuntime.call` picks the connection).
 """
 
 from __future__ import annotations
@@ -14,8 +12,6 @@ from typing import Any, Protocol
 
 import anyio
 
-from hyperhive.client import RpcClient, call_once
-from hyperhive.config import HivePaths
 from hyperhive.errors import Unavailable
 from hyperhive.protocol import Req, TodoClearReq, TodoUpsertReq
 
@@ -34,9 +30,7 @@ class TodoSink(Protocol):
 
 
 class _Agent(Protocol):
-    name: str
-    paths: HivePaths
-    rpc: RpcClient | None
+    async def call(self, request: Req[Any], within: float = ...) -> Any: ...
 
 
 class CoordinatorTodos:
@@ -61,12 +55,7 @@ class CoordinatorTodos:
         deadline = anyio.current_time() + RETRY_FOR
         while self._latest.get(key) == seq:
             try:
-                rpc = self.agent.rpc
-                if rpc is not None:
-                    await rpc.call(request)
-                else:
-                    sock = self.agent.paths.agent_sock(self.agent.name)
-                    await call_once(sock, request, CALL_TIMEOUT)
+                await self.agent.call(request, CALL_TIMEOUT)
                 return
             except Unavailable:
                 if anyio.current_time() + delay > deadline:
