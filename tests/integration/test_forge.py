@@ -319,7 +319,7 @@ async def test_each_notification_is_delivered_once_and_marked_read(
     first = forgejo.notify("fg-lou", "agents/app", "Review: please rename foo")
     delivered: list[str] = []
 
-    async def deliver(body: str) -> None:
+    async def deliver(body: str, key: str) -> None:
         delivered.append(body)
 
     poller = NotificationPoller(agent, deliver, interval=60, backoff_max=1)
@@ -351,7 +351,7 @@ async def test_a_failed_delivery_is_retried_not_lost(
     forgejo.notify("fg-max", "agents/none", "mentioned you")
     attempts: list[str] = []
 
-    async def flaky(body: str) -> None:
+    async def flaky(body: str, key: str) -> None:
         attempts.append(body)
         if len(attempts) == 1:
             raise ForgeUnreachable("coordinator socket gone")
@@ -466,7 +466,7 @@ async def test_a_token_revoked_on_the_forge_is_reissued_by_the_poller(
     forgejo.notify("fg-pia", "agents/x", "ping")
     delivered: list[str] = []
 
-    async def deliver(body: str) -> None:
+    async def deliver(body: str, key: str) -> None:
         delivered.append(body)
 
     poller = NotificationPoller(agent, deliver, interval=60, backoff_max=1)
