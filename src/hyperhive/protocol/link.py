@@ -6,10 +6,12 @@ from typing import Annotated, Literal
 
 from pydantic import (
     Field,
+    JsonValue,
 )
 
 from hyperhive.config import AgentConfig
 from hyperhive.protocol.base import Req, TurnStateName, _Out, _Req
+from hyperhive.protocol.wire import Response
 
 # ---- agent-host link ------------------------------------------------------
 
@@ -50,8 +52,22 @@ class LinkGoodbyeReq(Req[None]):
     cmd: Literal["goodbye"]
 
 
+class LinkForwardReq(Req[Response]):
+    """One frame an agent sent on the socket its host serves, forwarded to the coordinator.
+
+    Accepted only from the host that holds ``agent`` at the activation
+    ``incarnation`` it was given (the coordinator checks; the body is not
+    trusted). The result is the agent's own response, its id the frame's.
+    """
+
+    cmd: Literal["forward"]
+    agent: str = Field(min_length=1, max_length=64)
+    incarnation: int
+    frame: dict[str, JsonValue]
+
+
 LinkRequest = Annotated[
-    LinkRegisterReq | LinkAgentStateReq | LinkAgentCrashedReq | LinkGoodbyeReq,
+    LinkRegisterReq | LinkAgentStateReq | LinkAgentCrashedReq | LinkGoodbyeReq | LinkForwardReq,
     Field(discriminator="cmd"),
 ]
 

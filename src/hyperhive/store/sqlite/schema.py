@@ -141,4 +141,16 @@ CREATE TABLE delivery_keys (
     PRIMARY KEY (recipient, sender, key)
 )
 """,
+    # 9 (netlink; positional, after what main has): remote agent hosts; only a hash of
+    # each host's credential is kept.
+    """
+CREATE TABLE hosts (
+    name TEXT PRIMARY KEY,
+    secret_hash TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    rotated_at REAL,
+    revoked_at REAL,
+    last_seen_at REAL
+)
+""",
 ]
