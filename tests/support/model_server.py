@@ -202,7 +202,9 @@ class ModelServer:
     at once and connections made before the loop starts simply queue.
     """
 
-    def __init__(self, script: Script = ()) -> None:
+    def __init__(self, script: Script = (), host: str = "127.0.0.1") -> None:
+        """``host``: the address to listen on (another network namespace's claude needs
+        one reachable from there, e.g. the test's end of a veth link)."""
         self._cond = threading.Condition()
         self._requests: list[RecordedRequest] = []
         self._script: list[Answer] | Callable[[dict[str, Any]], Answer] = []
@@ -211,10 +213,10 @@ class ModelServer:
         self.set_script(script)
         # IPPROTO_TCP so asyncio sets TCP_NODELAY: no delayed-ACK stall per reply.
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        self._sock.bind(("127.0.0.1", 0))
+        self._sock.bind((host, 0))
         self._sock.listen(128)
         self.port: int = self._sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"http://{host}:{self.port}"
         config = uvicorn.Config(
             self._app(),
             log_config=None,

@@ -9,6 +9,7 @@ from hyperhive.cli import (  # noqa: F401  (register commands)
     approvals,
     choom,
     dashboard,
+    hosts,
     login,
     messages,
     run,
