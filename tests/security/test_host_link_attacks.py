@@ -19,11 +19,15 @@ from hyperhive.errors import PermissionDenied, UnknownCommand
 from hyperhive.netlink.dialer import LinkRefused, LinkTarget, dial
 from hyperhive.protocol import (
     HostView,
+    LinkAbandonReq,
     LinkForwardReq,
     LinkRegisterReq,
     OpHostsRevokeReq,
     OpHostsRotateReq,
+    OpLifecycleReq,
+    OpSendReq,
     Response,
+    encode,
 )
 from tests.support.hive import coordinator, operator, seed_home
 from tests.support.hostlink import Pushes, add_host, link_url, registered, write_credential
@@ -140,3 +144,40 @@ async def test_revoke_cuts_the_live_link_and_rotate_refuses_the_old_secret(
             pass
         stored = json.dumps([h.model_dump() for h in await c.host_admin.list()])
         assert rotated.credential not in stored and old not in stored
+
+
+def forward(agent: str, incarnation: int, frame: dict[str, object], conn: int) -> LinkForwardReq:
+    return LinkForwardReq(
+        cmd="forward", agent=agent, incarnation=incarnation, frame=frame, conn=conn
+    )
+
+
+async def test_an_abandoned_long_poll_takes_no_mail_and_a_stopping_agent_can_fence(
+    tmp_path: Path,
+) -> None:
+    seed_home(tmp_path, {"alice": AgentConfig()}, hive_toml=HIVE_TOML)
+    async with coordinator(tmp_path) as c, operator(c.paths) as op:
+        url = link_url(c.paths)
+        h1 = LinkTarget(url, "h1", await add_host(op, "h1", tmp_path / "creds"))
+        h2 = LinkTarget(url, "h2", await add_host(op, "h2", tmp_path / "creds"))
+        pushes = Pushes()
+        async with registered(h1, pushes) as link, registered(h2) as other:
+            inc = (await pushes.activation("alice"))["incarnation"]
+            await link.call(forward("alice", inc, {"cmd": "attach", "id": 1}, conn=1))
+            # A harness's long-poll, then its connection to the host goes (it crashed):
+            # sent raw so the frames reach the coordinator in this order.
+            stale = forward("alice", inc, {"cmd": "wait", "id": 2, "timeout": 60}, conn=1)
+            await link.send_raw(encode(stale.model_copy(update={"id": 999_999})))
+            await link.call(LinkAbandonReq(cmd="abandon", agent="alice", conn=1))
+            await op.call(OpSendReq(cmd="send", to="alice", body="for the live reader"))
+            fresh = forward("alice", inc, {"cmd": "wait", "id": 3, "timeout": 5}, conn=2)
+            woke = await link.call(fresh)
+            assert woke.ok and isinstance(woke.result, dict), woke
+            assert [m["body"] for m in woke.result["messages"]] == ["for the live reader"]
+            # Killed: alice's host may still fence her and end her turn; h2 may not.
+            await op.call(OpLifecycleReq(cmd="agent_kill", agent="alice"))
+            assert c.hostlink.host_of("alice") is None
+            fenced = await link.call(forward("alice", inc, {"cmd": "fence", "id": 4}, conn=2))
+            assert fenced.ok, fenced
+            with pytest.raises(PermissionDenied, match="held by another host"):
+                await other.call(forward("alice", inc, {"cmd": "fence", "id": 5}, conn=1))

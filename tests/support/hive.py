@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -100,11 +100,14 @@ def hivectl_env(home: Path) -> dict[str, str]:
     return env
 
 
-def start_serve(home: Path) -> subprocess.Popen[bytes]:
-    """``hivectl serve`` as a real process; returns once its sockets listen."""
+def start_serve(home: Path, argv_prefix: Sequence[str] = ()) -> subprocess.Popen[bytes]:
+    """``hivectl serve`` as a real process; returns once its sockets listen.
+
+    ``argv_prefix`` runs it through something (``ip netns exec NS``, which execs).
+    """
     log = (home / "serve.log").open("ab")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hyperhive", "serve"],
+        [*argv_prefix, sys.executable, "-m", "hyperhive", "serve"],
         env=hivectl_env(home),
         stdout=subprocess.DEVNULL,
         stderr=log,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +17,8 @@ from hyperhive.client import RpcClient
 from hyperhive.config import HivePaths
 from hyperhive.netlink.dialer import LinkTarget, dial
 from hyperhive.protocol import HostCredential, LinkRegisterReq, OpHostsAddReq
+from tests.support.hive import hivectl_env
+from tests.support.procs import wait_until
 
 
 def write_credential(path: Path, credential: str) -> Path:
@@ -65,3 +69,56 @@ async def registered(target: LinkTarget, pushes: Pushes | None = None) -> AsyncI
     async with dial(target, on_push=pushes) as link:
         await link.call(LinkRegisterReq(cmd="register", host_id=target.name))
         yield link
+
+
+def start_remote_host(
+    home: Path,
+    name: str,
+    url: str,
+    credential: Path,
+    ca_file: Path | None = None,
+    argv_prefix: Sequence[str] = (),
+) -> subprocess.Popen[bytes]:
+    """``hivectl host --coordinator URL`` as a real process (in a namespace, say);
+    returns once its HTTP server listens. Its log is ``<home>/host-NAME.log``."""
+    info = HivePaths(home).run / "hosts" / name / "agent-host.json"
+    info.unlink(missing_ok=True)
+    argv = [
+        *argv_prefix,
+        sys.executable,
+        "-m",
+        "hyperhive",
+        "host",
+        "--coordinator",
+        url,
+        "--name",
+        name,
+        "--credential-file",
+        str(credential),
+    ]
+    if ca_file is not None:
+        argv += ["--ca-file", str(ca_file)]
+    log_path = home / f"host-{name}.log"
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen(
+            argv, env=hivectl_env(home), stdin=subprocess.DEVNULL, stdout=log, stderr=log
+        )
+
+    def up() -> bool:
+        if proc.poll() is not None:
+            raise RuntimeError(
+                f"hivectl host {name} exited {proc.returncode}:\n{log_path.read_text()[-3000:]}"
+            )
+        try:
+            return bool(json.loads(info.read_text()).get("pid") == proc.pid)
+        except (OSError, ValueError):
+            return False
+
+    wait_until(up, 30, f"remote host {name} listening")
+    return proc
+
+
+def credential_from(stdout: str) -> str:
+    """The credential line ``hivectl hosts add/rotate`` printed."""
+    [line] = [ln for ln in stdout.splitlines() if ln.startswith("hhc1_")]
+    return line

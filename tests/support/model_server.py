@@ -178,6 +178,7 @@ class RecordedRequest:
     headers: dict[str, str]
     body: Any
     main: bool
+    client: str | None = None  # the caller's address (which network namespace it ran in)
 
     @property
     def tool_names(self) -> list[str]:
@@ -331,6 +332,7 @@ class ModelServer:
             headers=dict(request.headers),
             body=body,
             main=main(body),
+            client=request.client.host if request.client else None,
         )
         with self._cond:
             self._requests.append(rec)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -20,10 +21,12 @@ __all__ = ["eventually", "loose_todos", "mcp_client", "result_text", "surface_cl
 
 
 async def until(check: Callable[[], Any], within: float = 30.0) -> Any:
-    """Poll a cheap in-process condition under a deadline (no bare sleeps)."""
+    """Poll a cheap in-process condition (or a coroutine function) under a deadline."""
     with anyio.fail_after(within):
         while True:
             value = check()
+            if inspect.isawaitable(value):
+                value = await value
             if value:
                 return value
             await anyio.sleep(0.02)

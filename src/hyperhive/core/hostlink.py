@@ -32,6 +32,7 @@ from hyperhive.protocol import (
     ActivateCmd,
     AgentRequest,
     DeactivateCmd,
+    LinkAbandonReq,
     LinkAgentCrashedReq,
     LinkAgentStateReq,
     LinkForwardReq,
@@ -96,6 +97,10 @@ class HostLink:
         self.placement: dict[str, str] = {}
         # The incarnation each placed agent was activated with: forwards must match it.
         self.incarnations: dict[str, int] = {}
+        # Agents told to stop whose host may still forward for them (the fence, the last
+        # turn's turn_end) until they run again or the host goes: a kubelet, likewise,
+        # still reports on the pods it is terminating.
+        self.draining: dict[str, tuple[str, int]] = {}
         self.agent_api = agent_api
         self._apis: dict[str, Dispatch] = {}
         self.turns: dict[str, TurnState] = {}
@@ -134,16 +139,19 @@ class HostLink:
         host.agents.add(cmd.agent)
         self.placement[cmd.agent] = host_id
         self.incarnations[cmd.agent] = cmd.incarnation
+        self.draining.pop(cmd.agent, None)
         self.turns[cmd.agent] = TurnState("idle")
         await host.push(encode(cmd))
         self.bus.emit("agent", agent=cmd.agent, running=True, host=host_id)
 
     async def deactivate(self, agent: str, graceful: bool = True) -> bool:
         host_id = self.placement.pop(agent, None)
-        self.incarnations.pop(agent, None)
+        incarnation = self.incarnations.pop(agent, None)
         if host_id is None:
             return False
         host = self.hosts.get(host_id)
+        if host is not None and incarnation is not None:
+            self.draining[agent] = (host_id, incarnation)
         self.turns[agent] = TurnState("stopped")
         if host is not None:
             host.agents.discard(agent)
@@ -196,7 +204,9 @@ class HostLink:
                         if isinstance(req, LinkForwardReq):
                             # Concurrent: an agent's long-poll must not hold up the link.
                             await slots.acquire()
-                            tg.start_soon(self._answer_forward, conn, rid, req, slots)
+                            scope = anyio.CancelScope()  # registered now: abandon may follow
+                            conn.inflight.setdefault((req.agent, req.conn), set()).add(scope)
+                            tg.start_soon(self._answer_forward, conn, rid, req, slots, scope)
                             continue
                         before = conn.host
                         await conn.reply(await self._handle(rid, req, conn))
@@ -227,13 +237,34 @@ class HostLink:
             return error_response(rid, exc)
 
     async def _answer_forward(
-        self, conn: _Conn, rid: Any, req: LinkForwardReq, slots: anyio.Semaphore
+        self,
+        conn: _Conn,
+        rid: Any,
+        req: LinkForwardReq,
+        slots: anyio.Semaphore,
+        scope: anyio.CancelScope,
     ) -> None:
+        response: Response | None = None
         try:
-            response = await self._handle(rid, req, conn)
+            with scope:
+                response = await self._handle(rid, req, conn)
         finally:
             slots.release()
-        await conn.reply(response)
+            scopes = conn.inflight.get((req.agent, req.conn))
+            if scopes is not None:
+                scopes.discard(scope)
+                if not scopes:
+                    del conn.inflight[(req.agent, req.conn)]
+        if response is not None:  # abandoned: nobody waits for it
+            await conn.reply(response)
+
+    def holder(self, agent: str) -> tuple[str | None, int | None]:
+        """The host that may speak for ``agent`` and at which incarnation (a stopping
+        agent's host keeps that right until the agent runs again or the host goes)."""
+        host = self.placement.get(agent)
+        if host is None and agent in self.draining:
+            return self.draining[agent]
+        return host, self.incarnations.get(agent)
 
     def api_of(self, agent: str) -> Dispatch:
         if self.agent_api is None:
@@ -251,6 +282,9 @@ class HostLink:
             self.incarnations.pop(agent, None)
             self.turns[agent] = TurnState("stopped")
             self.bus.emit("agent", agent=agent, running=False)
+        for agent, (holder, _) in list(self.draining.items()):
+            if holder == host.host_id:
+                del self.draining[agent]
         host.gone.set()
         log.warning(
             "agent host %s went away; not running now: %s",
@@ -271,6 +305,8 @@ class _Conn:
     lock: anyio.Lock
     host: _Host | None = None
     authenticated: str | None = None
+    # Forwarded frames in flight, by (agent, the host's connection id for it).
+    inflight: dict[tuple[str, int], set[anyio.CancelScope]] = field(default_factory=dict)
 
     async def reply(self, response: Response) -> None:
         async with self.lock:
@@ -332,6 +368,7 @@ async def _agent_crashed(conn: _Conn, req: LinkAgentCrashedReq) -> None:
         host.agents.discard(req.agent)
         conn.link.placement.pop(req.agent, None)
         conn.link.incarnations.pop(req.agent, None)
+        conn.link.draining.pop(req.agent, None)
         conn.link.turns[req.agent] = TurnState("stopped")
         await conn.link.on_crash(req.agent, req.reason)
 
@@ -340,17 +377,18 @@ async def _agent_crashed(conn: _Conn, req: LinkAgentCrashedReq) -> None:
 async def _forward(conn: _Conn, req: LinkForwardReq) -> Response:
     host = conn.registered()
     link = conn.link
-    refusal = forward_refusal(
-        host.host_id,
-        req.agent,
-        req.incarnation,
-        link.placement.get(req.agent),
-        link.incarnations.get(req.agent),
-    )
+    refusal = forward_refusal(host.host_id, req.agent, req.incarnation, *link.holder(req.agent))
     if refusal is not None:
         log.warning("refused a frame agent host %s forwarded: %s", host.host_id, refusal)
         raise PermissionDenied(f"forward refused: {refusal}")
     return await answer(json.dumps(req.frame).encode(), AgentRequest, link.api_of(req.agent))
+
+
+@LINK_TABLE.on(LinkAbandonReq)
+async def _abandon(conn: _Conn, req: LinkAbandonReq) -> None:
+    conn.registered()
+    for scope in conn.inflight.pop((req.agent, req.conn), set()):
+        scope.cancel()
 
 
 LINK_TABLE.seal()

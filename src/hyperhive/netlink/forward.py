@@ -10,6 +10,7 @@ response comes back verbatim (its id, its error codes).
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 from collections.abc import Callable
@@ -21,7 +22,13 @@ from anyio.abc import TaskGroup, TaskStatus
 from hyperhive.client import RpcClient
 from hyperhive.errors import HiveError, MalformedFrame, Unavailable
 from hyperhive.framing import FrameDecoder
-from hyperhive.protocol import LinkForwardReq, Response, encode, error_response
+from hyperhive.protocol import (
+    LinkAbandonReq,
+    LinkForwardReq,
+    Response,
+    encode,
+    error_response,
+)
 from hyperhive.unixsock import UnixStream, serve_unix_streams
 
 __all__ = ["ForwardedSockets"]
@@ -39,6 +46,7 @@ class ForwardedSockets:
         self._link = link
         self._max_frame = max_frame
         self._scopes: dict[str, anyio.CancelScope] = {}
+        self._conn_ids = itertools.count(1)
         self.incarnations: dict[str, int] = {}
 
     async def open(
@@ -74,6 +82,21 @@ class ForwardedSockets:
             scope.cancel()
 
     async def _connection(self, agent: str, stream: UnixStream) -> None:
+        cid = next(self._conn_ids)
+        try:
+            await self._serve(agent, cid, stream)
+        finally:
+            # Whatever it had in flight at the coordinator goes with it (a long-poll there
+            # must not take mail for a reader that is gone).
+            link = self._link()
+            if link is not None:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    try:
+                        await link.call(LinkAbandonReq(cmd="abandon", agent=agent, conn=cid))
+                    except HiveError as exc:
+                        log.debug("could not abandon %s's frames: %s", agent, exc)
+
+    async def _serve(self, agent: str, cid: int, stream: UnixStream) -> None:
         lock = anyio.Lock()
         decoder = FrameDecoder(self._max_frame)
         slots = anyio.Semaphore(MAX_IN_FLIGHT)
@@ -87,7 +110,7 @@ class ForwardedSockets:
 
         async def one(frame: bytes) -> None:
             try:
-                await reply(await self._forward(agent, frame))
+                await reply(await self._forward(agent, cid, frame))
             finally:
                 slots.release()
 
@@ -105,7 +128,7 @@ class ForwardedSockets:
                     tg.start_soon(one, frame)
             tg.cancel_scope.cancel()  # the agent's process is gone: abandon its long-polls
 
-    async def _forward(self, agent: str, frame: bytes) -> Response:
+    async def _forward(self, agent: str, cid: int, frame: bytes) -> Response:
         try:
             data = json.loads(frame)
         except ValueError:
@@ -126,7 +149,9 @@ class ForwardedSockets:
             )
         try:
             return await link.call(
-                LinkForwardReq(cmd="forward", agent=agent, incarnation=incarnation, frame=data)
+                LinkForwardReq(
+                    cmd="forward", agent=agent, incarnation=incarnation, frame=data, conn=cid
+                )
             )
         except HiveError as exc:
             if not isinstance(exc, Unavailable):

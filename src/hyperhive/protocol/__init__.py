@@ -141,6 +141,7 @@ from hyperhive.protocol.host import (
 from hyperhive.protocol.link import (
     ActivateCmd,
     DeactivateCmd,
+    LinkAbandonReq,
     LinkAgentCrashedReq,
     LinkAgentStateReq,
     LinkCommand,
@@ -215,6 +216,7 @@ __all__ = [
     "Killed",
     "LifecycleReq",
     "LifecycleResult",
+    "LinkAbandonReq",
     "LinkAgentCrashedReq",
     "LinkAgentStateReq",
     "LinkCommand",

@@ -64,10 +64,26 @@ class LinkForwardReq(Req[Response]):
     agent: str = Field(min_length=1, max_length=64)
     incarnation: int
     frame: dict[str, JsonValue]
+    conn: int = 0  # which of the agent's connections to its socket sent it (for ``abandon``)
+
+
+class LinkAbandonReq(Req[None]):
+    """One of an agent's connections to its host-served socket closed: drop its frames
+    still in flight (a long-poll must not take mail for a reader that is gone), exactly
+    as a closed unix connection cancels its requests."""
+
+    cmd: Literal["abandon"]
+    agent: str
+    conn: int
 
 
 LinkRequest = Annotated[
-    LinkRegisterReq | LinkAgentStateReq | LinkAgentCrashedReq | LinkGoodbyeReq | LinkForwardReq,
+    LinkRegisterReq
+    | LinkAgentStateReq
+    | LinkAgentCrashedReq
+    | LinkGoodbyeReq
+    | LinkForwardReq
+    | LinkAbandonReq,
     Field(discriminator="cmd"),
 ]
 
