@@ -44,7 +44,7 @@ from hyperhive.agent.events import EventsBus
 from hyperhive.config import AgentConfig
 from hyperhive.errors import HiveError
 from hyperhive.permissions import Capability, ToolGroup
-from hyperhive.tools.decl import Tool
+from hyperhive.tools.decl import Tool, lean_schema
 
 __all__ = [
     "AGENT_SCOPE_KEY",
@@ -125,37 +125,11 @@ def builtin_gate(server: str) -> Gate:
 
 def describe(tool: Tool[Any, Any], text: Mapping[str, str] | None = None) -> types.Tool:
     """A declaration as ``tools/list`` shows it (``text`` fills its description)."""
-    schema = lean_schema(tool.args.model_json_schema())
-    return types.Tool(name=tool.name, description=tool.described(text), input_schema=schema)
+    return types.Tool(name=tool.name, description=tool.described(text), input_schema=tool.schema())
 
 
 def _refusal(tool: Tool[Any, Any], agent: SurfaceAgent) -> str | None:
     return tool.refusal(agent.name, agent.groups, agent.capabilities)
-
-
-def lean_schema(node: Any) -> Any:
-    """A pydantic JSON schema without what costs context and teaches the model nothing.
-
-    Every request of a turn carries every tool schema, so: no ``title`` (the
-    field name again, title-cased), an optional field as its plain type rather
-    than ``anyOf`` with ``null`` (leaving it out already means "none"), no
-    ``"default": null``, no ``additionalProperties`` (the surface refuses an
-    unknown argument with a readable error either way). Pure.
-    """
-    if isinstance(node, list):
-        return [lean_schema(n) for n in node]
-    if not isinstance(node, dict):
-        return node
-    out = {k: lean_schema(v) for k, v in node.items() if k not in ("title", "additionalProperties")}
-    branches = out.get("anyOf")
-    if isinstance(branches, list) and {"type": "null"} in branches:
-        rest = [b for b in branches if b != {"type": "null"}]
-        if len(rest) == 1 and isinstance(rest[0], dict):
-            del out["anyOf"]
-            out = {**rest[0], **out}
-    if "default" in out and out["default"] is None:
-        del out["default"]
-    return out
 
 
 def _preview(value: object) -> str:

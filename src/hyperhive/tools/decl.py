@@ -28,6 +28,7 @@ __all__ = [
     "Tool",
     "ToolArgs",
     "as_json",
+    "lean_schema",
 ]
 
 HYPERHIVE_SERVER = "hyperhive"
@@ -57,6 +58,31 @@ class NoArgs(ToolArgs):
 def as_json(value: Any) -> str:
     """A result as the model reads it: JSON by wire alias (``from``, not ``sender``)."""
     return json.dumps(to_jsonable_python(value, by_alias=True), indent=1, ensure_ascii=False)
+
+
+def lean_schema(node: Any) -> Any:
+    """A pydantic JSON schema without what costs context and teaches the model nothing.
+
+    Every request of a turn carries every tool schema, so: no ``title`` (the
+    field name again, title-cased), an optional field as its plain type rather
+    than ``anyOf`` with ``null`` (leaving it out already means "none"), no
+    ``"default": null``, no ``additionalProperties`` (the surface refuses an
+    unknown argument with a readable error either way). Pure.
+    """
+    if isinstance(node, list):
+        return [lean_schema(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: lean_schema(v) for k, v in node.items() if k not in ("title", "additionalProperties")}
+    branches = out.get("anyOf")
+    if isinstance(branches, list) and {"type": "null"} in branches:
+        rest = [b for b in branches if b != {"type": "null"}]
+        if len(rest) == 1 and isinstance(rest[0], dict):
+            del out["anyOf"]
+            out = {**rest[0], **out}
+    if "default" in out and out["default"] is None:
+        del out["default"]
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +138,10 @@ class Tool(Generic[A, R]):
         if self.render is None:
             raise TypeError(f"{self.server}.{self.name} declares no render")
         return self.render(args, result)
+
+    def schema(self) -> Any:
+        """The arguments' JSON schema as the model reads it (:func:`lean_schema`)."""
+        return lean_schema(self.args.model_json_schema())
 
     def described(self, values: Mapping[str, str] | None = None) -> str:
         """The description, with ``$config_repo`` and the like filled from ``values``."""

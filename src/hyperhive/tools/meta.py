@@ -70,7 +70,7 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
         "get_agent_meta",
         "An agent's name, parent, running state and status.",
         MetaArgs,
-        "the result as JSON",
+        "its meta as JSON",
         _ME,
         wire=GetAgentMetaReq,
         render=lambda a, r: as_json(r),
