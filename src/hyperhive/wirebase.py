@@ -32,7 +32,7 @@ R = TypeVar("R")
 
 
 class _Req(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
     id: RequestId = None
 
 
@@ -56,7 +56,7 @@ def result_adapter(req_type: type[BaseModel]) -> TypeAdapter[Any]:
 
 
 class _Out(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)
 
 
 # ---- shared result shapes -------------------------------------------------

@@ -48,7 +48,9 @@ class ToolArgs(BaseModel):
     are refused (with a readable error, by the surface).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    # Built on first use: the permissions table imports these declarations, and a process
+    # that only resolves tool lists (hivectl, the dashboard) never validates most of them.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class NoArgs(ToolArgs):
