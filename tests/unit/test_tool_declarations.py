@@ -34,7 +34,7 @@ from hyperhive.permissions import (
     group_tools,
 )
 from hyperhive.protocol import AgentRequest
-from hyperhive.tools.catalog import CATALOG, CatalogError, _check, served_by
+from hyperhive.tools.catalog import CATALOG, CatalogError, check, served_by
 from hyperhive.tools.decl import Tool
 from hyperhive.tools.meta import SetStatusReq, StatusArgs
 
@@ -154,15 +154,15 @@ def test_a_declared_request_carries_the_arguments_the_model_gave() -> None:
 def test_the_catalog_refuses_a_second_declaration_or_a_wire_that_does_not_admit_it() -> None:
     send = next(t for t in CATALOG if t.name == "send")
     with pytest.raises(CatalogError, match="declared twice"):
-        _check((send, send))
+        check((send, send))
     renamed = Tool(
         HYPERHIVE_SERVER, "shout", "x", send.args, "x", wire=send.wire, render=send.render
     )
     with pytest.raises(CatalogError, match="does not admit 'shout'"):
-        _check((renamed,))
+        check((renamed,))
     unrendered = Tool(HYPERHIVE_SERVER, "send", "x", send.args, "x", wire=send.wire)
     with pytest.raises(CatalogError, match="needs a render"):
-        _check((unrendered,))
+        check((unrendered,))
 
 
 def test_a_surface_refuses_a_declared_tool_it_has_no_handler_for() -> None:

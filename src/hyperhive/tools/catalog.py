@@ -25,7 +25,7 @@ from hyperhive.tools import (
 )
 from hyperhive.tools.decl import HYPERHIVE_SERVER, Tool
 
-__all__ = ["CATALOG", "CatalogError", "find", "served_by", "wire_requests"]
+__all__ = ["CATALOG", "CatalogError", "check", "served_by", "wire_requests"]
 
 CATALOG: tuple[Tool[Any, Any], ...] = (
     *messaging.TOOLS,
@@ -46,7 +46,8 @@ class CatalogError(TypeError):
     """A declaration that contradicts another or its own request (raised at import)."""
 
 
-def _check(tools: tuple[Tool[Any, Any], ...]) -> None:
+def check(tools: tuple[Tool[Any, Any], ...]) -> None:
+    """Refuse a tool declared twice, or one whose request or rendering contradicts it."""
     problems: list[str] = []
     seen: set[tuple[str, str]] = set()
     for t in tools:
@@ -71,16 +72,12 @@ def _check(tools: tuple[Tool[Any, Any], ...]) -> None:
         raise CatalogError("tool catalog: " + "; ".join(problems))
 
 
-_check(CATALOG)
+check(CATALOG)
 
 
 def served_by(server: str) -> tuple[Tool[Any, Any], ...]:
     """The tools one surface serves, in declaration order."""
     return tuple(t for t in CATALOG if t.server == server)
-
-
-def find(server: str, name: str) -> Tool[Any, Any] | None:
-    return next((t for t in CATALOG if t.server == server and t.name == name), None)
 
 
 def wire_requests() -> tuple[type[BaseModel], ...]:
