@@ -19,6 +19,7 @@ import pytest
 
 from hyperhive.agent.events import EventsBus
 from hyperhive.agent.host import AgentHost
+from hyperhive.agent.mcp_surface import Surface
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths
 from hyperhive.core.agent_api import AGENT_TABLE, gate
 from hyperhive.core.dispatch import union_members
@@ -166,8 +167,6 @@ def test_the_catalog_refuses_a_second_declaration_or_a_wire_that_does_not_admit_
 
 
 def test_a_surface_refuses_a_declared_tool_it_has_no_handler_for() -> None:
-    from hyperhive.agent.mcp_surface import Surface
-
     with pytest.raises(ValueError, match=r"no handler \['run'\]"):
         Surface("bash", served_by("bash")[:1], {}, lambda name: None)
     with pytest.raises(ValueError, match=r"no declaration \['ghost'\]"):
