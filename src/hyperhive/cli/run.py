@@ -136,6 +136,8 @@ def host(
         remote.link_url  # noqa: B018  (refuse a bad URL now, with the reason)
         read_credential(credential_file)  # refuse a readable-by-others file before starting
         paths = HivePaths(obj.home, run_dir or obj.home / "run" / "hosts" / name)
+        # A remote host holds no database credentials: it never opens the store.
+        hive = hive.model_copy(update={"store": None, "store_url_file": None})
     lock = HomeLock(paths, "host").acquire()
     _setup_logging()
     agent_host = AgentHost(paths, hive, remote=remote)
