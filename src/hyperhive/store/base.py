@@ -37,6 +37,7 @@ from hyperhive.store.rows import (
     FireSchedule,
     LooseEndKind,
     LooseEndRow,
+    MessageCounts,
     MessageRow,
     OpenLooseEnds,
     Poll,
@@ -162,6 +163,10 @@ class MessageRepo(ABC):
     @abstractmethod
     async def scan(self, after_id: int = 0, limit: int = 1000) -> list[MessageRow]:
         """Every row with id > ``after_id``, by id: the read API for audits and tests."""
+
+    @abstractmethod
+    async def counts(self) -> list[MessageCounts]:
+        """Per sender or recipient name, by name: sent, delivered, still unacked (metrics)."""
 
 
 class AgentRepo(ABC):

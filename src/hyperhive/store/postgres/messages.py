@@ -25,7 +25,7 @@ from hyperhive.store.postgres._repo import (
 from hyperhive.store.postgres.database import PgDatabase
 from hyperhive.store.postgres.listener import CHANNEL
 from hyperhive.store.postgres.sendbatch import INSERT, SendBatcher
-from hyperhive.store.rows import MessageRow, Poll, Recv
+from hyperhive.store.rows import MessageCounts, MessageRow, Poll, Recv
 
 __all__ = ["PgMessages", "insert_message"]
 
@@ -223,6 +223,18 @@ SELECT {MSG_COLS} FROM messages WHERE id IN (SELECT id FROM down) ORDER BY id
             (after_id, max(0, limit)),
         )
         return [message_row(r) for r in rows]
+
+    async def counts(self) -> list[MessageCounts]:
+        rows = await self._read(
+            "SELECT agent, sum(sent), sum(delivered), sum(queued) FROM ("
+            "SELECT sender AS agent, count(*) AS sent, 0 AS delivered, 0 AS queued "
+            "FROM messages GROUP BY sender UNION ALL "
+            "SELECT recipient, 0, count(delivered_at), count(*) FILTER (WHERE acked_at IS NULL) "
+            "FROM messages GROUP BY recipient"
+            ") AS t GROUP BY agent ORDER BY agent",
+            (),
+        )
+        return [MessageCounts(str(a), int(s), int(d), int(q)) for a, s, d, q in rows]
 
 
 async def ack_ids(conn: Conn, agent: str, ids: Sequence[int]) -> int:
