@@ -83,6 +83,11 @@ async def test_metrics_after_a_known_scenario(
         await until(lambda: {"queen", "alice"} <= set(host.runtimes))
         refused = await http.get("/metrics", headers={"authorization": "Bearer wrong"})
         assert refused.status_code == 401, "same auth as the rest of the dashboard"
+        # The host's per-agent work is the operator's to read, not an agent's.
+        async with httpx.AsyncClient(base_url=host.base_url) as direct:
+            alice_token = host.runtimes["alice"].token
+            own = {"authorization": f"Bearer {alice_token}"}
+            assert (await direct.get("/api/host/work", headers=own)).status_code == 401
 
         async with operator(c.paths) as op:
             await op_call(op, "send", to="alice", body="ping")
