@@ -165,6 +165,13 @@ class MessageRepo(ABC):
         """Every row with id > ``after_id``, by id: the read API for audits and tests."""
 
     @abstractmethod
+    async def page(
+        self, before_id: int | None = None, limit: int = 50, agent: str | None = None
+    ) -> list[MessageRow]:
+        """Newest first: up to ``limit`` rows with id < ``before_id`` (None: from the
+        newest), only those ``agent`` sent or received when given (the activity feed)."""
+
+    @abstractmethod
     async def counts(self) -> list[MessageCounts]:
         """Per sender or recipient name, by name: sent, delivered, still unacked (metrics)."""
 

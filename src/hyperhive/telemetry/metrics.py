@@ -146,6 +146,16 @@ class TurnMeter:
             registry=self.registry,
         )
 
+    def totals(self) -> tuple[int, float]:
+        """Turns ended and USD spent since the coordinator started (the activity page)."""
+        turns = sum(
+            s.value for m in self.turns.collect() for s in m.samples if s.name.endswith("_total")
+        )
+        spend = sum(
+            s.value for m in self.spend.collect() for s in m.samples if s.name.endswith("_total")
+        )
+        return int(turns), spend
+
     def observe(self, event: Mapping[str, Any]) -> None:
         """Count one coordinator event (others are ignored)."""
         kind = event.get("kind")

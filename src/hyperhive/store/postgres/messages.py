@@ -224,6 +224,25 @@ SELECT {MSG_COLS} FROM messages WHERE id IN (SELECT id FROM down) ORDER BY id
         )
         return [message_row(r) for r in rows]
 
+    async def page(
+        self, before_id: int | None = None, limit: int = 50, agent: str | None = None
+    ) -> list[MessageRow]:
+        below = before_id if before_id is not None else 2**63 - 1
+        if agent is None:
+            rows = await self._read(
+                f"SELECT {MSG_COLS} FROM messages WHERE id < %s ORDER BY id DESC LIMIT %s",
+                (below, max(0, limit)),
+            )
+        else:
+            rows = await self._read(
+                f"(SELECT {MSG_COLS} FROM messages WHERE sender = %(a)s AND id < %(b)s "
+                "ORDER BY id DESC LIMIT %(n)s) UNION "
+                f"(SELECT {MSG_COLS} FROM messages WHERE recipient = %(a)s AND id < %(b)s "
+                "ORDER BY id DESC LIMIT %(n)s) ORDER BY id DESC LIMIT %(n)s",
+                {"a": agent, "b": below, "n": max(0, limit)},
+            )
+        return [message_row(r) for r in rows]
+
     async def counts(self) -> list[MessageCounts]:
         rows = await self._read(
             "SELECT agent, sum(sent), sum(delivered), sum(queued) FROM ("

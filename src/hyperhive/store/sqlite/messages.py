@@ -175,6 +175,27 @@ class SqliteMessages(MessageRepo):
         )
         return [message_row(r) for r in rows]
 
+    async def page(
+        self, before_id: int | None = None, limit: int = 50, agent: str | None = None
+    ) -> list[MessageRow]:
+        below = before_id if before_id is not None else 2**63 - 1
+        params: tuple[object, ...]
+        if agent is None:
+            sql = "SELECT * FROM messages WHERE id < ? ORDER BY id DESC LIMIT ?"
+            params = (below, max(0, limit))
+        else:
+            # A UNION of two index walks (messages_sender, and messages_pending's recipient
+            # prefix), each stopping at ``limit``: fast at any depth of a big table.
+            sql = (
+                "SELECT * FROM (SELECT * FROM messages WHERE sender = ?1 AND id < ?2 "
+                "ORDER BY id DESC LIMIT ?3) UNION "
+                "SELECT * FROM (SELECT * FROM messages WHERE recipient = ?1 AND id < ?2 "
+                "ORDER BY id DESC LIMIT ?3) ORDER BY id DESC LIMIT ?3"
+            )
+            params = (agent, below, max(0, limit))
+        rows = await self._db.run(lambda tx: tx.all(sql, params), durable=False)
+        return [message_row(r) for r in rows]
+
     async def counts(self) -> list[MessageCounts]:
         rows = await self._db.run(lambda tx: tx.all(COUNTS_SQL), durable=False)
         return [MessageCounts(str(a), int(s), int(d), int(q)) for a, s, d, q in rows]
