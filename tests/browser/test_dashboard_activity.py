@@ -84,3 +84,13 @@ def test_the_feed_pages_by_id(tmp_path: Path, page: Page) -> None:
         expect(items).to_have_count(5)
         expect(items.last).to_contain_text("note 0")
         expect(page.locator("a.older")).to_have_count(0)
+        # Repainted live, an older page keeps its cursor.
+        expect(page.locator("body")).to_have_attribute("data-live", "1")
+        page.evaluate(
+            "window.repaints = 0;"
+            "document.addEventListener('hive:refreshed', () => { window.repaints += 1; })"
+        )
+        hive.as_agent("bob", "send", to="alice", body="newest")
+        page.wait_for_function("window.repaints > 0")
+        expect(items).to_have_count(5)
+        expect(items.first).to_contain_text("note 4")

@@ -69,6 +69,7 @@ async def _feed(d: Dashboard, agent: str | None, kind_name: str, before: int | N
     return {
         "items": items,
         "older": rows[-1].id if more and rows else None,
+        "before": before,  # an older page stays on its cursor when repainted live
         "agent": agent or "",
         "kind": kind or "",
         "kinds": KINDS,
