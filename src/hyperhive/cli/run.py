@@ -30,6 +30,7 @@ from hyperhive.protocol import (
     OpStatusReq,
     WaitingSlot,
 )
+from hyperhive.telemetry import configure as configure_tracing
 
 
 @main.command()
@@ -47,6 +48,7 @@ def serve(obj: _Ctx, no_dashboard: bool) -> None:
     refuse_unreachable_home(obj.home, hive.runtime)
     with HomeLock(obj.paths, "coordinator"):
         _setup_logging()
+        stop_tracing = configure_tracing(hive.telemetry, "coordinator")
 
         async def serve_hive() -> None:
             # Opened in the loop that serves (a PostgreSQL pool belongs to it), and
@@ -54,7 +56,10 @@ def serve(obj: _Ctx, no_dashboard: bool) -> None:
             coordinator = await Coordinator.open(obj.paths, hive)
             await _until_signalled(partial(coordinator.run, dashboard=not no_dashboard))
 
-        anyio.run(serve_hive)
+        try:
+            anyio.run(serve_hive)
+        finally:
+            stop_tracing()
 
 
 @main.command()
@@ -140,6 +145,7 @@ def host(
         hive = hive.model_copy(update={"store": None, "store_url_file": None})
     lock = HomeLock(paths, "host").acquire()
     _setup_logging()
+    stop_tracing = configure_tracing(hive.telemetry, "agent-host")
     agent_host = AgentHost(paths, hive, remote=remote)
 
     async def run() -> None:
@@ -163,6 +169,7 @@ def host(
     try:
         anyio.run(run)
     finally:
+        stop_tracing()
         lock.release()
 
 

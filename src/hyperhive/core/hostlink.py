@@ -381,7 +381,8 @@ async def _forward(conn: _Conn, req: LinkForwardReq) -> Response:
     if refusal is not None:
         log.warning("refused a frame agent host %s forwarded: %s", host.host_id, refusal)
         raise PermissionDenied(f"forward refused: {refusal}")
-    return await answer(json.dumps(req.frame).encode(), AgentRequest, link.api_of(req.agent))
+    frame = json.dumps(req.frame).encode()
+    return await answer(frame, AgentRequest, link.api_of(req.agent), req.agent)
 
 
 @LINK_TABLE.on(LinkAbandonReq)
