@@ -20,7 +20,14 @@ import anyio
 from anyio.abc import TaskGroup
 from pydantic import BaseModel, JsonValue, ValidationError
 
-from hyperhive.errors import FrameTooLarge, HiveError, MalformedFrame, Unavailable, error_from_code
+from hyperhive.errors import (
+    FrameTooLarge,
+    HiveError,
+    MalformedFrame,
+    NotListening,
+    Unavailable,
+    error_from_code,
+)
 from hyperhive.framing import DEFAULT_MAX_FRAME, FrameDecoder
 from hyperhive.protocol import Req, Response, encode, result_adapter
 from hyperhive.unixsock import UnixStream, connect_unix
@@ -166,6 +173,12 @@ async def connect(
     """Connect to a coordinator socket for the duration of the block."""
     try:
         stream = await connect_unix(path)
+    except ConnectionRefusedError as exc:
+        # The file outlived its server (kill -9): a restart or a failover is under way.
+        raise NotListening(
+            f"nothing answers on {path} ({exc.strerror or exc}): the coordinator is "
+            "restarting or failing over, or stopped; is it running (hivectl serve / hivectl up)?"
+        ) from exc
     except OSError as exc:
         raise Unavailable(
             f"cannot connect to {path}: {exc.strerror or exc}; is the coordinator running "
