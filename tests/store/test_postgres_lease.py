@@ -84,6 +84,10 @@ async def test_writes_of_a_superseded_epoch_are_refused_and_leave_nothing(
                 tg.start_soon(_refused_send, old, i)
 
         assert await new.messages.send("alice", "bob", "from the new active one") > first
+        # Snapshot reads (one REPEATABLE READ transaction) work for a fenced store too.
+        await new.loose_ends.todo_upsert("bob", "x", "k", "v")
+        assert [t.key for t in (await new.loose_ends.open(["bob"])).todos] == ["k"]
+        assert (await new.schedules.due(0.0)).reminders == ()
         bodies = [m.body for m in await new.messages.scan()]
         assert bodies == ["while active", "from the new active one"]
         assert (await new.messages.get(first)).acked_at is None  # type: ignore[union-attr]

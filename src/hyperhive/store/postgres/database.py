@@ -150,6 +150,17 @@ class PgDatabase:
             return await self.tx(op)
         return await self.read(op)
 
+    async def snapshot(self, op: Callable[[Conn], Awaitable[_T]]) -> _T:
+        """Run ``op``, reads only, in one REPEATABLE READ READ ONLY transaction (one
+        snapshot for several statements; never fenced: it writes nothing)."""
+        try:
+            async with self.pool.connection() as conn, conn.transaction():
+                # First in the transaction, before any query (the fence included).
+                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                return await op(conn)
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise self._translate(exc) from None
+
     async def read(self, op: Callable[[Conn], Awaitable[_T]]) -> _T:
         """Run ``op``, reads only, on a pooled connection in autocommit (never fenced)."""
         try:
