@@ -20,6 +20,7 @@ standby.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import socket
@@ -54,6 +55,10 @@ async def serve_with_lease(
 ) -> None:
     """Stand by, then serve while the lease holds; closes ``store`` whatever happens."""
     task_status.started()  # standing by is running: a signal stops it like a serve
+    if dashboard:
+        # Loaded now, not at takeover: FastAPI's import alone costs seconds on a busy
+        # machine, and a standby has 10 s from the active one's death to serving.
+        importlib.import_module("hyperhive.core.dashboard.server")
     served = False
     lock = HomeLock(paths, "coordinator")
     lease = Lease(store.db.url, holder_name(paths), ttl=ttl)
