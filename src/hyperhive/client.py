@@ -173,11 +173,11 @@ async def connect(
     """Connect to a coordinator socket for the duration of the block."""
     try:
         stream = await connect_unix(path)
-    except ConnectionRefusedError as exc:
-        # The file outlived its server (kill -9): a restart or a failover is under way.
+    except (ConnectionRefusedError, FileNotFoundError) as exc:
+        # Nothing listens (a file left by a kill -9, or none yet): nothing was sent.
         raise NotListening(
-            f"nothing answers on {path} ({exc.strerror or exc}): the coordinator is "
-            "restarting or failing over, or stopped; is it running (hivectl serve / hivectl up)?"
+            f"cannot connect to {path}: {exc.strerror or exc}; is the coordinator running "
+            "(hivectl serve / hivectl up)?"
         ) from exc
     except OSError as exc:
         raise Unavailable(

@@ -28,6 +28,7 @@ from hyperhive.config import (
     resolve_home,
 )
 from hyperhive.errors import HiveError, InternalError, NotListening
+from hyperhive.homelock import holder
 from hyperhive.protocol import Req
 
 __all__ = ["main"]
@@ -43,7 +44,7 @@ class _Ctx:
 
     def call(self, request: Req[R]) -> R:
         """One operator request, answered with the request's response model."""
-        result: R = anyio.run(_call_riding_failover, self.paths.host_sock, request)
+        result: R = anyio.run(_call_riding_failover, self.paths, request)
         return result
 
 
@@ -52,19 +53,28 @@ RECONNECT_WITHIN_S = 15.0
 standby's takeover (within 10 s of the active one's death) fits; a stopped hive does not."""
 
 
-async def _call_riding_failover(path: Path, request: Req[R]) -> R:
-    # Only a refused connect is retried: the request was never sent, so it cannot be
-    # applied twice. A connection lost mid-request answers its error at once.
+def _coordinator_coming(paths: HivePaths) -> bool:
+    """Whether a coordinator may answer soon: one holds the home (starting, or standing
+    by), or its socket file outlived it (killed; a supervisor restarts it)."""
+    return holder(paths, "coordinator") is not None or paths.host_sock.exists()
+
+
+async def _call_riding_failover(paths: HivePaths, request: Req[R]) -> R:
+    # Only a connect that found nobody listening is retried: the request was never
+    # sent, so it cannot be applied twice. A connection lost mid-request answers at once.
+    def retry(exc: Exception) -> bool:
+        return isinstance(exc, NotListening) and _coordinator_coming(paths)
+
     async for attempt in stamina.retry_context(
-        on=NotListening,
+        on=retry,
         attempts=None,
         timeout=RECONNECT_WITHIN_S,
         wait_initial=0.2,
         wait_max=2.0,
     ):
         with attempt:
-            return await call_once(path, request)
-    raise AssertionError("unreachable: stamina re-raises the last NotListening")
+            return await call_once(paths.host_sock, request)
+    raise AssertionError("unreachable: stamina re-raises the last error")
 
 
 pass_ctx = click.make_pass_decorator(_Ctx)
