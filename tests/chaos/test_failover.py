@@ -18,6 +18,7 @@ standby waiting.
 from __future__ import annotations
 
 import logging
+import os
 import random
 import signal
 import subprocess
@@ -32,6 +33,7 @@ from hyperhive.config import AgentConfig, HivePaths
 from tests.chaos.rig import ChaosProcs, chaos_wrapper, claude_pids, kill_strays
 from tests.chaos.soak_model import SoakModel
 from tests.chaos.test_soak import Operator, Tally, _check_messages, _settle
+from tests.e2e.test_up import Up, _coordinator_pid, _finish
 from tests.support.hive import agent_env, seed_home, start_serve
 from tests.support.model_server import ModelServer
 from tests.support.procs import hivectl, start_host, stop, wait_until
@@ -215,3 +217,38 @@ async def test_a_second_serve_on_a_sqlite_home_is_still_refused(tmp_path: Path) 
     finally:
         first.send_signal(signal.SIGTERM)
         first.wait(timeout=60)
+
+
+def test_up_beside_a_standby_serve_survives_its_coordinators_kill_9(
+    tmp_path: Path, claude_bin: Path, pg_url: str
+) -> None:
+    """The README's setup: ``hivectl up``, and a second ``serve`` on the same home."""
+    home = tmp_path
+    seed_home(
+        home, {}, hive_toml=f'claude_bin = "{claude_bin}"\ndashboard_port = 0\n', store_url=pg_url
+    )
+    up = Up(home)
+    standby: subprocess.Popen[bytes] | None = None
+    try:
+        up.wait_for(lambda: up.saw("agent queen: up"), 120)
+        first = up.wait_for(lambda: _coordinator_pid(home))
+        standby = start_serve(home, wait=False, log_name="standby.log")
+        _standing_by(home, "standby.log")
+        os.kill(first, signal.SIGKILL)
+        _took_over(home, "standby.log")
+        # up restarts its coordinator, which now stands by for the other one.
+        up.wait_for(lambda: up.saw("coordinator exited"), 60)
+        wait_until(
+            lambda: "standing by" in _log(home, "logs/coordinator.log").split("coordinator up")[-1],
+            60,
+            "up's coordinator stands by",
+        )
+        up.wait_for(lambda: any(a["name"] == "queen" and a["running"] for a in up.agents()), 90)
+        up.proc.send_signal(signal.SIGINT)
+        assert up.proc.wait(timeout=120) == 0, up.lines
+        standby.send_signal(signal.SIGTERM)
+        assert standby.wait(timeout=60) == 0, _log(home, "standby.log")
+    finally:
+        _finish(up)
+        if standby is not None:
+            stop(standby)
