@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import signal
 import subprocess
 from collections.abc import AsyncIterator, Sequence
@@ -388,7 +389,7 @@ async def run_agent(rt: AgentRuntime) -> None:
         except Unavailable as exc:
             rt.rpc = None
             log.warning("%s: coordinator unavailable (%s); reconnecting", rt.name, exc.message)
-            with anyio.move_on_after(RECONNECT_SECONDS):
+            with anyio.move_on_after(RECONNECT_SECONDS * random.uniform(0.6, 1.4)):
                 await rt.killed.wait()
             if rt.killed.is_set():
                 raise

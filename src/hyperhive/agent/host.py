@@ -14,6 +14,7 @@ import json
 import logging
 import math
 import os
+import random
 import secrets
 import socket
 from collections.abc import Callable, Iterator
@@ -140,7 +141,8 @@ class AgentHost:
                 except (Unavailable, OSError) as exc:
                     log.warning("coordinator link down (%s); retrying", exc)
                 first = False
-                await anyio.sleep(0.5)
+                # Jittered: after a failover every host (and agent) reconnects at once.
+                await anyio.sleep(random.uniform(0.3, 0.7))
 
     async def _serve_http(self, *, task_status: TaskStatus[None]) -> None:
         # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on such sockets, and

@@ -17,6 +17,7 @@ from collections import deque
 from pathlib import Path
 
 import anyio
+import stamina
 
 from hyperhive import topology
 from hyperhive.config import AgentConfig, HivePaths, dump_agent_config
@@ -29,7 +30,7 @@ from hyperhive.core.notices import Notices
 from hyperhive.core.notify import EventBus
 from hyperhive.core.placement import Placement
 from hyperhive.core.registry import AgentRegistry
-from hyperhive.errors import Conflict, PermissionDenied
+from hyperhive.errors import Conflict, HiveError, PermissionDenied, Unavailable
 from hyperhive.forge.config import ForgeConfig
 from hyperhive.forge.service import revoke_agent
 from hyperhive.permissions import ToolGroup
@@ -231,16 +232,30 @@ class Lifecycle:
         history.append(now)
         delay = CRASH_BACKOFF[len(history) - 1]
         log.error("agent %s crashed (%s); restarting in %.0fs", agent, reason, delay)
-        await self.notices.notify_submitter(agent, ContainerCrash(agent=agent, reason=reason))
-        self.bus.emit("agent", agent=agent, running=False, crashed=True, reason=reason)
+        # Scheduled before the notice: a store that is away fails the notice, not the restart.
         self.background.start_soon(self._restart_later, agent, delay)
+        self.bus.emit("agent", agent=agent, running=False, crashed=True, reason=reason)
+        await self.notices.notify_submitter(agent, ContainerCrash(agent=agent, reason=reason))
 
     async def _restart_later(self, agent: str, delay: float) -> None:
+        """Restart after ``delay``; while the store is away, wait and retry (never crash
+        the coordinator: this runs in its task group)."""
         await anyio.sleep(delay)
-        if (
-            self.registry.exists(agent)
-            and await self.agent_state.desired_running(agent)
-            and not self.hostlink.running(agent)
-            and self.hostlink.hosts
+        async for attempt in stamina.retry_context(
+            on=Unavailable, attempts=None, timeout=None, wait_initial=0.5, wait_max=10.0
         ):
-            await self.placement.activate(agent)
+            with attempt:
+                try:
+                    if (
+                        self.registry.exists(agent)
+                        and await self.agent_state.desired_running(agent)
+                        and not self.hostlink.running(agent)
+                        and self.hostlink.hosts
+                    ):
+                        await self.placement.activate(agent)
+                except Unavailable as exc:
+                    log.warning("agent %s: cannot restart it yet: %s", agent, exc.message)
+                    raise
+                except HiveError as exc:
+                    # Not the store: e.g. its host went away; it restarts when a host registers.
+                    log.error("agent %s: restart after its crash failed: %s", agent, exc.message)
