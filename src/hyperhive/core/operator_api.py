@@ -12,7 +12,6 @@ from typing import Any
 
 from hyperhive import topology
 from hyperhive.config import HivePaths
-from hyperhive.core.agent_api import COMPACT_THRESHOLD
 from hyperhive.core.agent_state import AgentState
 from hyperhive.core.approvals import Approvals
 from hyperhive.core.broker import Broker
@@ -276,7 +275,9 @@ class OperatorApi:
     @on(OpCompactReq)
     async def _compact(self, req: OpCompactReq) -> CompactQueued:
         self.registry.require(req.agent)
-        return await self.agent_state.request_compact(req.agent, COMPACT_THRESHOLD)
+        # Ungated: the 66% rule keeps an agent from compacting itself for nothing;
+        # the operator decides with more than the last turn's usage to go on.
+        return await self.agent_state.request_compact(req.agent, None)
 
     @on(OpConfigReq)
     async def _agent_config(self, req: OpConfigReq) -> AgentConfigView:

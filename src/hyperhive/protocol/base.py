@@ -120,7 +120,7 @@ class Cancelled(_Out):
 
 class CompactQueued(_Out):
     queued: bool
-    context_usage: float
+    context_usage: float | None  # None: no turn recorded yet (the operator's compact)
     note: str
 
 
