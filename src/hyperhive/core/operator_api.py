@@ -198,12 +198,7 @@ class OperatorApi:
 
     @on(OpSetParentReq)
     async def _set_parent(self, req: OpSetParentReq) -> ParentSet:
-        new_parent = req.new_parent or None
-        updated, changed = self.topology_store.set_parent(
-            req.child, new_parent, self.registry.known()
-        )
-        if changed:
-            self.bus.emit("topology", child=req.child, parent=new_parent)
+        updated, changed = await self.lifecycle.set_parent(req.child, req.new_parent or None)
         return ParentSet(changed=changed, topology=updated)
 
     @on(OpLooseEndsReq)

@@ -141,6 +141,7 @@ from hyperhive.protocol.link import (
     LinkGoodbyeReq,
     LinkRegisterReq,
     LinkRequest,
+    PlaceCmd,
     Registered,
 )
 from hyperhive.protocol.wire import (
@@ -188,6 +189,7 @@ __all__ = [
     "ContainerCrash",
     "Created",
     "DeactivateCmd",
+    "PlaceCmd",
     "Destroyed",
     "EffectiveView",
     "ErrorInfo",
