@@ -17,7 +17,7 @@ meta           hyperhive  set_status, get_agent_meta
 inbox          hyperhive  get_loose_ends, cancel_loose_end, remind
 execution      bash       run, status, kill
 lifecycle      hyperhive  request_init_config, kill, start, restart, update,
-                          destroy, request_update_meta_inputs
+                          destroy
 approvals      hyperhive  request_apply_commit
 scheduling     hyperhive  schedule_prompt, list_schedules, cancel_schedule
 diagnostics    hyperhive  get_logs
@@ -166,7 +166,6 @@ _GROUP_TOOLS: dict[ToolGroup, tuple[McpTool, ...]] = {
         "restart",
         "update",
         "destroy",
-        "request_update_meta_inputs",
     ),
     ToolGroup.APPROVALS: _hh("request_apply_commit"),
     ToolGroup.SCHEDULING: _hh("schedule_prompt", "list_schedules", "cancel_schedule"),

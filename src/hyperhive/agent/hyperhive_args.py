@@ -26,7 +26,6 @@ __all__ = [
     "LogsArgs",
     "LooseEndsArgs",
     "MetaArgs",
-    "MetaInputsArgs",
     "NoArgs",
     "RecvArgs",
     "RemindArgs",
@@ -153,8 +152,3 @@ class LogsArgs(_Args):
 
 class LinesArgs(_Args):
     lines: int = Field(default=100, ge=1, le=5000, description="How many of the last lines.")
-
-
-class MetaInputsArgs(_Args):
-    claude_version: str = Field(description="The claude CLI version to pin, e.g. 2.1.330.")
-    reason: str = Field(default="", description="Why, for the operator.")

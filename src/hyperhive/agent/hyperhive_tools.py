@@ -25,7 +25,6 @@ from hyperhive.agent.hyperhive_args import (
     LogsArgs,
     LooseEndsArgs,
     MetaArgs,
-    MetaInputsArgs,
     NoArgs,
     RecvArgs,
     RemindArgs,
@@ -54,7 +53,6 @@ from hyperhive.protocol import (
     RemindReq,
     RequestApplyCommitReq,
     RequestInitConfigReq,
-    RequestUpdateMetaInputsReq,
     SchedulePromptReq,
     SendReq,
     SetStatusReq,
@@ -190,15 +188,6 @@ async def _journal(rt: AgentRuntime, a: LinesArgs) -> str:
     return "\n".join(f"== {name}\n" + "\n".join(lines) for name, lines in journal.items())
 
 
-async def _meta_inputs(rt: AgentRuntime, a: MetaInputsArgs) -> str:
-    r = await rt.call(
-        RequestUpdateMetaInputsReq(
-            cmd="request_update_meta_inputs", claude_version=a.claude_version, reason=a.reason
-        )
-    )
-    return f"approval #{r.approval_id} pending"
-
-
 def _config_repo(hive_home: Path | None) -> str:
     where = f"{hive_home}/agents/<agent>/config" if hive_home else "agents/<agent>/config"
     return (
@@ -228,14 +217,6 @@ def _lifecycle_tools(hive_home: Path | None) -> list[ToolSpec]:
             lc,
         ),
         *[ToolSpec(v, d, AgentArgs, _verb(v), lc) for v, d in verbs],
-        ToolSpec(
-            "request_update_meta_inputs",
-            "Ask the operator to pin another claude CLI version for the hive (recorded in the "
-            "meta repo; installing it is the operator's step).",
-            MetaInputsArgs,
-            _meta_inputs,
-            lc,
-        ),
         ToolSpec(
             "request_apply_commit",
             "Ask to apply a commit of your or a descendant's proposed config; the operator "
@@ -326,7 +307,7 @@ def hyperhive_tools(hive_home: Path | None = None) -> list[ToolSpec]:
         ),
         ToolSpec(
             "get_agent_meta",
-            "An agent's name, parent, running state and status.",
+            "An agent's name, its hive's name, parent, running state and status.",
             MetaArgs,
             _meta,
             me,

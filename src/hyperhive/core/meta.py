@@ -222,7 +222,3 @@ class MetaStore:
             owners = (agent, *topology.ancestors(topo, agent))
             wanted = {u for a in owners if (u := uids.get(a)) is not None}
             sync_repo(repo, wanted, hive_uids)
-
-    def record_inputs(self, claude_version: str) -> str | None:
-        atomic_write_text(self.paths.meta / "inputs.toml", f'claude_code = "{claude_version}"\n')
-        return self.commit_meta(f"inputs: claude-code {claude_version}")

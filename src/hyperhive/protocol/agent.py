@@ -252,14 +252,6 @@ class GetHostJournalReq(Req[HostJournal]):
     lines: int = Field(default=100, ge=1, le=5000)
 
 
-class RequestUpdateMetaInputsReq(Req[ApprovalRequested]):
-    """Ask the operator to move the hive to another pinned claude CLI version."""
-
-    cmd: Literal["request_update_meta_inputs"]
-    claude_version: str = Field(pattern=r"^\d+\.\d+\.\d+$")
-    reason: str = ""
-
-
 AgentRequest = Annotated[
     SendReq
     | RecvReq
@@ -285,7 +277,6 @@ AgentRequest = Annotated[
     | RequestApplyCommitReq
     | LifecycleReq
     | GetLogsReq
-    | GetHostJournalReq
-    | RequestUpdateMetaInputsReq,
+    | GetHostJournalReq,
     Field(discriminator="cmd"),
 ]

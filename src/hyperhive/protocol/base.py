@@ -90,6 +90,7 @@ class LooseEnd(_Out):
 
 class AgentMeta(_Out):
     name: str
+    hive_name: str  # hive.toml's name, else the hive's generated id
     hyperhive_rev: str
     running: bool
     status_text: str
