@@ -42,6 +42,7 @@ async def test_a_running_agent_moved_to_a_new_parent_knows_it_next_turn(
         assert await from_agents("p2") == [("kid", "hello new parent")]
         assert await from_agents("p1") == []
         assert [agent_of(r.body) for r in run.requests].count("p1") == 0  # no wake for p1
+        assert run.at_minimum()  # the kid's send and sign-off, p2's one turn: nothing more
 
         # The same runtime (no restart), told its place; its processes get the new parent.
         assert rts["kid"] is kid and kid.parent == "p2"

@@ -32,6 +32,8 @@ from tests.support.surfaces import until
 
 __all__ = [
     "PROBE",
+    "SUBAGENT",
+    "SUBAGENT_GOAL",
     "SCENARIOS",
     "Run",
     "Scenario",
@@ -42,6 +44,9 @@ __all__ = [
 ]
 
 PROBE = "probe: anything left over?"
+GOAL = "mcp__subagent_control__goal_reached"
+# A subagent's requests (offered the control surface's tools) are scripted under this key.
+SUBAGENT = "(subagent)"
 MANAGER = AgentConfig(tool_groups=list(ToolGroup.MANAGER_DEFAULT))
 _WHO = re.compile(r"You are ([a-z0-9][a-z0-9-]*), an agent of a hyperhive")
 
@@ -53,7 +58,10 @@ def said(request: RecordedRequest) -> str:
 
 def agent_of(body: Any) -> str | None:
     """Whose claude sent a request: our system prompt names it (in the system blocks,
-    or in a reminder inside the first user message)."""
+    or in a reminder inside the first user message); :data:`SUBAGENT` for a subagent's."""
+    tools = body.get("tools") if isinstance(body, dict) else None
+    if any(t.get("name") == GOAL for t in tools or []):
+        return SUBAGENT
     found = _WHO.search(json.dumps(body))
     return found.group(1) if found else None
 
@@ -116,6 +124,11 @@ class Run:
             if starts_turn(r) and (agent is None or agent_of(r.body) == agent)
         )
 
+    def at_minimum(self) -> bool:
+        """Exactly the requests and turns the scenario needs: no wake for nothing."""
+        wanted = (self.scenario.min_requests, self.scenario.min_turns)
+        return (len(self.requests), self.turns()) == wanted
+
     def requests_of(self, agent: str) -> list[RecordedRequest]:
         return [r for r in self.requests if agent_of(r.body) == agent]
 
@@ -148,7 +161,8 @@ async def _idle(run: Run) -> None:
 
 
 def _everyone(run: Run) -> list[str]:
-    return sorted(set(run.scenario.agents) | set(run.scenario.scripts))
+    """The scenario's agents (a subagent is its parent's, not one of them)."""
+    return sorted((set(run.scenario.agents) | set(run.scenario.scripts)) - {SUBAGENT})
 
 
 @asynccontextmanager
@@ -223,6 +237,10 @@ async def _child(run: Run) -> None:
     await run.op("approve", approval_id=rows[0]["id"])
 
 
+async def _subagent(run: Run) -> None:
+    await _tell(run, "alice", "delegate the search")
+
+
 async def _reparent(run: Run) -> None:
     await run.op("set_parent", child="kid", new_parent="p2")
     await _tell(run, "kid", "report to your parent")
@@ -273,6 +291,22 @@ REMINDER = Scenario(
 )
 
 
+SUBAGENT_GOAL = Scenario(
+    "subagent reaches its goal",
+    {"alice": AgentConfig()},
+    {
+        "alice": [
+            tool_call("mcp__subagent__start", {"prompt": "find the answer", "name": "scout"}),
+            text("delegated"),
+            text("the answer is 42"),  # woken once, the summary in the wake: nothing to fetch
+        ],
+        SUBAGENT: [tool_call(GOAL, {"summary": "found the answer: 42"}), text("done")],
+    },
+    3,
+    _subagent,
+)
+
+
 def _worker_toml(model_url: str) -> str:
     return dump_agent_config(
         AgentConfig(tool_groups=[ToolGroup.MESSAGING], env=agent_env(model_url))
@@ -316,11 +350,12 @@ REPARENT = Scenario(
     topology={"p1": None, "p2": None, "kid": "p1"},
 )
 
-# Built per run: some need the run's home (a gate file) or the model's URL.
-SCENARIOS: Sequence[Callable[[Path, str], Scenario]] = (
-    lambda home, url: BASH_INLINE,
-    lambda home, url: bash_later(home),
-    lambda home, url: REMINDER,
-    lambda home, url: child_spawned(url),
-    lambda home, url: REPARENT,
-)
+# By name; built per run: some need the run's home (a gate file) or the model's URL.
+SCENARIOS: Mapping[str, Callable[[Path, str], Scenario]] = {
+    BASH_INLINE.name: lambda home, url: BASH_INLINE,
+    "bash task ends later": lambda home, url: bash_later(home),
+    REMINDER.name: lambda home, url: REMINDER,
+    SUBAGENT_GOAL.name: lambda home, url: SUBAGENT_GOAL,
+    "child spawned, approved, tasked": lambda home, url: child_spawned(url),
+    REPARENT.name: lambda home, url: REPARENT,
+}
