@@ -53,6 +53,7 @@ from hyperhive.protocol.agent import (
     WakeReq,
 )
 from hyperhive.protocol.base import (
+    TRACEPARENT_PATTERN,
     Acked,
     AgentDestroyed,
     AgentMeta,
@@ -260,6 +261,7 @@ __all__ = [
     "SchedulePromptReq",
     "SendReq",
     "Sent",
+    "TRACEPARENT_PATTERN",
     "SetStatusReq",
     "SpawnResult",
     "Spawned",
