@@ -42,6 +42,7 @@ from hyperhive.protocol import (
     Destroyed,
     Killed,
     LifecycleResult,
+    PlaceCmd,
     Rebuilt,
 )
 from hyperhive.sysusers import remove_user
@@ -121,6 +122,8 @@ class Lifecycle:
         if not existed:
             topo[name] = parent
         self.topology_store.write(topo)
+        # Its ancestors may write its proposed repo from now, not from their next start.
+        await anyio.to_thread.run_sync(self.meta.sync_repo_acls, topo, [name])
         commit = await anyio.to_thread.run_sync(self.meta.commit_meta, message)
         await self.agent_state.row(name)
         await self.sockets.open(name)
@@ -163,6 +166,33 @@ class Lifecycle:
         updated = topology.reconcile(current, self.registry.known())
         if updated != current:
             self.topology_store.write(updated)
+
+    async def set_parent(
+        self, child: str, new_parent: str | None
+    ) -> tuple[dict[str, str | None], bool]:
+        """Move ``child`` (and its subtree) under ``new_parent``; running agents follow.
+
+        The move is a commit in the meta repo; the moved repos' ACLs follow the
+        new ancestors; every running agent whose parent or descendants changed
+        is told, so its next turn knows without a restart.
+        """
+        before = self.topology_store.read()
+        updated, changed = self.topology_store.set_parent(child, new_parent, self.registry.known())
+        if not changed:
+            return updated, False
+        moved = [child, *topology.descendants(updated, child)]
+        await anyio.to_thread.run_sync(self.meta.sync_repo_acls, updated, moved)
+        old = before.get(child)
+        await anyio.to_thread.run_sync(
+            self.meta.commit_meta,
+            f"reparent {child}: {old or '(root)'} -> {new_parent or '(root)'}",
+        )
+        for name, (parent, below) in topology.places_changed(before, updated).items():
+            await self.hostlink.place(
+                PlaceCmd(cmd="place", agent=name, parent=parent, descendants=list(below))
+            )
+        self.bus.emit("topology", child=child, parent=new_parent)
+        return updated, True
 
     # ---- verbs ------------------------------------------------------------------------
 
