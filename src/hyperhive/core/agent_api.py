@@ -15,6 +15,7 @@ from hyperhive import __version__, topology
 from hyperhive.core.agent_state import AgentState
 from hyperhive.core.approvals import Approvals
 from hyperhive.core.broker import Broker
+from hyperhive.core.budgets import Budgets
 from hyperhive.core.dispatch import Dispatcher
 from hyperhive.core.hostlink import HostLink
 from hyperhive.core.lifecycle import Lifecycle
@@ -63,6 +64,7 @@ from hyperhive.protocol import (
     LogTail,
     LooseEnd,
     Message,
+    RecordSpendReq,
     RecvReq,
     Reminded,
     RemindReq,
@@ -74,6 +76,7 @@ from hyperhive.protocol import (
     SendReq,
     Sent,
     SetStatusReq,
+    SpendRecorded,
     StatusSet,
     TodoClearReq,
     TodoUpsertReq,
@@ -113,6 +116,7 @@ class AgentApi:
         logs: LogTails,
         hostlink: HostLink,
         bus: EventBus,
+        budgets: Budgets,
     ) -> None:
         self.name = name
         self.registry = registry
@@ -126,6 +130,7 @@ class AgentApi:
         self.logs = logs
         self.hostlink = hostlink
         self.bus = bus
+        self.budgets = budgets
 
     def _gate(self, cmd: str) -> None:
         group = group_for_tool(HYPERHIVE_SERVER, cmd)
@@ -191,7 +196,12 @@ class AgentApi:
 
     @on(WaitReq)
     async def _wait(self, req: WaitReq) -> WaitResult:
-        return await self.broker.wait(self.name, req.timeout, req.todo_version)
+        return await self.broker.wait(
+            self.name, req.timeout, req.todo_version, hold=self._over_budget
+        )
+
+    async def _over_budget(self) -> bool:
+        return await self.budgets.held(self.name) is not None
 
     @on(AttachReq)
     async def _attach(self, req: AttachReq) -> Attached:
@@ -204,9 +214,18 @@ class AgentApi:
 
     @on(TurnEndReq)
     async def _turn_end(self, req: TurnEndReq) -> TurnEnded:
+        # Spend first, keyed by the run: a turn_end resent after a restart counts once.
+        if req.spend is not None:
+            await self.budgets.record(self.name, req.spend)
         # The ack commits with the outcome: a clean turn's mail is never redelivered
         # once turn_end answers.
         return await self.agent_state.turn_end(self.name, req)
+
+    @on(RecordSpendReq)
+    async def _record_spend(self, req: RecordSpendReq) -> SpendRecorded:
+        # A subagent runs in this agent's sandbox and reports through its socket:
+        # its spend counts to this agent.
+        return SpendRecorded(recorded=await self.budgets.record(self.name, req.spend))
 
     # ---- in-sandbox producers ----------------------------------------------
 

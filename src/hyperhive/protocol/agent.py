@@ -27,6 +27,7 @@ from hyperhive.protocol.base import (
     WaitResult,
     _Out,
 )
+from hyperhive.protocol.budget import RecordSpendReq, RunSpend
 
 # ---- results only this socket gives ---------------------------------------
 
@@ -121,6 +122,8 @@ class TurnEndReq(Req[TurnEnded]):
     context_usage: float | None = Field(default=None, ge=0)
     session_id: str | None = None
     cost_usd: float | None = None
+    # The run's spend (tokens too), counted once per run_id to the agent's budget.
+    spend: RunSpend | None = None
 
 
 # A reminder is a note to self, stored until it fires (longer ones spill to a file
@@ -286,6 +289,7 @@ AgentRequest = Annotated[
     | LifecycleReq
     | GetLogsReq
     | GetHostJournalReq
-    | RequestUpdateMetaInputsReq,
+    | RequestUpdateMetaInputsReq
+    | RecordSpendReq,
     Field(discriminator="cmd"),
 ]
