@@ -164,23 +164,27 @@ def _spent_for(key: LimitKey, day: Spent, total: Spent) -> float:
 
 def check_limits(
     scope: str, limits: BudgetLimits, day: Spent, total: Spent, *, warn_at: float = WARN_AT
-) -> tuple[LimitHit | None, list[LimitHit]]:
-    """``(over, warnings)``: the first limit reached, and limits at ``warn_at`` or more.
+) -> tuple[list[LimitHit], list[LimitHit]]:
+    """``(over, warnings)``: limits reached, and limits at ``warn_at`` or more but not reached.
 
     Reached means spent ≥ limit: a turn that crosses the limit is the last one.
+    Total limits come first: no new day lifts them, so they are the one to show.
     """
-    over: LimitHit | None = None
+    over: list[LimitHit] = []
     warnings: list[LimitHit] = []
-    for key in LIMIT_KEYS:
+    for key in _CHECK_ORDER:
         limit = limits.get(key)
         if limit is None:
             continue
         hit = LimitHit(scope, key, float(limit), _spent_for(key, day, total))
         if hit.spent >= hit.limit:
-            over = over or hit
+            over.append(hit)
         elif hit.spent >= warn_at * hit.limit:
             warnings.append(hit)
     return over, warnings
+
+
+_CHECK_ORDER: tuple[LimitKey, ...] = ("usd_total", "tokens_total", "usd_per_day", "tokens_per_day")
 
 
 def _amount(key: LimitKey, value: float) -> str:

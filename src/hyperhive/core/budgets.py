@@ -154,16 +154,17 @@ class Budgets:
         overrides = (await self.store.spend.overrides()).get(scope, {})
         return effective_limits(self.configured(scope), overrides)
 
-    async def _check(self, scope: str) -> tuple[LimitHit | None, list[LimitHit]]:
+    async def _check(self, scope: str) -> tuple[list[LimitHit], list[LimitHit]]:
         today, total = (await self._current()).spent(scope)
         return check_limits(scope, await self.limits(scope), today, total)
 
     async def held(self, agent: str) -> LimitHit | None:
         """The limit that holds ``agent`` (its own, else the hive's), or ``None``."""
-        over, _ = await self._check(agent)
-        if over is None:
-            over, _ = await self._check(HIVE_SCOPE)
-        return over
+        for scope in (agent, HIVE_SCOPE):
+            over, _ = await self._check(scope)
+            if over:
+                return over[0]
+        return None
 
     async def set_limits(
         self, scope: str, limits: Mapping[LimitKey, float | None], reset: bool = False
@@ -193,8 +194,8 @@ class Budgets:
         day = day_id(self.clock(), self.zone)
         for scope in scopes:
             over, warnings = await self._check(scope)
-            if over is not None:
-                await self._notice(over, "over", day)
+            for hit in over:
+                await self._notice(hit, "over", day)
             for hit in warnings:
                 await self._notice(hit, "warning", day)
 
@@ -227,7 +228,7 @@ class Budgets:
             configured = self.configured(scope)
             effective = effective_limits(configured, overrides.get(scope, {}))
             today, total = totals.spent(scope)
-            over, _ = check_limits(scope, effective, today, total)
+            over = check_limits(scope, effective, today, total)[0]
             scopes.append(
                 BudgetScope(
                     scope=scope,
@@ -236,7 +237,7 @@ class Budgets:
                     effective=_as_dict(effective),
                     today=SpendFigures(usd=today.usd, tokens=today.tokens),
                     total=SpendFigures(usd=total.usd, tokens=total.tokens),
-                    over=describe(over) if over else None,
+                    over=describe(over[0]) if over else None,
                 )
             )
         return BudgetView(timezone=self.timezone_name(), day=totals.day, scopes=scopes)
@@ -249,18 +250,18 @@ class Budgets:
         totals = await self._current()
         since_week = week_start(now, self.zone)
         week = await self.store.spend.totals(since=since_week)
-        hive_over = await self._check(HIVE_SCOPE)
+        hive_over = (await self._check(HIVE_SCOPE))[0]
         names = sorted(set(self.registry.known()) | set(totals.total))
         rows = []
         for name in names:
-            over = (await self._check(name))[0] or hive_over[0]
+            over = (await self._check(name))[0] or hive_over
             rows.append(
                 SpendRow(
                     agent=name,
                     today=_figures(totals.today.get(name)),
                     week=_figures(week.get(name)),
                     all_time=_figures(totals.total.get(name)),
-                    over_budget=describe(over) if over else None,
+                    over_budget=describe(over[0]) if over else None,
                 )
             )
         top = sorted(
@@ -278,7 +279,7 @@ class Budgets:
                 today=_sum(totals.today),
                 week=_sum(week),
                 all_time=_sum(totals.total),
-                over_budget=describe(hive_over[0]) if hive_over[0] else None,
+                over_budget=describe(hive_over[0]) if hive_over else None,
             ),
             top_spenders=[r.agent for r in top[:5]],
         )
