@@ -47,6 +47,7 @@ from hyperhive.protocol import (
     SpendFigures,
     SpendReport,
     SpendRow,
+    SpendSeries,
 )
 from hyperhive.store import Store
 from hyperhive.store.rows import SpendEntry, SpendTotal
@@ -282,4 +283,25 @@ class Budgets:
                 over_budget=describe(hive_over[0]) if hive_over else None,
             ),
             top_spenders=[r.agent for r in top[:5]],
+        )
+
+    async def series(self, days: int) -> SpendSeries:
+        """USD per agent per operator day for the last ``days`` days (today included).
+
+        Read in hours and summed into the operator's days here, so a day is
+        midnight to midnight in the operator's zone, DST days included.
+        """
+        starts = [day_start(self.clock(), self.zone)]
+        for _ in range(days - 1):
+            starts.insert(0, day_start(starts[0] - 1, self.zone))
+        labels = [day_id(t, self.zone) for t in starts]
+        first = starts[0]
+        index = {d: i for i, d in enumerate(labels)}
+        usd: dict[str, list[float]] = {}
+        for point in await self.store.spend.series(first, first, 3600.0):
+            i = index.get(day_id(point.start, self.zone))
+            if i is not None:
+                usd.setdefault(point.agent, [0.0] * days)[i] += point.usd
+        return SpendSeries(
+            timezone=self.timezone_name(), days=labels, usd=dict(sorted(usd.items()))
         )

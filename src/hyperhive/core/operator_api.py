@@ -77,6 +77,7 @@ from hyperhive.protocol import (
     OpSetParentReq,
     OpSpawnReq,
     OpSpendReq,
+    OpSpendSeriesReq,
     OpStatusReq,
     OpTopologyReq,
     ParentSet,
@@ -84,6 +85,7 @@ from hyperhive.protocol import (
     Sent,
     SpawnResult,
     SpendReport,
+    SpendSeries,
     WaitingSlot,
 )
 from hyperhive.store.rows import AgentState as AgentStateRow
@@ -205,6 +207,10 @@ class OperatorApi:
     @on(OpSpendReq)
     async def _spend(self, req: OpSpendReq) -> SpendReport:
         return await self.budgets.report()
+
+    @on(OpSpendSeriesReq)
+    async def _spend_series(self, req: OpSpendSeriesReq) -> SpendSeries:
+        return await self.budgets.series(req.days)
 
     @on(OpAgentsReq)
     async def _agents(self, req: OpAgentsReq) -> list[AgentView]:

@@ -15,12 +15,14 @@ __all__ = [
     "OpBudgetReq",
     "OpBudgetSetReq",
     "OpSpendReq",
+    "OpSpendSeriesReq",
     "RecordSpendReq",
     "RunSpend",
     "SpendFigures",
     "SpendRecorded",
     "SpendReport",
     "SpendRow",
+    "SpendSeries",
 ]
 
 
@@ -114,3 +116,16 @@ class OpBudgetSetReq(Req[BudgetView]):
 
 class OpSpendReq(Req[SpendReport]):
     cmd: Literal["spend"]
+
+
+class SpendSeries(_Out):
+    """USD per agent per operator day, oldest day first (the dashboard's chart)."""
+
+    timezone: str
+    days: list[str]
+    usd: dict[str, list[float]]
+
+
+class OpSpendSeriesReq(Req[SpendSeries]):
+    cmd: Literal["spend_series"]
+    days: int = Field(default=14, ge=1, le=366)

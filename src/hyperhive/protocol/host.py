@@ -26,7 +26,7 @@ from hyperhive.protocol.base import (
     TurnStateName,
     _Out,
 )
-from hyperhive.protocol.budget import OpBudgetReq, OpBudgetSetReq, OpSpendReq
+from hyperhive.protocol.budget import OpBudgetReq, OpBudgetSetReq, OpSpendReq, OpSpendSeriesReq
 
 # ---- results (keys promised by docs/cli-json.md are never renamed) ---------
 
@@ -330,6 +330,7 @@ HostRequest = Annotated[
     | OpAgentForgeReq
     | OpBudgetReq
     | OpBudgetSetReq
-    | OpSpendReq,
+    | OpSpendReq
+    | OpSpendSeriesReq,
     Field(discriminator="cmd"),
 ]
