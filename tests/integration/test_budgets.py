@@ -53,9 +53,9 @@ async def _alice_row(paths: HivePaths) -> dict[str, Any]:
 
 
 async def test_an_agent_over_its_daily_limit_is_held_until_the_limit_is_raised(
-    tmp_path: Path,
+    tmp_path: Path, hive_store_url: str | None
 ) -> None:
-    paths = seed_home(tmp_path, {"alice": ALICE, "bob": AgentConfig()})
+    paths = seed_home(tmp_path, {"alice": ALICE, "bob": AgentConfig()}, store_url=hive_store_url)
     async with coordinator(tmp_path), agent(paths, "alice") as alice:
         await agent_call(alice, "attach")
         first = _spend(85, 0.5)
@@ -124,8 +124,12 @@ async def test_a_held_agent_still_hears_a_graceful_stop(tmp_path: Path) -> None:
         assert isinstance(woke, dict) and woke["stop"] is True
 
 
-async def test_a_subagent_run_and_a_compaction_count_to_the_agent(tmp_path: Path) -> None:
-    paths = seed_home(tmp_path, {"alice": AgentConfig(), "bob": AgentConfig()})
+async def test_a_subagent_run_and_a_compaction_count_to_the_agent(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    paths = seed_home(
+        tmp_path, {"alice": AgentConfig(), "bob": AgentConfig()}, store_url=hive_store_url
+    )
     async with coordinator(tmp_path), agent(paths, "alice") as alice:
         sub = _spend(7, 0.125, kind="subagent")
         assert await agent_call(alice, "record_spend", spend=sub) == {"recorded": True}
