@@ -130,7 +130,18 @@ CREATE INDEX messages_reply ON messages(in_reply_to)
     """
 ALTER TABLE todos ADD COLUMN version INTEGER NOT NULL DEFAULT 0
 """,
-    # 5 in the round-2 plan (budgets, #15): spend per claude run, keyed so a resent
+    # 4: a producer's delivery keys (a forge notification, a Matrix event): a wake
+    # resent after a crash between "accepted" and "noted" lands once.
+    """
+CREATE TABLE delivery_keys (
+    recipient TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    key TEXT NOT NULL,
+    message_id INTEGER NOT NULL,
+    PRIMARY KEY (recipient, sender, key)
+)
+""",
+    # 5 (budgets, #15): spend per claude run, keyed so a resent
     # turn_end counts once; run-time limit overrides; notices already sent.
     """
 CREATE TABLE spend (
