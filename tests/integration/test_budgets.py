@@ -221,3 +221,31 @@ async def test_turn_end_refuses_negative_spend(tmp_path: Path) -> None:
             await alice.call(
                 TurnEndReq.model_validate({"cmd": "turn_end", "outcome": "ok", "spend": _spend(-5)})
             )
+
+
+async def test_the_cached_totals_match_the_store_under_concurrent_records(
+    tmp_path: Path,
+) -> None:
+    seed_home(tmp_path, {"alice": AgentConfig(), "bob": AgentConfig()})
+    async with coordinator(tmp_path) as c:
+        budgets = c.budgets
+
+        async def record(i: int) -> None:
+            agent = "alice" if i % 2 else "bob"
+            await budgets.record(agent, RunSpend(run_id=f"run-{i:05d}", input_tokens=i))
+
+        async def read() -> None:
+            for _ in range(20):
+                await budgets.held("alice")  # the first builds the cache while records land
+
+        async with anyio.create_task_group() as tg:
+            for i in range(60):
+                tg.start_soon(record, i)
+            tg.start_soon(read)
+        report = await budgets.report()
+        stored = await c.store.spend.totals()
+    assert (
+        {r.agent: r.all_time.tokens for r in report.agents}
+        == {a: t.tokens for a, t in stored.items()}
+        == {"alice": sum(range(1, 60, 2)), "bob": sum(range(0, 60, 2))}
+    )

@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+import anyio
+
 from hyperhive.budgets import (
     HIVE_SCOPE,
     LIMIT_KEYS,
@@ -108,7 +110,13 @@ class Budgets:
         self.bus = bus
         self.clock = clock
         self.zone = operator_zone(config.timezone)
-        self._totals: _Totals | None = None  # dropped on every new record and each new day
+        # Cached reads (this coordinator is the only writer; a standby starts empty):
+        # totals are kept up to date by record() and rebuilt each new day.
+        self._totals: _Totals | None = None
+        self._overrides: dict[str, dict[str, float | None]] | None = None
+        # One writer or rebuilder at a time: a rebuild racing a record could miss it
+        # (or count it twice) in the cache until the next day.
+        self._lock = anyio.Lock()
 
     # ---- spend ----------------------------------------------------------------
 
@@ -125,20 +133,36 @@ class Budgets:
             cache_read_tokens=spend.cache_read_tokens,
             cache_creation_tokens=spend.cache_creation_tokens,
         )
-        new = await self.store.spend.record(entry)
+        async with self._lock:
+            new = await self.store.spend.record(entry)
+            if new:
+                self._count(entry)
         if new:
-            self._totals = None
             self.bus.emit("spend", agent=agent, run=spend.kind, cost_usd=spend.cost_usd)
             await self._review([agent, HIVE_SCOPE])
         return new
+
+    def _count(self, entry: SpendEntry) -> None:
+        totals = self._totals
+        if totals is None or totals.day != day_id(entry.at, self.zone):
+            self._totals = None  # rebuilt from the store on the next read
+            return
+        for rows in (totals.today, totals.total):
+            old = rows.get(entry.agent) or SpendTotal(entry.agent)
+            rows[entry.agent] = SpendTotal(
+                entry.agent, old.usd + entry.cost_usd, old.tokens + entry.tokens, old.runs + 1
+            )
 
     async def _current(self) -> _Totals:
         now = self.clock()
         day = day_id(now, self.zone)
         totals = self._totals
         if totals is None or totals.day != day:
-            today = await self.store.spend.totals(since=day_start(now, self.zone))
-            totals = self._totals = _Totals(day, today, await self.store.spend.totals())
+            async with self._lock:
+                totals = self._totals
+                if totals is None or totals.day != day:
+                    today = await self.store.spend.totals(since=day_start(now, self.zone))
+                    totals = self._totals = _Totals(day, today, await self.store.spend.totals())
         return totals
 
     # ---- limits ---------------------------------------------------------------
@@ -151,8 +175,17 @@ class Budgets:
         except HiveError:  # a broken config: no limits from it (its agent cannot run anyway)
             return BudgetLimits()
 
+    async def overrides(self) -> dict[str, dict[str, float | None]]:
+        overrides = self._overrides
+        if overrides is None:
+            async with self._lock:
+                overrides = self._overrides
+                if overrides is None:
+                    overrides = self._overrides = await self.store.spend.overrides()
+        return overrides
+
     async def limits(self, scope: str) -> BudgetLimits:
-        overrides = (await self.store.spend.overrides()).get(scope, {})
+        overrides = (await self.overrides()).get(scope, {})
         return effective_limits(self.configured(scope), overrides)
 
     async def _check(self, scope: str) -> tuple[list[LimitHit], list[LimitHit]]:
@@ -175,13 +208,15 @@ class Budgets:
             self.registry.require(scope)
         current: dict[str, float | None] = {}
         if not reset:
-            current = dict((await self.store.spend.overrides()).get(scope, {}))
+            current = dict((await self.overrides()).get(scope, {}))
         merged: dict[str, float | None] = {**current, **{str(k): v for k, v in limits.items()}}
         try:
             effective_limits(BudgetLimits(), merged)  # validates: no negative limit
         except ValueError as exc:
             raise InvalidRequest(f"budget for {scope}: {exc}") from exc
-        await self.store.spend.set_overrides(scope, merged)
+        async with self._lock:
+            await self.store.spend.set_overrides(scope, merged)
+            self._overrides = None
         log.info("budget of %s set: %s", scope, merged or "as configured")
         self.bus.emit("budget", agent=scope, state="changed")
         await self._review([scope] if scope == HIVE_SCOPE else [scope, HIVE_SCOPE])
@@ -223,7 +258,7 @@ class Budgets:
 
     async def view(self) -> BudgetView:
         totals = await self._current()
-        overrides = await self.store.spend.overrides()
+        overrides = await self.overrides()
         scopes = []
         for scope in [HIVE_SCOPE, *self.registry.known()]:
             configured = self.configured(scope)
