@@ -19,7 +19,7 @@ from hyperhive.protocol import RunSpend, TurnEndReq
 from tests.support.hive import seed_home, start_serve
 from tests.support.procs import hivectl, hivectl_json
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(360)]
 
 RUNS = 60
 KILLS = 2
@@ -58,6 +58,19 @@ def test_budget_and_spend_commands(tmp_path: Path) -> None:
         assert [r["agent"] for r in spend["agents"]] == ["alice", "bob"]
         assert spend["total"]["all_time"] == {"usd": 0.0, "tokens": 0}
         assert "top spenders: none yet" in hivectl(tmp_path, "spend").stdout
+
+        # Over its limit, the agent says so wherever agents are listed.
+        anyio.run(_turn_end, HivePaths(tmp_path), "bob", 0.75)
+        anyio.run(_turn_end, HivePaths(tmp_path), "alice", 6.0)
+        listed = hivectl(tmp_path, "agents", "list").stdout
+        row = next(line for line in listed.splitlines() if line.startswith("alice"))
+        assert "over budget" in row
+        assert "alice is over budget (alice: $6.00 of its $5.00 daily limit)" in listed
+        assert "over budget" in hivectl(tmp_path, "agents", "tree").stdout
+        shown = hivectl(tmp_path, "spend").stdout
+        assert "top spenders: alice, bob" in shown and "OVER BUDGET" in shown
+        spend = hivectl_json(tmp_path, "spend")
+        assert spend["total"]["today"] == {"usd": 6.75, "tokens": 0}
     finally:
         _stop(proc)
 
@@ -71,6 +84,17 @@ def test_budget_and_spend_commands(tmp_path: Path) -> None:
         assert alice["overrides"] == {} and alice["effective"]["usd_per_day"] == 2.0
     finally:
         _stop(proc)
+
+
+async def _turn_end(paths: HivePaths, agent: str, usd: float) -> None:
+    async with connect(paths.agent_sock(agent)) as client:
+        await client.call(
+            TurnEndReq(
+                cmd="turn_end",
+                outcome="ok",
+                spend=RunSpend(run_id=uuid.uuid4().hex, cost_usd=usd),
+            )
+        )
 
 
 async def _reporter(
