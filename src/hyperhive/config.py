@@ -31,8 +31,9 @@ from hyperhive.budgets import BudgetLimits, HiveBudget
 from hyperhive.errors import ConfigError, InvalidName
 from hyperhive.forge.config import ForgeConfig
 from hyperhive.names import validate_agent_name
-from hyperhive.permissions import BASH_SERVER, Capability, ToolGroup
+from hyperhive.permissions import BASH_SERVER, SUBAGENT_SERVER, Capability, ToolGroup
 from hyperhive.store.url import has_password, read_url_file
+from hyperhive.telemetry.config import TelemetryConfig
 
 __all__ = [
     "DEFAULT_MCP_SERVERS",
@@ -54,7 +55,6 @@ __all__ = [
 
 HOME_ENV = "HIVE_HOME"
 STORE_URL_ENV = "HIVE_STORE_URL"
-SUBAGENT_SERVER = "subagent"
 
 
 class _Strict(BaseModel):
@@ -309,6 +309,8 @@ class HiveConfig(_Strict):
     store_url_file: Path | None = None
     # [budget]: the whole hive's spend limits and the operator's time zone.
     budget: HiveBudget = Field(default_factory=HiveBudget)
+    # [telemetry]: where traces are exported (OTLP/HTTP); unset = no traces at all.
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
 
     @field_validator("store")
     @classmethod
