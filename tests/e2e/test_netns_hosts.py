@@ -117,7 +117,7 @@ def hive(tmp_path: Path, net: Lan, lan_model: ModelServer, claude_bin: Path) -> 
     )
     made = Hive(tmp_path, net, ca_file)
     try:
-        made.serve = start_serve(tmp_path, net.exec_prefix("coord"))
+        made.serve = start_serve(tmp_path, argv_prefix=net.exec_prefix("coord"))
         info = HivePaths(tmp_path).run / "hostlink.json"
         made.url = wait_until(
             lambda: json.loads(info.read_text())["url"] if info.exists() else None,

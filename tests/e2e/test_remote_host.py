@@ -21,7 +21,7 @@ from hyperhive.protocol import OpInboxReq, OpSendReq
 from tests.support.hive import agent_env, operator, seed_home
 from tests.support.hostlink import add_host, link_url
 from tests.support.model_server import ModelServer, text, tool_call
-from tests.support.surfaces import until
+from tests.support.surfaces import until, until_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(150)]
 
@@ -57,7 +57,7 @@ async def test_a_remote_hosts_agent_answers_through_its_forwarded_socket(
                 box = await op.call(OpInboxReq(cmd="inbox"))
                 return [m.body for m in box if m.sender == "alice"]
 
-            assert await until(replies, 90) == ["pong"]
+            assert await until_async(replies, 90) == ["pong"]
             assert "from operator: ping" in str(model_server.main_requests[0].messages)
             with anyio.move_on_after(10):
                 await host.stop_all(graceful=False)

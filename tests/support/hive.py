@@ -100,12 +100,17 @@ def hivectl_env(home: Path) -> dict[str, str]:
     return env
 
 
-def start_serve(home: Path, argv_prefix: Sequence[str] = ()) -> subprocess.Popen[bytes]:
-    """``hivectl serve`` as a real process; returns once its sockets listen.
-
-    ``argv_prefix`` runs it through something (``ip netns exec NS``, which execs).
-    """
-    log = (home / "serve.log").open("ab")
+def start_serve(
+    home: Path,
+    *,
+    wait: bool = True,
+    log_name: str = "serve.log",
+    argv_prefix: Sequence[str] = (),
+) -> subprocess.Popen[bytes]:
+    """``hivectl serve`` as a real process; returns once its sockets listen (``wait``;
+    a standby coordinator on PostgreSQL does not listen until it takes over).
+    ``argv_prefix`` runs it through something (``ip netns exec NS``, which execs)."""
+    log = (home / log_name).open("ab")
     proc = subprocess.Popen(
         [*argv_prefix, sys.executable, "-m", "hyperhive", "serve"],
         env=hivectl_env(home),
@@ -113,6 +118,8 @@ def start_serve(home: Path, argv_prefix: Sequence[str] = ()) -> subprocess.Popen
         stderr=log,
     )
     log.close()
+    if not wait:
+        return proc
     paths = HivePaths(home)
     deadline = time.monotonic() + 20
     while not (is_listening(paths.host_sock) and is_listening(paths.hosts_sock)):

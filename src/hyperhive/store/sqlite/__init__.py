@@ -14,6 +14,7 @@ from hyperhive.store.sqlite.loose_ends import SqliteLooseEnds
 from hyperhive.store.sqlite.messages import SqliteMessages
 from hyperhive.store.sqlite.meta import SqliteMetaLog, SqliteTopology
 from hyperhive.store.sqlite.schedules import SqliteSchedules
+from hyperhive.store.sqlite.spend import SqliteSpend
 
 __all__ = ["SqliteStore"]
 
@@ -32,6 +33,7 @@ class SqliteStore(Store):
         self.topology = SqliteTopology(self.engine)
         self.meta = SqliteMetaLog(self.engine)
         self.hosts = SqliteHosts(self.engine)
+        self.spend = SqliteSpend(self.engine)
 
     @classmethod
     async def open(cls, path: Path, *, readonly: bool = False) -> SqliteStore:
