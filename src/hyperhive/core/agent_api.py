@@ -32,6 +32,7 @@ from hyperhive.errors import (
     PermissionDenied,
     ToolGroupDenied,
 )
+from hyperhive.matrix.config import MatrixConfig
 from hyperhive.names import OPERATOR, PARENT_SENTINEL, RESERVED_NAMES, validate_task_name
 from hyperhive.permissions import HYPERHIVE_SERVER, Capability, group_for_tool
 from hyperhive.protocol import (
@@ -62,6 +63,7 @@ from hyperhive.protocol import (
     ListSchedulesReq,
     LogTail,
     LooseEnd,
+    MatrixAccount,
     Message,
     RecvReq,
     Reminded,
@@ -113,6 +115,7 @@ class AgentApi:
         logs: LogTails,
         hostlink: HostLink,
         bus: EventBus,
+        matrix: MatrixConfig | None = None,
     ) -> None:
         self.name = name
         self.registry = registry
@@ -126,6 +129,7 @@ class AgentApi:
         self.logs = logs
         self.hostlink = hostlink
         self.bus = bus
+        self.matrix = matrix
 
     def _gate(self, cmd: str) -> None:
         group = group_for_tool(HYPERHIVE_SERVER, cmd)
@@ -330,7 +334,19 @@ class AgentApi:
             status_text=row.status_text,
             status_set_at=row.status_set_at,
             parent=self._topology().get(name),
+            matrix_accounts=self._matrix_accounts(name),
         )
+
+    def _matrix_accounts(self, name: str) -> list[MatrixAccount] | None:
+        """``name``'s Matrix identity, if its config enables one and the hive has a homeserver."""
+        config = self.registry.configs.get(name)
+        if self.matrix is None or config is None or not config.matrix.enabled:
+            return None
+        return [
+            MatrixAccount(
+                name=name, user_id=self.matrix.user_id(name), homeserver=self.matrix.homeserver
+            )
+        ]
 
     # ---- scheduling --------------------------------------------------------
 

@@ -102,6 +102,7 @@ class Coordinator:
             bus,
             background,
             config.forge,
+            config.matrix,
         )
         self.approvals = approvals = Approvals(
             paths, store, registry, topo, meta, loose_ends, notices, lifecycle, bus
@@ -119,6 +120,7 @@ class Coordinator:
             logs=logs,
             hostlink=hostlink,
             bus=bus,
+            matrix=config.matrix,
         )
         self.operator_api = OperatorApi(
             paths=paths,

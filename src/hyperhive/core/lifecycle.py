@@ -32,6 +32,8 @@ from hyperhive.core.registry import AgentRegistry
 from hyperhive.errors import Conflict, PermissionDenied
 from hyperhive.forge.config import ForgeConfig
 from hyperhive.forge.service import revoke_agent
+from hyperhive.matrix.admin import deactivate_agent
+from hyperhive.matrix.config import MatrixConfig
 from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import (
     AgentDestroyed,
@@ -69,6 +71,7 @@ class Lifecycle:
         bus: EventBus,
         background: Background,
         forge: ForgeConfig | None,
+        matrix: MatrixConfig | None = None,
     ) -> None:
         self.paths = paths
         self.registry = registry
@@ -82,6 +85,7 @@ class Lifecycle:
         self.bus = bus
         self.background = background
         self.forge = forge
+        self.matrix = matrix
         self._crashes: dict[str, deque[float]] = {}
 
     # ---- rules ----------------------------------------------------------------------
@@ -200,6 +204,10 @@ class Lifecycle:
             problem = await revoke_agent(self.forge, name)
             if problem is not None:
                 log.error("destroying %s: its forge identity: %s", name, problem)
+        if applied is not None and applied.matrix.enabled:
+            problem = await deactivate_agent(self.matrix, name, enabled=True)
+            if problem is not None:
+                log.error("destroying %s: its Matrix account: %s", name, problem)
         if submitter is not None:
             await self.notices.notify_agent(submitter, Destroyed(agent=name))
         self.bus.emit("topology", child=name, parent=None, destroyed=True)
