@@ -200,7 +200,8 @@ async def test_stranger_invite_pending_and_tokens_are_the_agents_own(
             state = host.runtimes[AGENT].state_dir
             await _synced(state)
 
-            room_id = await stranger.room([agent_id], "not yours to join")
+            # Three in it (the operator invited too): a room, not a direct message.
+            room_id = await stranger.room([agent_id, op.user_id], "not yours to join")
             await stranger.say(room_id, f"{agent_id} come in")
             await until(lambda: read_sync_state(state).pending_invites, within=60)
             pending = read_sync_state(state).pending_invites
@@ -223,6 +224,35 @@ async def test_stranger_invite_pending_and_tokens_are_the_agents_own(
                 rooms = result_text(await mx.call_tool("rooms", {}))
             assert listed == {"send", "read", "rooms", "join", "leave"}
             assert agent_id in rooms and f"invited to {room_id} by {stranger.user_id}" in rooms
+
+            # The agent may still take it up itself; then a mention there wakes it, and
+            # read shows the room; leave leaves.
+            async with surface_client(host, AGENT, "matrix") as mx:
+                joined = await mx.call_tool("join", {"room": room_id})
+                assert not joined.is_error, result_text(joined)
+                assert read_sync_state(state).pending_invites == ()
+                assert (await stranger.members(room_id)).get(agent_id) == "join"
+                await stranger.say(room_id, f"now that you are here, {agent_id}: status?")
+                # Mentions wake it: the one sent while it was only invited, and the new one.
+                bodies = ""
+                with anyio.fail_after(60):
+                    while "status?" not in bodies:
+                        bodies = "\n".join(m["body"] for m in await _matrix_messages(tmp_path))
+                        await anyio.sleep(0.1)
+                assert f"mention from {stranger.user_id}" in bodies and "come in" in bodies
+                assert "direct message" not in bodies
+                read = result_text(await mx.call_tool("read", {"room": room_id}))
+                assert f"{stranger.user_id}: {agent_id} come in" in read
+                assert "status?" in read and "since=" in read
+                marker = read.rsplit('since="', 1)[1].split('"', 1)[0]
+                await stranger.say(room_id, "one more thing")
+                later = result_text(
+                    await mx.call_tool("read", {"room": room_id, "since": marker})
+                )
+                assert "one more thing" in later and "come in" not in later
+                left = await mx.call_tool("leave", {"room": room_id})
+                assert not left.is_error, result_text(left)
+                assert (await stranger.members(room_id)).get(agent_id) == "leave"
 
             # Another agent's token does not open ana's matrix surface …
             async with httpx.AsyncClient() as http:
