@@ -30,6 +30,7 @@ from hyperhive.matrix.identity import ACCOUNT_FILE, SYNC_FILE, read_account, rea
 from tests.e2e.test_bash_mcp import coordinator_and_host, start_host
 from tests.support.hive import agent_env, op_call, operator, seed_home
 from tests.support.model_server import ModelServer, always, text, tool_call
+from tests.support.procs import hivectl
 from tests.support.surfaces import result_text, surface_client, until
 from tests.support.synapse import Person, Synapse, TcpGate, register
 
@@ -218,6 +219,10 @@ async def test_stranger_invite_pending_and_tokens_are_the_agents_own(
             assert view["user_id"] == agent_id
             assert view["pending_invites"] == [f"{room_id} from {stranger.user_id}"]
 
+            shown = await anyio.to_thread.run_sync(hivectl, tmp_path, "agents", "show", AGENT)
+            assert f"matrix: {agent_id} on {synapse.url}" in shown.stdout
+            assert f"pending invitation: {room_id} from {stranger.user_id}" in shown.stdout
+
             # Its own tools: the agent's rooms list shows the pending invitation.
             async with surface_client(host, AGENT, "matrix") as mx:
                 listed = {t.name for t in (await mx.list_tools()).tools}
@@ -246,9 +251,7 @@ async def test_stranger_invite_pending_and_tokens_are_the_agents_own(
                 assert "status?" in read and "since=" in read
                 marker = read.rsplit('since="', 1)[1].split('"', 1)[0]
                 await stranger.say(room_id, "one more thing")
-                later = result_text(
-                    await mx.call_tool("read", {"room": room_id, "since": marker})
-                )
+                later = result_text(await mx.call_tool("read", {"room": room_id, "since": marker}))
                 assert "one more thing" in later and "come in" not in later
                 left = await mx.call_tool("leave", {"room": room_id})
                 assert not left.is_error, result_text(left)
