@@ -226,6 +226,8 @@ class AgentApi:
                 f"wake label {label!r} is an agent or reserved name; a producer names itself "
                 "(e.g. 'matrix', 'forge'), never someone else"
             )
+        if req.key is not None:
+            return Created(id=await self.broker.send_keyed(label, self.name, req.body, req.key))
         return Created(id=await self.broker.send(label, self.name, req.body))
 
     @on(TodoUpsertReq)

@@ -184,6 +184,10 @@ class WakeReq(Req[Created]):
     cmd: Literal["wake"]
     sender: str = Field(alias="from")
     body: str
+    # The producer's id for what it delivers (a notification, an event): a wake
+    # repeated with the same key lands once, so a producer that died before
+    # noting a delivery sends it again without waking the agent twice.
+    key: str | None = Field(default=None, min_length=1, max_length=256)
 
 
 class CompactReq(Req[CompactQueued]):
