@@ -26,7 +26,13 @@ import pytest
 
 from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.matrix.config import AgentMatrixConfig
-from hyperhive.matrix.identity import ACCOUNT_FILE, SYNC_FILE, read_account, read_sync_state
+from hyperhive.matrix.identity import (
+    ACCOUNT_FILE,
+    SYNC_FILE,
+    read_account,
+    read_sync_state,
+    write_sync_state,
+)
 from tests.e2e.test_bash_mcp import coordinator_and_host, start_host
 from tests.support.hive import agent_env, op_call, operator, seed_home
 from tests.support.model_server import ModelServer, always, text, tool_call
@@ -141,6 +147,7 @@ async def test_dm_wakes_once_reply_reaches_the_operator_across_a_host_restart(
             assert agent_id in meta and synapse.url in meta
             assert "matrix_accounts" not in bob_meta or '"matrix_accounts": null' in bob_meta
 
+            before_dm = read_sync_state(state)
             room_id = await op.dm(agent_id)
             await op.say(room_id, "ping from the operator")
             reply = await _reply(op, room_id, "pong")
@@ -153,20 +160,23 @@ async def test_dm_wakes_once_reply_reaches_the_operator_across_a_host_restart(
             first = model_server.main_requests[0]
             assert "ping from the operator" in str(first.messages)
 
-            # The host dies; a message arrives while none runs; the next host wakes the
-            # agent for it once, and not again for the first.
+            # The host dies — as if before it noted its progress: the next host syncs from
+            # before the DM again. A message arrives while none runs; the next host wakes
+            # the agent for it once, and the first, delivered again, lands no second time.
             model_server.set_script(always(text("noted")))
             scope.cancel()
             await _host_gone(tmp_path)
+            write_sync_state(state, before_dm, None)
             await op.say(room_id, "second, while the host was away")
             second, second_scope = await start_host(tg, tmp_path, "second-host")
             try:
                 woken = await _wait_messages(tmp_path, 2)
                 assert "second, while the host was away" in woken[1]["body"]
                 assert "ping from the operator" not in woken[1]["body"]
-                # The first message came again with neither wake (a replay would ride the
-                # same sync as the second, so in its body): exactly two wakes.
+                # The replayed batch was delivered before the new message (same sync, in
+                # order): had the first landed again, it would be the second message.
                 assert len(woken) == 2
+                assert read_sync_state(state).since != before_dm.since
             finally:
                 with anyio.move_on_after(10):
                     await second.stop_all(graceful=False)

@@ -95,8 +95,8 @@ async def _matrix(rt: AgentRuntime) -> None:
     matrix, hive_matrix = rt.matrix, rt.hive.matrix
     assert matrix is not None and hive_matrix is not None
 
-    async def deliver(body: str) -> None:
-        await rt.call(WakeReq(cmd="wake", sender=MATRIX_SENDER, body=body))
+    async def deliver(body: str, key: str) -> None:
+        await rt.call(WakeReq(cmd="wake", sender=MATRIX_SENDER, body=body, key=key))
 
     watcher = MatrixWatcher(
         matrix,

@@ -39,6 +39,7 @@ class Incoming:
     mentions: tuple[str, ...] = ()  # m.mentions.user_ids
     formatted: str = ""
     since: str | None = None  # a /messages token before this message (its room's prev_batch)
+    event_id: str = ""
 
 
 def wake_reason(msg: Incoming, me: str, wake_rooms: Iterable[str]) -> Reason | None:

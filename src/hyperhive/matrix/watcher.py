@@ -7,11 +7,12 @@ agent's wake-on-every-message rooms become one wake on the agent's socket
 invitations from the operator or an allowed inviter are accepted, others
 left pending for the operator to see.
 
-The sync token is written to the agent's state atomically right after the
-wake is accepted, so a restarted host resumes where the last delivered
-batch ended: it neither wakes again for it nor misses what came after. (A
-crash between the wake and that write delivers the batch twice: at least
-once, like the broker.) The first sync of an account that has no token
+Each message is one wake keyed by its event ID, and the sync token is
+written to the agent's state atomically once the batch's wakes are
+accepted: a restarted host resumes where the last delivered batch ended, so
+it neither misses what came after nor wakes again for what was delivered —
+a host that died between the wakes and the token write sends them again,
+and the coordinator lands each key once. The first sync of an account that has no token
 yet wakes for nothing: the past is not news.
 
 The homeserver down: each failed sync is logged plainly and retried with
@@ -37,7 +38,8 @@ __all__ = ["MatrixWatcher"]
 
 log = logging.getLogger(__name__)
 
-Deliver = Callable[[str], Awaitable[None]]
+# (body, key): the key (the event ID) makes a repeated delivery land once at the coordinator.
+Deliver = Callable[[str, str], Awaitable[None]]
 
 
 class MatrixWatcher:
@@ -142,12 +144,13 @@ class MatrixWatcher:
                         ),
                         formatted=event.formatted_body or "",
                         since=info.timeline.prev_batch,
+                        event_id=event.event_id,
                     )
                     reason = wake_reason(msg, me, self.wake_rooms)
                     if reason is not None:
                         items.append((reason, msg))
-        if items:
-            await self.deliver(render_wake(items))
+        for item in items:
+            await self.deliver(render_wake([item]), item[1].event_id)
         await m.save_sync_state(resp.next_batch, tuple(invited), settled)
         self._started = True
         self.syncs += 1
