@@ -120,3 +120,74 @@ async def test_a_wrong_shared_secret_is_named(synapse: Synapse, tmp_path: Path) 
             await admin.provision("dan")
     finally:
         await admin.aclose()
+
+
+async def test_watcher_accepts_invites_wakes_in_wake_rooms_and_signs_in_again_after_logout(
+    synapse: Synapse, tmp_path: Path
+) -> None:
+    from hyperhive.matrix.agent import AgentMatrix
+    from hyperhive.matrix.config import AgentMatrixConfig
+    from hyperhive.matrix.errors import MatrixTokenRejected
+    from hyperhive.matrix.identity import read_account, read_sync_state
+    from hyperhive.matrix.watcher import MatrixWatcher
+    from tests.support.synapse import Person
+
+    secret = synapse.write_secret(tmp_path / "secret")
+    owner = register(synapse, f"owner-{secrets.token_hex(3)}")
+    config = MatrixConfig(
+        homeserver=synapse.url,
+        server_name=synapse.server_name,
+        hive=f"t{secrets.token_hex(3)}",
+        registration_shared_secret_file=secret,
+        operator=owner.user_id,
+    )
+    person = Person(synapse, owner)
+    alias_local = f"ops-{secrets.token_hex(3)}"
+    room_id = str((await person.client.room_create(alias=alias_local, name="ops")).room_id)
+    await person.say(room_id, "old news, before the agent existed")
+    admin = MatrixAdmin(config)
+    state_dir = tmp_path / "state"
+    state_dir.mkdir(mode=0o700)
+    wakes: list[tuple[str, str]] = []
+
+    async def deliver(body: str, key: str) -> None:  # the plug-in point the host fills
+        wakes.append((body, key))
+
+    agent_config = AgentMatrixConfig(
+        enabled=True, wake_rooms=[f"#{alias_local}:{synapse.server_name}"]
+    )
+    matrix = AgentMatrix(admin, "ana", state_dir, agent_config)
+    watcher = MatrixWatcher(matrix, deliver, timeout=1, backoff_max=0.5)
+    try:
+        assert await watcher.sync_once() == 0  # provisions, first sync: no token, no wakes
+        assert watcher.wake_rooms == {room_id}
+        await person.client.room_invite(room_id, matrix.user_id)
+        assert await watcher.sync_once() == 0  # the operator's invitation: accepted
+        assert (await person.members(room_id))[matrix.user_id] == "join"
+        # The next sync brings the joined room's history along: what was said while the
+        # agent was only invited is news to it, and a wake room wakes for each message.
+        assert await watcher.sync_once() == 1
+        assert "old news" in wakes[-1][0] and "message from" in wakes[-1][0]
+
+        # Its token is logged out on the homeserver: the next sync is refused, the host
+        # signs in again, and the one after works with the new token.
+        first = read_account(state_dir)
+        assert first is not None
+        async with httpx.AsyncClient() as http:
+            out = await http.post(
+                f"{synapse.url}/_matrix/client/v3/logout",
+                headers={"Authorization": f"Bearer {first.access_token}"},
+            )
+        out.raise_for_status()
+        await person.say(room_id, "after the logout")
+        with pytest.raises(MatrixTokenRejected):
+            await watcher.sync_once()
+        assert await watcher.sync_once() == 1
+        assert "after the logout" in wakes[-1][0] and wakes[-1][1].startswith("$")
+        second = read_account(state_dir)
+        assert second is not None and second.access_token != first.access_token
+        assert read_sync_state(state_dir).since is not None
+    finally:
+        await matrix.aclose()
+        await person.close()
+        await admin.aclose()
