@@ -123,7 +123,13 @@ async def _status(rt: AgentRuntime, a: StatusArgs) -> str:
 
 
 async def _meta(rt: AgentRuntime, a: MetaArgs) -> str:
-    return _json(await rt.call(GetAgentMetaReq(cmd="get_agent_meta", name=a.name)))
+    meta = await rt.call(GetAgentMetaReq(cmd="get_agent_meta", name=a.name))
+    # Spec 002: matrix_accounts is omitted for an agent with no Matrix provisioning.
+    return _json(
+        meta.model_dump(
+            by_alias=True, exclude={"matrix_accounts"} if meta.matrix_accounts is None else None
+        )
+    )
 
 
 async def _compact(rt: AgentRuntime, a: NoArgs) -> str:
