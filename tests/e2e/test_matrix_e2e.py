@@ -288,6 +288,16 @@ async def test_stranger_invite_pending_and_tokens_are_the_agents_own(
             bob, ana = read_account(host.runtimes["mx-bob"].state_dir), read_account(state)
             assert bob is not None and ana is not None
             assert bob.user_id != ana.user_id and bob.access_token != ana.access_token
+
+            # Destroying bob deactivates his account: his token is dead on the homeserver.
+            async with operator(HivePaths(tmp_path)) as opsock:
+                await op_call(opsock, "agent_destroy", agent="mx-bob")
+            async with httpx.AsyncClient() as http:
+                whoami = await http.get(
+                    f"{synapse.url}/_matrix/client/v3/account/whoami",
+                    headers={"Authorization": f"Bearer {bob.access_token}"},
+                )
+            assert whoami.status_code == 401
     finally:
         await sgen.aclose()
         await ogen.aclose()
