@@ -31,8 +31,9 @@ from hyperhive.errors import ConfigError, InvalidName
 from hyperhive.forge.config import ForgeConfig
 from hyperhive.matrix.config import AgentMatrixConfig, MatrixConfig
 from hyperhive.names import validate_agent_name
-from hyperhive.permissions import BASH_SERVER, Capability, ToolGroup
+from hyperhive.permissions import BASH_SERVER, SUBAGENT_SERVER, Capability, ToolGroup
 from hyperhive.store.url import has_password, read_url_file
+from hyperhive.tools.decl import MATRIX_SERVER
 
 __all__ = [
     "DEFAULT_MCP_SERVERS",
@@ -55,8 +56,6 @@ __all__ = [
 
 HOME_ENV = "HIVE_HOME"
 STORE_URL_ENV = "HIVE_STORE_URL"
-SUBAGENT_SERVER = "subagent"
-MATRIX_SERVER = "matrix"
 
 
 class _Strict(BaseModel):

@@ -25,7 +25,7 @@ from hyperhive.forge.errors import (
 from hyperhive.forge.identity import TOKEN_FILE, read_token
 from hyperhive.forge.notify import LEDGER_FILE, NotificationPoller
 from hyperhive.forge.service import TOKEN_NAME, Forge
-from hyperhive.forge.tool import CreateRepoArgs, create_repo_tool
+from hyperhive.forge.tool import CreateRepoArgs, create_repo
 from tests.support.forgejo_server import FakeForgejo
 
 pytestmark = pytest.mark.anyio
@@ -289,11 +289,10 @@ class _Caller:
 
 
 async def test_create_repo_tool_without_a_forge_says_how_to_configure_one() -> None:
-    spec = create_repo_tool()
     with pytest.raises(ForgeNotConfigured, match=r"\[forge\] url and admin_token_file"):
-        await spec.handler(_Caller(None), CreateRepoArgs(name="r"))
+        await create_repo(_Caller(None), CreateRepoArgs(name="r"))
     with pytest.raises(ForgeNotConfigured, match="mode 0o644"):
-        await spec.handler(
+        await create_repo(
             _Caller(None, "admin_token_file x is mode 0o644"), CreateRepoArgs(name="r")
         )
 
@@ -301,7 +300,7 @@ async def test_create_repo_tool_without_a_forge_says_how_to_configure_one() -> N
 async def test_create_repo_tool_answers_with_both_urls(
     forge: Forge, forgejo: FakeForgejo, tmp_path: Path
 ) -> None:
-    text = await create_repo_tool().handler(
+    text = await create_repo(
         _Caller(_agent_forge(forge, tmp_path, "fg-kim")), CreateRepoArgs(name="gadget")
     )
     assert f"clone: {forgejo.url}/agents/gadget.git" in text

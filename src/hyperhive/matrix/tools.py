@@ -1,5 +1,7 @@
 """The ``matrix`` MCP surface: ``send``, ``read``, ``rooms``, ``join``, ``leave``.
 
+Declared in :mod:`hyperhive.tools.matrix`; the handlers here are bound by name.
+
 Served by the agent host to agents whose ``agent.toml`` enables ``[matrix]``
 (the surface's gate refuses the rest, server-side). Each call acts as the
 agent the surface authenticated (path + that agent's bearer token) with that
@@ -9,58 +11,19 @@ agent's own Matrix account: never a name or token from the arguments.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from hyperhive.agent.mcp_surface import Surface, SurfaceAgent, ToolSpec
+from hyperhive.agent.mcp_surface import Handler, Surface, SurfaceAgent
 from hyperhive.config import MATRIX_SERVER, AgentConfig
 from hyperhive.matrix.agent import AgentMatrix, nio_call
 from hyperhive.matrix.config import USER_ID_RE
 from hyperhive.matrix.errors import MatrixError, MatrixNotConfigured
+from hyperhive.tools.decl import NoArgs
+from hyperhive.tools.matrix import TOOLS, ReadArgs, RoomArgs, SendArgs
 
-__all__ = ["MAX_TEXT_CHARS", "matrix_gate", "matrix_surface", "matrix_tools", "render_html"]
+__all__ = ["HANDLERS", "matrix_gate", "matrix_surface", "render_html"]
 
-# Matrix caps an event at 64 KiB of JSON; Markdown doubles as HTML in it, so a quarter.
-MAX_TEXT_CHARS = 16_000
 READ_BODY_CHARS = 8_000
-
-
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class SendArgs(_Args):
-    to: str = Field(
-        description="A room ID (!abc:server), a room alias (#name:server) or a user ID "
-        "(@someone:server: your direct-message room with them, made on first use)."
-    )
-    text: str = Field(
-        min_length=1,
-        max_length=MAX_TEXT_CHARS,
-        description=f"The message, at most {MAX_TEXT_CHARS} characters.",
-    )
-    format: Literal["markdown", "plain"] = Field(
-        default="markdown", description="markdown: rendered for Matrix clients; plain: as is."
-    )
-
-
-class ReadArgs(_Args):
-    room: str = Field(description="A room ID (!abc:server) or alias (#name:server).")
-    since: str | None = Field(
-        default=None,
-        description="A marker from a wake or a previous read: the messages after it. Omit: "
-        "the latest messages.",
-    )
-    limit: int = Field(default=20, ge=1, le=100, description="At most this many messages.")
-
-
-class RoomArgs(_Args):
-    room: str = Field(description="A room ID (!abc:server) or alias (#name:server).")
-
-
-class NoArgs(_Args):
-    pass
 
 
 class MatrixCaller(Protocol):
@@ -214,31 +177,13 @@ async def _leave(agent: MatrixCaller, a: RoomArgs) -> str:
     return f"left {a.room}"
 
 
-def matrix_tools() -> list[ToolSpec]:
-    return [
-        ToolSpec(
-            "send",
-            "Send a Matrix message to a room or a person (a direct-message room is made on "
-            f"first use). Markdown by default; at most {MAX_TEXT_CHARS} characters.",
-            SendArgs,
-            _send,
-        ),
-        ToolSpec(
-            "read",
-            "Read a Matrix room: the messages after a marker (from a wake or a previous "
-            "read), or the latest ones; returns the next marker. Marks them read.",
-            ReadArgs,
-            _read,
-        ),
-        ToolSpec(
-            "rooms",
-            "Your Matrix ID, the rooms you are in with unread counts, and pending invites.",
-            NoArgs,
-            _rooms,
-        ),
-        ToolSpec("join", "Join a Matrix room (or accept an invitation to it).", RoomArgs, _join),
-        ToolSpec("leave", "Leave a Matrix room (or decline an invitation).", RoomArgs, _leave),
-    ]
+HANDLERS: dict[str, Handler] = {
+    "send": _send,
+    "read": _read,
+    "rooms": _rooms,
+    "join": _join,
+    "leave": _leave,
+}
 
 
 def matrix_gate(agent: MatrixCaller) -> str | None:
@@ -249,4 +194,4 @@ def matrix_gate(agent: MatrixCaller) -> str | None:
 
 
 def matrix_surface(lookup: Callable[[str], SurfaceAgent | None]) -> Surface:
-    return Surface(MATRIX_SERVER, matrix_tools(), lookup, gate=matrix_gate)
+    return Surface(MATRIX_SERVER, TOOLS, HANDLERS, lookup, gate=matrix_gate)
