@@ -6,14 +6,13 @@ model can read, and the CLI prints it.
 
 from __future__ import annotations
 
-from hyperhive.errors import HiveError, InvalidRequest, Unavailable
+from hyperhive.errors import HiveError, Unavailable
 
 __all__ = [
     "MatrixError",
     "MatrixNotConfigured",
     "MatrixTokenRejected",
     "MatrixUnreachable",
-    "MessageTooLong",
 ]
 
 
@@ -29,10 +28,6 @@ class MatrixNotConfigured(Unavailable):
 
 class MatrixUnreachable(Unavailable):
     code = "matrix_unreachable"
-
-
-class MessageTooLong(InvalidRequest):
-    code = "message_too_long"
 
 
 class MatrixTokenRejected(MatrixError):
