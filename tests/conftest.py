@@ -7,6 +7,7 @@ import pytest
 pytest_plugins = [
     "tests.support.fixtures",
     "tests.support.postgres",
+    "tests.support.spans",
     "tests.support.stores",
     "tests.support.synapse",
 ]

@@ -204,6 +204,7 @@ class Coordinator:
             notifier=self.notifier,
             registry=self.registry,
             hostlink=self.hostlink,
+            store=self.store,
         )
 
     def _seed_missing_proposed_repos(self) -> None:
