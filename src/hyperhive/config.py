@@ -293,6 +293,8 @@ class HiveConfig(_Strict):
     """The hive's ``hive.toml`` (inside the home); every key optional."""
 
     root_agent: str = "queen"
+    # The hive's name for its agents (get_agent_meta's hive_name); unset = its hive id.
+    name: str | None = Field(default=None, min_length=1, max_length=100)
     runtime: Literal["bwrap", "unsandboxed"] = "bwrap"
     bind: str = "127.0.0.1"
     dashboard_port: int = Field(default=7878, ge=0, le=65535)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import signal
 import subprocess
 from collections.abc import AsyncIterator, Sequence
@@ -59,6 +60,9 @@ __all__ = ["CHECKPOINT_PROMPT", "claude_slot", "run_agent", "run_turn"]
 log = logging.getLogger(__name__)
 
 WAIT_SECONDS = 60.0
+# News that lands together (an approval's result message, then its spawned and
+# config_ready todos) is one turn's, not two: after a wake, this long for the rest.
+SETTLE_SECONDS = 0.2
 MAX_STREAM_LINE = 64 << 20
 BACKOFF = (1.0, 2.0, 5.0, 15.0, 60.0)
 RECONNECT_SECONDS = 0.5
@@ -273,6 +277,8 @@ class _Loop:
             woke = await rpc.call(
                 WaitReq(cmd="wait", timeout=WAIT_SECONDS, todo_version=self.version)
             )
+            if woke.messages or woke.todos_changed:
+                woke = await self._gather(rpc, woke)
             if woke.stop:
                 return
             self.version = woke.todo_version
@@ -286,6 +292,18 @@ class _Loop:
                 compact_now = compact_now or outcome
             if compact_now:
                 await self._compact(rpc)
+
+    async def _gather(self, rpc: RpcClient, woke: WaitResult) -> WaitResult:
+        """``woke`` plus whatever arrives within :data:`SETTLE_SECONDS` (one wake, not two)."""
+        await anyio.sleep(SETTLE_SECONDS)
+        more = await rpc.call(WaitReq(cmd="wait", timeout=0, todo_version=woke.todo_version))
+        return WaitResult(
+            messages=[*woke.messages, *more.messages],
+            todo_version=more.todo_version,
+            todos_changed=woke.todos_changed or more.todos_changed,
+            stop=more.stop,
+            compact=woke.compact or more.compact,
+        )
 
     async def _end(self, rpc: RpcClient, req: TurnEndReq) -> TurnEnded:
         self.pending_end = req
@@ -388,7 +406,7 @@ async def run_agent(rt: AgentRuntime) -> None:
         except Unavailable as exc:
             rt.rpc = None
             log.warning("%s: coordinator unavailable (%s); reconnecting", rt.name, exc.message)
-            with anyio.move_on_after(RECONNECT_SECONDS):
+            with anyio.move_on_after(RECONNECT_SECONDS * random.uniform(0.6, 1.4)):
                 await rt.killed.wait()
             if rt.killed.is_set():
                 raise

@@ -50,7 +50,7 @@ async def agent_services(rt: AgentRuntime) -> AsyncIterator[None]:
     bash_todos = CoordinatorTodos(rt, BASH_SERVER)
     subagent_todos = CoordinatorTodos(rt, SUBAGENT_SUBSYSTEM)
     async with (
-        TaskManager(rt.sandbox(), rt.state_dir, bash_todos) as tasks,
+        TaskManager(rt.sandbox, rt.state_dir, bash_todos) as tasks,
         SubagentManager(rt, subagent_todos) as subagents,
     ):
         rt.bash_tasks, rt.subagents = tasks, subagents

@@ -269,7 +269,7 @@ def _follow(path: Path) -> None:
 @click.argument("name")
 @pass_ctx
 def compact(obj: _Ctx, name: str) -> None:
-    """Queue a compaction of NAME's context (only above 66% usage; runs after its turn)."""
+    """Queue a compaction of NAME's context (at any usage; runs after its turn)."""
     click.echo(json.dumps(_jsonable(obj.call(OpCompactReq(cmd="compact", agent=name)))))
 
 

@@ -72,7 +72,6 @@ from hyperhive.protocol import (
     RemindReq,
     RequestApplyCommitReq,
     RequestInitConfigReq,
-    RequestUpdateMetaInputsReq,
     Schedule,
     SchedulePromptReq,
     SendReq,
@@ -131,9 +130,11 @@ class AgentApi:
         logs: LogTails,
         hostlink: HostLink,
         bus: EventBus,
+        hive_name: str,
         matrix: MatrixConfig | None = None,
     ) -> None:
         self.name = name
+        self.hive_name = hive_name
         self.registry = registry
         self.topology_store = topology_store
         self.broker = broker
@@ -336,6 +337,7 @@ class AgentApi:
         row = await self.agent_state.row(name)
         return AgentMeta(
             name=name,
+            hive_name=self.hive_name,
             hyperhive_rev=__version__,
             running=self.hostlink.running(name),
             status_text=row.status_text,
@@ -388,14 +390,6 @@ class AgentApi:
     @on(RequestApplyCommitReq)
     async def _request_apply_commit(self, req: RequestApplyCommitReq) -> ApprovalRequested:
         return await self.approvals.request_apply_commit(self.name, req.agent, req.commit)
-
-    @on(RequestUpdateMetaInputsReq)
-    async def _request_update_meta_inputs(
-        self, req: RequestUpdateMetaInputsReq
-    ) -> ApprovalRequested:
-        return await self.approvals.request_update_meta_inputs(
-            self.name, req.claude_version, req.reason
-        )
 
     @on(LifecycleReq)
     async def _lifecycle(self, req: LifecycleReq) -> LifecycleResult:

@@ -37,6 +37,7 @@ from hyperhive.fdlimit import check_fd_limit
 from hyperhive.protocol import HostRequest
 from hyperhive.store import Store, open_store
 from hyperhive.store.sqlite import SqliteStore
+from hyperhive.sysusers import hive_id
 from hyperhive.topology import TopologyStore
 
 if TYPE_CHECKING:
@@ -120,6 +121,7 @@ class Coordinator:
             logs=logs,
             hostlink=hostlink,
             bus=bus,
+            hive_name=config.name or hive_id(paths),
             matrix=config.matrix,
         )
         self.operator_api = OperatorApi(

@@ -12,7 +12,6 @@ from typing import Any
 
 from hyperhive import topology
 from hyperhive.config import HivePaths
-from hyperhive.core.agent_api import COMPACT_THRESHOLD
 from hyperhive.core.agent_state import AgentState
 from hyperhive.core.approvals import Approvals
 from hyperhive.core.broker import Broker
@@ -199,12 +198,7 @@ class OperatorApi:
 
     @on(OpSetParentReq)
     async def _set_parent(self, req: OpSetParentReq) -> ParentSet:
-        new_parent = req.new_parent or None
-        updated, changed = self.topology_store.set_parent(
-            req.child, new_parent, self.registry.known()
-        )
-        if changed:
-            self.bus.emit("topology", child=req.child, parent=new_parent)
+        updated, changed = await self.lifecycle.set_parent(req.child, req.new_parent or None)
         return ParentSet(changed=changed, topology=updated)
 
     @on(OpLooseEndsReq)
@@ -276,7 +270,9 @@ class OperatorApi:
     @on(OpCompactReq)
     async def _compact(self, req: OpCompactReq) -> CompactQueued:
         self.registry.require(req.agent)
-        return await self.agent_state.request_compact(req.agent, COMPACT_THRESHOLD)
+        # Ungated: the 66% rule keeps an agent from compacting itself for nothing;
+        # the operator decides with more than the last turn's usage to go on.
+        return await self.agent_state.request_compact(req.agent, None)
 
     @on(OpConfigReq)
     async def _agent_config(self, req: OpConfigReq) -> AgentConfigView:

@@ -28,7 +28,7 @@ from hyperhive.tools.inbox import (
     Reminded,
     RemindReq,
 )
-from hyperhive.tools.lifecycle import LifecycleReq, RequestInitConfigReq, RequestUpdateMetaInputsReq
+from hyperhive.tools.lifecycle import LifecycleReq, RequestInitConfigReq
 from hyperhive.tools.messaging import AckUntilReq, Asked, AskOperatorReq, RecvReq, SendReq
 from hyperhive.tools.meta import CompactReq, GetAgentMetaReq, SetStatusReq, StatusSet
 from hyperhive.tools.scheduling import (
@@ -63,7 +63,6 @@ __all__ = [
     "RemindReq",
     "RequestApplyCommitReq",
     "RequestInitConfigReq",
-    "RequestUpdateMetaInputsReq",
     "Schedule",
     "SchedulePromptReq",
     "SendReq",

@@ -101,6 +101,7 @@ class Mailbox(_Out):
 
 class ApprovalView(_Out):
     id: int
+    # update_meta_inputs: a request this hive no longer takes (only denied or cancelled).
     kind: Literal["init_config", "apply_commit", "update_meta_inputs"]
     requester: str
     subject: str

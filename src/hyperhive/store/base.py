@@ -223,8 +223,9 @@ class AgentRepo(ABC):
         """
 
     @abstractmethod
-    async def request_compact(self, name: str, above: float) -> CompactRequest:
-        """Flag a compact if the last usage is known and > ``above``; wakes if queued."""
+    async def request_compact(self, name: str, above: float | None) -> CompactRequest:
+        """Flag a compact if the last usage is known and > ``above`` (``None``: always,
+        the operator's ungated compact); wakes if queued."""
 
     @abstractmethod
     async def set_desired(self, name: str, running: bool) -> None: ...

@@ -114,7 +114,7 @@ class TurnRecord:
 
 @dataclass(frozen=True, slots=True)
 class CompactRequest:
-    """``queued`` is False when usage is unknown or not above the threshold."""
+    """``queued`` is False when usage is unknown or not above the threshold (if any)."""
 
     queued: bool
     usage: float | None
