@@ -27,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from hyperhive.budgets import BudgetLimits, HiveBudget
 from hyperhive.errors import ConfigError, InvalidName
 from hyperhive.forge.config import ForgeConfig
 from hyperhive.matrix.config import AgentMatrixConfig, MatrixConfig
@@ -138,6 +139,8 @@ class AgentConfig(_Strict):
     mcp_servers: dict[str, McpServer] = Field(default_factory=dict)
     system_prompt: str = ""
     limits: ResourceLimits = Field(default_factory=ResourceLimits)
+    # [budget]: this agent's spend limits (hyperhive.budgets); unset = unlimited.
+    budget: BudgetLimits = Field(default_factory=BudgetLimits)
     env: dict[str, str] = Field(default_factory=dict)
     # [matrix]: a Matrix identity on the hive's homeserver, its mcp__matrix__* tools and wakes.
     matrix: AgentMatrixConfig = Field(default_factory=AgentMatrixConfig)
@@ -331,6 +334,8 @@ class HiveConfig(_Strict):
     # A file (mode 0600, the coordinator's own) holding the store URL, so its
     # password is in no file an agent user could read; relative to the hive home.
     store_url_file: Path | None = None
+    # [budget]: the whole hive's spend limits and the operator's time zone.
+    budget: HiveBudget = Field(default_factory=HiveBudget)
     # [telemetry]: where traces are exported (OTLP/HTTP); unset = no traces at all.
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
 

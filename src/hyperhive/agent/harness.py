@@ -22,10 +22,12 @@ import logging
 import random
 import signal
 import subprocess
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Literal
 
 import anyio
 
@@ -52,10 +54,18 @@ from hyperhive.client import RpcClient, connect
 from hyperhive.credentials import LOGIN_REMEDY, fingerprint
 from hyperhive.errors import HiveError, Unavailable
 from hyperhive.framing import FrameDecoder
-from hyperhive.protocol import AttachReq, FenceReq, TurnEnded, TurnEndReq, WaitReq, WaitResult
+from hyperhive.protocol import (
+    AttachReq,
+    FenceReq,
+    RunSpend,
+    TurnEnded,
+    TurnEndReq,
+    WaitReq,
+    WaitResult,
+)
 from hyperhive.safefs import atomic_write_beneath
 
-__all__ = ["CHECKPOINT_PROMPT", "claude_slot", "run_agent", "run_turn"]
+__all__ = ["CHECKPOINT_PROMPT", "claude_slot", "run_agent", "run_spend", "run_turn"]
 
 log = logging.getLogger(__name__)
 
@@ -227,16 +237,36 @@ async def run_turn(rt: AgentRuntime, prompt: str, session_id: str | None) -> Tur
     return report
 
 
-async def _run_compaction(rt: AgentRuntime, session_id: str | None) -> TurnReport | None:
+def run_spend(reports: Sequence[TurnReport], kind: Literal["turn", "compaction"]) -> RunSpend:
+    """What these runs cost (claude's own ``result`` figures), under a fresh run id.
+
+    The id is made once, before the first send: a resent ``turn_end`` carries
+    the same one, so the coordinator counts the run once.
+    """
+    return RunSpend(
+        run_id=uuid.uuid4().hex,
+        kind=kind,
+        cost_usd=sum(r.total_cost_usd for r in reports),
+        input_tokens=sum(r.usage.input_tokens for r in reports),
+        output_tokens=sum(r.usage.output_tokens for r in reports),
+        cache_read_tokens=sum(r.usage.cache_read_input_tokens for r in reports),
+        cache_creation_tokens=sum(r.usage.cache_creation_input_tokens for r in reports),
+    )
+
+
+async def _run_compaction(rt: AgentRuntime, session_id: str | None) -> list[TurnReport]:
+    """The notes-checkpoint turn, then ``/compact``: both reports (both are spend)."""
     if session_id is None:
-        return None
+        return []
     async with claude_slot(rt, "compacting"):  # one slot for both: they run back to back
         with turn_span(rt.name, rt.bus, None, _model(rt)):
-            await run_turn(rt, CHECKPOINT_PROMPT.format(state_dir=rt.state_dir), session_id)
+            checkpoint = await run_turn(
+                rt, CHECKPOINT_PROMPT.format(state_dir=rt.state_dir), session_id
+            )
         with turn_span(rt.name, rt.bus, None, _model(rt)):
             report = await run_turn(rt, "/compact", session_id)
     rt.bus.set_state("idle")
-    return report
+    return [checkpoint, report]
 
 
 class _Loop:
@@ -328,6 +358,7 @@ class _Loop:
                     context_usage=report.context_usage,
                     session_id=self.session_id,
                     cost_usd=report.total_cost_usd,
+                    spend=run_spend([report], "turn"),
                 ),
             )
         if report.outcome == "needs_login":
@@ -378,12 +409,17 @@ class _Loop:
 
     async def _compact(self, rpc: RpcClient) -> None:
         rt = self.rt
-        after = await _run_compaction(rt, self.session_id)
+        reports = await _run_compaction(rt, self.session_id)
+        after = reports[-1] if reports else None
         usage = (after.usage.output_tokens / rt.hive.context_window) if after else None
         await self._end(
             rpc,
             TurnEndReq(
-                cmd="turn_end", outcome="ok", context_usage=usage, session_id=self.session_id
+                cmd="turn_end",
+                outcome="ok",
+                context_usage=usage,
+                session_id=self.session_id,
+                spend=run_spend(reports, "compaction") if reports else None,
             ),
         )
         rt.bus.context_usage = usage

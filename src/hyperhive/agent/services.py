@@ -18,6 +18,7 @@ from contextlib import asynccontextmanager
 import anyio
 
 from hyperhive.agent.runtime import AgentRuntime
+from hyperhive.agent.spend import CoordinatorSpend
 from hyperhive.agent.todos import CoordinatorTodos
 from hyperhive.bash.tasks import TaskManager
 from hyperhive.errors import HiveError
@@ -51,7 +52,7 @@ async def agent_services(rt: AgentRuntime) -> AsyncIterator[None]:
     subagent_todos = CoordinatorTodos(rt, SUBAGENT_SUBSYSTEM)
     async with (
         TaskManager(rt.sandbox, rt.state_dir, bash_todos) as tasks,
-        SubagentManager(rt, subagent_todos) as subagents,
+        SubagentManager(rt, subagent_todos, CoordinatorSpend(rt)) as subagents,
     ):
         rt.bash_tasks, rt.subagents = tasks, subagents
         try:

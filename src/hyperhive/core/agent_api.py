@@ -17,6 +17,7 @@ from hyperhive.config import AgentConfig
 from hyperhive.core.agent_state import AgentState
 from hyperhive.core.approvals import Approvals
 from hyperhive.core.broker import Broker
+from hyperhive.core.budgets import Budgets
 from hyperhive.core.dispatch import Dispatcher
 from hyperhive.core.hostlink import HostLink
 from hyperhive.core.lifecycle import Lifecycle
@@ -67,6 +68,7 @@ from hyperhive.protocol import (
     LooseEnd,
     MatrixAccount,
     Message,
+    RecordSpendReq,
     RecvReq,
     Reminded,
     RemindReq,
@@ -77,6 +79,7 @@ from hyperhive.protocol import (
     SendReq,
     Sent,
     SetStatusReq,
+    SpendRecorded,
     StatusSet,
     TodoClearReq,
     TodoUpsertReq,
@@ -131,6 +134,7 @@ class AgentApi:
         hostlink: HostLink,
         bus: EventBus,
         hive_name: str,
+        budgets: Budgets,
         matrix: MatrixConfig | None = None,
     ) -> None:
         self.name = name
@@ -146,6 +150,7 @@ class AgentApi:
         self.logs = logs
         self.hostlink = hostlink
         self.bus = bus
+        self.budgets = budgets
         self.matrix = matrix
 
     async def __call__(self, req: Any) -> Any:
@@ -201,7 +206,12 @@ class AgentApi:
 
     @on(WaitReq)
     async def _wait(self, req: WaitReq) -> WaitResult:
-        return await self.broker.wait(self.name, req.timeout, req.todo_version)
+        return await self.broker.wait(
+            self.name, req.timeout, req.todo_version, hold=self._over_budget
+        )
+
+    async def _over_budget(self) -> bool:
+        return await self.budgets.held(self.name) is not None
 
     @on(AttachReq)
     async def _attach(self, req: AttachReq) -> Attached:
@@ -214,9 +224,18 @@ class AgentApi:
 
     @on(TurnEndReq)
     async def _turn_end(self, req: TurnEndReq) -> TurnEnded:
+        # Spend first, keyed by the run: a turn_end resent after a restart counts once.
+        if req.spend is not None:
+            await self.budgets.record(self.name, req.spend)
         # The ack commits with the outcome: a clean turn's mail is never redelivered
         # once turn_end answers.
         return await self.agent_state.turn_end(self.name, req)
+
+    @on(RecordSpendReq)
+    async def _record_spend(self, req: RecordSpendReq) -> SpendRecorded:
+        # A subagent runs in this agent's sandbox and reports through its socket:
+        # its spend counts to this agent.
+        return SpendRecorded(recorded=await self.budgets.record(self.name, req.spend))
 
     # ---- in-sandbox producers ----------------------------------------------
 

@@ -11,10 +11,12 @@ import os
 from typing import Any
 
 from hyperhive import topology
+from hyperhive.budgets import describe
 from hyperhive.config import HivePaths
 from hyperhive.core.agent_state import AgentState
 from hyperhive.core.approvals import Approvals
 from hyperhive.core.broker import Broker
+from hyperhive.core.budgets import Budgets
 from hyperhive.core.dispatch import Dispatcher
 from hyperhive.core.hostlink import HostLink
 from hyperhive.core.lifecycle import Lifecycle
@@ -39,6 +41,7 @@ from hyperhive.protocol import (
     ApprovalOutcome,
     ApprovalRequested,
     ApprovalView,
+    BudgetView,
     Cancelled,
     CompactQueued,
     ForgeView,
@@ -55,6 +58,8 @@ from hyperhive.protocol import (
     OpAnswerReq,
     OpApprovalShowReq,
     OpApprovalsReq,
+    OpBudgetReq,
+    OpBudgetSetReq,
     OpCancelLooseEndReq,
     OpCompactReq,
     OpConfigReq,
@@ -70,12 +75,16 @@ from hyperhive.protocol import (
     OpSendReq,
     OpSetParentReq,
     OpSpawnReq,
+    OpSpendReq,
+    OpSpendSeriesReq,
     OpStatusReq,
     OpTopologyReq,
     ParentSet,
     Question,
     Sent,
     SpawnResult,
+    SpendReport,
+    SpendSeries,
     WaitingSlot,
 )
 from hyperhive.store.rows import AgentState as AgentStateRow
@@ -106,6 +115,7 @@ class OperatorApi:
         hostlink: HostLink,
         bus: EventBus,
         forge: ForgeConfig | None,
+        budgets: Budgets,
     ) -> None:
         self.paths = paths
         self.schema_version = schema_version
@@ -122,6 +132,7 @@ class OperatorApi:
         self.hostlink = hostlink
         self.bus = bus
         self.forge = forge
+        self.budgets = budgets
         self.pid = os.getpid()
 
     async def __call__(self, req: Any) -> Any:
@@ -135,6 +146,7 @@ class OperatorApi:
         for name in self.registry.known():
             row = rows.get(name) or AgentStateRow(name=name)
             turn = self.hostlink.turns.get(name)
+            held = await self.budgets.held(name)
             out.append(
                 AgentView(
                     name=name,
@@ -145,6 +157,7 @@ class OperatorApi:
                     turn_state_since=turn.since if turn else None,
                     status_text=row.status_text,
                     needs_login=row.needs_login,
+                    over_budget=describe(held) if held else None,
                     broken=self.registry.broken.get(name),
                     crashed=self.placement.crash_reasons.get(name),
                     unread_operator_messages=unread.get(name, 0),
@@ -181,6 +194,22 @@ class OperatorApi:
             inbox=await self.broker.inbox(req.agent, req.limit),
             outbox=await self.broker.outbox(req.agent, req.limit),
         )
+
+    @on(OpBudgetReq)
+    async def _budget(self, req: OpBudgetReq) -> BudgetView:
+        return await self.budgets.view()
+
+    @on(OpBudgetSetReq)
+    async def _budget_set(self, req: OpBudgetSetReq) -> BudgetView:
+        return await self.budgets.set_limits(req.scope, req.limits, req.reset)
+
+    @on(OpSpendReq)
+    async def _spend(self, req: OpSpendReq) -> SpendReport:
+        return await self.budgets.report()
+
+    @on(OpSpendSeriesReq)
+    async def _spend_series(self, req: OpSpendSeriesReq) -> SpendSeries:
+        return await self.budgets.series(req.days)
 
     @on(OpAgentsReq)
     async def _agents(self, req: OpAgentsReq) -> list[AgentView]:

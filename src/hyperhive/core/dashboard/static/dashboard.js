@@ -61,6 +61,7 @@ function summary(verb, data) {
   if (data.message_id) return `answered; sent to ${data.asker} as #${data.message_id}`;
   if (data.destroyed) return `destroyed; data moved to ${data.data_moved_to}`;
   if (data.state) return `#${data.approval_id} ${data.state}`;
+  if (Array.isArray(data.scopes)) return verb;
   return `${verb}: ${JSON.stringify(data)}`;
 }
 
