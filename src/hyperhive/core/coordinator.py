@@ -105,6 +105,7 @@ class Coordinator:
             bus,
             background,
             config.forge,
+            config.matrix,
         )
         self.approvals = approvals = Approvals(
             paths, store, registry, topo, meta, loose_ends, notices, lifecycle, bus
@@ -124,6 +125,7 @@ class Coordinator:
             bus=bus,
             hive_name=config.name or hive_id(paths),
             budgets=budgets,
+            matrix=config.matrix,
         )
         self.operator_api = OperatorApi(
             paths=paths,

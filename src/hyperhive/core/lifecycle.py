@@ -33,6 +33,8 @@ from hyperhive.core.registry import AgentRegistry
 from hyperhive.errors import Conflict, HiveError, PermissionDenied, Unavailable
 from hyperhive.forge.config import ForgeConfig
 from hyperhive.forge.service import revoke_agent
+from hyperhive.matrix.admin import deactivate_agent
+from hyperhive.matrix.config import MatrixConfig
 from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import (
     AgentDestroyed,
@@ -71,6 +73,7 @@ class Lifecycle:
         bus: EventBus,
         background: Background,
         forge: ForgeConfig | None,
+        matrix: MatrixConfig | None = None,
     ) -> None:
         self.paths = paths
         self.registry = registry
@@ -84,6 +87,7 @@ class Lifecycle:
         self.bus = bus
         self.background = background
         self.forge = forge
+        self.matrix = matrix
         self._crashes: dict[str, deque[float]] = {}
 
     # ---- rules ----------------------------------------------------------------------
@@ -243,6 +247,10 @@ class Lifecycle:
         await anyio.to_thread.run_sync(remove_user, self.paths, name)
         if applied is not None and ToolGroup.FORGE in applied.tool_groups:
             await self._revoke_forge(name, "was destroyed")
+        if applied is not None and applied.matrix.enabled:
+            problem = await deactivate_agent(self.matrix, name, enabled=True)
+            if problem is not None:
+                log.error("destroying %s: its Matrix account: %s", name, problem)
         if submitter is not None:
             await self.notices.notify_agent(submitter, Destroyed(agent=name))
         self.bus.emit("topology", child=name, parent=None, destroyed=True)
