@@ -78,11 +78,14 @@ def _frame(rng: random.Random) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-async def test_random_frames_never_crash_or_touch_other_agents(tmp_path: Path) -> None:
+async def test_random_frames_never_crash_or_touch_other_agents(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
     seed_home(
         tmp_path,
         {"queen": AgentConfig(), "alice": AgentConfig(), "bob": AgentConfig()},
         {"queen": None, "alice": "queen", "bob": "queen"},
+        store_url=hive_store_url,
     )
     rng = random.Random(1130)
     async with coordinator(tmp_path) as c:

@@ -3,14 +3,16 @@
 Every change to what an agent *is* (its applied config) goes through here:
 an agent asks (``request_init_config``, ``request_apply_commit``,
 ``request_update_meta_inputs``) or the operator proposes (``perms_set``); an
-approval row holds the exact proposed text; approving applies it as a commit
-in the meta repo and rebuilds the agent. Who may ask for what is decided
+approval row holds the exact proposed text; approving applies it (an entry in
+the store's deploy log, mirrored as a commit in the meta repo) and rebuilds
+the agent. Who may ask for what is decided
 from the topology before a row is ever written.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 import logging
 import os
 from typing import Any
@@ -23,6 +25,7 @@ from hyperhive.config import AgentConfig, HivePaths, dump_agent_config, parse_ag
 from hyperhive.core.lifecycle import Lifecycle
 from hyperhive.core.loose_ends import LooseEnds
 from hyperhive.core.meta import AGENT_TOML, MetaStore
+from hyperhive.core.mirror import MetaMirror
 from hyperhive.core.notices import Notices
 from hyperhive.core.notify import EventBus
 from hyperhive.core.registry import AgentRegistry
@@ -59,6 +62,7 @@ class Approvals:
         registry: AgentRegistry,
         topology_store: TopologyStore,
         meta: MetaStore,
+        mirror: MetaMirror,
         loose_ends: LooseEnds,
         notices: Notices,
         lifecycle: Lifecycle,
@@ -69,6 +73,7 @@ class Approvals:
         self.registry = registry
         self.topology_store = topology_store
         self.meta = meta
+        self.mirror = mirror
         self.loose_ends = loose_ends
         self.notices = notices
         self.lifecycle = lifecycle
@@ -176,8 +181,7 @@ class Approvals:
         effective = None
         if "config" in payload:
             agent = payload["agent"]
-            path = self.paths.applied_config(agent)
-            current = path.read_text() if path.exists() else ""
+            current = self.registry.text(agent)
             diff = "".join(
                 difflib.unified_diff(
                     current.splitlines(keepends=True),
@@ -244,9 +248,14 @@ class Approvals:
         self, kind: str, requester: str, payload: dict[str, Any]
     ) -> dict[str, str | None]:
         if kind == "update_meta_inputs":
-            commit = await anyio.to_thread.run_sync(
-                self.meta.record_inputs, payload["claude_version"]
+            version = payload["claude_version"]
+            await self.store.meta.note(
+                "inputs",
+                None,
+                f"inputs: claude-code {version}",
+                text=f"claude_code = {json.dumps(version)}\n",
             )
+            commit = await self.mirror.sync()
             return {
                 "meta_commit": commit,
                 "note": "recorded in meta/inputs.toml; run scripts/bootstrap after changing "

@@ -2,8 +2,9 @@
 
 Who may act on whom is the topology's target table (``may_manage``,
 ``may_destroy``), checked here for agents and skipped for the operator.
-Every apply is a commit in the meta repo, followed by a reconcile of the
-tree and a rebuild of the agent. A crashed agent is restarted with backoff
+Every apply is an entry in the store's deploy log (mirrored to the meta
+repo as a commit), followed by a reconcile of the tree and a rebuild of
+the agent. A crashed agent is restarted with backoff
 (its unacked mail redelivers to the new incarnation) and the submitting
 agent hears about it; the root manager just restarts.
 """
@@ -25,6 +26,7 @@ from hyperhive.core.agent_state import AgentState
 from hyperhive.core.background import Background
 from hyperhive.core.hostlink import HostLink
 from hyperhive.core.meta import MetaStore
+from hyperhive.core.mirror import MetaMirror
 from hyperhive.core.notices import Notices
 from hyperhive.core.notify import EventBus
 from hyperhive.core.placement import Placement
@@ -61,6 +63,7 @@ class Lifecycle:
         registry: AgentRegistry,
         topology_store: TopologyStore,
         meta: MetaStore,
+        mirror: MetaMirror,
         agent_state: AgentState,
         placement: Placement,
         hostlink: HostLink,
@@ -74,6 +77,7 @@ class Lifecycle:
         self.registry = registry
         self.topology_store = topology_store
         self.meta = meta
+        self.mirror = mirror
         self.agent_state = agent_state
         self.placement = placement
         self.hostlink = hostlink
@@ -114,13 +118,16 @@ class Lifecycle:
         await anyio.to_thread.run_sync(
             self.meta.seed_proposed, name, dump_agent_config(config), message
         )
-        self.registry.write(name, config)
-        self.registry.agent_dir_ready(name)
-        topo = topology.reconcile(self.topology_store.read_cached(), self.registry.known())
+        # The edge before the config: cut short between the two, the next start's
+        # reconcile drops the edge of an agent that never came to be, and the
+        # approval (still pending) can be approved again.
+        topo = topology.reconcile(self.topology_store.read_cached(), [*self.registry.known(), name])
         if not existed:
             topo[name] = parent
-        self.topology_store.write(topo)
-        commit = await anyio.to_thread.run_sync(self.meta.commit_meta, message)
+        await self.topology_store.write(topo, message)
+        await self.registry.write(name, config, message, action="init")
+        self.registry.agent_dir_ready(name)
+        commit = await self.mirror.sync()
         await self.agent_state.row(name)
         await self.sockets.open(name)
         self.bus.emit("topology", child=name, parent=topo.get(name))
@@ -128,10 +135,10 @@ class Lifecycle:
         return commit
 
     async def apply(self, name: str, config: AgentConfig, message: str) -> str | None:
-        """Apply a new config to an existing agent: commit, reconcile, rebuild."""
-        self.registry.write(name, config)
-        self.reconcile()
-        commit = await anyio.to_thread.run_sync(self.meta.commit_meta, message)
+        """Apply a new config to an existing agent: log it, reconcile, rebuild."""
+        await self.registry.write(name, config, message)
+        await self.reconcile()
+        commit = await self.mirror.sync()
         await self.rebuild(name)
         return commit
 
@@ -142,12 +149,11 @@ class Lifecycle:
         if await self.agent_state.desired_running(name) and self.hostlink.hosts:
             await self.placement.activate(name)
 
-    def reconcile(self) -> None:
-        """Bring topology.json in line with the agents that exist (spec "Reconcile")."""
-        current = self.topology_store.read()
+    async def reconcile(self, note: str = "reconcile the tree with the agents") -> None:
+        """Bring the tree in line with the agents that exist (spec "Reconcile")."""
+        current = self.topology_store.read_cached()
         updated = topology.reconcile(current, self.registry.known())
-        if updated != current:
-            self.topology_store.write(updated)
+        await self.topology_store.write(updated, note)
 
     # ---- verbs ------------------------------------------------------------------------
 
@@ -183,9 +189,9 @@ class Lifecycle:
         applied = self.registry.configs.get(name)
         await self.hostlink.deactivate(name, graceful=False)
         self.sockets.close(name)
-        self.registry.remove(name)
-        self.reconcile()
-        await anyio.to_thread.run_sync(self.meta.commit_meta, f"destroy {name}")
+        await self.registry.remove(name, f"destroy {name}")
+        await self.reconcile(f"destroy {name}")
+        await self.mirror.sync()
         trash: Path | None = self.paths.home / "agents" / ".trash" / f"{name}-{int(time.time())}"
         src = self.paths.agent_dir(name)
         if src.exists() and trash is not None:

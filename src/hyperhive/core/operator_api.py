@@ -21,6 +21,7 @@ from hyperhive.core.hostlink import HostLink
 from hyperhive.core.lifecycle import Lifecycle
 from hyperhive.core.logs import LogTails
 from hyperhive.core.loose_ends import LooseEnds
+from hyperhive.core.mirror import MetaMirror
 from hyperhive.core.notify import EventBus
 from hyperhive.core.placement import Placement
 from hyperhive.core.registry import AgentRegistry
@@ -96,6 +97,7 @@ class OperatorApi:
         schema_version: int,
         registry: AgentRegistry,
         topology_store: TopologyStore,
+        mirror: MetaMirror,
         broker: Broker,
         loose_ends: LooseEnds,
         scheduler: Scheduler,
@@ -112,6 +114,7 @@ class OperatorApi:
         self.schema_version = schema_version
         self.registry = registry
         self.topology_store = topology_store
+        self.mirror = mirror
         self.broker = broker
         self.loose_ends = loose_ends
         self.scheduler = scheduler
@@ -200,10 +203,11 @@ class OperatorApi:
     @on(OpSetParentReq)
     async def _set_parent(self, req: OpSetParentReq) -> ParentSet:
         new_parent = req.new_parent or None
-        updated, changed = self.topology_store.set_parent(
+        updated, changed = await self.topology_store.set_parent(
             req.child, new_parent, self.registry.known()
         )
         if changed:
+            await self.mirror.sync()
             self.bus.emit("topology", child=req.child, parent=new_parent)
         return ParentSet(changed=changed, topology=updated)
 
