@@ -61,6 +61,8 @@ class MetaMirror:
         Nothing happens if the store's log has any entry: then the store is the
         truth and the files are its mirror.
         """
+        if await self._log.log(limit=1):
+            return []  # read no file: its warnings would be about a mirror, not the hive
         configs, tree, inputs = await anyio.to_thread.run_sync(self._read_files)
         if not configs and tree is None and inputs is None:
             return []
