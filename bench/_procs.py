@@ -100,9 +100,7 @@ def _wait_listening(
         if proc.poll() is not None or time.monotonic() > deadline:
             tail = log.read_text(errors="replace")[-2000:] if log is not None else ""
             state = f"exited {proc.returncode}" if proc.returncode is not None else "timed out"
-            raise RuntimeError(
-                f"{' '.join(proc.args)} {state} before {pending[0]} listened\n{tail}"
-            )
+            raise RuntimeError(f"{proc.args!r} {state} before {pending[0]} listened\n{tail}")
         time.sleep(0.01)
 
 

@@ -197,7 +197,11 @@ async def _heard(heard: dict[str, int], name: str) -> None:
 async def _wake_samples(url: str, samples: int, idle_s: float) -> Latency:
     store = await open_postgres(url)
     heard: dict[str, int] = {}
-    store.on_change(lambda agent: heard.setdefault(agent, perf_counter_ns()))
+
+    def hear(agent: str) -> None:
+        heard.setdefault(agent, perf_counter_ns())
+
+    store.on_change(hear)
     waker = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",

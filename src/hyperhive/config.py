@@ -30,7 +30,7 @@ from pydantic import (
 from hyperhive.errors import ConfigError, InvalidName
 from hyperhive.forge.config import ForgeConfig
 from hyperhive.names import validate_agent_name
-from hyperhive.permissions import BASH_SERVER, Capability, ToolGroup
+from hyperhive.permissions import BASH_SERVER, SUBAGENT_SERVER, Capability, ToolGroup
 from hyperhive.store.url import has_password, read_url_file
 
 __all__ = [
@@ -53,7 +53,6 @@ __all__ = [
 
 HOME_ENV = "HIVE_HOME"
 STORE_URL_ENV = "HIVE_STORE_URL"
-SUBAGENT_SERVER = "subagent"
 
 
 class _Strict(BaseModel):

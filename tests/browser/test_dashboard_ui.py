@@ -136,6 +136,10 @@ def test_permissions_toggle_shows_the_new_tools_and_saving_asks_for_approval(
         page.goto(f"{hive.url}/agents/alice/permissions")
         tools = page.locator("#tools-arg")
         expect(tools).not_to_contain_text("WebFetch")
+        # Each toggle says what it grants, read from the tools' declarations.
+        grants = page.locator("label:has(input[value=lifecycle]) .grants")
+        expect(grants).to_contain_text("request_init_config, kill, start")
+        expect(page.locator("label:has(input[value=forge]) .grants")).to_have_text("create_repo")
         page.check("input[name=group][value=web_tools]")
         expect(tools).to_have_text("Edit,Glob,Grep,Read,Skill,Write,WebFetch,WebSearch")
         expect(page.locator("#allowed-tools-arg")).to_contain_text("WebSearch")

@@ -21,7 +21,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from hyperhive.config import AgentConfig
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.names import OPERATOR
-from hyperhive.permissions import ToolGroup, builtin_tools_for
+from hyperhive.permissions import ToolGroup, builtin_tools_for, group_tools
 from tests.support.hive import agent_env, op_call, operator, running_hive, seed_home
 from tests.support.model_server import (
     ApiError,
@@ -138,7 +138,7 @@ async def test_the_model_is_offered_exactly_the_granted_tools(
         assert builtins == set(builtin_tools_for(groups))
         hyperhive = {t for t in offered if t.startswith("mcp__hyperhive__")}
         assert hyperhive == expected_mcp
-        granted = {t.name for g in groups for t in g.tools() if t.server == "hyperhive"}
+        granted = {t.name for g in groups for t in group_tools(g) if t.server == "hyperhive"}
         assert {"send", "recv", "compact"} <= {
             t.removeprefix("mcp__hyperhive__") for t in hyperhive
         }

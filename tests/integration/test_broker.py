@@ -219,6 +219,22 @@ async def test_wake_from_an_in_sandbox_producer(tmp_path: Path, hive_store_url: 
         assert await agent_call(alice, "recv") == []
 
 
+async def test_a_keyed_wake_lands_once(tmp_path: Path, hive_store_url: str | None) -> None:
+    # A producer that died between "the wake was accepted" and "I noted it" sends it again.
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c, agent(c.paths, "alice") as alice:
+        frame = {"from": "forge", "body": "review on #1", "key": "7@2026-12-01T03:00:00"}
+        first = await agent_call(alice, "wake", **frame)
+        again = await agent_call(alice, "wake", **frame)
+        assert isinstance(first, dict) and again == first
+        other = await agent_call(alice, "wake", **{**frame, "key": "8@2026-12-01T03:01:00"})
+        assert isinstance(other, dict) and other["id"] != first["id"]
+        rows = await agent_call(alice, "recv", max=10)
+        assert isinstance(rows, list)
+        assert [r["id"] for r in rows] == [first["id"], other["id"]]
+        with pytest.raises(InvalidRequest, match="key"):  # the server checks, not only clients
+            await alice.call_json({"cmd": "wake", **frame, "key": ""})
+
+
 async def test_operator_mailbox_and_questions(tmp_path: Path, hive_store_url: str | None) -> None:
     async with coordinator(_seed(tmp_path, hive_store_url)) as c, operator(c.paths) as op:
         async with agent(c.paths, "bob") as bob:

@@ -25,7 +25,7 @@ from hyperhive.forge.errors import (
 from hyperhive.forge.identity import TOKEN_FILE, read_token
 from hyperhive.forge.notify import LEDGER_FILE, NotificationPoller
 from hyperhive.forge.service import TOKEN_NAME, Forge
-from hyperhive.forge.tool import CreateRepoArgs, create_repo_tool
+from hyperhive.forge.tool import CreateRepoArgs, create_repo
 from tests.support.forgejo_server import FakeForgejo
 
 pytestmark = pytest.mark.anyio
@@ -289,11 +289,10 @@ class _Caller:
 
 
 async def test_create_repo_tool_without_a_forge_says_how_to_configure_one() -> None:
-    spec = create_repo_tool()
     with pytest.raises(ForgeNotConfigured, match=r"\[forge\] url and admin_token_file"):
-        await spec.handler(_Caller(None), CreateRepoArgs(name="r"))
+        await create_repo(_Caller(None), CreateRepoArgs(name="r"))
     with pytest.raises(ForgeNotConfigured, match="mode 0o644"):
-        await spec.handler(
+        await create_repo(
             _Caller(None, "admin_token_file x is mode 0o644"), CreateRepoArgs(name="r")
         )
 
@@ -301,7 +300,7 @@ async def test_create_repo_tool_without_a_forge_says_how_to_configure_one() -> N
 async def test_create_repo_tool_answers_with_both_urls(
     forge: Forge, forgejo: FakeForgejo, tmp_path: Path
 ) -> None:
-    text = await create_repo_tool().handler(
+    text = await create_repo(
         _Caller(_agent_forge(forge, tmp_path, "fg-kim")), CreateRepoArgs(name="gadget")
     )
     assert f"clone: {forgejo.url}/agents/gadget.git" in text
@@ -319,7 +318,7 @@ async def test_each_notification_is_delivered_once_and_marked_read(
     first = forgejo.notify("fg-lou", "agents/app", "Review: please rename foo")
     delivered: list[str] = []
 
-    async def deliver(body: str) -> None:
+    async def deliver(body: str, key: str) -> None:
         delivered.append(body)
 
     poller = NotificationPoller(agent, deliver, interval=60, backoff_max=1)
@@ -351,7 +350,7 @@ async def test_a_failed_delivery_is_retried_not_lost(
     forgejo.notify("fg-max", "agents/none", "mentioned you")
     attempts: list[str] = []
 
-    async def flaky(body: str) -> None:
+    async def flaky(body: str, key: str) -> None:
         attempts.append(body)
         if len(attempts) == 1:
             raise ForgeUnreachable("coordinator socket gone")
@@ -457,6 +456,40 @@ async def test_destroying_an_agent_revokes_its_token_and_disables_its_user(
     assert token not in forgejo.tokens
 
 
+async def test_taking_the_forge_group_away_revokes_the_identity(
+    forgejo: FakeForgejo, tmp_path: Path
+) -> None:
+    from hyperhive.config import AgentConfig
+    from hyperhive.permissions import ToolGroup
+    from tests.support.hive import coordinator, op_call, operator, seed_home
+
+    home = tmp_path / "home"
+    config = _config(forgejo.url, tmp_path, forgejo.admin_token)
+    seed_home(
+        home,
+        {
+            "fg-queen": AgentConfig(),
+            "fg-pia": AgentConfig(tool_groups=[*ToolGroup.AGENT_DEFAULT, ToolGroup.FORGE]),
+        },
+        {"fg-queen": None, "fg-pia": "fg-queen"},
+        hive_toml=f'root_agent = "fg-queen"\n[forge]\nurl = "{forgejo.url}"\n'
+        f'admin_token_file = "{config.admin_token_file}"\n',
+    )
+    f = Forge.from_config(config)
+    try:
+        token = await _agent_forge(f, tmp_path, "fg-pia").token()
+    finally:
+        await f.aclose()
+    async with coordinator(home) as c, operator(c.paths) as op:
+        groups = [g.value for g in ToolGroup.AGENT_DEFAULT]
+        proposal = await op_call(op, "perms_set", agent="fg-pia", tool_groups=groups)
+        assert isinstance(proposal, dict)
+        assert token in forgejo.tokens  # a proposal alone changes nothing
+        await op_call(op, "approve", approval_id=proposal["approval_id"])
+    assert token not in forgejo.tokens and forgejo.tokens_of("fg-pia") == []
+    assert forgejo.users["fg-pia"].prohibit_login and not forgejo.users["fg-pia"].active
+
+
 async def test_a_token_revoked_on_the_forge_is_reissued_by_the_poller(
     forge: Forge, forgejo: FakeForgejo, tmp_path: Path
 ) -> None:
@@ -466,7 +499,7 @@ async def test_a_token_revoked_on_the_forge_is_reissued_by_the_poller(
     forgejo.notify("fg-pia", "agents/x", "ping")
     delivered: list[str] = []
 
-    async def deliver(body: str) -> None:
+    async def deliver(body: str, key: str) -> None:
         delivered.append(body)
 
     poller = NotificationPoller(agent, deliver, interval=60, backoff_max=1)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hyperhive.agent.hyperhive_tools import hyperhive_tools
+from hyperhive.agent.hyperhive_tools import hyperhive_surface
 from hyperhive.config import AgentConfig
 from hyperhive.errors import LimitExceeded
 from hyperhive.protocol.agent import REMIND_MAX_BYTES
@@ -31,7 +31,7 @@ async def test_a_reminder_past_the_limit_is_refused_and_nothing_is_stored(
 
 
 def test_the_remind_tool_states_the_limit() -> None:
-    remind = next(t for t in hyperhive_tools() if t.name == "remind")
-    assert "64 KiB" in remind.description
-    schema = remind.args.model_json_schema()
+    remind = hyperhive_surface(lambda name: None).describe("remind")
+    assert remind.description is not None and "64 KiB" in remind.description
+    schema = remind.input_schema
     assert "64 KiB" in schema["properties"]["message"]["description"]

@@ -39,6 +39,21 @@ async def test_attach_redelivers_unacked_but_never_acked(store: Store) -> None:
     assert got is not None and got.acked and got.delivered_at is not None
 
 
+async def test_a_keyed_send_lands_once_per_sender_recipient_and_key(store: Store) -> None:
+    first, new = await store.messages.send_keyed("forge", "bob", "review", "n1")
+    assert new
+    woken: list[str] = []
+    store.on_change(woken.append)
+    again, new = await store.messages.send_keyed("forge", "bob", "review (resent)", "n1")
+    assert (again, new) == (first, False) and woken == []
+    # The key belongs to one producer and one recipient.
+    for sender, recipient in (("matrix", "bob"), ("forge", "carol")):
+        _, new = await store.messages.send_keyed(sender, recipient, "x", "n1")
+        assert new
+    got = await store.messages.recv("bob", 10)
+    assert [(m.sender, m.body) for m in got.messages] == [("forge", "review"), ("matrix", "x")]
+
+
 async def test_acks_are_scoped_to_the_recipient(store: Store) -> None:
     to_bob = await store.messages.send("alice", "bob", "for bob")
     to_carol = await store.messages.send("alice", "carol", "for carol")

@@ -100,7 +100,7 @@ class PgCluster:
         kwargs: dict[str, object] = {}
         if self._owner is not None:
             kwargs = {"user": self._owner.pw_uid, "group": self._owner.pw_gid, "extra_groups": []}
-        return subprocess.run(
+        done: subprocess.CompletedProcess[str] = subprocess.run(
             argv,
             cwd=self.root,
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C.UTF-8"},
@@ -110,6 +110,7 @@ class PgCluster:
             check=check,
             **kwargs,  # type: ignore[call-overload]
         )
+        return done
 
     def start(self) -> None:
         cmd = [str(self.bindir / "pg_ctl"), "start", "-w", "-t", str(START_TIMEOUT_S)]

@@ -90,7 +90,7 @@ def test_a_default_agents_additions_stay_within_the_budget() -> None:
     for server in ("hyperhive", *rt.config.servers_for(rt.groups)):
         surface = host.surfaces[server]
         for name in surface.listed_for(rt):
-            described = surface.tools[name].describe()
+            described = surface.describe(name)
             tools.append(
                 {
                     "name": f"mcp__{server}__{name}",

@@ -19,10 +19,12 @@ from hyperhive.permissions import (
     allowed_tools_arg,
     builtin_tools_arg,
     builtin_tools_for,
+    capability_tools,
     effective_capabilities,
     effective_tool_groups,
     granted_mcp_tools,
     group_for_tool,
+    group_tools,
 )
 
 group_sets = st.lists(st.sampled_from(ToolGroup.ALL), unique=True)
@@ -114,7 +116,7 @@ def test_web_egress_is_present_only_with_the_web_tools_group() -> None:
     assert "WebFetch" in with_web and "WebSearch" in with_web
     without = builtin_tools_for(ToolGroup.MANAGER_DEFAULT)
     assert "WebFetch" not in without and "WebSearch" not in without
-    assert ToolGroup.WEB_TOOLS.tools() == ()
+    assert group_tools(ToolGroup.WEB_TOOLS) == ()
 
 
 def test_no_group_combination_resolves_to_an_empty_tools_arg() -> None:
@@ -138,12 +140,12 @@ def test_the_builtin_list_names_no_mcp_tools() -> None:
 
 def test_group_tool_table() -> None:
     def names(group: ToolGroup) -> list[str]:
-        return [t.name for t in group.tools()]
+        return [t.name for t in group_tools(group)]
 
     assert names(ToolGroup.MESSAGING) == ["send", "recv", "ack_until", "ask_operator"]
     assert names(ToolGroup.INBOX) == ["get_loose_ends", "cancel_loose_end", "remind"]
     assert names(ToolGroup.META) == ["set_status", "get_agent_meta"]
-    assert ToolGroup.EXECUTION.tools() == tuple(
+    assert group_tools(ToolGroup.EXECUTION) == tuple(
         McpTool(BASH_SERVER, n) for n in ("run", "status", "kill")
     )
     assert names(ToolGroup.LIFECYCLE) == [
@@ -159,15 +161,16 @@ def test_group_tool_table() -> None:
     assert names(ToolGroup.SCHEDULING) == ["schedule_prompt", "list_schedules", "cancel_schedule"]
     assert names(ToolGroup.DIAGNOSTICS) == ["get_logs"]
     assert names(ToolGroup.FORGE) == ["create_repo"]
-    assert Capability.READ_HOST_JOURNAL.tools()[0].qualified == "mcp__hyperhive__get_host_journal"
-    assert Capability.QUERY_AGENT_STATE.tools() == ()
+    journal = capability_tools(Capability.READ_HOST_JOURNAL)
+    assert [t.qualified for t in journal] == ["mcp__hyperhive__get_host_journal"]
+    assert capability_tools(Capability.QUERY_AGENT_STATE) == ()
 
 
 def test_compact_is_always_on_and_in_no_group() -> None:
     compact = McpTool("hyperhive", "compact")
     assert group_for_tool("hyperhive", "compact") is None
     assert compact in granted_mcp_tools([])
-    assert all(compact not in g.tools() for g in ToolGroup.ALL)
+    assert all(compact not in group_tools(g) for g in ToolGroup.ALL)
 
 
 def test_group_for_tool_distinguishes_servers() -> None:
@@ -225,5 +228,5 @@ def test_allowed_tools_builtin_half_is_builtin_tools_for(
     builtins = [n for n in names if not n.startswith("mcp__")]
     assert builtins == builtin_tools_for(groups)
     for group in groups:
-        for tool in group.tools():
+        for tool in group_tools(group):
             assert tool.qualified in names

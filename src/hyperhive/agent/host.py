@@ -28,9 +28,8 @@ from pydantic import TypeAdapter, ValidationError
 from hyperhive.agent.admission import Admission, machine_slots
 from hyperhive.agent.events import EventsBus
 from hyperhive.agent.harness import run_agent
-from hyperhive.agent.hyperhive_tools import hyperhive_tools
+from hyperhive.agent.hyperhive_tools import hyperhive_surface
 from hyperhive.agent.launch import SUBAGENT_CONTROL_SERVER
-from hyperhive.agent.mcp_surface import Surface
 from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.agent.services import agent_services
 from hyperhive.agent.web import build_app
@@ -96,9 +95,7 @@ class AgentHost:
         self._scopes: dict[str, anyio.CancelScope] = {}
         self.operator_token = secrets.token_urlsafe(32)
         self.surfaces = {
-            HYPERHIVE_SERVER: Surface(
-                HYPERHIVE_SERVER, hyperhive_tools(paths.home), self.runtimes.get
-            ),
+            HYPERHIVE_SERVER: hyperhive_surface(self.runtimes.get, paths.home),
             BASH_SERVER: bash_surface(self.runtimes.get),
             SUBAGENT_SERVER: subagent_surface(self.runtimes.get),
             SUBAGENT_CONTROL_SERVER: control_surface(self.runtimes.get),

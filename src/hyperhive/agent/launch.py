@@ -40,6 +40,7 @@ from hyperhive.errors import ConfigError
 from hyperhive.permissions import (
     BASH_SERVER,
     HYPERHIVE_SERVER,
+    SUBAGENT_CONTROL_SERVER,
     Capability,
     ToolGroup,
     builtin_tools_arg,
@@ -61,7 +62,6 @@ __all__ = [
     "subagent_servers",
 ]
 
-SUBAGENT_CONTROL_SERVER = "subagent_control"
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 # Every claude we start runs offline-capable, quiet and without background

@@ -12,6 +12,10 @@ tool set is per agent and enforced here, server-side:
 - every call is logged before and after with arguments, outcome and
   duration, and put on the agent's events bus (the tool envelope).
 
+The tools are the surface's declarations (:mod:`hyperhive.tools`); the
+surface binds each one's handler by name and refuses to be built with a
+declared tool it cannot serve or a handler for a tool nobody declared.
+
 Two hooks let a surface differ from the default: ``authenticate`` decides
 which bearer token opens it and *who* the caller is (the agent itself by
 default; one subagent for ``subagent_control``), and ``gate`` refuses a whole
@@ -23,9 +27,8 @@ from __future__ import annotations
 import hmac
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import mcp_types as types
@@ -34,23 +37,25 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from hyperhive import __version__
 from hyperhive.agent.events import EventsBus
 from hyperhive.config import AgentConfig
 from hyperhive.errors import HiveError
 from hyperhive.permissions import Capability, ToolGroup
+from hyperhive.tools.decl import Tool, lean_schema
 
 __all__ = [
     "AGENT_SCOPE_KEY",
     "Authenticate",
     "Gate",
+    "Handler",
     "Surface",
     "SurfaceAgent",
-    "ToolSpec",
     "agent_token",
     "builtin_gate",
+    "describe",
     "lean_schema",
 ]
 
@@ -118,56 +123,13 @@ def builtin_gate(server: str) -> Gate:
     return gate
 
 
-@dataclass(frozen=True, slots=True)
-class ToolSpec:
-    """One tool: its arguments model, the gate it sits behind, and its handler."""
-
-    name: str
-    description: str
-    args: type[BaseModel]
-    handler: Handler
-    group: ToolGroup | None = None
-    capability: Capability | None = None
-
-    def refusal(self, agent: SurfaceAgent) -> str | None:
-        """Why ``agent`` may not use this tool (None: it may)."""
-        if self.group is not None and self.group not in agent.groups:
-            return (
-                f"{self.name} needs the {self.group.value!r} tool group, which {agent.name} "
-                "does not have; ask the operator to grant it (permissions tab)"
-            )
-        if self.capability is not None and self.capability not in agent.capabilities:
-            return f"{self.name} needs the {self.capability.value!r} capability"
-        return None
-
-    def describe(self) -> types.Tool:
-        schema = lean_schema(self.args.model_json_schema())
-        return types.Tool(name=self.name, description=self.description, input_schema=schema)
+def describe(tool: Tool[Any, Any], text: Mapping[str, str] | None = None) -> types.Tool:
+    """A declaration as ``tools/list`` shows it (``text`` fills its description)."""
+    return types.Tool(name=tool.name, description=tool.described(text), input_schema=tool.schema())
 
 
-def lean_schema(node: Any) -> Any:
-    """A pydantic JSON schema without what costs context and teaches the model nothing.
-
-    Every request of a turn carries every tool schema, so: no ``title`` (the
-    field name again, title-cased), an optional field as its plain type rather
-    than ``anyOf`` with ``null`` (leaving it out already means "none"), no
-    ``"default": null``, no ``additionalProperties`` (the surface refuses an
-    unknown argument with a readable error either way). Pure.
-    """
-    if isinstance(node, list):
-        return [lean_schema(n) for n in node]
-    if not isinstance(node, dict):
-        return node
-    out = {k: lean_schema(v) for k, v in node.items() if k not in ("title", "additionalProperties")}
-    branches = out.get("anyOf")
-    if isinstance(branches, list) and {"type": "null"} in branches:
-        rest = [b for b in branches if b != {"type": "null"}]
-        if len(rest) == 1 and isinstance(rest[0], dict):
-            del out["anyOf"]
-            out = {**rest[0], **out}
-    if "default" in out and out["default"] is None:
-        del out["default"]
-    return out
+def _refusal(tool: Tool[Any, Any], agent: SurfaceAgent) -> str | None:
+    return tool.refusal(agent.name, agent.groups, agent.capabilities)
 
 
 def _preview(value: object) -> str:
@@ -185,18 +147,29 @@ class Surface:
     def __init__(
         self,
         name: str,
-        tools: list[ToolSpec],
+        tools: Sequence[Tool[Any, Any]],
+        handlers: Mapping[str, Handler],
         lookup: Callable[[str], SurfaceAgent | None],
         *,
         authenticate: Authenticate = agent_token,
         gate: Gate | None = None,
+        text: Mapping[str, str] | None = None,
     ) -> None:
+        foreign = [t.name for t in tools if t.server != name]
+        unbound = [t.name for t in tools if t.name not in handlers]
+        undeclared = [n for n in handlers if n not in {t.name for t in tools}]
+        if foreign or unbound or undeclared:
+            raise ValueError(
+                f"surface {name}: declared for another server {foreign}, declared but no "
+                f"handler {unbound}, a handler but no declaration {undeclared}"
+            )
         self.name = name
         self.tools = {t.name: t for t in tools}
+        self.handlers = dict(handlers)
         self._lookup = lookup
         self.authenticate = authenticate
         self._gate = gate
-        self._described = {t.name: t.describe() for t in tools}
+        self._described = {t.name: describe(t, text) for t in tools}
         self.server: Server[Any] = Server(
             name, version=__version__, on_list_tools=self._list, on_call_tool=self._call
         )
@@ -212,6 +185,10 @@ class Surface:
                 allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
             ),
         )
+
+    def describe(self, name: str) -> types.Tool:
+        """Tool ``name`` as ``tools/list`` shows it."""
+        return self._described[name]
 
     def run(self) -> AbstractAsyncContextManager[None]:
         """The session manager's lifespan (enter once, in the web app's lifespan)."""
@@ -232,7 +209,7 @@ class Surface:
     def listed_for(self, agent: SurfaceAgent) -> list[str]:
         if self.refusal(agent) is not None:
             return []
-        return [n for n, t in self.tools.items() if t.refusal(agent) is None]
+        return [n for n, t in self.tools.items() if _refusal(t, agent) is None]
 
     async def _list(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -252,7 +229,7 @@ class Surface:
         log.info("%s → %s.%s %s", agent.name, self.name, spec.name, _preview(arguments))
         ok = False
         try:
-            refusal = self.refusal(agent) or spec.refusal(agent)
+            refusal = self.refusal(agent) or _refusal(spec, agent)
             if refusal is not None:
                 text = refusal
             else:
@@ -264,7 +241,7 @@ class Surface:
                         for e in exc.errors()[:3]
                     )
                 else:
-                    text = await spec.handler(agent, args)
+                    text = await self.handlers[spec.name](agent, args)
                     ok = True
         except HiveError as exc:
             text = exc.message

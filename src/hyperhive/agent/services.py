@@ -69,8 +69,8 @@ async def _forge(rt: AgentRuntime) -> None:
     except HiveError as exc:  # the poller retries with backoff; create_repo retries too
         log.warning("%s: forge identity not provisioned yet: %s", rt.name, exc.message)
 
-    async def deliver(body: str) -> None:
-        await rt.call(WakeReq(cmd="wake", sender=FORGE_SENDER, body=body))
+    async def deliver(body: str, key: str) -> None:
+        await rt.call(WakeReq(cmd="wake", sender=FORGE_SENDER, body=body, key=key))
 
     poller = NotificationPoller(
         forge, deliver, interval=hive_forge.poll_seconds, backoff_max=hive_forge.poll_backoff_max

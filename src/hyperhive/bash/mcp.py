@@ -1,6 +1,7 @@
 """The ``bash`` MCP surface: ``run``, ``status``, ``kill`` (spec 001).
 
-Each tool sits behind the ``execution`` tool group — a real, server-side
+Declared in :mod:`hyperhive.tools.bash`; the handlers here are bound by
+name. Each tool sits behind the ``execution`` tool group — a real, server-side
 gate — and the whole surface behind the agent's ``[mcp_servers.bash]``
 entry (disabled or replaced there = refused here too). The tools call the
 agent's own :class:`~hyperhive.bash.tasks.TaskManager`, which the host runs
@@ -11,44 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from hyperhive.agent.mcp_surface import Surface, SurfaceAgent, ToolSpec, builtin_gate
+from hyperhive.agent.mcp_surface import Handler, Surface, SurfaceAgent, builtin_gate
 from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.bash.records import TaskReport, TaskStarted
 from hyperhive.bash.tasks import TaskManager
 from hyperhive.errors import Unavailable
-from hyperhive.permissions import BASH_SERVER, ToolGroup
+from hyperhive.permissions import BASH_SERVER
+from hyperhive.tools.bash import TOOLS, KillArgs, RunArgs, StatusArgs
 
-__all__ = ["bash_surface", "bash_tools", "render_report", "render_started"]
-
-
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class RunArgs(_Args):
-    cmd: str = Field(description="The shell command (bash -c, in your workspace).")
-    timeout_secs: float | None = Field(
-        default=None, description="Kill it after N seconds (status timed_out); omit: no limit."
-    )
-    wait_seconds: float = Field(
-        default=3, description="Wait up to N seconds (max 30) for it to end; 0: return at once."
-    )
-    name: str | None = Field(
-        default=None,
-        description="Your id for it ([a-z0-9-], ≤ 63 chars), reusable once it finished.",
-    )
-
-
-class StatusArgs(_Args):
-    id: str = Field(description="The task id.")
-    wait_seconds: float = Field(default=0, description="Wait up to N seconds (max 30) for the end.")
-
-
-class KillArgs(_Args):
-    id: str = Field(description="The task id.")
-    force: bool = Field(default=False, description="SIGKILL instead of SIGINT.")
+__all__ = ["HANDLERS", "bash_surface", "render_report", "render_started"]
 
 
 def _section(label: str, text: str, path: object) -> str:
@@ -111,37 +83,9 @@ async def _kill(rt: AgentRuntime, a: KillArgs) -> str:
     )
 
 
-def bash_tools() -> list[ToolSpec]:
-    x = ToolGroup.EXECUTION
-    return [
-        ToolSpec(
-            "run",
-            "Run a shell command in the background. Ends within wait_seconds: you get its "
-            "result. Else `task started: id=<id>`: end your turn; its end arrives as a todo "
-            "(subsystem bash, key = id) that wakes you.",
-            RunArgs,
-            _run,
-            x,
-        ),
-        ToolSpec(
-            "status",
-            "A task's state (pending, running, done, timed_out, interrupted, killed), exit "
-            "code and last 4 KiB of output. Seeing its end clears its todo.",
-            StatusArgs,
-            _status,
-            x,
-        ),
-        ToolSpec(
-            "kill",
-            "Stop a task's whole process group (SIGINT; force: SIGKILL) or cancel a pending "
-            "one; returns at once, its end arrives as a todo.",
-            KillArgs,
-            _kill,
-            x,
-        ),
-    ]
+HANDLERS: dict[str, Handler] = {"run": _run, "status": _status, "kill": _kill}
 
 
 def bash_surface(lookup: Callable[[str], SurfaceAgent | None]) -> Surface:
     """The host's ``bash`` surface (``/agents/<X>/mcp/bash``)."""
-    return Surface(BASH_SERVER, bash_tools(), lookup, gate=builtin_gate(BASH_SERVER))
+    return Surface(BASH_SERVER, TOOLS, HANDLERS, lookup, gate=builtin_gate(BASH_SERVER))

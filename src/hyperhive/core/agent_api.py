@@ -3,7 +3,8 @@
 ``AgentApi(name, …parts)`` is bound to one agent's listener: ``name`` is who
 is asking, whatever the request says. Commands that are MCP tools are gated
 here by the agent's tool groups (server-side; ``--allowedTools`` is only a
-convenience), and every cross-agent action is checked against the topology.
+convenience) — by the tool's one declaration, the same the MCP surface
+reads — and every cross-agent action is checked against the topology.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import time
 from typing import Any
 
 from hyperhive import __version__, topology
+from hyperhive.config import AgentConfig
 from hyperhive.core.agent_state import AgentState
 from hyperhive.core.approvals import Approvals
 from hyperhive.core.broker import Broker
@@ -33,7 +35,7 @@ from hyperhive.errors import (
     ToolGroupDenied,
 )
 from hyperhive.names import OPERATOR, PARENT_SENTINEL, RESERVED_NAMES, validate_task_name
-from hyperhive.permissions import HYPERHIVE_SERVER, Capability, group_for_tool
+from hyperhive.permissions import HYPERHIVE_SERVER, Capability, declaration
 from hyperhive.protocol import (
     Acked,
     AckUntilReq,
@@ -86,13 +88,27 @@ from hyperhive.protocol import (
 from hyperhive.protocol.agent import REMIND_MAX_BYTES
 from hyperhive.topology import TopologyStore
 
-__all__ = ["AGENT_TABLE", "COMPACT_THRESHOLD", "STATUS_MAX", "AgentApi"]
+__all__ = ["AGENT_TABLE", "COMPACT_THRESHOLD", "STATUS_MAX", "AgentApi", "gate"]
 
 COMPACT_THRESHOLD = 0.66
 STATUS_MAX = 200
 
 AGENT_TABLE: Dispatcher[AgentApi] = Dispatcher("agent socket", AgentRequest)
 on = AGENT_TABLE.on
+
+
+def gate(cmd: str, agent: str, config: AgentConfig) -> None:
+    """Refuse ``cmd`` when it is a hyperhive tool ``config`` does not grant ``agent``.
+
+    The tool's own declaration decides, as on the MCP surface; a command that
+    is no tool (the harness's, a producer's) passes.
+    """
+    tool = declaration(HYPERHIVE_SERVER, cmd)
+    if tool is None:
+        return
+    why = tool.refusal(agent, config.tool_groups, config.capabilities)
+    if why is not None:
+        raise (ToolGroupDenied if tool.group is not None else PermissionDenied)(why)
 
 
 class AgentApi:
@@ -127,19 +143,8 @@ class AgentApi:
         self.hostlink = hostlink
         self.bus = bus
 
-    def _gate(self, cmd: str) -> None:
-        group = group_for_tool(HYPERHIVE_SERVER, cmd)
-        if group is None:
-            return
-        groups = self.registry.config(self.name).tool_groups
-        if group not in groups:
-            raise ToolGroupDenied(
-                f"{cmd} needs the {group.value!r} tool group, which {self.name} does not have; "
-                "the operator can grant it in the permissions tab (hivectl perms set)"
-            )
-
     async def __call__(self, req: Any) -> Any:
-        self._gate(req.cmd)
+        gate(req.cmd, self.name, self.registry.config(self.name))
         return await AGENT_TABLE(self, req)
 
     def _topology(self) -> dict[str, str | None]:
@@ -222,6 +227,8 @@ class AgentApi:
                 f"wake label {label!r} is an agent or reserved name; a producer names itself "
                 "(e.g. 'matrix', 'forge'), never someone else"
             )
+        if req.key is not None:
+            return Created(id=await self.broker.send_keyed(label, self.name, req.body, req.key))
         return Created(id=await self.broker.send(label, self.name, req.body))
 
     @on(TodoUpsertReq)
@@ -385,10 +392,6 @@ class AgentApi:
 
     @on(GetHostJournalReq)
     async def _get_host_journal(self, req: GetHostJournalReq) -> HostJournal:
-        if Capability.READ_HOST_JOURNAL not in self.registry.config(self.name).capabilities:
-            raise PermissionDenied(
-                "get_host_journal needs the read_host_journal capability (permissions tab)"
-            )
         return await self.logs.host_journal(req.lines)
 
     @on(CancelScheduleReq)

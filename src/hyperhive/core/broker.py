@@ -80,6 +80,12 @@ class Broker:
         self.check_body(body)
         return await self.store.messages.send(sender, recipient, body, in_reply_to)
 
+    async def send_keyed(self, sender: str, recipient: str, body: str, key: str) -> int:
+        """Store a message once per ``(sender, recipient, key)``; a repeat returns the first id."""
+        self.check_body(body)
+        msg_id, _ = await self.store.messages.send_keyed(sender, recipient, body, key)
+        return msg_id
+
     async def recv(self, agent: str, max_rows: int = 1) -> list[Message]:
         """Never blocks: the oldest undelivered rows, at most ``RECV_CAP``."""
         got = await self.store.messages.recv(agent, max(1, min(max_rows, RECV_CAP)))

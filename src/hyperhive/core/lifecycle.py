@@ -136,11 +136,25 @@ class Lifecycle:
 
     async def apply(self, name: str, config: AgentConfig, message: str) -> str | None:
         """Apply a new config to an existing agent: log it, reconcile, rebuild."""
+        before = self.registry.configs.get(name)
         await self.registry.write(name, config, message)
         await self.reconcile()
         commit = await self.mirror.sync()
         await self.rebuild(name)
+        if (
+            before is not None
+            and ToolGroup.FORGE in before.tool_groups
+            and ToolGroup.FORGE not in config.tool_groups
+        ):
+            # Losing the group must cost the forge identity too: its token still works
+            # from the agent's state otherwise. Granting it again provisions afresh.
+            await self._revoke_forge(name, "lost the forge group")
         return commit
+
+    async def _revoke_forge(self, name: str, why: str) -> None:
+        problem = await revoke_agent(self.forge, name)
+        if problem is not None:
+            log.error("%s %s; its forge identity: %s", name, why, problem)
 
     async def rebuild(self, name: str) -> None:
         """Stop (gracefully) and start again with the applied config, if it should run."""
@@ -203,9 +217,7 @@ class Lifecycle:
         self.hostlink.turns.pop(name, None)
         await anyio.to_thread.run_sync(remove_user, self.paths, name)
         if applied is not None and ToolGroup.FORGE in applied.tool_groups:
-            problem = await revoke_agent(self.forge, name)
-            if problem is not None:
-                log.error("destroying %s: its forge identity: %s", name, problem)
+            await self._revoke_forge(name, "was destroyed")
         if submitter is not None:
             await self.notices.notify_agent(submitter, Destroyed(agent=name))
         self.bus.emit("topology", child=name, parent=None, destroyed=True)

@@ -6,11 +6,13 @@ One poller per active forge-enabled agent, on its host, with its own token
 is marked read once delivered.
 
 Exactly once: a notification is keyed by thread id and update time (a new
-comment on a thread updates it and wakes again). The key is written to the
-agent's state atomically right after the wake is accepted and before the
-thread is marked read, so a host that restarts anywhere in between finds the
-key and only marks the thread read: the ledger, not the forge's read flag,
-decides what was delivered.
+comment on a thread updates it and wakes again). The wake carries that key,
+and the coordinator stores a message once per key, so a host that died after
+the wake was accepted but before it noted it sends it again harmlessly. The
+key is also written to the agent's state atomically right after the wake and
+before the thread is marked read, so a restarted host finds it and only marks
+the thread read: the ledger, not the forge's read flag, decides what was
+delivered.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ log = logging.getLogger(__name__)
 LEDGER_FILE = "forge-notified.json"
 LEDGER_KEEP = 2000
 
-Deliver = Callable[[str], Awaitable[None]]
+# (body, key): the key makes a repeated delivery land once at the coordinator.
+Deliver = Callable[[str, str], Awaitable[None]]
 
 
 def notification_key(thread: NotificationThread) -> str:
@@ -125,7 +128,7 @@ class NotificationPoller:
                     continue
                 key = notification_key(thread)
                 if key not in self.ledger:
-                    await self.deliver(render_notification(thread))
+                    await self.deliver(render_notification(thread), key)
                     self.ledger.add(key)
                     delivered += 1
                 async with api.guard(f"marking notification {thread.id} read"):

@@ -177,9 +177,7 @@ class Forge:
             await api.admin.edit_user(
                 username, login_name=username, source_id=0, prohibit_login=True, active=False
             )
-        log.info(
-            "forge user %s disabled and its token revoked (agent %s destroyed)", username, agent
-        )
+        log.info("forge user %s disabled and its token revoked (agent %s)", username, agent)
         return True
 
     # ---- repositories ------------------------------------------------------------------
@@ -267,10 +265,11 @@ class Forge:
 
 
 async def revoke_agent(config: ForgeConfig | None, agent: str) -> str | None:
-    """Destroy's half: revoke ``agent``'s token, disable its user. What went wrong, if anything.
+    """Revoke ``agent``'s token, disable its user (destroy, or the forge group taken away).
 
     Never raises: a forge that is down must not keep an agent from being
-    destroyed; the problem is returned for the log, with what to do by hand.
+    destroyed or reconfigured; what went wrong is returned for the log, with
+    what to do by hand.
     """
     if config is None:
         return None

@@ -1,4 +1,4 @@
-"""``create_repo`` on the ``hyperhive`` MCP surface (group ``forge``).
+"""``create_repo``'s handler on the ``hyperhive`` MCP surface (declared in tools/forge.py).
 
 The caller is the agent the surface authenticated (path + bearer token),
 never a name in the arguments.
@@ -8,25 +8,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from hyperhive.agent.mcp_surface import ToolSpec
 from hyperhive.forge.agent import AgentForge
 from hyperhive.forge.errors import ForgeNotConfigured
-from hyperhive.permissions import ToolGroup
+from hyperhive.tools.forge import CreateRepoArgs
 
-__all__ = ["CreateRepoArgs", "create_repo_tool"]
-
-
-class CreateRepoArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(
-        description="Repository name: letters, digits, '-', '_', '.'; at most 100; unique in "
-        "the hive's org."
-    )
-    description: str = Field(default="", max_length=2048, description="One-line description.")
-    private: bool = Field(default=False, description="Visible only to org members and you.")
+__all__ = ["CreateRepoArgs", "ForgeCaller", "create_repo"]
 
 
 class ForgeCaller(Protocol):
@@ -35,7 +21,7 @@ class ForgeCaller(Protocol):
     forge_problem: str | None
 
 
-async def _create_repo(agent: ForgeCaller, a: CreateRepoArgs) -> str:
+async def create_repo(agent: ForgeCaller, a: CreateRepoArgs) -> str:
     if agent.forge is None:
         raise ForgeNotConfigured(
             agent.forge_problem
@@ -50,16 +36,4 @@ async def _create_repo(agent: ForgeCaller, a: CreateRepoArgs) -> str:
         f"web: {repo.web_url}\n"
         f"{repo.default_branch} is protected: push a branch and open a pull request; "
         "the operator team reviews and merges."
-    )
-
-
-def create_repo_tool() -> ToolSpec:
-    return ToolSpec(
-        "create_repo",
-        "Create a repository in the hive's forge org; you get write access, its default "
-        "branch is protected (changes go through pull requests the operator merges). Returns "
-        "the clone and web URLs; git over HTTPS works from bash tasks without a password.",
-        CreateRepoArgs,
-        _create_repo,
-        ToolGroup.FORGE,
     )

@@ -1,32 +1,81 @@
-"""Requests on an agent's own socket (harness, MCP surfaces, in-sandbox producers)."""
+"""Requests on an agent's own socket (harness, MCP surfaces, in-sandbox producers).
+
+The requests the ``hyperhive`` MCP tools become are declared with their tools
+(:mod:`hyperhive.tools`) and join ``AgentRequest`` from the catalog; this
+module adds the harness's and the in-sandbox producers' own.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import (
-    Field,
-    model_validator,
-)
+from pydantic import Field
 
 from hyperhive.protocol.base import (
-    Acked,
-    AgentMeta,
-    ApprovalRequested,
-    Cancelled,
-    CompactQueued,
     Created,
-    LifecycleResult,
-    LogTail,
-    LooseEnd,
-    LooseEndKind,
-    Message,
     Req,
     RowId,
-    Sent,
     WaitResult,
     _Out,
 )
+from hyperhive.tools.approvals import RequestApplyCommitReq
+from hyperhive.tools.catalog import wire_requests
+from hyperhive.tools.diagnostics import GetHostJournalReq, GetLogsReq, HostJournal
+from hyperhive.tools.inbox import (
+    REMIND_MAX_BYTES,
+    CancelLooseEndReq,
+    GetLooseEndsReq,
+    Reminded,
+    RemindReq,
+)
+from hyperhive.tools.lifecycle import LifecycleReq, RequestInitConfigReq, RequestUpdateMetaInputsReq
+from hyperhive.tools.messaging import AckUntilReq, Asked, AskOperatorReq, RecvReq, SendReq
+from hyperhive.tools.meta import CompactReq, GetAgentMetaReq, SetStatusReq, StatusSet
+from hyperhive.tools.scheduling import (
+    CancelScheduleReq,
+    ListSchedulesReq,
+    Schedule,
+    SchedulePromptReq,
+)
+
+__all__ = [
+    "REMIND_MAX_BYTES",
+    "AckUntilReq",
+    "AgentRequest",
+    "AskOperatorReq",
+    "Asked",
+    "AttachReq",
+    "Attached",
+    "CancelLooseEndReq",
+    "CancelScheduleReq",
+    "Cleared",
+    "CompactReq",
+    "FenceReq",
+    "GetAgentMetaReq",
+    "GetHostJournalReq",
+    "GetLogsReq",
+    "GetLooseEndsReq",
+    "HostJournal",
+    "LifecycleReq",
+    "ListSchedulesReq",
+    "RecvReq",
+    "Reminded",
+    "RemindReq",
+    "RequestApplyCommitReq",
+    "RequestInitConfigReq",
+    "RequestUpdateMetaInputsReq",
+    "Schedule",
+    "SchedulePromptReq",
+    "SendReq",
+    "SetStatusReq",
+    "StatusSet",
+    "TodoClearReq",
+    "TodoUpsertReq",
+    "TurnEndReq",
+    "TurnEnded",
+    "WaitReq",
+    "WakeReq",
+]
 
 # ---- results only this socket gives ---------------------------------------
 
@@ -40,60 +89,11 @@ class TurnEnded(_Out):
     compact_pending: bool
 
 
-class Reminded(_Out):
-    id: int
-    due_at: float
-
-
 class Cleared(_Out):
     cleared: bool
 
 
-class StatusSet(_Out):
-    status_text: str
-
-
-class Asked(_Out):
-    question_id: int
-    message_id: int
-
-
-class Schedule(_Out):
-    id: int
-    owner: str
-    target: str
-    prompt: str
-    every_seconds: float | None
-    cron: str | None
-    next_at: float
-    created_at: float
-
-
-class HostJournal(_Out):
-    """The coordinator's and agent host's own log tails."""
-
-    coordinator: list[str]
-    host: list[str]
-
-
-# ---- agent socket ---------------------------------------------------------
-
-
-class SendReq(Req[Sent]):
-    cmd: Literal["send"]
-    to: str
-    body: str
-    in_reply_to: RowId | None = None
-
-
-class RecvReq(Req[list[Message]]):
-    cmd: Literal["recv"]
-    max: int = Field(default=1, ge=1, le=2**31)
-
-
-class AckUntilReq(Req[Acked]):
-    cmd: Literal["ack_until"]
-    up_to: RowId
+# ---- the harness and in-sandbox producers ----------------------------------
 
 
 class WaitReq(Req[WaitResult]):
@@ -123,35 +123,6 @@ class TurnEndReq(Req[TurnEnded]):
     cost_usd: float | None = None
 
 
-# A reminder is a note to self, stored until it fires (longer ones spill to a file
-# in the agent's state/): held to a stated size so an agent cannot park megabytes.
-REMIND_MAX_BYTES = 64 * 1024
-
-
-class RemindReq(Req[Reminded]):
-    cmd: Literal["remind"]
-    message: str
-    delay_seconds: float | None = Field(default=None, ge=0)
-    at_unix_timestamp: float | None = Field(default=None, ge=0)
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> RemindReq:
-        if (self.delay_seconds is None) == (self.at_unix_timestamp is None):
-            raise ValueError("give exactly one of delay_seconds or at_unix_timestamp")
-        return self
-
-
-class GetLooseEndsReq(Req[list[LooseEnd]]):
-    cmd: Literal["get_loose_ends"]
-    agent: str | None = None
-
-
-class CancelLooseEndReq(Req[Cancelled]):
-    cmd: Literal["cancel_loose_end"]
-    kind: LooseEndKind
-    row_id: RowId
-
-
 class TodoUpsertReq(Req[Created]):
     cmd: Literal["todo_upsert"]
     subsystem: str = Field(min_length=1, max_length=64)
@@ -168,124 +139,31 @@ class TodoClearReq(Req[Cleared]):
     key: str = Field(min_length=1, max_length=128)
 
 
-class SetStatusReq(Req[StatusSet]):
-    cmd: Literal["set_status"]
-    text: str
-
-
-class GetAgentMetaReq(Req[AgentMeta]):
-    cmd: Literal["get_agent_meta"]
-    name: str | None = None
-
-
 class WakeReq(Req[Created]):
     """From an in-sandbox producer: lands as a message from ``from`` and wakes."""
 
     cmd: Literal["wake"]
     sender: str = Field(alias="from")
     body: str
+    # The producer's id for what it delivers (a notification, an event): a wake
+    # repeated with the same key lands once, so a producer that died before
+    # noting a delivery sends it again without waking the agent twice.
+    key: str | None = Field(default=None, min_length=1, max_length=256)
 
 
-class CompactReq(Req[CompactQueued]):
-    cmd: Literal["compact"]
+_OWN: tuple[type[Req[Any]], ...] = (
+    WaitReq,
+    AttachReq,
+    FenceReq,
+    TurnEndReq,
+    TodoUpsertReq,
+    TodoClearReq,
+    WakeReq,
+)
 
-
-class AskOperatorReq(Req[Asked]):
-    cmd: Literal["ask_operator"]
-    question: str
-
-
-class SchedulePromptReq(Req[Created]):
-    cmd: Literal["schedule_prompt"]
-    target: str
-    prompt: str
-    every_seconds: float | None = Field(default=None, ge=60)
-    cron: str | None = None
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> SchedulePromptReq:
-        if (self.every_seconds is None) == (self.cron is None):
-            raise ValueError("give exactly one of every_seconds (at least 60) or cron")
-        return self
-
-
-class ListSchedulesReq(Req[list[Schedule]]):
-    cmd: Literal["list_schedules"]
-
-
-class CancelScheduleReq(Req[Cancelled]):
-    cmd: Literal["cancel_schedule"]
-    schedule_id: RowId
-
-
-class RequestInitConfigReq(Req[ApprovalRequested]):
-    """Spawn (or re-init) a direct child: ``config`` is the child's agent.toml text."""
-
-    cmd: Literal["request_init_config"]
-    name: str
-    config: str = ""
-
-
-class RequestApplyCommitReq(Req[ApprovalRequested]):
-    """Apply a commit of ``agent``'s proposed config repo (own or a descendant's)."""
-
-    cmd: Literal["request_apply_commit"]
-    agent: str
-    commit: str = Field(default="HEAD", min_length=1, max_length=64)
-
-
-class LifecycleReq(Req[LifecycleResult]):
-    """``kill``/``start``/``restart``/``update``/``destroy`` of a descendant."""
-
-    cmd: Literal["kill", "start", "restart", "update", "destroy"]
-    agent: str
-
-
-class GetLogsReq(Req[LogTail]):
-    cmd: Literal["get_logs"]
-    agent: str
-    lines: int = Field(default=100, ge=1, le=5000)
-
-
-class GetHostJournalReq(Req[HostJournal]):
-    cmd: Literal["get_host_journal"]
-    lines: int = Field(default=100, ge=1, le=5000)
-
-
-class RequestUpdateMetaInputsReq(Req[ApprovalRequested]):
-    """Ask the operator to move the hive to another pinned claude CLI version."""
-
-    cmd: Literal["request_update_meta_inputs"]
-    claude_version: str = Field(pattern=r"^\d+\.\d+\.\d+$")
-    reason: str = ""
-
-
-AgentRequest = Annotated[
-    SendReq
-    | RecvReq
-    | AckUntilReq
-    | WaitReq
-    | AttachReq
-    | FenceReq
-    | TurnEndReq
-    | RemindReq
-    | GetLooseEndsReq
-    | CancelLooseEndReq
-    | TodoUpsertReq
-    | TodoClearReq
-    | SetStatusReq
-    | GetAgentMetaReq
-    | WakeReq
-    | CompactReq
-    | AskOperatorReq
-    | SchedulePromptReq
-    | ListSchedulesReq
-    | CancelScheduleReq
-    | RequestInitConfigReq
-    | RequestApplyCommitReq
-    | LifecycleReq
-    | GetLogsReq
-    | GetHostJournalReq
-    | RequestUpdateMetaInputsReq,
+# Built at import from the catalog: a tool declared with a ``wire`` request is
+# spoken here with no second list.
+AgentRequest: Any = Annotated[
+    Union[(*_OWN, *wire_requests())],  # noqa: UP007 (a runtime tuple of members)
     Field(discriminator="cmd"),
 ]

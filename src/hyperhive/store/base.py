@@ -110,6 +110,18 @@ class MessageRepo(ABC):
         """
 
     @abstractmethod
+    async def send_keyed(
+        self, sender: str, recipient: str, body: str, key: str
+    ) -> tuple[int, bool]:
+        """Store one message unless ``sender`` already delivered ``key`` to ``recipient``.
+
+        Returns the message's id and whether it is new; a repeat returns the
+        first delivery's id and wakes nobody. The key and the message commit
+        together, so a producer that crashed before noting a delivery can
+        simply send again.
+        """
+
+    @abstractmethod
     async def get(self, message_id: int) -> MessageRow | None: ...
 
     @abstractmethod

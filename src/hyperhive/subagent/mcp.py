@@ -11,6 +11,8 @@ subagent's own claude gets — ``goal_reached(summary)`` and
 of one of X's running subagents (see :mod:`hyperhive.subagent.session`);
 the principal stamped into the request is ``<agent>/<subagent id>``, which
 is how a signal knows its sender. Both signals become todos for the parent.
+
+Declared in :mod:`hyperhive.tools.subagent`; the handlers here are bound by name.
 """
 
 from __future__ import annotations
@@ -19,44 +21,35 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from hyperhive.agent.events import EventsBus
-from hyperhive.agent.launch import SUBAGENT_CONTROL_SERVER
-from hyperhive.agent.mcp_surface import Surface, SurfaceAgent, ToolSpec, builtin_gate
+from hyperhive.agent.mcp_surface import Handler, Surface, SurfaceAgent, builtin_gate
 from hyperhive.agent.runtime import AgentRuntime
-from hyperhive.config import SUBAGENT_SERVER
 from hyperhive.errors import Unavailable
-from hyperhive.permissions import Capability, ToolGroup
+from hyperhive.permissions import (
+    SUBAGENT_CONTROL_SERVER,
+    SUBAGENT_SERVER,
+    Capability,
+    ToolGroup,
+)
 from hyperhive.subagent.records import render_status
 from hyperhive.subagent.session import SubagentManager
+from hyperhive.tools.subagent import (
+    CONTROL_TOOLS,
+    TOOLS,
+    ContinueArgs,
+    GoalArgs,
+    HelpArgs,
+    IdArgs,
+    StartArgs,
+)
 
-__all__ = ["ControlCaller", "control_surface", "subagent_surface", "subagent_tools"]
-
-
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class StartArgs(_Args):
-    prompt: str = Field(description="A full brief: goal, files, what to report back.")
-    name: str | None = Field(default=None, description="Your id for it ([a-z0-9-], ≤ 63).")
-    model: str | None = Field(
-        default=None, description="Model or alias; default your subagent_model (cheap)."
-    )
-    dir: str | None = Field(default=None, description="Its working dir (in yours); default work/.")
-    prompt_file: str | None = Field(
-        default=None, description="A file appended to its system prompt."
-    )
-
-
-class ContinueArgs(_Args):
-    id: str = Field(description="The subagent's id.")
-    prompt: str = Field(description="What to tell it next (e.g. the answer to need_help).")
-
-
-class IdArgs(_Args):
-    id: str = Field(description="The subagent's id.")
+__all__ = [
+    "CONTROL_HANDLERS",
+    "HANDLERS",
+    "ControlCaller",
+    "control_surface",
+    "subagent_surface",
+]
 
 
 def _manager(rt: AgentRuntime) -> SubagentManager:
@@ -92,36 +85,17 @@ async def _status(rt: AgentRuntime, a: IdArgs) -> str:
     return render_status(await _manager(rt).status(a.id), time.time())
 
 
-def subagent_tools() -> list[ToolSpec]:
-    return [
-        ToolSpec(
-            "start",
-            "Delegate a bounded task to a subagent (a claude with your built-ins, no hive "
-            "tools; costs a whole session). Returns its id; its end, goal_reached and "
-            "need_help arrive as todos.",
-            StartArgs,
-            _start,
-        ),
-        ToolSpec(
-            "continue",
-            "Give a finished subagent its next prompt in the same session (cheaper than a new "
-            "start).",
-            ContinueArgs,
-            _continue,
-        ),
-        ToolSpec("interrupt", "Stop a running subagent.", IdArgs, _interrupt),
-        ToolSpec(
-            "status",
-            "A subagent's state and last output; seeing its end clears its todo.",
-            IdArgs,
-            _status,
-        ),
-    ]
+HANDLERS: dict[str, Handler] = {
+    "start": _start,
+    "continue": _continue,
+    "interrupt": _interrupt,
+    "status": _status,
+}
 
 
 def subagent_surface(lookup: Callable[[str], SurfaceAgent | None]) -> Surface:
     """The host's ``subagent`` surface (``/agents/<X>/mcp/subagent``)."""
-    return Surface(SUBAGENT_SERVER, subagent_tools(), lookup, gate=builtin_gate(SUBAGENT_SERVER))
+    return Surface(SUBAGENT_SERVER, TOOLS, HANDLERS, lookup, gate=builtin_gate(SUBAGENT_SERVER))
 
 
 # ---- subagent_control ---------------------------------------------------------------
@@ -139,14 +113,6 @@ class ControlCaller:
     capabilities: tuple[Capability, ...] = field(default=())
 
 
-class GoalArgs(_Args):
-    summary: str = Field(description="What you achieved, for your parent agent.")
-
-
-class HelpArgs(_Args):
-    question: str = Field(description="What you need to know to go on.")
-
-
 async def _goal_reached(caller: ControlCaller, a: GoalArgs) -> str:
     await caller.manager.signal(caller.subagent_id, "goal_reached", a.summary)
     return "your parent agent has been told; finish your turn now"
@@ -160,21 +126,7 @@ async def _need_help(caller: ControlCaller, a: HelpArgs) -> str:
     )
 
 
-def control_tools() -> list[ToolSpec]:
-    return [
-        ToolSpec(
-            "goal_reached",
-            "Tell your parent agent the goal is reached, with a summary.",
-            GoalArgs,
-            _goal_reached,
-        ),
-        ToolSpec(
-            "need_help",
-            "Ask your parent agent a question you cannot answer yourself.",
-            HelpArgs,
-            _need_help,
-        ),
-    ]
+CONTROL_HANDLERS: dict[str, Handler] = {"goal_reached": _goal_reached, "need_help": _need_help}
 
 
 def control_surface(runtimes: Callable[[str], AgentRuntime | None]) -> Surface:
@@ -192,4 +144,6 @@ def control_surface(runtimes: Callable[[str], AgentRuntime | None]) -> Surface:
             return None
         return ControlCaller(principal, rt.bus, manager, sid)
 
-    return Surface(SUBAGENT_CONTROL_SERVER, control_tools(), lookup, authenticate=authenticate)
+    return Surface(
+        SUBAGENT_CONTROL_SERVER, CONTROL_TOOLS, CONTROL_HANDLERS, lookup, authenticate=authenticate
+    )

@@ -15,7 +15,7 @@ from hyperhive.core.dashboard.security import AUTH_COOKIE, safe_next
 from hyperhive.core.dashboard.state import Dashboard, dashboard
 from hyperhive.core.dashboard.views import compact_rule, tree_rows
 from hyperhive.errors import NotFound
-from hyperhive.permissions import Capability, ToolGroup
+from hyperhive.permissions import Capability, ToolGroup, capability_tools, group_tools
 from hyperhive.protocol import (
     ApprovalView,
     OpAgentForgeReq,
@@ -114,6 +114,14 @@ async def permissions_page(request: Request, d: Dash, name: str) -> Response:
         cfg=await d.ops.view(OpConfigReq, agent=name),
         groups=list(ToolGroup.ALL),
         caps=list(Capability),
+        # What each toggle grants, from the tools' declarations (docs/tools.md has the rest).
+        grants={
+            **{
+                g.value: [t.name for t in group_tools(g)] + list(g.builtin_tools())
+                for g in ToolGroup.ALL
+            },
+            **{c.value: [t.name for t in capability_tools(c)] for c in Capability},
+        },
     )
 
 

@@ -22,7 +22,7 @@ from hyperhive.core.dashboard.app import build_dashboard
 from hyperhive.core.dashboard.frontdoor import DashboardRecord, write_record
 from hyperhive.core.dashboard.state import DashboardParts
 
-__all__ = ["serve_dashboard"]
+__all__ = ["dashboard_url", "serve_dashboard"]
 
 log = logging.getLogger(__name__)
 
@@ -79,13 +79,19 @@ def _bind(host: str, port: int) -> tuple[socket.socket, str | None]:
     return sock, None
 
 
+def dashboard_url(bind: str, port: int) -> str:
+    """The URL an operator opens: a wildcard bind is reached by the machine's name."""
+    host = socket.gethostname() if bind in ("", "0.0.0.0", "::") else bind  # noqa: S104
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 async def serve_dashboard(
     parts: DashboardParts, *, task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED
 ) -> None:
     cfg = parts.config
     sock, busy = _bind(cfg.bind, cfg.dashboard_port)
     port = sock.getsockname()[1]
-    url = f"http://{cfg.bind}:{port}"
+    url = dashboard_url(cfg.bind, port)
     app = build_dashboard(parts)
     write_record(parts.paths.run, DashboardRecord(url, os.getpid(), cfg.dashboard_port, busy))
     # No access log by default, and codes redacted from it if an operator turns it on:

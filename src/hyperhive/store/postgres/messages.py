@@ -81,6 +81,37 @@ class PgMessages(PgRepo, MessageRepo):
         reply = in_reply_to if in_reply_to is not None and in_reply_to > 0 else None
         return await self.batcher.send(sender, recipient, body, reply)
 
+    async def send_keyed(
+        self, sender: str, recipient: str, body: str, key: str
+    ) -> tuple[int, bool]:
+        async def op(conn: Conn, woken: set[str]) -> tuple[int, bool]:
+            # The key row first: a concurrent repeat waits on it, then finds it.
+            cur = await conn.execute(
+                "INSERT INTO delivery_keys(recipient, sender, key, message_id) "
+                "VALUES (%s, %s, %s, 0) ON CONFLICT DO NOTHING",
+                (recipient, sender, key),
+            )
+            if cur.rowcount == 0:
+                seen = await (
+                    await conn.execute(
+                        "SELECT message_id FROM delivery_keys WHERE recipient = %s "
+                        "AND sender = %s AND key = %s",
+                        (recipient, sender, key),
+                    )
+                ).fetchone()
+                assert seen is not None
+                return int(seen[0]), False
+            msg_id = await insert_message(conn, sender, recipient, body, None)
+            await conn.execute(
+                "UPDATE delivery_keys SET message_id = %s WHERE recipient = %s AND sender = %s "
+                "AND key = %s",
+                (msg_id, recipient, sender, key),
+            )
+            woken.add(recipient)
+            return msg_id, True
+
+        return await self._tx_waking(op)
+
     async def get(self, message_id: int) -> MessageRow | None:
         rows = await self._read(f"SELECT {MSG_COLS} FROM messages WHERE id = %s", (message_id,))
         return message_row(rows[0]) if rows else None

@@ -140,6 +140,16 @@ CREATE INDEX messages_reply ON messages(in_reply_to)
     """
 ALTER TABLE todos ADD COLUMN version BIGINT NOT NULL DEFAULT 0
 """,
+    # 4: a producer's delivery keys (SQLite's schema 4).
+    """
+CREATE TABLE delivery_keys (
+    recipient TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    key TEXT NOT NULL,
+    message_id BIGINT NOT NULL,
+    PRIMARY KEY (recipient, sender, key)
+)
+""",
 ]
 
 

@@ -46,6 +46,26 @@ class SqliteMessages(MessageRepo):
             lambda tx: insert_message(tx, sender, recipient, body, in_reply_to)
         )
 
+    async def send_keyed(
+        self, sender: str, recipient: str, body: str, key: str
+    ) -> tuple[int, bool]:
+        def op(tx: Tx) -> tuple[int, bool]:
+            seen = tx.one(
+                "SELECT message_id FROM delivery_keys WHERE recipient = ? AND sender = ? "
+                "AND key = ?",
+                (recipient, sender, key),
+            )
+            if seen is not None:
+                return int(seen["message_id"]), False
+            msg_id = insert_message(tx, sender, recipient, body, None)
+            tx.conn.execute(
+                "INSERT INTO delivery_keys(recipient, sender, key, message_id) VALUES (?, ?, ?, ?)",
+                (recipient, sender, key, msg_id),
+            )
+            return msg_id, True
+
+        return await self._db.run(op)
+
     async def get(self, message_id: int) -> MessageRow | None:
         def op(tx: Tx) -> MessageRow | None:
             row = tx.one("SELECT * FROM messages WHERE id = ?", (message_id,))

@@ -130,4 +130,15 @@ CREATE INDEX messages_reply ON messages(in_reply_to)
     """
 ALTER TABLE todos ADD COLUMN version INTEGER NOT NULL DEFAULT 0
 """,
+    # 4: a producer's delivery keys (a forge notification, a Matrix event): a wake
+    # resent after a crash between "accepted" and "noted" lands once.
+    """
+CREATE TABLE delivery_keys (
+    recipient TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    key TEXT NOT NULL,
+    message_id INTEGER NOT NULL,
+    PRIMARY KEY (recipient, sender, key)
+)
+""",
 ]

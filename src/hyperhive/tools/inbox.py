@@ -1,0 +1,116 @@
+"""``inbox``: get_loose_ends, cancel_loose_end, remind (``hyperhive`` surface)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from hyperhive.tools.decl import HYPERHIVE_SERVER, Tool, ToolArgs, as_json
+from hyperhive.tools.groups import ToolGroup
+from hyperhive.wirebase import Cancelled, LooseEnd, LooseEndKind, Req, RowId, _Out
+
+__all__ = [
+    "REMIND_MAX_BYTES",
+    "TOOLS",
+    "CancelArgs",
+    "CancelLooseEndReq",
+    "GetLooseEndsReq",
+    "LooseEndsArgs",
+    "RemindArgs",
+    "RemindReq",
+    "Reminded",
+]
+
+# A reminder is a note to self, stored until it fires (longer ones spill to a file
+# in the agent's state/): held to a stated size so an agent cannot park megabytes.
+REMIND_MAX_BYTES = 64 * 1024
+
+
+class LooseEndsArgs(ToolArgs):
+    agent: str | None = Field(
+        default=None, description="A descendant (others: query_agent_state); omit for yours."
+    )
+
+
+class GetLooseEndsReq(LooseEndsArgs, Req[list[LooseEnd]]):
+    cmd: Literal["get_loose_ends"]
+
+
+class CancelArgs(ToolArgs):
+    kind: Literal["reminder", "approval", "todo", "question", "schedule"]
+    id: int = Field(ge=0, description="The row's id from get_loose_ends (not a task id).")
+
+
+class CancelLooseEndReq(Req[Cancelled]):
+    cmd: Literal["cancel_loose_end"]
+    kind: LooseEndKind
+    row_id: RowId
+
+
+class RemindArgs(ToolArgs):
+    message: str = Field(
+        description=f"What to tell yourself when it fires; at most {REMIND_MAX_BYTES // 1024} "
+        "KiB (longer: write a file, remind yourself of its path)."
+    )
+    delay_seconds: float | None = Field(default=None, ge=0, description="Fire in N seconds.")
+    at_unix_timestamp: float | None = Field(default=None, ge=0, description="Or fire at this time.")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> RemindArgs:
+        if (self.delay_seconds is None) == (self.at_unix_timestamp is None):
+            raise ValueError("give exactly one of delay_seconds or at_unix_timestamp")
+        return self
+
+
+class Reminded(_Out):
+    id: int
+    due_at: float
+
+
+class RemindReq(RemindArgs, Req[Reminded]):
+    cmd: Literal["remind"]
+
+
+_I = ToolGroup.INBOX
+
+TOOLS: tuple[Tool[Any, Any], ...] = (
+    Tool(
+        HYPERHIVE_SERVER,
+        "get_loose_ends",
+        "What is open for you: todos (results of bash tasks, subagents, lifecycle "
+        "notices), reminders, approvals, questions, schedules. Bodies are whole; a bash "
+        "todo names its output files (Read them).",
+        LooseEndsArgs,
+        "the rows as a JSON list; or: no loose ends",
+        _I,
+        wire=GetLooseEndsReq,
+        render=lambda a, rows: as_json(rows) if rows else "no loose ends",
+    ),
+    Tool(
+        HYPERHIVE_SERVER,
+        "cancel_loose_end",
+        "Close a row: clear a todo you handled, drop a reminder, withdraw a question or "
+        "approval, stop a schedule (schedule_prompt).",
+        CancelArgs,
+        "<kind> #id cancelled; or: was already closed",
+        _I,
+        wire=CancelLooseEndReq,
+        to_wire=lambda a: {"kind": a.kind, "row_id": a.id},
+        render=lambda a, r: (
+            f"{a.kind} #{a.id} " + ("cancelled" if r.cancelled else "was already closed")
+        ),
+    ),
+    Tool(
+        HYPERHIVE_SERVER,
+        "remind",
+        "A message to yourself later (from reminder): exactly one of delay_seconds or "
+        f"at_unix_timestamp. At most 50 pending (default cap), each at most "
+        f"{REMIND_MAX_BYTES // 1024} KiB.",
+        RemindArgs,
+        "reminder #id set for unix time T",
+        _I,
+        wire=RemindReq,
+        render=lambda a, r: f"reminder #{r.id} set for unix time {r.due_at:.0f}",
+    ),
+)

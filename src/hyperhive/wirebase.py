@@ -1,0 +1,204 @@
+"""Shared pieces of the wire schema: request and result base models, row ids, results.
+
+Outside the ``protocol`` package on purpose: the tool declarations
+(:mod:`hyperhive.tools`) build their coordinator requests on these, and the
+protocol's socket unions are built from the declarations, so the
+declarations must not import the package that aggregates those unions.
+``hyperhive.protocol.base`` re-exports all of it.
+
+Every request class names its response type: ``class SendReq(Req[Sent])``.
+The client validates a ``result`` into it (``RpcClient.call(req: Req[R]) -> R``),
+and a dispatch table checks at import that each handler returns it.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Annotated, Any, Generic, Literal, TypeVar
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+)
+
+RequestId = int | str | None
+# Row ids, counters and limits live in SQLite INTEGER (signed 64-bit).
+RowId = Annotated[int, Field(ge=0, le=2**63 - 1)]
+
+
+R = TypeVar("R")
+
+
+class _Req(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
+    id: RequestId = None
+
+
+class Req(_Req, Generic[R]):
+    """A request whose answer is an ``R`` (a result model, a list of them, or None)."""
+
+
+def result_type(req_type: type[BaseModel]) -> Any:
+    """The ``R`` a request class was declared with (``SendReq`` → ``Sent``)."""
+    for klass in req_type.__mro__:
+        meta = getattr(klass, "__pydantic_generic_metadata__", None)
+        if meta and meta.get("origin") is Req and meta.get("args"):
+            return meta["args"][0]
+    raise TypeError(f"{req_type.__name__} does not declare its response type (Req[...])")
+
+
+@functools.cache
+def result_adapter(req_type: type[BaseModel]) -> TypeAdapter[Any]:
+    """A cached validator for the results of ``req_type``."""
+    return TypeAdapter(result_type(req_type))
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)
+
+
+# ---- shared result shapes -------------------------------------------------
+
+
+class Message(_Out):
+    """A broker row as an agent or the operator sees it."""
+
+    id: int
+    sender: str = Field(alias="from")
+    recipient: str = Field(alias="to")
+    body: str
+    in_reply_to: RowId | None = None
+    created_at: float
+    acked: bool = False
+
+    def render(self) -> str:
+        """The ``[msg #<id>]`` line the model reads (id 0 = transient, no marker)."""
+        reply = f" (re #{self.in_reply_to})" if self.in_reply_to else ""
+        head = f"[msg #{self.id}] " if self.id else ""
+        return f"{head}from {self.sender}{reply}: {self.body}"
+
+
+class LooseEnd(_Out):
+    kind: Literal["reminder", "approval", "todo", "question", "schedule"]
+    id: int
+    agent: str
+    # The whole text (a todo's Read(<path>) pointer, a question's last line): the
+    # model acts on it, so nothing is cut.
+    body: str
+    created_at: float
+    due_at: float | None = None
+    state: str | None = None
+    subsystem: str | None = None
+    key: str | None = None
+
+
+class AgentMeta(_Out):
+    name: str
+    hyperhive_rev: str
+    running: bool
+    status_text: str
+    status_set_at: float | None
+    parent: str | None
+
+
+class Sent(_Out):
+    """A stored message: its id and who it went to (``<parent>`` resolved)."""
+
+    id: int
+    to: str
+
+
+class Created(_Out):
+    """The id of a row a request created (a todo, a schedule, a woken message)."""
+
+    id: int
+
+
+class Acked(_Out):
+    acked: int
+
+
+class Cancelled(_Out):
+    cancelled: bool
+
+
+class CompactQueued(_Out):
+    queued: bool
+    context_usage: float
+    note: str
+
+
+class LogTail(_Out):
+    agent: str
+    lines: list[str]
+
+
+class ApprovalRequested(_Out):
+    """An approval row now waits for the operator."""
+
+    approval_id: int
+    state: str
+    commit: str | None = None
+    note: str | None = None
+
+
+class AgentStopped(_Out):
+    agent: str
+    stopped: bool
+
+
+class AgentRunning(_Out):
+    agent: str
+    running: bool
+
+
+class AgentDestroyed(_Out):
+    agent: str
+    destroyed: bool
+    data_moved_to: str | None
+
+
+LifecycleResult = AgentStopped | AgentRunning | AgentDestroyed
+
+
+class WaitResult(_Out):
+    """What woke the harness (empty lists + no flags = the timeout passed)."""
+
+    messages: list[Message] = Field(default_factory=list)
+    todo_version: int = 0
+    todos_changed: bool = False
+    stop: bool = False
+    compact: bool = False
+
+
+LooseEndKind = Literal["reminder", "approval", "todo", "question", "schedule"]
+# An agent's harness, as its host reports it (``waiting_slot``: queued for a claude slot).
+TurnStateName = Literal["idle", "waiting_slot", "thinking", "compacting", "stopped"]
+
+
+__all__ = [
+    "Acked",
+    "AgentDestroyed",
+    "AgentMeta",
+    "AgentRunning",
+    "AgentStopped",
+    "ApprovalRequested",
+    "Cancelled",
+    "CompactQueued",
+    "Created",
+    "LifecycleResult",
+    "LogTail",
+    "LooseEnd",
+    "LooseEndKind",
+    "Message",
+    "Req",
+    "RequestId",
+    "RowId",
+    "Sent",
+    "TurnStateName",
+    "WaitResult",
+    "result_adapter",
+    "result_type",
+]
