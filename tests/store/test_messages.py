@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from hyperhive.errors import NotFound
+from hyperhive.errors import InvalidRequest, NotFound
 from hyperhive.store import Store
 from tests.support.stores import Backend
 
@@ -239,3 +239,19 @@ async def test_thread_is_the_whole_reply_tree(store: Store) -> None:
         assert [m.id for m in await store.messages.thread(member)] == [root, r1, r2, side]
     assert [m.id for m in await store.messages.thread(other)] == [other]
     assert await store.messages.thread(10_000) == []
+
+
+async def test_a_nul_in_a_body_is_stored_intact_or_refused_as_bad_input(backend: Backend) -> None:
+    """Never a database failure: SQLite keeps NUL; PostgreSQL text cannot hold it."""
+    store = await backend.open()
+    try:
+        if backend.name == "sqlite":
+            sent = await store.messages.send("alice", "bob", "a\x00b")
+            row = await store.messages.get(sent)
+            assert row is not None and row.body == "a\x00b"
+        else:
+            with pytest.raises(InvalidRequest, match="NUL"):
+                await store.messages.send("alice", "bob", "a\x00b")
+            assert await store.messages.scan() == []
+    finally:
+        await store.close()
