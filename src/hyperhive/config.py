@@ -32,6 +32,7 @@ from hyperhive.forge.config import ForgeConfig
 from hyperhive.names import validate_agent_name
 from hyperhive.permissions import BASH_SERVER, SUBAGENT_SERVER, Capability, ToolGroup
 from hyperhive.store.url import has_password, read_url_file
+from hyperhive.telemetry.config import TelemetryConfig
 
 __all__ = [
     "DEFAULT_MCP_SERVERS",
@@ -303,6 +304,8 @@ class HiveConfig(_Strict):
     # A file (mode 0600, the coordinator's own) holding the store URL, so its
     # password is in no file an agent user could read; relative to the hive home.
     store_url_file: Path | None = None
+    # [telemetry]: where traces are exported (OTLP/HTTP); unset = no traces at all.
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
 
     @field_validator("store")
     @classmethod

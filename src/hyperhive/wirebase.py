@@ -31,9 +31,16 @@ RowId = Annotated[int, Field(ge=0, le=2**63 - 1)]
 R = TypeVar("R")
 
 
+# W3C trace context (version-traceid-parentid-flags), lower-case hex.
+TRACEPARENT_PATTERN = r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$"
+
+
 class _Req(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
     id: RequestId = None
+    # The caller's span, when it traces: the server parents its own span on it and
+    # trusts it for nothing else (identity is the socket's). Absent when untraced.
+    traceparent: Annotated[str, Field(pattern=TRACEPARENT_PATTERN)] | None = None
 
 
 class Req(_Req, Generic[R]):
@@ -197,6 +204,7 @@ __all__ = [
     "RequestId",
     "RowId",
     "Sent",
+    "TRACEPARENT_PATTERN",
     "TurnStateName",
     "WaitResult",
     "result_adapter",

@@ -45,6 +45,7 @@ from hyperhive.agent.stream import (
     parse_line,
     summarize_turn,
 )
+from hyperhive.agent.turntrace import record_turn, turn_span
 from hyperhive.atomic import atomic_write_text
 from hyperhive.client import RpcClient, connect
 from hyperhive.credentials import LOGIN_REMEDY, fingerprint
@@ -198,6 +199,7 @@ async def run_turn(rt: AgentRuntime, prompt: str, session_id: str | None) -> Tur
     rt_log.line(f"turn start: {prompt.splitlines()[0][:200] if prompt else ''}")
     events, code = await run_claude(rt, launch.harness_argv(spec), prompt)
     report = summarize_turn(events, code, rt.hive.context_window)
+    record_turn(events, report)
     if session_id and not any(isinstance(e, InitEvent) for e in events) and code:
         # claude died before starting the conversation: the session it was asked
         # to resume does not exist (e.g. the turn that made it was killed early).
@@ -225,8 +227,10 @@ async def _run_compaction(rt: AgentRuntime, session_id: str | None) -> TurnRepor
     if session_id is None:
         return None
     async with claude_slot(rt, "compacting"):  # one slot for both: they run back to back
-        await run_turn(rt, CHECKPOINT_PROMPT.format(state_dir=rt.state_dir), session_id)
-        report = await run_turn(rt, "/compact", session_id)
+        with turn_span(rt.name, rt.bus, None, _model(rt)):
+            await run_turn(rt, CHECKPOINT_PROMPT.format(state_dir=rt.state_dir), session_id)
+        with turn_span(rt.name, rt.bus, None, _model(rt)):
+            report = await run_turn(rt, "/compact", session_id)
     rt.bus.set_state("idle")
     return report
 
@@ -292,21 +296,22 @@ class _Loop:
     async def _turn(self, rpc: RpcClient, woke: WaitResult) -> bool | None:
         """Run one turn; True/False = compact or not, None = failed (mail redelivers)."""
         rt = self.rt
-        async with claude_slot(rt, "thinking"):
-            report = await run_turn(rt, wake_prompt(woke, rt.groups), self.session_id)
-        self.session_id = _next_session(rt, self.session_id, report)
-        clean = report.outcome == "ok"
-        end = await self._end(
-            rpc,
-            TurnEndReq(
-                cmd="turn_end",
-                outcome=report.outcome,
-                handled=[m.id for m in woke.messages] if clean else [],
-                context_usage=report.context_usage,
-                session_id=self.session_id,
-                cost_usd=report.total_cost_usd,
-            ),
-        )
+        with turn_span(rt.name, rt.bus, woke, _model(rt)):
+            async with claude_slot(rt, "thinking"):
+                report = await run_turn(rt, wake_prompt(woke, rt.groups), self.session_id)
+            self.session_id = _next_session(rt, self.session_id, report)
+            clean = report.outcome == "ok"
+            end = await self._end(
+                rpc,
+                TurnEndReq(
+                    cmd="turn_end",
+                    outcome=report.outcome,
+                    handled=[m.id for m in woke.messages] if clean else [],
+                    context_usage=report.context_usage,
+                    session_id=self.session_id,
+                    cost_usd=report.total_cost_usd,
+                ),
+            )
         if report.outcome == "needs_login":
             await self._await_login()
         elif not clean:
@@ -389,6 +394,10 @@ async def run_agent(rt: AgentRuntime) -> None:
                 raise
     rt.rpc = None
     rt.bus.set_state("stopped")
+
+
+def _model(rt: AgentRuntime) -> str | None:
+    return rt.config.model or rt.hive.default_model
 
 
 def _next_session(rt: AgentRuntime, current: str | None, report: TurnReport) -> str | None:

@@ -100,7 +100,12 @@ class AgentHost:
             SUBAGENT_SERVER: subagent_surface(self.runtimes.get),
             SUBAGENT_CONTROL_SERVER: control_surface(self.runtimes.get),
         }
-        self.app = build_app(self.surfaces, self.runtimes.get, self.operator_token)
+        self.app = build_app(
+            self.surfaces,
+            self.runtimes.get,
+            self.operator_token,
+            lambda: tuple(self.runtimes.values()),
+        )
         self.base_url = ""
         self.forge: Forge | None = None
         self.forge_problem: str | None = None

@@ -259,6 +259,10 @@ class TaskManager:
             else:
                 await self._upsert(entry, f"bash task {rec.id} running: {preview(rec.cmd)}")
 
+    def running_count(self) -> int:
+        """Tasks whose process runs right now (the host's metrics; pending ones wait)."""
+        return sum(1 for e in self._entries.values() if e.record.status == "running")
+
     async def status(self, task_id: str, wait_seconds: float = 0) -> TaskReport:
         """Report a task, waiting up to ``wait_seconds`` for it to end."""
         entry = self._get(task_id)

@@ -30,6 +30,7 @@ from hyperhive.protocol import (
     OpStatusReq,
     WaitingSlot,
 )
+from hyperhive.telemetry import configure as configure_tracing
 
 
 @main.command()
@@ -47,6 +48,7 @@ def serve(obj: _Ctx, no_dashboard: bool) -> None:
     refuse_unreachable_home(obj.home, hive.runtime)
     with HomeLock(obj.paths, "coordinator"):
         _setup_logging()
+        stop_tracing = configure_tracing(hive.telemetry, "coordinator")
 
         async def serve_hive() -> None:
             # Opened in the loop that serves (a PostgreSQL pool belongs to it), and
@@ -54,7 +56,10 @@ def serve(obj: _Ctx, no_dashboard: bool) -> None:
             coordinator = await Coordinator.open(obj.paths, hive)
             await _until_signalled(partial(coordinator.run, dashboard=not no_dashboard))
 
-        anyio.run(serve_hive)
+        try:
+            anyio.run(serve_hive)
+        finally:
+            stop_tracing()
 
 
 @main.command()
@@ -96,6 +101,7 @@ def host(obj: _Ctx) -> None:
     refuse_unreachable_home(obj.home, hive.runtime)
     lock = HomeLock(obj.paths, "host").acquire()
     _setup_logging()
+    stop_tracing = configure_tracing(hive.telemetry, "agent-host")
     agent_host = AgentHost(obj.paths, hive)
 
     async def run() -> None:
@@ -119,6 +125,7 @@ def host(obj: _Ctx) -> None:
     try:
         anyio.run(run)
     finally:
+        stop_tracing()
         lock.release()
 
 

@@ -44,6 +44,7 @@ class AgentState:
         turn = await self.store.agents.record_turn(
             agent, req.outcome, req.context_usage, req.session_id, ack=req.handled
         )
+        self.bus.emit("turn_end", agent=agent, outcome=req.outcome, cost_usd=req.cost_usd)
         if req.outcome == "needs_login" and not turn.was_needs_login:
             await self.notices.notify_submitter(agent, NeedsLogin(agent=agent))
         elif req.outcome == "ok" and turn.was_needs_login:

@@ -205,6 +205,7 @@ class Coordinator:
             notifier=self.notifier,
             registry=self.registry,
             hostlink=self.hostlink,
+            store=self.store,
         )
 
     async def _load_hive_state(self) -> None:

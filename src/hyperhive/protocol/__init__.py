@@ -54,6 +54,7 @@ from hyperhive.protocol.agent import (
     WakeReq,
 )
 from hyperhive.protocol.base import (
+    TRACEPARENT_PATTERN,
     Acked,
     AgentDestroyed,
     AgentMeta,
@@ -262,6 +263,7 @@ __all__ = [
     "SchedulePromptReq",
     "SendReq",
     "Sent",
+    "TRACEPARENT_PATTERN",
     "SetStatusReq",
     "SpawnResult",
     "Spawned",

@@ -37,6 +37,7 @@ from hyperhive.store.rows import (
     FireSchedule,
     LooseEndKind,
     LooseEndRow,
+    MessageCounts,
     MessageRow,
     OpenLooseEnds,
     Poll,
@@ -174,6 +175,17 @@ class MessageRepo(ABC):
     @abstractmethod
     async def scan(self, after_id: int = 0, limit: int = 1000) -> list[MessageRow]:
         """Every row with id > ``after_id``, by id: the read API for audits and tests."""
+
+    @abstractmethod
+    async def page(
+        self, before_id: int | None = None, limit: int = 50, agent: str | None = None
+    ) -> list[MessageRow]:
+        """Newest first: up to ``limit`` rows with id < ``before_id`` (None: from the
+        newest), only those ``agent`` sent or received when given (the activity feed)."""
+
+    @abstractmethod
+    async def counts(self) -> list[MessageCounts]:
+        """Per sender or recipient name, by name: sent, delivered, still unacked (metrics)."""
 
 
 class AgentRepo(ABC):

@@ -22,6 +22,7 @@ __all__ = [
     "Fired",
     "LooseEndKind",
     "LooseEndRow",
+    "MessageCounts",
     "MessageRow",
     "OpenLooseEnds",
     "Poll",
@@ -53,6 +54,16 @@ class MessageRow:
     @property
     def acked(self) -> bool:
         return self.acked_at is not None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageCounts:
+    """One name's traffic: rows it sent, rows handed to it, rows it has yet to ack."""
+
+    agent: str
+    sent: int
+    delivered: int
+    queued: int
 
 
 @dataclass(frozen=True, slots=True)

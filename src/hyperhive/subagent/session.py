@@ -265,6 +265,10 @@ class SubagentManager:
         entry = self._entries.get(sid)
         return entry is not None and entry.token is not None
 
+    def running_count(self) -> int:
+        """Subagents in a run right now (the host's metrics)."""
+        return sum(1 for e in self._entries.values() if e.token is not None)
+
     async def signal(self, sid: str, kind: Signal, text: str) -> None:
         """``goal_reached``/``need_help`` from subagent ``sid``: a todo for the parent."""
         if not self.running(sid):

@@ -118,6 +118,9 @@ function tick() {
   document.querySelectorAll("[data-since]").forEach((el) => {
     el.textContent = `for ${ago(now - parseFloat(el.dataset.since))}`;
   });
+  document.querySelectorAll("time[data-at]").forEach((el) => {
+    el.textContent = new Date(parseFloat(el.dataset.at) * 1000).toLocaleString();
+  });
 }
 
 // ---- live fragments -------------------------------------------------------------------
