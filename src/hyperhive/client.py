@@ -20,7 +20,14 @@ import anyio
 from anyio.abc import TaskGroup
 from pydantic import BaseModel, JsonValue, ValidationError
 
-from hyperhive.errors import FrameTooLarge, HiveError, MalformedFrame, Unavailable, error_from_code
+from hyperhive.errors import (
+    FrameTooLarge,
+    HiveError,
+    MalformedFrame,
+    NotListening,
+    Unavailable,
+    error_from_code,
+)
 from hyperhive.framing import DEFAULT_MAX_FRAME, FrameDecoder
 from hyperhive.protocol import Req, Response, encode, result_adapter
 from hyperhive.telemetry import traceparent
@@ -171,6 +178,12 @@ async def connect(
     """Connect to a coordinator socket for the duration of the block."""
     try:
         stream = await connect_unix(path)
+    except (ConnectionRefusedError, FileNotFoundError) as exc:
+        # Nothing listens (a file left by a kill -9, or none yet): nothing was sent.
+        raise NotListening(
+            f"cannot connect to {path}: {exc.strerror or exc}; is the coordinator running "
+            "(hivectl serve / hivectl up)?"
+        ) from exc
     except OSError as exc:
         raise Unavailable(
             f"cannot connect to {path}: {exc.strerror or exc}; is the coordinator running "

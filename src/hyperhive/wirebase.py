@@ -103,6 +103,7 @@ class LooseEnd(_Out):
 
 class AgentMeta(_Out):
     name: str
+    hive_name: str  # hive.toml's name, else the hive's generated id
     hyperhive_rev: str
     running: bool
     status_text: str
@@ -133,7 +134,7 @@ class Cancelled(_Out):
 
 class CompactQueued(_Out):
     queued: bool
-    context_usage: float
+    context_usage: float | None  # None: no turn recorded yet (the operator's compact)
     note: str
 
 

@@ -99,7 +99,11 @@ async def test_a_second_coordinator_on_the_same_postgres_store_sees_the_same_hiv
             ToolGroup.MESSAGING
         ]
         subjects = _git_subjects(paths.meta)
-        for wanted in ("spawn worker (operator)", "set parent: dave under alice", "destroy queen"):
+        for wanted in (
+            "spawn worker (operator)",
+            "reparent dave: (root) -> alice",
+            "destroy queen",
+        ):
             assert wanted in subjects and wanted in first_subjects
         assert c.mirror.git.clean_tree()
         # And it carries the hive on: its change is in the store for the next one.

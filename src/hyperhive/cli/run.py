@@ -46,6 +46,22 @@ def serve(obj: _Ctx, no_dashboard: bool) -> None:
     die_with_supervisor()
     hive = load_hive_config(obj.home)
     refuse_unreachable_home(obj.home, hive.runtime)
+    if hive.store:
+        # On PostgreSQL a second serve is a standby: it waits for the home and the
+        # database's lease instead of being refused (core/standby.py).
+        from hyperhive.core.standby import serve_with_lease
+        from hyperhive.store.postgres import open_postgres
+
+        _setup_logging()
+
+        async def serve_standby() -> None:
+            store = await open_postgres(hive.store or "")  # refused here if unreachable
+            await _until_signalled(
+                partial(serve_with_lease, obj.paths, hive, store, dashboard=not no_dashboard)
+            )
+
+        anyio.run(serve_standby)
+        return
     with HomeLock(obj.paths, "coordinator"):
         _setup_logging()
         stop_tracing = configure_tracing(hive.telemetry, "coordinator")

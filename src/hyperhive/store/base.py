@@ -45,6 +45,9 @@ from hyperhive.store.rows import (
     Recv,
     ReminderRow,
     ScheduleRow,
+    SpendEntry,
+    SpendPoint,
+    SpendTotal,
     TodoRow,
     TurnRecord,
 )
@@ -58,6 +61,7 @@ __all__ = [
     "MessageRepo",
     "MetaLogRepo",
     "ScheduleRepo",
+    "SpendRepo",
     "Store",
     "TopologyRepo",
 ]
@@ -223,8 +227,9 @@ class AgentRepo(ABC):
         """
 
     @abstractmethod
-    async def request_compact(self, name: str, above: float) -> CompactRequest:
-        """Flag a compact if the last usage is known and > ``above``; wakes if queued."""
+    async def request_compact(self, name: str, above: float | None) -> CompactRequest:
+        """Flag a compact if the last usage is known and > ``above`` (``None``: always,
+        the operator's ungated compact); wakes if queued."""
 
     @abstractmethod
     async def set_desired(self, name: str, running: bool) -> None: ...
@@ -433,6 +438,46 @@ class MetaLogRepo(ABC):
         """The newest ``limit`` entries (of ``agent`` if given), newest first."""
 
 
+class SpendRepo(ABC):
+    """What claude runs cost, the run-time budget limits, and which notices were sent.
+
+    Limits configured in files live in the configs; this repository holds the
+    operator's run-time overrides (``hivectl budget set``) so they survive a
+    restart. ``scope`` is an agent name or ``"*"`` for the whole hive.
+    """
+
+    @abstractmethod
+    async def record(self, entry: SpendEntry) -> bool:
+        """Store one run's spend; ``False`` (and nothing changed) if its key is known."""
+
+    @abstractmethod
+    async def totals(self, since: float | None = None) -> dict[str, SpendTotal]:
+        """Per agent, the spend recorded at or after ``since`` (``None``: all time)."""
+
+    @abstractmethod
+    async def series(self, since: float, origin: float, bucket: float) -> list[SpendPoint]:
+        """Per agent and bucket, spend at or after ``since``, by bucket then agent.
+
+        Buckets are ``bucket`` seconds long, aligned on ``origin`` (≤ ``since``).
+        """
+
+    @abstractmethod
+    async def entries(self, agent: str | None = None, limit: int = 100) -> list[SpendEntry]:
+        """The newest ``limit`` entries (of ``agent`` if given), newest first."""
+
+    @abstractmethod
+    async def overrides(self) -> dict[str, dict[str, float | None]]:
+        """Every scope's run-time limit overrides (a key set to ``None`` = unlimited)."""
+
+    @abstractmethod
+    async def set_overrides(self, scope: str, limits: Mapping[str, float | None]) -> None:
+        """Replace ``scope``'s overrides; an empty mapping drops them (configs rule again)."""
+
+    @abstractmethod
+    async def mark_notice(self, scope: str, marker: str) -> bool:
+        """Remember a notice sent; ``False`` if ``(scope, marker)`` was already sent."""
+
+
 class Store(ABC):
     """One hive's durable state. Open with ``hyperhive.store.open_store``."""
 
@@ -443,6 +488,7 @@ class Store(ABC):
     schedules: ScheduleRepo
     topology: TopologyRepo
     meta: MetaLogRepo
+    spend: SpendRepo
 
     #: The schema version the store is at after opening (both backends number alike).
     schema_version: int

@@ -18,6 +18,7 @@ from hyperhive.core.dashboard.feed import KINDS, FeedKind, build_feed
 from hyperhive.core.dashboard.state import Dashboard, dashboard
 from hyperhive.core.dashboard.views import thread_messages
 from hyperhive.errors import InvalidRequest, NotFound
+from hyperhive.protocol import OpSpendReq
 
 __all__ = ["PAGE", "router"]
 
@@ -40,6 +41,8 @@ async def _glance(d: Dashboard) -> dict[str, Any]:
         "questions": len(await store.loose_ends.questions(open_only=True)),
         "turns": turns,
         "spend": spend,
+        # Durable and by the operator's day (the budgets' figure), unlike the meter's.
+        "spend_today": (await d.ops.request(OpSpendReq)).total.today.usd,
     }
 
 
