@@ -17,14 +17,17 @@ import pstats
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 from tests.support.model_server import ModelServer, always, text
 
 from bench._hostprocs import host
 from bench._procs import serve
-from bench.agent_host import _seed, _surface_samples
+from bench.agent_host import WARMUP, _seed, alice_mcp_server, mcp_samples
+from bench.registry import Latency
 from hyperhive.agent.host import resolve_claude_bin
+from hyperhive.config import HivePaths
 
 __all__ = ["layers", "main"]
 
@@ -86,6 +89,11 @@ def layers(profile: Path, calls: int) -> list[tuple[str, float]]:
     return [(label, seconds * 1000 / calls) for label, seconds in rows]
 
 
+async def _sdk_client_calls(paths: HivePaths, info: dict[str, Any], calls: int) -> Latency:
+    server = await alice_mcp_server(paths, info)
+    return await mcp_samples(server["url"], server["headers"], "get_agent_meta", calls)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.profile_mcp")
     parser.add_argument("calls", nargs="?", type=int, default=1000)
@@ -97,10 +105,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         with ModelServer(always(text("done"))) as model:
             paths = _seed(home, ["alice"], model.url, resolve_claude_bin(None))
             with serve(paths, ["alice"]), host(paths, profile=out) as (_, info):
-                figure, _ = anyio.run(_surface_samples, paths, info, args.calls)
-        # + the warm-up calls the samples skip, + the turn's own few calls (noise).
-        from bench.agent_host import WARMUP
-
+                figure = anyio.run(_sdk_client_calls, paths, info, args.calls)
+        # + the warm-up calls the samples skip (the turn's own few calls are noise).
         rows = layers(out, args.calls + WARMUP)
     total = sum(ms for _, ms in rows)
     print(f"host CPU per tools/call under cProfile (wall p50 {figure.p50:.2f} ms, loaded):")
