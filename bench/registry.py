@@ -13,6 +13,7 @@ import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 __all__ = [
     "REGISTRY",
@@ -93,12 +94,14 @@ class Sizes:
 
     For what is counted rather than timed (what a request carries); rows of
     one benchmark module share their part labels, which become the columns.
+    ``unit="count"`` shows plain counts instead (model requests, turns).
     """
 
     benchmark: str
     parts: tuple[tuple[str, int], ...]
     target: str = ""
     note: str = ""
+    unit: Literal["bytes", "count"] = "bytes"
 
     def get(self, label: str) -> int:
         return dict(self.parts)[label]

@@ -138,8 +138,13 @@ def _cells(items: Sequence[Item | Failure]) -> list[tuple[str, ...]]:
     return out
 
 
-def _size(n: int) -> str:
+def _size(n: int, unit: str = "bytes") -> str:
+    if unit == "count":
+        return f"{n:,}"
     return f"{n:,} B (~{round(n / BYTES_PER_TOKEN):,} tok)"
+
+
+_SIZE_HEADS = {"bytes": "sizes per request", "count": "counts"}
 
 
 def _size_tables(items: Sequence[Item | Failure]) -> list[list[tuple[str, ...]]]:
@@ -148,8 +153,15 @@ def _size_tables(items: Sequence[Item | Failure]) -> list[list[tuple[str, ...]]]
     for item in items:
         if isinstance(item, Sizes):
             labels = tuple(label for label, _ in item.parts)
-            rows = tables.setdefault(labels, [("sizes per request", *labels, "target")])
-            rows.append((item.benchmark, *(_size(n) for _, n in item.parts), item.target or "—"))
+            head = _SIZE_HEADS[item.unit]
+            rows = tables.setdefault((head, *labels), [(head, *labels, "target")])
+            rows.append(
+                (
+                    item.benchmark,
+                    *(_size(n, item.unit) for _, n in item.parts),
+                    item.target or "—",
+                )
+            )
     return list(tables.values())
 
 

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins = ["tests.support.fixtures", "tests.support.postgres", "tests.support.stores"]
+pytest_plugins = [
+    "tests.support.fixtures",
+    "tests.support.postgres",
+    "tests.support.spans",
+    "tests.support.stores",
+]
 
 
 @pytest.fixture

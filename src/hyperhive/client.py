@@ -20,9 +20,17 @@ import anyio
 from anyio.abc import TaskGroup
 from pydantic import BaseModel, JsonValue, ValidationError
 
-from hyperhive.errors import FrameTooLarge, HiveError, MalformedFrame, Unavailable, error_from_code
+from hyperhive.errors import (
+    FrameTooLarge,
+    HiveError,
+    MalformedFrame,
+    NotListening,
+    Unavailable,
+    error_from_code,
+)
 from hyperhive.framing import DEFAULT_MAX_FRAME, FrameDecoder
 from hyperhive.protocol import Req, Response, encode, result_adapter
+from hyperhive.telemetry import traceparent
 from hyperhive.unixsock import UnixStream, connect_unix
 
 __all__ = ["RpcClient", "call_once", "connect"]
@@ -74,7 +82,11 @@ class RpcClient:
     async def call_raw(self, request: BaseModel) -> JsonValue:
         """Send ``request`` and return its ``result`` as JSON (the wire shape, unvalidated)."""
         rid = next(self._ids)
-        return await self._roundtrip(rid, encode(request.model_copy(update={"id": rid})))
+        update: dict[str, Any] = {"id": rid}
+        parent = traceparent()
+        if parent is not None and "traceparent" in type(request).model_fields:
+            update["traceparent"] = parent  # the coordinator's span joins the caller's trace
+        return await self._roundtrip(rid, encode(request.model_copy(update=update)))
 
     async def call_json(self, frame: dict[str, Any]) -> JsonValue:
         """Send an arbitrary JSON object as a request (for probing the server's checks)."""
@@ -166,6 +178,12 @@ async def connect(
     """Connect to a coordinator socket for the duration of the block."""
     try:
         stream = await connect_unix(path)
+    except (ConnectionRefusedError, FileNotFoundError) as exc:
+        # Nothing listens (a file left by a kill -9, or none yet): nothing was sent.
+        raise NotListening(
+            f"cannot connect to {path}: {exc.strerror or exc}; is the coordinator running "
+            "(hivectl serve / hivectl up)?"
+        ) from exc
     except OSError as exc:
         raise Unavailable(
             f"cannot connect to {path}: {exc.strerror or exc}; is the coordinator running "

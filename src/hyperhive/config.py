@@ -27,11 +27,13 @@ from pydantic import (
     model_validator,
 )
 
+from hyperhive.budgets import BudgetLimits, HiveBudget
 from hyperhive.errors import ConfigError, InvalidName
 from hyperhive.forge.config import ForgeConfig
 from hyperhive.names import validate_agent_name
 from hyperhive.permissions import BASH_SERVER, SUBAGENT_SERVER, Capability, ToolGroup
 from hyperhive.store.url import has_password, read_url_file
+from hyperhive.telemetry.config import TelemetryConfig
 
 __all__ = [
     "DEFAULT_MCP_SERVERS",
@@ -130,6 +132,8 @@ class AgentConfig(_Strict):
     mcp_servers: dict[str, McpServer] = Field(default_factory=dict)
     system_prompt: str = ""
     limits: ResourceLimits = Field(default_factory=ResourceLimits)
+    # [budget]: this agent's spend limits (hyperhive.budgets); unset = unlimited.
+    budget: BudgetLimits = Field(default_factory=BudgetLimits)
     env: dict[str, str] = Field(default_factory=dict)
 
     _warnings: tuple[str, ...] = PrivateAttr(default=())
@@ -269,6 +273,8 @@ class HiveConfig(_Strict):
     """The hive's ``hive.toml`` (inside the home); every key optional."""
 
     root_agent: str = "queen"
+    # The hive's name for its agents (get_agent_meta's hive_name); unset = its hive id.
+    name: str | None = Field(default=None, min_length=1, max_length=100)
     runtime: Literal["bwrap", "unsandboxed"] = "bwrap"
     bind: str = "127.0.0.1"
     dashboard_port: int = Field(default=7878, ge=0, le=65535)
@@ -303,6 +309,10 @@ class HiveConfig(_Strict):
     # A file (mode 0600, the coordinator's own) holding the store URL, so its
     # password is in no file an agent user could read; relative to the hive home.
     store_url_file: Path | None = None
+    # [budget]: the whole hive's spend limits and the operator's time zone.
+    budget: HiveBudget = Field(default_factory=HiveBudget)
+    # [telemetry]: where traces are exported (OTLP/HTTP); unset = no traces at all.
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
 
     @field_validator("store")
     @classmethod

@@ -24,6 +24,7 @@ non-zero, HTTP maps them to a status, MCP tools return an error result.
     ├── ConfigError               a bad config file (file, line, what)
     ├── StorageError              the disk said no (full, read-only, corrupt)
     ├── Unavailable               the peer (coordinator, host) is not there
+    │   └── NotListening          its socket is there, nobody answers (a restart, a failover)
     └── InternalError             a bug: what failed and the exception's text
 """
 
@@ -38,6 +39,7 @@ __all__ = [
     "FrameTooLarge",
     "HiveError",
     "InternalError",
+    "NotListening",
     "InvalidName",
     "InvalidRequest",
     "LimitExceeded",
@@ -153,6 +155,12 @@ class StorageError(HiveError):
 
 class Unavailable(HiveError):
     code = "unavailable"
+
+
+class NotListening(Unavailable):
+    """A socket file with no server behind it: nothing was sent, so a retry is safe."""
+
+    code = "not_listening"
 
 
 class InternalError(HiveError):

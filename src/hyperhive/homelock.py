@@ -6,6 +6,12 @@ hosts would activate the same agents twice. Each role holds an exclusive
 for its whole life. The kernel drops the lock when the process dies, however
 it dies, so a stale file never blocks a restart. The holder's pid is written
 into the file so a refusal can name it.
+
+On a PostgreSQL store a second coordinator on the same home is a standby:
+it *waits* for the lock (:meth:`HomeLock.wait_acquire`) instead of being
+refused, and only the lock's holder may then go on to take the database's
+lease. Two active coordinators on one home stay impossible (one flock), and
+the lease keeps two homes sharing a database to one active coordinator.
 """
 
 from __future__ import annotations
@@ -14,8 +20,11 @@ import errno
 import fcntl
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
+
+import anyio
 
 from hyperhive.config import HivePaths
 from hyperhive.errors import Conflict
@@ -24,6 +33,7 @@ __all__ = ["HomeLock", "Role", "holder", "lock_path", "refuse_if_held"]
 
 Role = Literal["coordinator", "host"]
 PROBE_RETRIES = 6
+WAIT_POLL_S = 0.2
 
 
 def lock_path(paths: HivePaths, role: Role) -> Path:
@@ -57,12 +67,46 @@ class HomeLock:
         self.path = lock_path(paths, role)
         self._fd: int | None = None
 
-    def acquire(self) -> HomeLock:
-        """Take the lock now or raise ``Conflict`` naming the pid that holds it."""
+    def _open(self) -> int:
         self.paths.run.mkdir(parents=True, exist_ok=True, mode=0o700)
         # O_CLOEXEC (Python's default): no child (claude, git) inherits the lock and
         # keeps the home held after its holder died.
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+    def _held(self, fd: int) -> HomeLock:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+        return self
+
+    async def wait_acquire(self, on_wait: Callable[[int | None], None]) -> HomeLock:
+        """Take the lock once its holder is gone; ``on_wait(pid)`` once if it must wait.
+
+        Polled (not a blocking ``flock`` in a thread) so that a signal while
+        waiting stops the wait at once.
+        """
+        fd = self._open()
+        told = False
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    return self._held(fd)
+                except OSError as exc:
+                    if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                        raise
+                if not told:
+                    told = True
+                    on_wait(_read_pid(fd))
+                await anyio.sleep(WAIT_POLL_S)
+        except BaseException:
+            if self._fd != fd:
+                os.close(fd)
+            raise
+
+    def acquire(self) -> HomeLock:
+        """Take the lock now or raise ``Conflict`` naming the pid that holds it."""
+        fd = self._open()
         # A few tries: another ``up``'s probe (:func:`holder`) holds it for an instant.
         for attempt in range(PROBE_RETRIES):
             try:
@@ -77,10 +121,7 @@ class HomeLock:
                     os.close(fd)
                     raise _refusal(self.paths, self.role, pid) from None
                 time.sleep(0.05)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._fd = fd
-        return self
+        return self._held(fd)
 
     def release(self) -> None:
         if self._fd is not None:

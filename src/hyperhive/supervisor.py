@@ -115,16 +115,25 @@ class Supervisor:
     async def _start_coordinator(self) -> None:
         coordinator = self.procs["coordinator"] = await self._start("coordinator", "serve")
         log_path = self.paths.logs / "coordinator.log"
-        with anyio.fail_after(30):
-            while not is_listening(self.paths.host_sock):
-                if coordinator.returncode is not None:
-                    last = _last_line(log_path)
-                    raise HiveError(
-                        f"the coordinator exited with {coordinator.returncode}"
-                        + (f": {last}" if last else "")
-                        + f" (see {log_path})"
-                    )
-                await anyio.sleep(0.05)
+        started = log_path.stat().st_size if log_path.exists() else 0
+        deadline = time.monotonic() + 30
+        standing_by = False
+        while not is_listening(self.paths.host_sock):
+            if coordinator.returncode is not None:
+                last = _last_line(log_path)
+                raise HiveError(
+                    f"the coordinator exited with {coordinator.returncode}"
+                    + (f": {last}" if last else "")
+                    + f" (see {log_path})"
+                )
+            if not standing_by and (line := _standby_line(log_path, started)):
+                # On PostgreSQL another coordinator holds the lease: wait for it, however
+                # long, as `hivectl serve` would (Ctrl-C stops the wait).
+                standing_by = True
+                self.say(f"coordinator {line}")
+            if not standing_by and time.monotonic() > deadline:
+                raise HiveError(f"the coordinator did not come up within 30 s (see {log_path})")
+            await anyio.sleep(0.05)
 
     async def _stop_coordinator(self) -> None:
         coordinator = self.procs.get("coordinator")
@@ -219,6 +228,19 @@ class Supervisor:
                     seen[a.name] = state
                     self.say(f"agent {a.name}: {state}")
             await anyio.sleep(1.0)
+
+
+def _standby_line(path: Path, since: int) -> str:
+    """The coordinator's "standing by: …" log line written after offset ``since``, if any."""
+    try:
+        with path.open("rb") as f:
+            f.seek(since)
+            text = f.read(1 << 20).decode(errors="replace")
+    except OSError:
+        return ""
+    marker = "standing by: "
+    found = [ln for ln in text.splitlines() if marker in ln]
+    return found[-1][found[-1].index(marker) :][:300] if found else ""
 
 
 def _last_line(path: Path) -> str:

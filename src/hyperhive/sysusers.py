@@ -35,6 +35,7 @@ __all__ = [
     "can_manage_users",
     "chown_tree",
     "ensure_user",
+    "existing_uid",
     "hive_id",
     "home_problem",
     "owner_comment",
@@ -174,6 +175,16 @@ def ensure_user(paths: HivePaths, agent: str) -> tuple[int, int] | None:
         raise StorageError(f"could not create system user {name}: {result.stderr.strip()}")
     log.info("created system user %s (uid %d) for agent %s", name, entry.pw_uid, agent)
     return entry.pw_uid, entry.pw_gid
+
+
+def existing_uid(paths: HivePaths, agent: str) -> int | None:
+    """The uid of ``agent``'s user in this hive if it exists (never creates one)."""
+    if not can_manage_users():
+        return None
+    entry = _lookup(agent_user(paths, agent))
+    if entry is None or entry.pw_gecos != owner_comment(paths, agent):
+        return None
+    return entry.pw_uid
 
 
 def remove_user(paths: HivePaths, agent: str) -> None:

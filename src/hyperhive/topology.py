@@ -40,6 +40,7 @@ __all__ = [
     "may_manage",
     "may_route",
     "parent_of",
+    "places_changed",
     "reconcile",
     "refuse_route",
     "roots",
@@ -99,6 +100,22 @@ def descendants(topology: Topology, name: str) -> list[str]:
                     out.append(child)
                     nxt.append(child)
         frontier = nxt
+    return out
+
+
+def places_changed(
+    before: Topology, after: Topology
+) -> dict[str, tuple[str | None, tuple[str, ...]]]:
+    """Agents whose parent or descendants differ between two trees, with their new ones.
+
+    A reparent changes the moved agent's parent and the descendants of its
+    old and new ancestors; everyone listed must hear of it.
+    """
+    out: dict[str, tuple[str | None, tuple[str, ...]]] = {}
+    for name in after:
+        place = (after.get(name), tuple(descendants(after, name)))
+        if (before.get(name), tuple(descendants(before, name))) != place:
+            out[name] = place
     return out
 
 

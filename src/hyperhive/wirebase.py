@@ -31,9 +31,16 @@ RowId = Annotated[int, Field(ge=0, le=2**63 - 1)]
 R = TypeVar("R")
 
 
+# W3C trace context (version-traceid-parentid-flags), lower-case hex.
+TRACEPARENT_PATTERN = r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$"
+
+
 class _Req(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
     id: RequestId = None
+    # The caller's span, when it traces: the server parents its own span on it and
+    # trusts it for nothing else (identity is the socket's). Absent when untraced.
+    traceparent: Annotated[str, Field(pattern=TRACEPARENT_PATTERN)] | None = None
 
 
 class Req(_Req, Generic[R]):
@@ -96,6 +103,7 @@ class LooseEnd(_Out):
 
 class AgentMeta(_Out):
     name: str
+    hive_name: str  # hive.toml's name, else the hive's generated id
     hyperhive_rev: str
     running: bool
     status_text: str
@@ -126,7 +134,7 @@ class Cancelled(_Out):
 
 class CompactQueued(_Out):
     queued: bool
-    context_usage: float
+    context_usage: float | None  # None: no turn recorded yet (the operator's compact)
     note: str
 
 
@@ -197,6 +205,7 @@ __all__ = [
     "RequestId",
     "RowId",
     "Sent",
+    "TRACEPARENT_PATTERN",
     "TurnStateName",
     "WaitResult",
     "result_adapter",

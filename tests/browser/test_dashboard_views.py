@@ -76,5 +76,6 @@ def test_perms_preview_matches_permissions_and_refuses_in_words() -> None:
 
 def test_compact_rule_in_words() -> None:
     assert compact_rule(None, 0.66).endswith("no turn recorded yet")
-    assert "used 80% (allowed now)" in compact_rule(0.8, 0.66)
-    assert "used 66% (not yet)" in compact_rule(0.66, 0.66)
+    assert compact_rule(0.1, 0.66).startswith("yours runs at any usage")
+    assert "used 80% (its own: allowed now)" in compact_rule(0.8, 0.66)
+    assert "used 66% (its own: not yet)" in compact_rule(0.66, 0.66)

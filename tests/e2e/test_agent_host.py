@@ -34,6 +34,7 @@ from tests.support.model_server import (
     text,
     tool_call,
 )
+from tests.support.surfaces import until_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(90)]
 
@@ -281,6 +282,15 @@ async def test_usage_above_the_watermark_checkpoints_then_compacts(
         assert "summary" in compact.lower()
         states = [e["turn_state"] for e in bus.history if e["kind"] == "state"]
         assert states[-3:] == ["thinking", "compacting", "idle"]
+
+        # Both count to the budget: the turn, and the checkpoint + /compact as one run.
+        async def compaction_counted() -> list[Any]:
+            rows = await c.store.spend.entries("alice")
+            return rows if any(e.kind == "compaction" for e in rows) else []
+
+        spent = {e.kind: e for e in await until_async(compaction_counted)}
+        assert spent["turn"].input_tokens == 2 * full.input_tokens
+        assert spent["compaction"].input_tokens >= 10  # at least the checkpoint's call
 
 
 async def test_auth_failure_puts_the_agent_in_needs_login(

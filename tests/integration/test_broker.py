@@ -24,6 +24,7 @@ from hyperhive.errors import (
 )
 from hyperhive.permissions import ToolGroup
 from hyperhive.store.postgres import open_postgres
+from hyperhive.sysusers import hive_id
 from tests.support.hive import agent, agent_call, coordinator, op_call, operator, seed_home
 from tests.support.stores import read_hive
 
@@ -280,6 +281,17 @@ async def test_status_and_meta(tmp_path: Path, hive_store_url: str | None) -> No
         assert (
             isinstance(meta, dict) and meta["status_text"] == "" and meta["status_set_at"] is None
         )
+
+
+async def test_agent_meta_names_the_hive(tmp_path: Path, hive_store_url: str | None) -> None:
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c, agent(c.paths, "bob") as bob:
+        meta = await agent_call(bob, "get_agent_meta")
+        assert isinstance(meta, dict) and meta["hive_name"] == hive_id(c.paths)  # unnamed
+    named = tmp_path / "named"
+    seed_home(named, dict.fromkeys(TREE, AgentConfig()), TREE, 'name = "acme research"\n')
+    async with coordinator(named) as c, agent(c.paths, "bob") as bob:
+        meta = await agent_call(bob, "get_agent_meta", name="alice")
+        assert isinstance(meta, dict) and meta["hive_name"] == "acme research"
 
 
 async def test_set_parent_on_the_operator_socket(

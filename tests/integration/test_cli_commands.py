@@ -194,7 +194,8 @@ def test_agent_commands_without_a_host(hive: Path) -> None:
     assert destroyed.returncode == 0 and json.loads(destroyed.stdout)["destroyed"] is True
     one_line_error(hivectl(hive, "agents", "destroy", "queen", "--yes"), "still has children")
 
-    one_line_error(hivectl(hive, "compact", "alice"), "compaction is allowed above 66%")
+    queued = hivectl(hive, "compact", "alice")  # the operator's is ungated: no turn yet
+    assert queued.returncode == 0 and json.loads(queued.stdout)["queued"] is True
     one_line_error(hivectl(hive, "logs", "ghost"), "no agent named 'ghost'")
 
     proposed = hivectl(hive, "perms", "set", "alice", "--groups", "messaging,web_tools")

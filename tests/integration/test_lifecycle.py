@@ -10,7 +10,14 @@ import pytest
 
 from hyperhive.config import AgentConfig, load_agent_config
 from hyperhive.core.meta import GitRepo
-from hyperhive.errors import Conflict, CycleRefused, InvalidRequest, NotFound, PermissionDenied
+from hyperhive.errors import (
+    Conflict,
+    CycleRefused,
+    InvalidRequest,
+    NotFound,
+    PermissionDenied,
+    UnknownCommand,
+)
 from hyperhive.permissions import Capability, ToolGroup
 from hyperhive.topology import MAX_DEPTH
 from tests.support.hive import agent, agent_call, coordinator, op_call, operator, seed_home
@@ -103,9 +110,6 @@ async def test_diagnostics_and_capabilities(tmp_path: Path, hive_store_url: str 
         async with agent(c.paths, "queen") as queen:
             journal_tail = await agent_call(queen, "get_host_journal", lines=5)
             assert isinstance(journal_tail, dict) and journal_tail["host"] == ["host says hi"]
-        async with agent(c.paths, "bob") as bob:
-            with pytest.raises(PermissionDenied, match="not a root"):
-                await agent_call(bob, "request_update_meta_inputs", claude_version="2.1.400")
         no_lifecycle = AgentConfig()
         c.registry.write("eve", no_lifecycle)
         async with agent(c.paths, "eve") as eve:
@@ -244,24 +248,26 @@ async def test_reconcile_on_start_commits_the_tree(
         assert c.meta.repo.clean_tree()
 
 
-async def test_a_root_asks_to_update_the_hives_inputs(
+async def test_the_removed_update_meta_inputs_is_refused_clearly(
     tmp_path: Path, hive_store_url: str | None
 ) -> None:
+    """It pinned a claude version nothing read: removed, and an old pending row only denied."""
     async with coordinator(_seed(tmp_path, hive_store_url)) as c, operator(c.paths) as op:
         async with agent(c.paths, "queen") as queen:
-            with pytest.raises(Exception, match="claude_version"):
-                await agent_call(queen, "request_update_meta_inputs", claude_version="latest")
-            asked = await agent_call(
-                queen,
-                "request_update_meta_inputs",
-                claude_version="2.1.400",
-                reason="a fix we need",
-            )
-        assert isinstance(asked, dict)
-        done = await op_call(op, "approve", approval_id=asked["approval_id"])
-        assert isinstance(done, dict) and "package.json" in done["note"]
-        assert (c.paths.meta / "inputs.toml").read_text() == 'claude_code = "2.1.400"\n'
-        assert c.meta.repo.log(1)[0]["subject"] == "inputs: claude-code 2.1.400"
+            with pytest.raises(UnknownCommand, match="request_update_meta_inputs"):
+                await queen.call_json(
+                    {"cmd": "request_update_meta_inputs", "claude_version": "2.1.400"}
+                )
+        legacy = await c.loose_ends.create_approval(
+            "update_meta_inputs", "queen", "claude-code", {"claude_version": "2.1.400"}
+        )
+        listed = await op_call(op, "approvals")
+        assert isinstance(listed, list) and listed[0]["kind"] == "update_meta_inputs"
+        with pytest.raises(Conflict, match="deny it instead"):
+            await op_call(op, "approve", approval_id=legacy)
+        denied = await op_call(op, "deny", approval_id=legacy, reason="gone")
+        assert isinstance(denied, dict) and denied["state"] == "denied"
+        assert not (c.paths.meta / "inputs.toml").exists()
 
 
 async def test_init_config_chains_keep_set_parents_depth_limit(

@@ -277,3 +277,22 @@ async def test_compact_is_gated_on_the_last_turn_and_deferred(
         assert isinstance(woke, dict) and woke["compact"] is True
         assert await agent_call(bob, "turn_end", outcome="ok") == {"compact_pending": True}
         assert await agent_call(bob, "turn_end", outcome="ok") == {"compact_pending": False}
+
+
+async def test_the_operators_compact_is_ungated_and_wakes_the_agent(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    async with coordinator(_seed(tmp_path, hive_store_url)) as c, agent(c.paths, "bob") as bob:
+        async with operator(c.paths) as op:
+            unknown = await op_call(op, "compact", agent="bob")  # no turn recorded yet
+            assert isinstance(unknown, dict) and unknown["queued"] is True
+            assert unknown["context_usage"] is None
+            woke = await agent_call(bob, "wait", timeout=5)
+            assert isinstance(woke, dict) and woke["compact"] is True
+            assert await agent_call(bob, "turn_end", outcome="ok", context_usage=0.1) == {
+                "compact_pending": True
+            }
+            low = await op_call(op, "compact", agent="bob")  # 10%: the agent's own is refused
+            assert isinstance(low, dict) and low["queued"] is True and low["context_usage"] == 0.1
+        with pytest.raises(Conflict, match="10%"):
+            await agent_call(bob, "compact")

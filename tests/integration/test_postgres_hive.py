@@ -4,6 +4,7 @@ makes requests fail clearly (``unavailable``) and then carry on; across that and
 
 from __future__ import annotations
 
+import contextlib
 import signal
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.errors import Unavailable
 from hyperhive.protocol import AckUntilReq, AttachReq, RecvReq, RemindReq, SendReq, WaitReq
 from hyperhive.store.postgres import open_postgres
-from tests.support.hive import seed_home, start_serve
+from tests.support.hive import coordinator, seed_home, start_serve
 from tests.support.postgres import PgCluster
 from tests.support.procs import agent_rows, log_tail, start_host, stop, wait_until
 
@@ -134,3 +135,23 @@ async def test_a_host_registering_while_the_database_is_away_is_served_once_it_i
             stop(host)
         serve.terminate()
         serve.wait(timeout=30)
+
+
+async def test_a_crash_restart_due_while_the_database_is_away_waits_for_it(
+    tmp_path: Path, pg_private_cluster: PgCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    cluster = pg_private_cluster
+    url = cluster.url(cluster.create_database())
+    paths = seed_home(tmp_path, {"alice": AgentConfig(), "sink": AgentConfig()}, store_url=url)
+    async with coordinator(tmp_path) as coord:
+        await anyio.to_thread.run_sync(cluster.stop)
+        # Its host reports alice crashed; the notice may fail with the store away, the
+        # restart (due 2 s later) must wait for the store, not end the coordinator.
+        with contextlib.suppress(Unavailable):
+            await coord.lifecycle.crashed("alice", "killed by the test")
+        with anyio.fail_after(120):
+            while "agent alice: cannot restart it yet" not in caplog.text:  # noqa: ASYNC110
+                await anyio.sleep(0.1)
+        await anyio.to_thread.run_sync(cluster.start)
+        # Still serving: alice's socket answers once the database is back.
+        assert await _send_when_back(paths, "after the outage") > 0

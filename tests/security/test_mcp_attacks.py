@@ -74,7 +74,6 @@ HYPERHIVE_REFUSALS: list[tuple[str, dict[str, Any], str]] = [
     ("destroy", {"agent": "benign"}, "not a descendant"),
     ("request_init_config", {"name": "victim"}, "already exists under boss"),
     ("request_apply_commit", {"agent": "boss"}, "not a descendant"),
-    ("request_update_meta_inputs", {"claude_version": "9.9.9"}, "only a root agent"),
     ("get_logs", {"agent": "minion"}, "'diagnostics' tool group"),
     ("get_host_journal", {}, "read_host_journal"),
     ("set_status", {"text": "s" * 201}, "the limit is 200"),

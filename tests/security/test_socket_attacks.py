@@ -316,12 +316,6 @@ def attempts(p: Planted) -> list[Attempt]:
             "permission_denied",
             "not a descendant",
         ),
-        (
-            "bump the hive's inputs",
-            {"cmd": "request_update_meta_inputs", "claude_version": "9.9.9"},
-            "permission_denied",
-            "only a root agent",
-        ),
         # ---- groups and capabilities it lacks ---------------------------------------------
         (
             "get_logs without diagnostics",
@@ -458,6 +452,7 @@ async def test_what_the_socket_accepts_touches_only_the_attackers_own_rows(
             meta = await agent_call(mallory, "get_agent_meta", name="victim")
             assert isinstance(meta, dict) and set(meta) <= {
                 "name",
+                "hive_name",
                 "hyperhive_rev",
                 "running",
                 "status_text",

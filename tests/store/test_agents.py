@@ -61,6 +61,15 @@ async def test_compact_only_above_the_threshold_and_cleared_by_a_turn(store: Sto
     assert not (await store.agents.get("bob")).compact_pending
 
 
+async def test_an_ungated_compact_is_queued_at_any_usage(store: Store) -> None:
+    unknown = await store.agents.request_compact("carol", None)  # no turn recorded yet
+    assert unknown.queued is True and unknown.usage is None
+    assert (await store.agents.get("carol")).compact_pending
+    await store.agents.record_turn("carol", "ok", 0.1, None)
+    low = await store.agents.request_compact("carol", None)
+    assert low.queued is True and low.usage == 0.1
+
+
 async def test_desired_running_and_delete(store: Store) -> None:
     await store.agents.ensure(["alice", "bob"])
     assert await store.agents.desired_running() == {"alice", "bob"}

@@ -7,6 +7,7 @@ import pytest
 
 from hyperhive.errors import NotFound
 from hyperhive.store import Store
+from hyperhive.store.rows import MessageCounts
 from tests.support.stores import Backend
 
 pytestmark = pytest.mark.anyio
@@ -239,3 +240,40 @@ async def test_thread_is_the_whole_reply_tree(store: Store) -> None:
         assert [m.id for m in await store.messages.thread(member)] == [root, r1, r2, side]
     assert [m.id for m in await store.messages.thread(other)] == [other]
     assert await store.messages.thread(10_000) == []
+
+
+async def test_counts_per_name_sent_delivered_and_still_queued(store: Store) -> None:
+    assert await store.messages.counts() == []
+    for i in range(3):
+        await store.messages.send("alice", "bob", f"a{i}")
+    await store.messages.send("bob", "alice", "reply")
+    last = await store.messages.send("operator", "bob", "hi")
+    handed = await store.messages.recv("bob", 2)  # two delivered, none acked
+    await store.messages.ack_ids("bob", [handed.messages[0].id])
+    assert await store.messages.counts() == [
+        MessageCounts("alice", sent=3, delivered=0, queued=1),
+        MessageCounts("bob", sent=1, delivered=2, queued=3),
+        MessageCounts("operator", sent=1, delivered=0, queued=0),
+    ]
+    await store.messages.recv("bob", 5)
+    await store.messages.ack_until("bob", last)
+    counts = {c.agent: c for c in await store.messages.counts()}
+    assert counts["bob"] == MessageCounts("bob", sent=1, delivered=4, queued=0)
+
+
+async def test_page_walks_newest_first_by_id_cursor_and_filters_by_agent(store: Store) -> None:
+    ids = []
+    for i in range(5):
+        ids.append(await store.messages.send("alice", "bob", f"a{i}"))
+        ids.append(await store.messages.send("carol", "dave", f"c{i}"))
+    ids.append(await store.messages.send("bob", "alice", "reply", in_reply_to=ids[0]))
+    first = await store.messages.page(limit=4)
+    assert [m.id for m in first] == sorted(ids, reverse=True)[:4]
+    rest = await store.messages.page(before_id=first[-1].id, limit=100)
+    assert [m.id for m in first + rest] == sorted(ids, reverse=True)
+    alice = await store.messages.page(limit=3, agent="alice")
+    assert [m.body for m in alice] == ["reply", "a4", "a3"]
+    older = await store.messages.page(before_id=alice[-1].id, limit=10, agent="alice")
+    assert [m.body for m in older] == ["a2", "a1", "a0"]
+    assert await store.messages.page(agent="nobody") == []
+    assert alice[0].in_reply_to == ids[0]

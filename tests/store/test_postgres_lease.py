@@ -9,11 +9,12 @@ import textwrap
 from collections.abc import AsyncIterator
 
 import anyio
+import psycopg
 import pytest
 
 from hyperhive.store.postgres import PostgresStore, open_postgres
 from hyperhive.store.postgres.errors import Fenced
-from hyperhive.store.postgres.lease import Lease
+from hyperhive.store.postgres.lease import Lease, LeaseHolder, LeaseLost
 from tests.support.surfaces import until
 
 pytestmark = pytest.mark.anyio
@@ -83,6 +84,10 @@ async def test_writes_of_a_superseded_epoch_are_refused_and_leave_nothing(
                 tg.start_soon(_refused_send, old, i)
 
         assert await new.messages.send("alice", "bob", "from the new active one") > first
+        # Snapshot reads (one REPEATABLE READ transaction) work for a fenced store too.
+        await new.loose_ends.todo_upsert("bob", "x", "k", "v")
+        assert [t.key for t in (await new.loose_ends.open(["bob"])).todos] == ["k"]
+        assert (await new.schedules.due(0.0)).reminders == ()
         bodies = [m.body for m in await new.messages.scan()]
         assert bodies == ["while active", "from the new active one"]
         assert (await new.messages.get(first)).acked_at is None  # type: ignore[union-attr]
@@ -99,15 +104,14 @@ async def _refused_send(store: PostgresStore, i: int) -> None:
 HOLDER = textwrap.dedent(
     """
     import sys, anyio
-    from hyperhive.store.postgres.lease import Lease
+    from hyperhive.store.postgres.lease import Lease, LeaseHolder, LeaseLost
 
     async def main() -> None:
         lease = Lease(sys.argv[1], "doomed", ttl=float(sys.argv[2]))
-        async def acquired(epoch: int) -> None:
+        async def active(epoch: int) -> None:
             print(f"active {epoch}", flush=True)
-        async def lost(epoch: int) -> None:
-            print("lost", flush=True)
-        await lease.run(acquired, lost)
+            await anyio.sleep_forever()
+        await lease.hold(active, lambda holder: None)
 
     anyio.run(main)
     """
@@ -117,6 +121,7 @@ HOLDER = textwrap.dedent(
 async def test_a_standby_takes_over_from_a_killed_active_coordinator(pg_url: str) -> None:
     standby = Lease(pg_url, "standby", ttl=TTL)
     took_over: list[int] = []
+    waited_for: list[LeaseHolder] = []
     async with await anyio.open_process([sys.executable, "-c", HOLDER, pg_url, str(TTL)]) as doomed:
         try:
             assert doomed.stdout is not None
@@ -127,22 +132,54 @@ async def test_a_standby_takes_over_from_a_killed_active_coordinator(pg_url: str
             assert line.startswith(b"active "), line
             epoch = int(line.split()[1])
 
-            async def acquired(e: int) -> None:
+            async def active(e: int) -> None:
                 took_over.append(e)
-
-            async def lost(e: int) -> None:
-                raise AssertionError(f"the standby lost epoch {e}")
+                await anyio.sleep_forever()
 
             async with anyio.create_task_group() as tg:
-                tg.start_soon(standby.run, acquired, lost)
+                tg.start_soon(standby.hold, active, waited_for.append)
+                await until(lambda: waited_for, within=30)
+                assert [(h.holder, h.epoch) for h in waited_for] == [("doomed", epoch)]
                 doomed.send_signal(signal.SIGKILL)
                 await doomed.wait()
                 await until(lambda: took_over, within=30)
                 assert took_over == [epoch + 1]
                 assert standby.held
                 tg.cancel_scope.cancel()
+            # Cancelled while active: the lease was released for the next one at once.
+            assert (await standby.current()).expires_in < 0  # type: ignore[union-attr]
         finally:
             if doomed.returncode is None:
                 doomed.kill()
                 await doomed.wait()
             await standby.close()
+
+
+async def test_a_holder_whose_lease_was_taken_over_stops_with_lease_lost(
+    pg_url: str, leases: tuple[Lease, Lease]
+) -> None:
+    a, b = leases
+    running: list[int] = []
+    cancelled: list[int] = []
+
+    async def active(epoch: int) -> None:
+        running.append(epoch)
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cancelled.append(epoch)
+
+    async def take_over() -> None:
+        await until(lambda: running, within=30)
+        # a's lease lapses as a frozen process's would (it is the row that expires)...
+        async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+            await conn.execute("UPDATE coordinator_lease SET expires_at = 0")
+        assert await b.try_acquire() == 2  # ...and b takes it over
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(take_over)
+            with pytest.raises(LeaseLost, match=r"lost the coordinator lease \(epoch 1\)"):
+                await a.hold(active, lambda holder: None)
+    assert running == cancelled == [1]
+    assert (await b.current()).holder == "coord-b"  # type: ignore[union-attr]

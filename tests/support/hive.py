@@ -100,9 +100,12 @@ def hivectl_env(home: Path) -> dict[str, str]:
     return env
 
 
-def start_serve(home: Path) -> subprocess.Popen[bytes]:
-    """``hivectl serve`` as a real process; returns once its sockets listen."""
-    log = (home / "serve.log").open("ab")
+def start_serve(
+    home: Path, *, wait: bool = True, log_name: str = "serve.log"
+) -> subprocess.Popen[bytes]:
+    """``hivectl serve`` as a real process; returns once its sockets listen (``wait``;
+    a standby coordinator on PostgreSQL does not listen until it takes over)."""
+    log = (home / log_name).open("ab")
     proc = subprocess.Popen(
         [sys.executable, "-m", "hyperhive", "serve"],
         env=hivectl_env(home),
@@ -110,6 +113,8 @@ def start_serve(home: Path) -> subprocess.Popen[bytes]:
         stderr=log,
     )
     log.close()
+    if not wait:
+        return proc
     paths = HivePaths(home)
     deadline = time.monotonic() + 20
     while not (is_listening(paths.host_sock) and is_listening(paths.hosts_sock)):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -16,7 +16,15 @@ from hyperhive.config import HivePaths
 from hyperhive.protocol import OpLooseEndsReq
 from tests.support.hive import operator
 
-__all__ = ["eventually", "loose_todos", "mcp_client", "result_text", "surface_client", "until"]
+__all__ = [
+    "eventually",
+    "loose_todos",
+    "mcp_client",
+    "result_text",
+    "surface_client",
+    "until",
+    "until_async",
+]
 
 
 async def until(check: Callable[[], Any], within: float = 30.0) -> Any:
@@ -24,6 +32,16 @@ async def until(check: Callable[[], Any], within: float = 30.0) -> Any:
     with anyio.fail_after(within):
         while True:
             value = check()
+            if value:
+                return value
+            await anyio.sleep(0.02)
+
+
+async def until_async(check: Callable[[], Awaitable[Any]], within: float = 30.0) -> Any:
+    """:func:`until` for a condition that must itself be awaited (a store read, a call)."""
+    with anyio.fail_after(within):
+        while True:
+            value = await check()
             if value:
                 return value
             await anyio.sleep(0.02)

@@ -155,7 +155,6 @@ def test_group_tool_table() -> None:
         "restart",
         "update",
         "destroy",
-        "request_update_meta_inputs",
     ]
     assert names(ToolGroup.APPROVALS) == ["request_apply_commit"]
     assert names(ToolGroup.SCHEDULING) == ["schedule_prompt", "list_schedules", "cancel_schedule"]

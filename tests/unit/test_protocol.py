@@ -148,7 +148,6 @@ def test_every_helper_event_has_a_sentence_not_json() -> None:
     adapter: TypeAdapter[BaseModel] = TypeAdapter(HelperEvent)
     for name in (
         "container_crash",
-        "needs_update",
         "approval_resolved",
         "spawned",
         "rebuilt",
@@ -170,7 +169,6 @@ def test_helper_events_and_link_commands() -> None:
     adapter: TypeAdapter[object] = TypeAdapter(HelperEvent)
     names = {
         "container_crash",
-        "needs_update",
         "approval_resolved",
         "spawned",
         "rebuilt",
@@ -184,7 +182,7 @@ def test_helper_events_and_link_commands() -> None:
         extra = {"approval_id": 1, "approved": True} if name == "approval_resolved" else {}
         event = adapter.validate_python({"event": name, "agent": "a", **extra})
         assert event.event == name
-    assert INBOX_EVENTS == {"container_crash", "needs_update", "approval_resolved"}
+    assert INBOX_EVENTS == {"container_crash", "approval_resolved"}
     cmd = TypeAdapter(LinkCommand).validate_python(
         {"cmd": "activate", "agent": "a", "config": {"tool_groups": ["forge"]}}
     )

@@ -24,6 +24,7 @@ from hyperhive.topology import (
     may_destroy,
     may_manage,
     may_route,
+    places_changed,
     reconcile,
     roots,
 )
@@ -156,6 +157,37 @@ def test_no_sequence_of_set_parent_makes_a_cycle(moves: list[tuple[str, str | No
                 assert current not in chain, f"cycle through {chain}"
                 chain.append(current)
                 current = topo[current]
+
+
+def test_a_reparent_changes_the_places_of_the_mover_and_both_lines_of_ancestors() -> None:
+    # carol (under bob under alice) moves under queen: carol's parent, and the
+    # descendants of bob, alice (lost her) and queen (gained her) change; dan, eve do not.
+    after, _ = apply_set_parent(TREE, "carol", "queen", KNOWN)
+    assert places_changed(TREE, after) == {
+        "carol": ("queen", ()),
+        "bob": ("alice", ()),
+        "alice": (None, ("bob", "dan")),
+        "queen": (None, ("carol",)),
+    }
+    assert places_changed(TREE, TREE) == {}
+
+
+@given(st.lists(st.tuples(st.sampled_from(NAMES), st.none() | st.sampled_from(NAMES)), max_size=20))
+def test_places_changed_lists_exactly_who_differs(moves: list[tuple[str, str | None]]) -> None:
+    before: dict[str, str | None] = dict.fromkeys(NAMES)
+    after = before
+    for child, parent in moves:
+        try:
+            after, _ = apply_set_parent(after, child, parent, NAMES)
+        except (CycleRefused, SelfParent):
+            continue
+    changed = places_changed(before, after)
+    for name in NAMES:
+        place = (after[name], tuple(descendants(after, name)))
+        if name in changed:
+            assert changed[name] == place
+        else:
+            assert place == (before[name], tuple(descendants(before, name)))
 
 
 def test_a_hand_written_cycle_still_answers_in_bounded_time() -> None:

@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
+from opentelemetry.context import Context
+
 from hyperhive.bus import EventBus
 
 __all__ = ["EventsBus", "TurnStateName"]
@@ -32,6 +34,8 @@ class EventsBus(EventBus):
         self.context_usage: float | None = None
         self.session_id: str | None = None
         self.status_text = ""
+        # The open turn's span (hyperhive.agent.turntrace): the parent of tool-call spans.
+        self.trace_context: Context | None = None
         self._on_state = on_state
 
     def set_state(self, state: TurnStateName) -> None:

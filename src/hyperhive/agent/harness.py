@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import signal
 import subprocess
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Literal
 
 import anyio
 
@@ -45,19 +48,31 @@ from hyperhive.agent.stream import (
     parse_line,
     summarize_turn,
 )
+from hyperhive.agent.turntrace import record_turn, turn_span
 from hyperhive.atomic import atomic_write_text
 from hyperhive.client import RpcClient, connect
 from hyperhive.credentials import LOGIN_REMEDY, fingerprint
 from hyperhive.errors import HiveError, Unavailable
 from hyperhive.framing import FrameDecoder
-from hyperhive.protocol import AttachReq, FenceReq, TurnEnded, TurnEndReq, WaitReq, WaitResult
+from hyperhive.protocol import (
+    AttachReq,
+    FenceReq,
+    RunSpend,
+    TurnEnded,
+    TurnEndReq,
+    WaitReq,
+    WaitResult,
+)
 from hyperhive.safefs import atomic_write_beneath
 
-__all__ = ["CHECKPOINT_PROMPT", "claude_slot", "run_agent", "run_turn"]
+__all__ = ["CHECKPOINT_PROMPT", "claude_slot", "run_agent", "run_spend", "run_turn"]
 
 log = logging.getLogger(__name__)
 
 WAIT_SECONDS = 60.0
+# News that lands together (an approval's result message, then its spawned and
+# config_ready todos) is one turn's, not two: after a wake, this long for the rest.
+SETTLE_SECONDS = 0.2
 MAX_STREAM_LINE = 64 << 20
 BACKOFF = (1.0, 2.0, 5.0, 15.0, 60.0)
 RECONNECT_SECONDS = 0.5
@@ -198,6 +213,7 @@ async def run_turn(rt: AgentRuntime, prompt: str, session_id: str | None) -> Tur
     rt_log.line(f"turn start: {prompt.splitlines()[0][:200] if prompt else ''}")
     events, code = await run_claude(rt, launch.harness_argv(spec), prompt)
     report = summarize_turn(events, code, rt.hive.context_window)
+    record_turn(events, report)
     if session_id and not any(isinstance(e, InitEvent) for e in events) and code:
         # claude died before starting the conversation: the session it was asked
         # to resume does not exist (e.g. the turn that made it was killed early).
@@ -221,14 +237,36 @@ async def run_turn(rt: AgentRuntime, prompt: str, session_id: str | None) -> Tur
     return report
 
 
-async def _run_compaction(rt: AgentRuntime, session_id: str | None) -> TurnReport | None:
+def run_spend(reports: Sequence[TurnReport], kind: Literal["turn", "compaction"]) -> RunSpend:
+    """What these runs cost (claude's own ``result`` figures), under a fresh run id.
+
+    The id is made once, before the first send: a resent ``turn_end`` carries
+    the same one, so the coordinator counts the run once.
+    """
+    return RunSpend(
+        run_id=uuid.uuid4().hex,
+        kind=kind,
+        cost_usd=sum(r.total_cost_usd for r in reports),
+        input_tokens=sum(r.usage.input_tokens for r in reports),
+        output_tokens=sum(r.usage.output_tokens for r in reports),
+        cache_read_tokens=sum(r.usage.cache_read_input_tokens for r in reports),
+        cache_creation_tokens=sum(r.usage.cache_creation_input_tokens for r in reports),
+    )
+
+
+async def _run_compaction(rt: AgentRuntime, session_id: str | None) -> list[TurnReport]:
+    """The notes-checkpoint turn, then ``/compact``: both reports (both are spend)."""
     if session_id is None:
-        return None
+        return []
     async with claude_slot(rt, "compacting"):  # one slot for both: they run back to back
-        await run_turn(rt, CHECKPOINT_PROMPT.format(state_dir=rt.state_dir), session_id)
-        report = await run_turn(rt, "/compact", session_id)
+        with turn_span(rt.name, rt.bus, None, _model(rt)):
+            checkpoint = await run_turn(
+                rt, CHECKPOINT_PROMPT.format(state_dir=rt.state_dir), session_id
+            )
+        with turn_span(rt.name, rt.bus, None, _model(rt)):
+            report = await run_turn(rt, "/compact", session_id)
     rt.bus.set_state("idle")
-    return report
+    return [checkpoint, report]
 
 
 class _Loop:
@@ -269,6 +307,8 @@ class _Loop:
             woke = await rpc.call(
                 WaitReq(cmd="wait", timeout=WAIT_SECONDS, todo_version=self.version)
             )
+            if woke.messages or woke.todos_changed:
+                woke = await self._gather(rpc, woke)
             if woke.stop:
                 return
             self.version = woke.todo_version
@@ -283,6 +323,18 @@ class _Loop:
             if compact_now:
                 await self._compact(rpc)
 
+    async def _gather(self, rpc: RpcClient, woke: WaitResult) -> WaitResult:
+        """``woke`` plus whatever arrives within :data:`SETTLE_SECONDS` (one wake, not two)."""
+        await anyio.sleep(SETTLE_SECONDS)
+        more = await rpc.call(WaitReq(cmd="wait", timeout=0, todo_version=woke.todo_version))
+        return WaitResult(
+            messages=[*woke.messages, *more.messages],
+            todo_version=more.todo_version,
+            todos_changed=woke.todos_changed or more.todos_changed,
+            stop=more.stop,
+            compact=woke.compact or more.compact,
+        )
+
     async def _end(self, rpc: RpcClient, req: TurnEndReq) -> TurnEnded:
         self.pending_end = req
         result = await rpc.call(req)
@@ -292,21 +344,23 @@ class _Loop:
     async def _turn(self, rpc: RpcClient, woke: WaitResult) -> bool | None:
         """Run one turn; True/False = compact or not, None = failed (mail redelivers)."""
         rt = self.rt
-        async with claude_slot(rt, "thinking"):
-            report = await run_turn(rt, wake_prompt(woke, rt.groups), self.session_id)
-        self.session_id = _next_session(rt, self.session_id, report)
-        clean = report.outcome == "ok"
-        end = await self._end(
-            rpc,
-            TurnEndReq(
-                cmd="turn_end",
-                outcome=report.outcome,
-                handled=[m.id for m in woke.messages] if clean else [],
-                context_usage=report.context_usage,
-                session_id=self.session_id,
-                cost_usd=report.total_cost_usd,
-            ),
-        )
+        with turn_span(rt.name, rt.bus, woke, _model(rt)):
+            async with claude_slot(rt, "thinking"):
+                report = await run_turn(rt, wake_prompt(woke, rt.groups), self.session_id)
+            self.session_id = _next_session(rt, self.session_id, report)
+            clean = report.outcome == "ok"
+            end = await self._end(
+                rpc,
+                TurnEndReq(
+                    cmd="turn_end",
+                    outcome=report.outcome,
+                    handled=[m.id for m in woke.messages] if clean else [],
+                    context_usage=report.context_usage,
+                    session_id=self.session_id,
+                    cost_usd=report.total_cost_usd,
+                    spend=run_spend([report], "turn"),
+                ),
+            )
         if report.outcome == "needs_login":
             await self._await_login()
         elif not clean:
@@ -355,12 +409,17 @@ class _Loop:
 
     async def _compact(self, rpc: RpcClient) -> None:
         rt = self.rt
-        after = await _run_compaction(rt, self.session_id)
+        reports = await _run_compaction(rt, self.session_id)
+        after = reports[-1] if reports else None
         usage = (after.usage.output_tokens / rt.hive.context_window) if after else None
         await self._end(
             rpc,
             TurnEndReq(
-                cmd="turn_end", outcome="ok", context_usage=usage, session_id=self.session_id
+                cmd="turn_end",
+                outcome="ok",
+                context_usage=usage,
+                session_id=self.session_id,
+                spend=run_spend(reports, "compaction") if reports else None,
             ),
         )
         rt.bus.context_usage = usage
@@ -383,12 +442,16 @@ async def run_agent(rt: AgentRuntime) -> None:
         except Unavailable as exc:
             rt.rpc = None
             log.warning("%s: coordinator unavailable (%s); reconnecting", rt.name, exc.message)
-            with anyio.move_on_after(RECONNECT_SECONDS):
+            with anyio.move_on_after(RECONNECT_SECONDS * random.uniform(0.6, 1.4)):
                 await rt.killed.wait()
             if rt.killed.is_set():
                 raise
     rt.rpc = None
     rt.bus.set_state("stopped")
+
+
+def _model(rt: AgentRuntime) -> str | None:
+    return rt.config.model or rt.hive.default_model
 
 
 def _next_session(rt: AgentRuntime, current: str | None, report: TurnReport) -> str | None:

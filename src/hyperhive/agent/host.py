@@ -14,6 +14,7 @@ import json
 import logging
 import math
 import os
+import random
 import secrets
 import socket
 from collections.abc import Callable, Iterator
@@ -50,6 +51,7 @@ from hyperhive.protocol import (
     LinkCommand,
     LinkGoodbyeReq,
     LinkRegisterReq,
+    PlaceCmd,
 )
 from hyperhive.subagent.mcp import control_surface, subagent_surface
 
@@ -100,7 +102,12 @@ class AgentHost:
             SUBAGENT_SERVER: subagent_surface(self.runtimes.get),
             SUBAGENT_CONTROL_SERVER: control_surface(self.runtimes.get),
         }
-        self.app = build_app(self.surfaces, self.runtimes.get, self.operator_token)
+        self.app = build_app(
+            self.surfaces,
+            self.runtimes.get,
+            self.operator_token,
+            lambda: tuple(self.runtimes.values()),
+        )
         self.base_url = ""
         self.forge: Forge | None = None
         self.forge_problem: str | None = None
@@ -135,7 +142,8 @@ class AgentHost:
                 except (Unavailable, OSError) as exc:
                     log.warning("coordinator link down (%s); retrying", exc)
                 first = False
-                await anyio.sleep(0.5)
+                # Jittered: after a failover every host (and agent) reconnects at once.
+                await anyio.sleep(random.uniform(0.3, 0.7))
 
     async def _serve_http(self, *, task_status: TaskStatus[None]) -> None:
         # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on such sockets, and
@@ -211,6 +219,8 @@ class AgentHost:
             await self.activate(cmd)
         elif isinstance(cmd, DeactivateCmd):
             await self.deactivate(cmd.agent, graceful=cmd.graceful)
+        elif isinstance(cmd, PlaceCmd):
+            self.place(cmd.agent, cmd.parent, tuple(cmd.descendants))
 
     # ---- agents ----------------------------------------------------------------------
 
@@ -222,16 +232,14 @@ class AgentHost:
                 await current.done.wait()
             current = self.runtimes.get(cmd.agent)
         if current is not None:
-            same = (current.config, current.parent, current.descendants) == (
-                cmd.config,
-                cmd.parent,
-                tuple(cmd.descendants),
-            )
-            if same:
+            if current.config == cmd.config:
+                # The coordinator re-sent what is already running (it restarted); a
+                # reparent it made meanwhile needs no restart either.
+                self.place(cmd.agent, cmd.parent, tuple(cmd.descendants))
                 self._report_state(
                     current.name, current.bus.turn_state, current.bus.turn_state_since
                 )
-                return  # the coordinator re-sent what is already running (it restarted)
+                return
             await self.deactivate(cmd.agent, graceful=True)
         rt = AgentRuntime(
             name=cmd.agent,
@@ -254,6 +262,14 @@ class AgentHost:
         scope = anyio.CancelScope()
         self._scopes[rt.name] = scope
         self._tg.start_soon(self._supervise, rt, scope)
+
+    def place(self, name: str, parent: str | None, descendants: tuple[str, ...]) -> None:
+        """A running agent's new place in the tree (see :meth:`AgentRuntime.move`)."""
+        rt = self.runtimes.get(name)
+        if rt is None or (rt.parent, rt.descendants) == (parent, descendants):
+            return
+        log.info("%s: parent %s, descendants %s", name, parent or "(root)", list(descendants))
+        rt.move(parent, descendants)
 
     def _state_reporter(self, name: str) -> Callable[[Any, float], None]:
         def report(state: Any, since: float) -> None:

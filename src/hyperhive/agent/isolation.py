@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 import os
-import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
@@ -19,9 +19,17 @@ from hyperhive.agent.bwrap import SYSTEM_LINKS, SYSTEM_RO, Isolation
 from hyperhive.agent.cgroups import prepare_cgroups
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths
 from hyperhive.errors import ConfigError
+from hyperhive.repoacl import grant_repo
 from hyperhive.sysusers import agent_user, chown_tree, ensure_user, traversal_problem
 
-__all__ = ["IsolationSubject", "build_isolation", "readonly_paths"]
+__all__ = [
+    "IsolationSubject",
+    "build_isolation",
+    "config_repos",
+    "own_dirs",
+    "readonly_paths",
+    "retarget_isolation",
+]
 
 
 class IsolationSubject(Protocol):
@@ -73,29 +81,40 @@ def readonly_paths(claude_bin: str | None) -> tuple[Path, ...]:
     return tuple(out)
 
 
-def grant_repo(repo: Path, uid: int) -> None:
-    """Let ``uid`` read and write ``repo`` (and what others create in it later): ACLs.
+def config_repos(rt: IsolationSubject, uid: int | None) -> list[Path]:
+    """The proposed config repos the agent may write: its own and its descendants'.
 
-    A proposed config repo belongs to its agent's user; each ancestor (another
-    user) gets a named-user entry plus a default one for files created later.
+    With its own user (``uid``), each gets the agent's ACL entry: it edits its
+    own and reads what its ancestors commit there, and edits its descendants'.
     """
-    entry = f"u:{uid}:rwX,d:u:{uid}:rwX"
-    result = subprocess.run(
-        ["setfacl", "-R", "-m", entry, str(repo)], capture_output=True, text=True
-    )
-    if result.returncode != 0:
-        log.warning(
-            "could not grant uid %d access to %s: %s (install Debian's acl)",
-            uid,
-            repo,
-            result.stderr.strip() or result.returncode,
-        )
+    out = []
+    for agent in (rt.name, *rt.descendants):
+        repo = rt.paths.agent_config_repo(agent)
+        if repo.exists():
+            out.append(repo)
+            if uid is not None:
+                grant_repo(repo, uid)
+    return out
+
+
+def own_dirs(rt: IsolationSubject) -> list[Path]:
+    """The dirs an agent owns and writes: its state, home and workspace."""
+    return [rt.state_dir, rt.paths.agent_home(rt.name), rt.paths.agent_work(rt.name)]
+
+
+def retarget_isolation(rt: IsolationSubject, iso: Isolation) -> Isolation:
+    """``iso`` with the config repos its (changed) descendants call for, from the next spawn.
+
+    A reparent moves repos into or out of an ancestor's reach without a
+    restart; the ACLs on the moved repos are the coordinator's to set.
+    """
+    return replace(iso, rw=(*own_dirs(rt), *config_repos(rt, iso.uid)))
 
 
 def build_isolation(rt: IsolationSubject) -> tuple[Isolation, list[str]]:
     """The agent's sandbox: its user (created if missing), dirs it owns, limits."""
     notes: list[str] = []
-    own = [rt.state_dir, rt.paths.agent_home(rt.name), rt.paths.agent_work(rt.name)]
+    own = own_dirs(rt)
     problem = traversal_problem(rt.state_dir)
     ids = ensure_user(rt.paths, rt.name)
     if ids is None:
@@ -122,18 +141,7 @@ def build_isolation(rt: IsolationSubject) -> tuple[Isolation, list[str]]:
         # The runtime dir stays root's (0711): the agent reads the files it is given
         # there but cannot swap them for links between the host's write and chown.
         rt.runtime_dir.chmod(0o711)
-    rw = list(own)
-    mine = rt.paths.agent_config_repo(rt.name)
-    if mine.exists():
-        rw.append(mine)  # it edits its own proposed config
-        if ids is not None:
-            grant_repo(mine, ids[0])  # and reads what its ancestors commit there
-    for child in rt.descendants:
-        repo = rt.paths.agent_config_repo(child)
-        if repo.exists():
-            rw.append(repo)
-            if ids is not None:
-                grant_repo(repo, ids[0])
+    rw = [*own, *config_repos(rt, ids[0] if ids else None)]
     cgroups, problems = prepare_cgroups(
         rt.name, rt.config.limits, unit=agent_user(rt.paths, rt.name)
     )

@@ -37,6 +37,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
+from opentelemetry.trace import SpanKind, Status, StatusCode
 from pydantic import ValidationError
 
 from hyperhive import __version__
@@ -44,6 +45,7 @@ from hyperhive.agent.events import EventsBus
 from hyperhive.config import AgentConfig
 from hyperhive.errors import HiveError
 from hyperhive.permissions import Capability, ToolGroup
+from hyperhive.telemetry import tracer
 from hyperhive.tools.decl import Tool, lean_schema
 
 __all__ = [
@@ -224,7 +226,24 @@ class Surface:
         spec = self.tools.get(params.name)
         if spec is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r} on {self.name}")
-        arguments = params.arguments or {}
+        # A child of the agent's open turn (claude carries no trace context to us).
+        with tracer().start_as_current_span(
+            f"tool {self.name}.{spec.name}",
+            context=agent.bus.trace_context,
+            kind=SpanKind.SERVER,
+            attributes={"hyperhive.agent": agent.name, "mcp.server": self.name},
+        ) as span:
+            ok, text = await self._run(agent, spec, params.arguments or {})
+            if not ok:
+                span.set_status(Status(StatusCode.ERROR, _preview(text)))
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)], is_error=not ok
+        )
+
+    async def _run(
+        self, agent: SurfaceAgent, spec: Tool[Any, Any], arguments: dict[str, Any]
+    ) -> tuple[bool, str]:
+        """Gate, validate, handle, log and emit one call; (ok, text for the model)."""
         started = time.perf_counter()
         log.info("%s → %s.%s %s", agent.name, self.name, spec.name, _preview(arguments))
         ok = False
@@ -267,6 +286,4 @@ class Surface:
             duration_ms=round(duration_ms, 2),
             result=_preview(text),
         )
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=text)], is_error=not ok
-        )
+        return ok, text

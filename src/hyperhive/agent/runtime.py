@@ -19,7 +19,7 @@ import anyio
 from hyperhive.agent.admission import Admission
 from hyperhive.agent.bwrap import Isolation
 from hyperhive.agent.events import EventsBus
-from hyperhive.agent.isolation import build_isolation
+from hyperhive.agent.isolation import build_isolation, retarget_isolation
 from hyperhive.agent.prompt import render_system_prompt
 from hyperhive.agent.sandbox import AgentSandbox
 from hyperhive.agent.skills import install_skills, skills_for
@@ -186,6 +186,17 @@ class AgentRuntime:
             servers=self.config.servers_for(self.groups),
             hive_home=str(self.paths.home),
         )
+
+    def move(self, parent: str | None, descendants: tuple[str, ...]) -> None:
+        """A reparent, without a restart: the next turn, task or subagent sees it.
+
+        The system prompt and ``HIVE_*`` env are built per spawn from these
+        fields; the sandbox's writable config repos follow the descendants.
+        """
+        self.parent = parent
+        self.descendants = descendants
+        if self.isolation is not None:
+            self.isolation = retarget_isolation(self, self.isolation)
 
     def install_skills(self) -> None:
         """The hive's skills for this agent, in its claude config (see :mod:`.skills`)."""

@@ -7,13 +7,15 @@ one of X's subagents, and the surface learns from it which one is calling.
 ``/api/agents/<X>/state`` and ``/api/agents/<X>/events`` (SSE, replaying
 recent history) accept X's token or the host's operator token
 (``run/agent-host.json``, 0600), so an agent cannot watch another agent's turns.
+``/api/host/work`` (the bash tasks and subagents running, per agent; the
+dashboard's ``/metrics``) accepts only the operator token.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -25,6 +27,7 @@ from starlette.types import Receive, Scope, Send
 
 from hyperhive.agent.mcp_surface import AGENT_SCOPE_KEY, Surface, agent_token
 from hyperhive.agent.runtime import AgentRuntime
+from hyperhive.protocol.hostapi import AgentWork, HostWork
 
 __all__ = ["build_app"]
 
@@ -85,6 +88,7 @@ def build_app(
     surfaces: Mapping[str, Surface],
     lookup: Callable[[str], AgentRuntime | None],
     operator_token: str,
+    active: Callable[[], Iterable[AgentRuntime]] = tuple,
 ) -> Starlette:
     def authorized(request: Request) -> AgentRuntime | Response:
         name = request.path_params["agent"]
@@ -126,6 +130,19 @@ def build_app(
             stream(), media_type="text/event-stream", headers={"cache-control": "no-store"}
         )
 
+    async def work(request: Request) -> Response:
+        token = _bearer(request.headers)
+        if token is None or not _same(token, operator_token):
+            return _unauthorized("the host's operator token is required")
+        agents = {
+            rt.name: AgentWork(
+                bash_tasks_running=rt.bash_tasks.running_count() if rt.bash_tasks else 0,
+                subagents_running=rt.subagents.running_count() if rt.subagents else 0,
+            )
+            for rt in active()
+        }
+        return JSONResponse(HostWork(agents=agents).model_dump(mode="json"))
+
     async def health(request: Request) -> Response:
         return JSONResponse({"ok": True})
 
@@ -142,6 +159,7 @@ def build_app(
             Route("/agents/{agent}/mcp/{surface}", endpoint, methods=["GET", "POST", "DELETE"]),
             Route("/api/agents/{agent}/state", state),
             Route("/api/agents/{agent}/events", events),
+            Route("/api/host/work", work),
             Route("/healthz", health),
         ],
         lifespan=lifespan,

@@ -40,6 +40,7 @@ import secrets
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -128,11 +129,13 @@ class TaskManager:
     ``max_running`` tasks run at once; later ones wait as ``pending``.
     ``kill_grace`` is how long a timed-out (or shut-down) task gets between
     SIGTERM and SIGKILL. ``history`` bounds how many finished tasks the table keeps.
+    ``sandbox`` may be a function called per task: the agent's env (its parent after
+    a reparent, a new login) is then read when the task starts, not when the host did.
     """
 
     def __init__(
         self,
-        sandbox: AgentSandbox,
+        sandbox: AgentSandbox | Callable[[], AgentSandbox],
         state_dir: Path,
         todos: TodoSink,
         *,
@@ -140,7 +143,7 @@ class TaskManager:
         kill_grace: float = 5.0,
         history: int = 1000,
     ) -> None:
-        self.sandbox = sandbox
+        self._sandbox = sandbox if callable(sandbox) else (lambda: sandbox)
         self.state_dir = state_dir  # agent-writable: every access goes through safefs
         self.dir = state_dir / TASKS_SUBDIR
         self.table_path = self.dir / "tasks.json"
@@ -259,6 +262,10 @@ class TaskManager:
             else:
                 await self._upsert(entry, f"bash task {rec.id} running: {preview(rec.cmd)}")
 
+    def running_count(self) -> int:
+        """Tasks whose process runs right now (the host's metrics; pending ones wait)."""
+        return sum(1 for e in self._entries.values() if e.record.status == "running")
+
     async def status(self, task_id: str, wait_seconds: float = 0) -> TaskReport:
         """Report a task, waiting up to ``wait_seconds`` for it to end."""
         entry = self._get(task_id)
@@ -313,7 +320,7 @@ class TaskManager:
                 fds.callback(os.close, out_fd)
                 err_fd = open_beneath(self.state_dir, err, wflags)
                 fds.callback(os.close, err_fd)
-                process = await self.sandbox.open_process(
+                process = await self._sandbox().open_process(
                     ["bash", "-c", rec.cmd],
                     stdin=subprocess.DEVNULL,
                     stdout=out_fd,

@@ -7,6 +7,7 @@ Every read command takes ``--json`` (stable shapes, documented in
 from hyperhive.cli import (  # noqa: F401  (register commands)
     agents,
     approvals,
+    budget,
     choom,
     dashboard,
     login,

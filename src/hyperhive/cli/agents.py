@@ -30,6 +30,15 @@ from hyperhive.protocol import (
 # ---- agents -------------------------------------------------------------------
 
 
+def _turn_shown(a: AgentView) -> str:
+    """The turn column: a held agent says why before what its harness is doing."""
+    if a.needs_login:
+        return "needs login"
+    if a.over_budget:
+        return "over budget"
+    return a.turn_state
+
+
 @main.group()
 def agents() -> None:
     """List, spawn and arrange agents."""
@@ -45,12 +54,18 @@ def agents_list(obj: _Ctx, as_json: bool) -> None:
     def human(rows: list[AgentView]) -> None:
         for a in rows:
             state = "running" if a.running else "stopped"
-            turn = "needs login" if a.needs_login else a.turn_state
+            turn = _turn_shown(a)
             click.echo(
                 f"{a.name:20} parent={a.parent or '-':12} {state:8} {turn:11} {a.status_text}"
             )
         if any(a.needs_login for a in rows):
             click.echo(f"needs login: {LOGIN_REMEDY}")
+        for a in rows:
+            if a.over_budget:
+                click.echo(
+                    f"{a.name} is over budget ({a.over_budget}): its mail waits; "
+                    "raise the limit with `hivectl budget set`"
+                )
 
     _emit(data, as_json, human)
 
@@ -84,6 +99,8 @@ def agents_show(obj: _Ctx, name: str, as_json: bool) -> None:
             click.echo(f"broken config: {row.broken}")
         if row.crashed:
             click.echo(f"crashed: {row.crashed}")
+        if row.over_budget:
+            click.echo(f"over budget: {row.over_budget} (hivectl budget set {row.name} …)")
         for warning in row.config_warnings:
             click.echo(f"config warning: {warning}")
         if config is not None:
@@ -106,7 +123,7 @@ def agents_tree(obj: _Ctx, as_json: bool) -> None:
         def walk(name: str, depth: int) -> None:
             a = rows[name]
             mark = "●" if a.running else "○"
-            turn = "needs login" if a.needs_login else a.turn_state
+            turn = _turn_shown(a)
             click.echo(f"{'  ' * depth}{mark} {name}  {turn}  {a.status_text}")
             for child in sorted(n for n, r in rows.items() if r.parent == name):
                 walk(child, depth + 1)
@@ -241,7 +258,7 @@ def _follow(path: Path) -> None:
 @click.argument("name")
 @pass_ctx
 def compact(obj: _Ctx, name: str) -> None:
-    """Queue a compaction of NAME's context (only above 66% usage; runs after its turn)."""
+    """Queue a compaction of NAME's context (at any usage; runs after its turn)."""
     click.echo(json.dumps(_jsonable(obj.call(OpCompactReq(cmd="compact", agent=name)))))
 
 

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import anyio
 import click
+import stamina
 from pydantic import JsonValue
 from pydantic_core import to_jsonable_python
 
@@ -26,7 +27,8 @@ from hyperhive.config import (
     HivePaths,
     resolve_home,
 )
-from hyperhive.errors import HiveError, InternalError
+from hyperhive.errors import HiveError, InternalError, NotListening
+from hyperhive.homelock import holder
 from hyperhive.protocol import Req
 
 __all__ = ["main"]
@@ -42,8 +44,37 @@ class _Ctx:
 
     def call(self, request: Req[R]) -> R:
         """One operator request, answered with the request's response model."""
-        result: R = anyio.run(call_once, self.paths.host_sock, request)
+        result: R = anyio.run(_call_riding_failover, self.paths, request)
         return result
+
+
+RECONNECT_WITHIN_S = 15.0
+"""How long hivectl keeps knocking on a socket nobody answers: a coordinator restart or a
+standby's takeover (within 10 s of the active one's death) fits; a stopped hive does not."""
+
+
+def _coordinator_coming(paths: HivePaths) -> bool:
+    """Whether a coordinator may answer soon: one holds the home (starting, or standing
+    by), or its socket file outlived it (killed; a supervisor restarts it)."""
+    return holder(paths, "coordinator") is not None or paths.host_sock.exists()
+
+
+async def _call_riding_failover(paths: HivePaths, request: Req[R]) -> R:
+    # Only a connect that found nobody listening is retried: the request was never
+    # sent, so it cannot be applied twice. A connection lost mid-request answers at once.
+    def retry(exc: Exception) -> bool:
+        return isinstance(exc, NotListening) and _coordinator_coming(paths)
+
+    async for attempt in stamina.retry_context(
+        on=retry,
+        attempts=None,
+        timeout=RECONNECT_WITHIN_S,
+        wait_initial=0.2,
+        wait_max=2.0,
+    ):
+        with attempt:
+            return await call_once(paths.host_sock, request)
+    raise AssertionError("unreachable: stamina re-raises the last error")
 
 
 pass_ctx = click.make_pass_decorator(_Ctx)
@@ -153,10 +184,17 @@ def _setup_logging() -> None:
 
 
 async def _until_signalled(run: Callable[..., Any]) -> None:
-    async with anyio.create_task_group() as tg:
-        await tg.start(run)
-        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-            async for signum in signals:
-                logging.getLogger("hyperhive").info("%s: stopping", signal.Signals(signum).name)
-                break
-        tg.cancel_scope.cancel()
+    try:
+        async with anyio.create_task_group() as tg:
+            await tg.start(run)
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for signum in signals:
+                    name = signal.Signals(signum).name
+                    logging.getLogger("hyperhive").info("%s: stopping", name)
+                    break
+            tg.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # ``run``'s own error as itself: a HiveError (a lost lease) exits with its message.
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise

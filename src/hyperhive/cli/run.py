@@ -30,6 +30,7 @@ from hyperhive.protocol import (
     OpStatusReq,
     WaitingSlot,
 )
+from hyperhive.telemetry import configure as configure_tracing
 
 
 @main.command()
@@ -45,8 +46,25 @@ def serve(obj: _Ctx, no_dashboard: bool) -> None:
     die_with_supervisor()
     hive = load_hive_config(obj.home)
     refuse_unreachable_home(obj.home, hive.runtime)
+    if hive.store:
+        # On PostgreSQL a second serve is a standby: it waits for the home and the
+        # database's lease instead of being refused (core/standby.py).
+        from hyperhive.core.standby import serve_with_lease
+        from hyperhive.store.postgres import open_postgres
+
+        _setup_logging()
+
+        async def serve_standby() -> None:
+            store = await open_postgres(hive.store or "")  # refused here if unreachable
+            await _until_signalled(
+                partial(serve_with_lease, obj.paths, hive, store, dashboard=not no_dashboard)
+            )
+
+        anyio.run(serve_standby)
+        return
     with HomeLock(obj.paths, "coordinator"):
         _setup_logging()
+        stop_tracing = configure_tracing(hive.telemetry, "coordinator")
 
         async def serve_hive() -> None:
             # Opened in the loop that serves (a PostgreSQL pool belongs to it), and
@@ -54,7 +72,10 @@ def serve(obj: _Ctx, no_dashboard: bool) -> None:
             coordinator = await Coordinator.open(obj.paths, hive)
             await _until_signalled(partial(coordinator.run, dashboard=not no_dashboard))
 
-        anyio.run(serve_hive)
+        try:
+            anyio.run(serve_hive)
+        finally:
+            stop_tracing()
 
 
 @main.command()
@@ -96,6 +117,7 @@ def host(obj: _Ctx) -> None:
     refuse_unreachable_home(obj.home, hive.runtime)
     lock = HomeLock(obj.paths, "host").acquire()
     _setup_logging()
+    stop_tracing = configure_tracing(hive.telemetry, "agent-host")
     agent_host = AgentHost(obj.paths, hive)
 
     async def run() -> None:
@@ -119,6 +141,7 @@ def host(obj: _Ctx) -> None:
     try:
         anyio.run(run)
     finally:
+        stop_tracing()
         lock.release()
 
 

@@ -17,6 +17,7 @@ from hyperhive.config import AgentConfig
 from hyperhive.core.agent_state import AgentState
 from hyperhive.core.approvals import Approvals
 from hyperhive.core.broker import Broker
+from hyperhive.core.budgets import Budgets
 from hyperhive.core.dispatch import Dispatcher
 from hyperhive.core.hostlink import HostLink
 from hyperhive.core.lifecycle import Lifecycle
@@ -65,17 +66,18 @@ from hyperhive.protocol import (
     LogTail,
     LooseEnd,
     Message,
+    RecordSpendReq,
     RecvReq,
     Reminded,
     RemindReq,
     RequestApplyCommitReq,
     RequestInitConfigReq,
-    RequestUpdateMetaInputsReq,
     Schedule,
     SchedulePromptReq,
     SendReq,
     Sent,
     SetStatusReq,
+    SpendRecorded,
     StatusSet,
     TodoClearReq,
     TodoUpsertReq,
@@ -129,8 +131,11 @@ class AgentApi:
         logs: LogTails,
         hostlink: HostLink,
         bus: EventBus,
+        hive_name: str,
+        budgets: Budgets,
     ) -> None:
         self.name = name
+        self.hive_name = hive_name
         self.registry = registry
         self.topology_store = topology_store
         self.broker = broker
@@ -142,6 +147,7 @@ class AgentApi:
         self.logs = logs
         self.hostlink = hostlink
         self.bus = bus
+        self.budgets = budgets
 
     async def __call__(self, req: Any) -> Any:
         gate(req.cmd, self.name, self.registry.config(self.name))
@@ -196,7 +202,12 @@ class AgentApi:
 
     @on(WaitReq)
     async def _wait(self, req: WaitReq) -> WaitResult:
-        return await self.broker.wait(self.name, req.timeout, req.todo_version)
+        return await self.broker.wait(
+            self.name, req.timeout, req.todo_version, hold=self._over_budget
+        )
+
+    async def _over_budget(self) -> bool:
+        return await self.budgets.held(self.name) is not None
 
     @on(AttachReq)
     async def _attach(self, req: AttachReq) -> Attached:
@@ -209,9 +220,18 @@ class AgentApi:
 
     @on(TurnEndReq)
     async def _turn_end(self, req: TurnEndReq) -> TurnEnded:
+        # Spend first, keyed by the run: a turn_end resent after a restart counts once.
+        if req.spend is not None:
+            await self.budgets.record(self.name, req.spend)
         # The ack commits with the outcome: a clean turn's mail is never redelivered
         # once turn_end answers.
         return await self.agent_state.turn_end(self.name, req)
+
+    @on(RecordSpendReq)
+    async def _record_spend(self, req: RecordSpendReq) -> SpendRecorded:
+        # A subagent runs in this agent's sandbox and reports through its socket:
+        # its spend counts to this agent.
+        return SpendRecorded(recorded=await self.budgets.record(self.name, req.spend))
 
     # ---- in-sandbox producers ----------------------------------------------
 
@@ -332,6 +352,7 @@ class AgentApi:
         row = await self.agent_state.row(name)
         return AgentMeta(
             name=name,
+            hive_name=self.hive_name,
             hyperhive_rev=__version__,
             running=self.hostlink.running(name),
             status_text=row.status_text,
@@ -372,14 +393,6 @@ class AgentApi:
     @on(RequestApplyCommitReq)
     async def _request_apply_commit(self, req: RequestApplyCommitReq) -> ApprovalRequested:
         return await self.approvals.request_apply_commit(self.name, req.agent, req.commit)
-
-    @on(RequestUpdateMetaInputsReq)
-    async def _request_update_meta_inputs(
-        self, req: RequestUpdateMetaInputsReq
-    ) -> ApprovalRequested:
-        return await self.approvals.request_update_meta_inputs(
-            self.name, req.claude_version, req.reason
-        )
 
     @on(LifecycleReq)
     async def _lifecycle(self, req: LifecycleReq) -> LifecycleResult:

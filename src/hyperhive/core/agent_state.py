@@ -44,20 +44,23 @@ class AgentState:
         turn = await self.store.agents.record_turn(
             agent, req.outcome, req.context_usage, req.session_id, ack=req.handled
         )
+        self.bus.emit("turn_end", agent=agent, outcome=req.outcome, cost_usd=req.cost_usd)
         if req.outcome == "needs_login" and not turn.was_needs_login:
             await self.notices.notify_submitter(agent, NeedsLogin(agent=agent))
         elif req.outcome == "ok" and turn.was_needs_login:
             await self.notices.notify_submitter(agent, LoggedIn(agent=agent))
         return TurnEnded(compact_pending=turn.compact_pending)
 
-    async def request_compact(self, agent: str, threshold: float) -> CompactQueued:
+    async def request_compact(self, agent: str, threshold: float | None) -> CompactQueued:
+        """Queue a compaction; ``threshold`` gates the agent's own ask, ``None`` (the
+        operator's) queues it whatever the last turn used."""
         asked = await self.store.agents.request_compact(agent, threshold)  # wakes if queued
-        if not asked.queued or asked.usage is None:
+        if not asked.queued:
             usage = asked.usage
             shown = "unknown (no turn recorded yet)" if usage is None else f"{usage:.0%}"
             raise Conflict(
                 f"compact refused: the last turn used {shown} of the context window; "
-                f"compaction is allowed above {threshold:.0%}. Nothing was changed"
+                f"compaction is allowed above {threshold or 0:.0%}. Nothing was changed"
             )
         return CompactQueued(
             queued=True,

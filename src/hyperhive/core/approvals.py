@@ -1,11 +1,11 @@
 """Config changes that need the operator's yes: creating, applying, resolving.
 
 Every change to what an agent *is* (its applied config) goes through here:
-an agent asks (``request_init_config``, ``request_apply_commit``,
-``request_update_meta_inputs``) or the operator proposes (``perms_set``); an
-approval row holds the exact proposed text; approving applies it as a commit
-in the meta repo and rebuilds the agent. Who may ask for what is decided
-from the topology before a row is ever written.
+an agent asks (``request_init_config``, ``request_apply_commit``) or the
+operator proposes (``perms_set``); an approval row holds the exact proposed
+text; approving applies it as a commit in the meta repo and rebuilds the
+agent. Who may ask for what is decided from the topology before a row is
+ever written.
 """
 
 from __future__ import annotations
@@ -149,21 +149,6 @@ class Approvals:
         )
         return ApprovalRequested(approval_id=approval, commit=commit, state="pending")
 
-    async def request_update_meta_inputs(
-        self, requester: str, version: str, reason: str
-    ) -> ApprovalRequested:
-        if self.topology_store.read_cached().get(requester) is not None:
-            raise PermissionDenied(
-                "only a root agent may ask to update the hive's inputs (not a root)"
-            )
-        approval = await self._create(
-            "update_meta_inputs",
-            requester,
-            "claude-code",
-            {"claude_version": version, "reason": reason},
-        )
-        return ApprovalRequested(approval_id=approval, state="pending")
-
     # ---- the operator's side -----------------------------------------------------------
 
     async def list(self, pending_only: bool = True) -> list[ApprovalView]:
@@ -243,15 +228,9 @@ class Approvals:
     async def _carry_out(
         self, kind: str, requester: str, payload: dict[str, Any]
     ) -> dict[str, str | None]:
-        if kind == "update_meta_inputs":
-            commit = await anyio.to_thread.run_sync(
-                self.meta.record_inputs, payload["claude_version"]
-            )
-            return {
-                "meta_commit": commit,
-                "note": "recorded in meta/inputs.toml; run scripts/bootstrap after changing "
-                "package.json's pin to install it",
-            }
+        if kind not in ("init_config", "apply_commit"):
+            # A row left by an older hive (update_meta_inputs): nothing can carry it out.
+            raise Conflict(f"a {kind} request can no longer be applied; deny it instead")
         agent = payload["agent"]
         config = parse_agent_config(payload["config"], f"approval/{agent}.toml")
         if kind == "init_config":

@@ -13,7 +13,7 @@ agent a commit added something for, and the coordinator feeds that to the
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from hyperhive.core.notify import Notifier
 from hyperhive.errors import LimitExceeded
@@ -121,12 +121,27 @@ class Broker:
             compact=got.compact,
         )
 
-    async def wait(self, agent: str, seconds: float, todo_version: int) -> WaitResult:
-        """Return as soon as there is mail, a todo change, a compact or a stop."""
+    async def wait(
+        self,
+        agent: str,
+        seconds: float,
+        todo_version: int,
+        hold: Callable[[], Awaitable[object]] | None = None,
+    ) -> WaitResult:
+        """Return as soon as there is mail, a todo change, a compact or a stop.
+
+        While ``hold()`` is truthy (an agent over budget) only a stop is
+        answered: nothing is handed out, so its mail stays undelivered.
+        """
         deadline = time.monotonic() + seconds
         while True:
             event = self.notifier.event(agent)  # taken before the poll: no lost wake-up
-            result = await self._poll(agent, todo_version)
+            if hold is not None and await hold():
+                if (await self.store.agents.get(agent)).fenced:
+                    return WaitResult(stop=True, todo_version=todo_version)
+                result = None
+            else:
+                result = await self._poll(agent, todo_version)
             if result is not None:
                 return result
             remaining = deadline - time.monotonic()

@@ -20,6 +20,7 @@ from hyperhive.core.agent_state import AgentState
 from hyperhive.core.approvals import Approvals
 from hyperhive.core.background import Background
 from hyperhive.core.broker import Broker
+from hyperhive.core.budgets import Budgets
 from hyperhive.core.hostlink import HostLink
 from hyperhive.core.lifecycle import Lifecycle
 from hyperhive.core.logs import LogTails
@@ -37,6 +38,7 @@ from hyperhive.fdlimit import check_fd_limit
 from hyperhive.protocol import HostRequest
 from hyperhive.store import Store, open_store
 from hyperhive.store.sqlite import SqliteStore
+from hyperhive.sysusers import hive_id
 from hyperhive.topology import TopologyStore
 
 if TYPE_CHECKING:
@@ -77,6 +79,7 @@ class Coordinator:
         self.logs = logs = LogTails(paths)
         self.notices = notices = Notices(topo, registry, broker, loose_ends, config.root_agent)
         self.agent_state = agent_state = AgentState(store, bus, notices)
+        self.budgets = budgets = Budgets(store, registry, config.budget, broker, notifier, bus)
         # The link's callbacks reach services built after it; they run only once it serves.
         self.hostlink = hostlink = HostLink(
             bus,
@@ -119,6 +122,8 @@ class Coordinator:
             logs=logs,
             hostlink=hostlink,
             bus=bus,
+            hive_name=config.name or hive_id(paths),
+            budgets=budgets,
         )
         self.operator_api = OperatorApi(
             paths=paths,
@@ -136,6 +141,7 @@ class Coordinator:
             hostlink=hostlink,
             bus=bus,
             forge=config.forge,
+            budgets=budgets,
         )
 
     @classmethod
@@ -202,6 +208,7 @@ class Coordinator:
             notifier=self.notifier,
             registry=self.registry,
             hostlink=self.hostlink,
+            store=self.store,
         )
 
     def _seed_missing_proposed_repos(self) -> None:

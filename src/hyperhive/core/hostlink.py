@@ -1,7 +1,7 @@
 """The link to agent hosts: who runs which agent, and telling them.
 
 An agent host connects to ``run/hosts.sock``, registers, and from then on
-receives pushed ``activate``/``deactivate`` commands; it reports turn state
+receives pushed ``activate``/``deactivate``/``place`` commands; it reports turn state
 and crashes as requests. When a host's connection ends, every agent it ran
 is no longer running — the coordinator always knows where each agent is.
 """
@@ -30,6 +30,7 @@ from hyperhive.protocol import (
     LinkGoodbyeReq,
     LinkRegisterReq,
     LinkRequest,
+    PlaceCmd,
     Registered,
     Response,
     decode_request,
@@ -119,6 +120,19 @@ class HostLink:
         self.turns[cmd.agent] = TurnState("idle")
         await host.push(encode(cmd))
         self.bus.emit("agent", agent=cmd.agent, running=True, host=host_id)
+
+    async def place(self, cmd: PlaceCmd) -> None:
+        """Tell the host running ``cmd.agent`` its new place in the tree (no restart).
+
+        An agent not running now learns it from its next activation.
+        """
+        host = self.hosts.get(self.placement.get(cmd.agent, ""))
+        if host is None:
+            return
+        try:
+            await host.push(encode(cmd))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # the host is going; the agent's next activation carries its place
 
     async def deactivate(self, agent: str, graceful: bool = True) -> bool:
         host_id = self.placement.pop(agent, None)

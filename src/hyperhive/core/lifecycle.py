@@ -17,6 +17,7 @@ from collections import deque
 from pathlib import Path
 
 import anyio
+import stamina
 
 from hyperhive import topology
 from hyperhive.config import AgentConfig, HivePaths, dump_agent_config
@@ -29,7 +30,7 @@ from hyperhive.core.notices import Notices
 from hyperhive.core.notify import EventBus
 from hyperhive.core.placement import Placement
 from hyperhive.core.registry import AgentRegistry
-from hyperhive.errors import Conflict, PermissionDenied
+from hyperhive.errors import Conflict, HiveError, PermissionDenied, Unavailable
 from hyperhive.forge.config import ForgeConfig
 from hyperhive.forge.service import revoke_agent
 from hyperhive.permissions import ToolGroup
@@ -41,6 +42,7 @@ from hyperhive.protocol import (
     Destroyed,
     Killed,
     LifecycleResult,
+    PlaceCmd,
     Rebuilt,
 )
 from hyperhive.sysusers import remove_user
@@ -120,6 +122,8 @@ class Lifecycle:
         if not existed:
             topo[name] = parent
         self.topology_store.write(topo)
+        # Its ancestors may write its proposed repo from now, not from their next start.
+        await anyio.to_thread.run_sync(self.meta.sync_repo_acls, topo, [name])
         commit = await anyio.to_thread.run_sync(self.meta.commit_meta, message)
         await self.agent_state.row(name)
         await self.sockets.open(name)
@@ -162,6 +166,33 @@ class Lifecycle:
         updated = topology.reconcile(current, self.registry.known())
         if updated != current:
             self.topology_store.write(updated)
+
+    async def set_parent(
+        self, child: str, new_parent: str | None
+    ) -> tuple[dict[str, str | None], bool]:
+        """Move ``child`` (and its subtree) under ``new_parent``; running agents follow.
+
+        The move is a commit in the meta repo; the moved repos' ACLs follow the
+        new ancestors; every running agent whose parent or descendants changed
+        is told, so its next turn knows without a restart.
+        """
+        before = self.topology_store.read()
+        updated, changed = self.topology_store.set_parent(child, new_parent, self.registry.known())
+        if not changed:
+            return updated, False
+        moved = [child, *topology.descendants(updated, child)]
+        await anyio.to_thread.run_sync(self.meta.sync_repo_acls, updated, moved)
+        old = before.get(child)
+        await anyio.to_thread.run_sync(
+            self.meta.commit_meta,
+            f"reparent {child}: {old or '(root)'} -> {new_parent or '(root)'}",
+        )
+        for name, (parent, below) in topology.places_changed(before, updated).items():
+            await self.hostlink.place(
+                PlaceCmd(cmd="place", agent=name, parent=parent, descendants=list(below))
+            )
+        self.bus.emit("topology", child=child, parent=new_parent)
+        return updated, True
 
     # ---- verbs ------------------------------------------------------------------------
 
@@ -231,16 +262,30 @@ class Lifecycle:
         history.append(now)
         delay = CRASH_BACKOFF[len(history) - 1]
         log.error("agent %s crashed (%s); restarting in %.0fs", agent, reason, delay)
-        await self.notices.notify_submitter(agent, ContainerCrash(agent=agent, reason=reason))
-        self.bus.emit("agent", agent=agent, running=False, crashed=True, reason=reason)
+        # Scheduled before the notice: a store that is away fails the notice, not the restart.
         self.background.start_soon(self._restart_later, agent, delay)
+        self.bus.emit("agent", agent=agent, running=False, crashed=True, reason=reason)
+        await self.notices.notify_submitter(agent, ContainerCrash(agent=agent, reason=reason))
 
     async def _restart_later(self, agent: str, delay: float) -> None:
+        """Restart after ``delay``; while the store is away, wait and retry (never crash
+        the coordinator: this runs in its task group)."""
         await anyio.sleep(delay)
-        if (
-            self.registry.exists(agent)
-            and await self.agent_state.desired_running(agent)
-            and not self.hostlink.running(agent)
-            and self.hostlink.hosts
+        async for attempt in stamina.retry_context(
+            on=Unavailable, attempts=None, timeout=None, wait_initial=0.5, wait_max=10.0
         ):
-            await self.placement.activate(agent)
+            with attempt:
+                try:
+                    if (
+                        self.registry.exists(agent)
+                        and await self.agent_state.desired_running(agent)
+                        and not self.hostlink.running(agent)
+                        and self.hostlink.hosts
+                    ):
+                        await self.placement.activate(agent)
+                except Unavailable as exc:
+                    log.warning("agent %s: cannot restart it yet: %s", agent, exc.message)
+                    raise
+                except HiveError as exc:
+                    # Not the store: e.g. its host went away; it restarts when a host registers.
+                    log.error("agent %s: restart after its crash failed: %s", agent, exc.message)

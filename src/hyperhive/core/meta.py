@@ -15,12 +15,15 @@ import os
 import re
 import subprocess
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from hyperhive import topology
 from hyperhive.atomic import atomic_write_text
 from hyperhive.config import HivePaths
 from hyperhive.errors import ConfigError, NotFound, StorageError
-from hyperhive.sysusers import chown_tree, ensure_user
+from hyperhive.repoacl import sync_repo
+from hyperhive.sysusers import chown_tree, ensure_user, existing_uid
 
 __all__ = ["AGENT_TOML", "GitRepo", "MetaStore", "git_available"]
 
@@ -202,6 +205,20 @@ class MetaStore:
             os.chown(repo.path / AGENT_TOML, *repo.run_as, follow_symlinks=False)
         return repo.commit_file(message, AGENT_TOML, text) or repo.head()
 
-    def record_inputs(self, claude_version: str) -> str | None:
-        atomic_write_text(self.paths.meta / "inputs.toml", f'claude_code = "{claude_version}"\n')
-        return self.commit_meta(f"inputs: claude-code {claude_version}")
+    def sync_repo_acls(self, topo: Mapping[str, str | None], agents: Iterable[str]) -> None:
+        """Each of ``agents``' proposed repos writable by exactly it and its ancestors.
+
+        Run after a reparent over the moved subtree: the new ancestors gain
+        their ACL entries, the old ones lose theirs (see :mod:`hyperhive.repoacl`).
+        """
+        if not self.isolated:
+            return
+        uids = {a: existing_uid(self.paths, a) for a in topo}
+        hive_uids = {u for u in uids.values() if u is not None}
+        for agent in agents:
+            repo = self.paths.agent_config_repo(agent)
+            if not repo.is_dir():
+                continue
+            owners = (agent, *topology.ancestors(topo, agent))
+            wanted = {u for a in owners if (u := uids.get(a)) is not None}
+            sync_repo(repo, wanted, hive_uids)

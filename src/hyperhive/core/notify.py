@@ -12,7 +12,11 @@ import anyio
 
 from hyperhive.bus import EventBus
 
-__all__ = ["EventBus", "Notifier"]  # EventBus re-exported: the shared broadcast
+__all__ = ["ANY", "EventBus", "Notifier"]  # EventBus re-exported: the shared broadcast
+
+
+# Fires on a change for any agent (no agent name can be "*"): the dashboard's feed.
+ANY = "*"
 
 
 class Notifier:
@@ -29,9 +33,10 @@ class Notifier:
         return ev
 
     def notify(self, agent: str) -> None:
-        ev = self._events.pop(agent, None)
-        if ev is not None:
-            ev.set()
+        for key in (agent, ANY):
+            ev = self._events.pop(key, None)
+            if ev is not None:
+                ev.set()
 
     async def wait(self, event: anyio.Event, seconds: float) -> bool:
         """Wait for ``event`` up to ``seconds``; True if it fired."""

@@ -11,11 +11,12 @@ import os
 from typing import Any
 
 from hyperhive import topology
+from hyperhive.budgets import describe
 from hyperhive.config import HivePaths
-from hyperhive.core.agent_api import COMPACT_THRESHOLD
 from hyperhive.core.agent_state import AgentState
 from hyperhive.core.approvals import Approvals
 from hyperhive.core.broker import Broker
+from hyperhive.core.budgets import Budgets
 from hyperhive.core.dispatch import Dispatcher
 from hyperhive.core.hostlink import HostLink
 from hyperhive.core.lifecycle import Lifecycle
@@ -40,6 +41,7 @@ from hyperhive.protocol import (
     ApprovalOutcome,
     ApprovalRequested,
     ApprovalView,
+    BudgetView,
     Cancelled,
     CompactQueued,
     ForgeView,
@@ -56,6 +58,8 @@ from hyperhive.protocol import (
     OpAnswerReq,
     OpApprovalShowReq,
     OpApprovalsReq,
+    OpBudgetReq,
+    OpBudgetSetReq,
     OpCancelLooseEndReq,
     OpCompactReq,
     OpConfigReq,
@@ -71,12 +75,16 @@ from hyperhive.protocol import (
     OpSendReq,
     OpSetParentReq,
     OpSpawnReq,
+    OpSpendReq,
+    OpSpendSeriesReq,
     OpStatusReq,
     OpTopologyReq,
     ParentSet,
     Question,
     Sent,
     SpawnResult,
+    SpendReport,
+    SpendSeries,
     WaitingSlot,
 )
 from hyperhive.store.rows import AgentState as AgentStateRow
@@ -107,6 +115,7 @@ class OperatorApi:
         hostlink: HostLink,
         bus: EventBus,
         forge: ForgeConfig | None,
+        budgets: Budgets,
     ) -> None:
         self.paths = paths
         self.schema_version = schema_version
@@ -123,6 +132,7 @@ class OperatorApi:
         self.hostlink = hostlink
         self.bus = bus
         self.forge = forge
+        self.budgets = budgets
         self.pid = os.getpid()
 
     async def __call__(self, req: Any) -> Any:
@@ -136,6 +146,7 @@ class OperatorApi:
         for name in self.registry.known():
             row = rows.get(name) or AgentStateRow(name=name)
             turn = self.hostlink.turns.get(name)
+            held = await self.budgets.held(name)
             out.append(
                 AgentView(
                     name=name,
@@ -146,6 +157,7 @@ class OperatorApi:
                     turn_state_since=turn.since if turn else None,
                     status_text=row.status_text,
                     needs_login=row.needs_login,
+                    over_budget=describe(held) if held else None,
                     broken=self.registry.broken.get(name),
                     crashed=self.placement.crash_reasons.get(name),
                     unread_operator_messages=unread.get(name, 0),
@@ -183,6 +195,22 @@ class OperatorApi:
             outbox=await self.broker.outbox(req.agent, req.limit),
         )
 
+    @on(OpBudgetReq)
+    async def _budget(self, req: OpBudgetReq) -> BudgetView:
+        return await self.budgets.view()
+
+    @on(OpBudgetSetReq)
+    async def _budget_set(self, req: OpBudgetSetReq) -> BudgetView:
+        return await self.budgets.set_limits(req.scope, req.limits, req.reset)
+
+    @on(OpSpendReq)
+    async def _spend(self, req: OpSpendReq) -> SpendReport:
+        return await self.budgets.report()
+
+    @on(OpSpendSeriesReq)
+    async def _spend_series(self, req: OpSpendSeriesReq) -> SpendSeries:
+        return await self.budgets.series(req.days)
+
     @on(OpAgentsReq)
     async def _agents(self, req: OpAgentsReq) -> list[AgentView]:
         return await self.agents_view()
@@ -199,12 +227,7 @@ class OperatorApi:
 
     @on(OpSetParentReq)
     async def _set_parent(self, req: OpSetParentReq) -> ParentSet:
-        new_parent = req.new_parent or None
-        updated, changed = self.topology_store.set_parent(
-            req.child, new_parent, self.registry.known()
-        )
-        if changed:
-            self.bus.emit("topology", child=req.child, parent=new_parent)
+        updated, changed = await self.lifecycle.set_parent(req.child, req.new_parent or None)
         return ParentSet(changed=changed, topology=updated)
 
     @on(OpLooseEndsReq)
@@ -276,7 +299,9 @@ class OperatorApi:
     @on(OpCompactReq)
     async def _compact(self, req: OpCompactReq) -> CompactQueued:
         self.registry.require(req.agent)
-        return await self.agent_state.request_compact(req.agent, COMPACT_THRESHOLD)
+        # Ungated: the 66% rule keeps an agent from compacting itself for nothing;
+        # the operator decides with more than the last turn's usage to go on.
+        return await self.agent_state.request_compact(req.agent, None)
 
     @on(OpConfigReq)
     async def _agent_config(self, req: OpConfigReq) -> AgentConfigView:

@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
+from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from hyperhive.errors import HiveError, InternalError
 from hyperhive.framing import FrameDecoder
@@ -26,6 +27,7 @@ from hyperhive.protocol import (
     error_response,
     ok_response,
 )
+from hyperhive.telemetry import context_from, tracer
 from hyperhive.unixsock import UnixStream, serve_unix_streams
 
 __all__ = ["Dispatch", "Listeners", "serve_connection", "serve_unix"]
@@ -56,14 +58,45 @@ class _Writer:
                 pass  # the client went away; its answer has nowhere to go
 
 
+async def _traced(request: Any, dispatch: Dispatch, identity: str | None) -> Any:
+    """Dispatch; inside a span when the caller sent its trace context.
+
+    A request without one (a long-poll ``wait``, ``hivectl``) makes no span:
+    a trace of every idle poll would bury the turns.
+    """
+    parent = context_from(getattr(request, "traceparent", None))
+    if parent is None:
+        return await dispatch(request)
+    cmd = getattr(request, "cmd", "request")
+    with tracer().start_as_current_span(
+        f"coordinator {cmd}",
+        context=parent,
+        kind=SpanKind.SERVER,
+        attributes={"hyperhive.cmd": cmd, "hyperhive.caller": identity or "operator"},
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
+        try:
+            return await dispatch(request)
+        except HiveError as exc:
+            span.set_status(Status(StatusCode.ERROR, exc.code))
+            span.set_attribute("hyperhive.error", exc.message[:300])
+            raise
+
+
 async def _handle(
-    line: bytes, union: Any, dispatch: Dispatch, writer: _Writer, slots: anyio.Semaphore
+    line: bytes,
+    union: Any,
+    dispatch: Dispatch,
+    writer: _Writer,
+    slots: anyio.Semaphore,
+    identity: str | None,
 ) -> None:
     rid: int | str | None = None
     request: Any = None
     try:
         rid, request = decode_frame(union, line)
-        response = ok_response(rid, await dispatch(request))
+        response = ok_response(rid, await _traced(request, dispatch, identity))
     except HiveError as exc:
         response = error_response(exc.request_id if exc.request_id is not None else rid, exc)
     except Exception as exc:  # a bug must answer, log, and spare the connection
@@ -82,9 +115,13 @@ async def _handle(
 
 
 async def serve_connection(
-    stream: UnixStream, union: Any, dispatch: Dispatch, max_frame: int
+    stream: UnixStream,
+    union: Any,
+    dispatch: Dispatch,
+    max_frame: int,
+    identity: str | None = None,
 ) -> None:
-    """Serve one client until it disconnects."""
+    """Serve one client until it disconnects (``identity``: the agent the socket is for)."""
     writer = _Writer(stream)
     decoder = FrameDecoder(max_frame)
     slots = anyio.Semaphore(MAX_IN_FLIGHT)
@@ -99,7 +136,7 @@ async def serve_connection(
                     await writer.send(error_response(None, frame))
                     continue
                 await slots.acquire()  # backpressure: stop reading when saturated
-                tg.start_soon(_handle, frame, union, dispatch, writer, slots)
+                tg.start_soon(_handle, frame, union, dispatch, writer, slots, identity)
         tg.cancel_scope.cancel()  # the client is gone: abandon its long-polls
 
 
@@ -111,12 +148,13 @@ async def serve_unix(
     *,
     mode: int = 0o600,
     owner: tuple[int, int] | None = None,
+    identity: str | None = None,
     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Listen on ``path`` (mode 0600, optionally chowned) until cancelled."""
     await serve_unix_streams(
         path,
-        lambda stream: serve_connection(stream, union, dispatch, max_frame),
+        lambda stream: serve_connection(stream, union, dispatch, max_frame, identity),
         mode=mode,
         owner=owner,
         task_status=task_status,
@@ -150,7 +188,13 @@ class Listeners:
         async def run(*, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
             with scope:
                 await serve_unix(
-                    path, union, dispatch, max_frame, owner=owner, task_status=task_status
+                    path,
+                    union,
+                    dispatch,
+                    max_frame,
+                    owner=owner,
+                    identity=key,
+                    task_status=task_status,
                 )
 
         await self._tg.start(run)

@@ -18,6 +18,7 @@ from hyperhive.protocol.base import (
     WaitResult,
     _Out,
 )
+from hyperhive.protocol.budget import RecordSpendReq, RunSpend
 from hyperhive.tools.approvals import RequestApplyCommitReq
 from hyperhive.tools.catalog import wire_requests
 from hyperhive.tools.diagnostics import GetHostJournalReq, GetLogsReq, HostJournal
@@ -28,7 +29,7 @@ from hyperhive.tools.inbox import (
     Reminded,
     RemindReq,
 )
-from hyperhive.tools.lifecycle import LifecycleReq, RequestInitConfigReq, RequestUpdateMetaInputsReq
+from hyperhive.tools.lifecycle import LifecycleReq, RequestInitConfigReq
 from hyperhive.tools.messaging import AckUntilReq, Asked, AskOperatorReq, RecvReq, SendReq
 from hyperhive.tools.meta import CompactReq, GetAgentMetaReq, SetStatusReq, StatusSet
 from hyperhive.tools.scheduling import (
@@ -63,7 +64,6 @@ __all__ = [
     "RemindReq",
     "RequestApplyCommitReq",
     "RequestInitConfigReq",
-    "RequestUpdateMetaInputsReq",
     "Schedule",
     "SchedulePromptReq",
     "SendReq",
@@ -121,6 +121,8 @@ class TurnEndReq(Req[TurnEnded]):
     context_usage: float | None = Field(default=None, ge=0)
     session_id: str | None = None
     cost_usd: float | None = None
+    # The run's spend (tokens too), counted once per run_id to the agent's budget.
+    spend: RunSpend | None = None
 
 
 class TodoUpsertReq(Req[Created]):
@@ -159,6 +161,7 @@ _OWN: tuple[type[Req[Any]], ...] = (
     TodoUpsertReq,
     TodoClearReq,
     WakeReq,
+    RecordSpendReq,
 )
 
 # Built at import from the catalog: a tool declared with a ``wire`` request is

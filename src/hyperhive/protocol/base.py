@@ -1,6 +1,7 @@
 """Shared pieces of the wire schema (defined in :mod:`hyperhive.wirebase`, re-exported)."""
 
 from hyperhive.wirebase import (
+    TRACEPARENT_PATTERN,
     Acked,
     AgentDestroyed,
     AgentMeta,
@@ -46,6 +47,7 @@ __all__ = [
     "RequestId",
     "RowId",
     "Sent",
+    "TRACEPARENT_PATTERN",
     "TurnStateName",
     "WaitResult",
     "_Out",

@@ -30,10 +30,6 @@ class ContainerCrash(_Event):
     reason: str = ""
 
 
-class NeedsUpdate(_Event):
-    event: Literal["needs_update"] = "needs_update"
-
-
 class ApprovalResolved(_Event):
     event: Literal["approval_resolved"] = "approval_resolved"
     approval_id: int
@@ -71,7 +67,6 @@ class ConfigReady(_Event):
 
 HelperEvent = Annotated[
     ContainerCrash
-    | NeedsUpdate
     | ApprovalResolved
     | Spawned
     | Rebuilt
@@ -84,7 +79,7 @@ HelperEvent = Annotated[
 ]
 
 # Inbox-worthy events go to the submitter's inbox; the rest become todos.
-INBOX_EVENTS = frozenset({"container_crash", "needs_update", "approval_resolved"})
+INBOX_EVENTS = frozenset({"container_crash", "approval_resolved"})
 
 
 def _crash(e: ContainerCrash) -> str:
@@ -110,9 +105,6 @@ def _resolved(e: ApprovalResolved) -> str:
 
 _DESCRIBE: dict[type[BaseModel], Callable[[Any], str]] = {
     ContainerCrash: _crash,
-    NeedsUpdate: lambda e: (
-        f"{e.agent} runs an outdated build; rebuild it with update when it is idle."
-    ),
     ApprovalResolved: _resolved,
     Spawned: lambda e: f"{e.agent} was spawned and is idle: send it its task.",
     Rebuilt: lambda e: f"{e.agent} was rebuilt with its applied config and is running again.",

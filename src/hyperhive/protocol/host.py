@@ -26,6 +26,7 @@ from hyperhive.protocol.base import (
     TurnStateName,
     _Out,
 )
+from hyperhive.protocol.budget import OpBudgetReq, OpBudgetSetReq, OpSpendReq, OpSpendSeriesReq
 
 # ---- results (keys promised by docs/cli-json.md are never renamed) ---------
 
@@ -42,6 +43,8 @@ class AgentView(_Out):
     status_text: str
     needs_login: bool
     broken: str | None
+    # The spend limit this agent (or the hive) reached: it takes no turns until raised.
+    over_budget: str | None = None
     crashed: str | None
     unread_operator_messages: int
     last_context_usage: float | None
@@ -101,6 +104,7 @@ class Mailbox(_Out):
 
 class ApprovalView(_Out):
     id: int
+    # update_meta_inputs: a request this hive no longer takes (only denied or cancelled).
     kind: Literal["init_config", "apply_commit", "update_meta_inputs"]
     requester: str
     subject: str
@@ -324,6 +328,10 @@ HostRequest = Annotated[
     | OpCompactReq
     | OpPermsSetReq
     | OpConfigReq
-    | OpAgentForgeReq,
+    | OpAgentForgeReq
+    | OpBudgetReq
+    | OpBudgetSetReq
+    | OpSpendReq
+    | OpSpendSeriesReq,
     Field(discriminator="cmd"),
 ]

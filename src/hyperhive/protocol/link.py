@@ -71,4 +71,14 @@ class DeactivateCmd(_Req):
     graceful: bool = True
 
 
-LinkCommand = Annotated[ActivateCmd | DeactivateCmd, Field(discriminator="cmd")]
+class PlaceCmd(_Req):
+    """The agent's place in the tree changed (a reparent): it keeps running, and its
+    next turn, bash task or subagent sees the new parent and descendants."""
+
+    cmd: Literal["place"]
+    agent: str
+    parent: str | None = None
+    descendants: list[str] = Field(default_factory=list)
+
+
+LinkCommand = Annotated[ActivateCmd | DeactivateCmd | PlaceCmd, Field(discriminator="cmd")]

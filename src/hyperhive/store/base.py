@@ -37,6 +37,7 @@ from hyperhive.store.rows import (
     FireSchedule,
     LooseEndKind,
     LooseEndRow,
+    MessageCounts,
     MessageRow,
     OpenLooseEnds,
     Poll,
@@ -44,6 +45,9 @@ from hyperhive.store.rows import (
     Recv,
     ReminderRow,
     ScheduleRow,
+    SpendEntry,
+    SpendPoint,
+    SpendTotal,
     TodoRow,
     TurnRecord,
 )
@@ -57,6 +61,7 @@ __all__ = [
     "MessageRepo",
     "MetaLogRepo",
     "ScheduleRepo",
+    "SpendRepo",
     "Store",
     "TopologyRepo",
 ]
@@ -175,6 +180,17 @@ class MessageRepo(ABC):
     async def scan(self, after_id: int = 0, limit: int = 1000) -> list[MessageRow]:
         """Every row with id > ``after_id``, by id: the read API for audits and tests."""
 
+    @abstractmethod
+    async def page(
+        self, before_id: int | None = None, limit: int = 50, agent: str | None = None
+    ) -> list[MessageRow]:
+        """Newest first: up to ``limit`` rows with id < ``before_id`` (None: from the
+        newest), only those ``agent`` sent or received when given (the activity feed)."""
+
+    @abstractmethod
+    async def counts(self) -> list[MessageCounts]:
+        """Per sender or recipient name, by name: sent, delivered, still unacked (metrics)."""
+
 
 class AgentRepo(ABC):
     """``agent_state``: one row per agent, created on first touch with defaults."""
@@ -211,8 +227,9 @@ class AgentRepo(ABC):
         """
 
     @abstractmethod
-    async def request_compact(self, name: str, above: float) -> CompactRequest:
-        """Flag a compact if the last usage is known and > ``above``; wakes if queued."""
+    async def request_compact(self, name: str, above: float | None) -> CompactRequest:
+        """Flag a compact if the last usage is known and > ``above`` (``None``: always,
+        the operator's ungated compact); wakes if queued."""
 
     @abstractmethod
     async def set_desired(self, name: str, running: bool) -> None: ...
@@ -397,6 +414,46 @@ class MetaLogRepo(ABC):
         """The newest ``limit`` entries (of ``agent`` if given), newest first."""
 
 
+class SpendRepo(ABC):
+    """What claude runs cost, the run-time budget limits, and which notices were sent.
+
+    Limits configured in files live in the configs; this repository holds the
+    operator's run-time overrides (``hivectl budget set``) so they survive a
+    restart. ``scope`` is an agent name or ``"*"`` for the whole hive.
+    """
+
+    @abstractmethod
+    async def record(self, entry: SpendEntry) -> bool:
+        """Store one run's spend; ``False`` (and nothing changed) if its key is known."""
+
+    @abstractmethod
+    async def totals(self, since: float | None = None) -> dict[str, SpendTotal]:
+        """Per agent, the spend recorded at or after ``since`` (``None``: all time)."""
+
+    @abstractmethod
+    async def series(self, since: float, origin: float, bucket: float) -> list[SpendPoint]:
+        """Per agent and bucket, spend at or after ``since``, by bucket then agent.
+
+        Buckets are ``bucket`` seconds long, aligned on ``origin`` (≤ ``since``).
+        """
+
+    @abstractmethod
+    async def entries(self, agent: str | None = None, limit: int = 100) -> list[SpendEntry]:
+        """The newest ``limit`` entries (of ``agent`` if given), newest first."""
+
+    @abstractmethod
+    async def overrides(self) -> dict[str, dict[str, float | None]]:
+        """Every scope's run-time limit overrides (a key set to ``None`` = unlimited)."""
+
+    @abstractmethod
+    async def set_overrides(self, scope: str, limits: Mapping[str, float | None]) -> None:
+        """Replace ``scope``'s overrides; an empty mapping drops them (configs rule again)."""
+
+    @abstractmethod
+    async def mark_notice(self, scope: str, marker: str) -> bool:
+        """Remember a notice sent; ``False`` if ``(scope, marker)`` was already sent."""
+
+
 class Store(ABC):
     """One hive's durable state. Open with ``hyperhive.store.open_store``."""
 
@@ -407,6 +464,7 @@ class Store(ABC):
     schedules: ScheduleRepo
     topology: TopologyRepo
     meta: MetaLogRepo
+    spend: SpendRepo
 
     #: The schema version the store is at after opening (both backends number alike).
     schema_version: int

@@ -22,6 +22,7 @@ __all__ = [
     "Fired",
     "LooseEndKind",
     "LooseEndRow",
+    "MessageCounts",
     "MessageRow",
     "OpenLooseEnds",
     "Poll",
@@ -30,6 +31,9 @@ __all__ = [
     "Recv",
     "ReminderRow",
     "ScheduleRow",
+    "SpendEntry",
+    "SpendPoint",
+    "SpendTotal",
     "TodoRow",
     "TurnRecord",
 ]
@@ -53,6 +57,16 @@ class MessageRow:
     @property
     def acked(self) -> bool:
         return self.acked_at is not None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageCounts:
+    """One name's traffic: rows it sent, rows handed to it, rows it has yet to ack."""
+
+    agent: str
+    sent: int
+    delivered: int
+    queued: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +117,7 @@ class TurnRecord:
 
 @dataclass(frozen=True, slots=True)
 class CompactRequest:
-    """``queued`` is False when usage is unknown or not above the threshold."""
+    """``queued`` is False when usage is unknown or not above the threshold (if any)."""
 
     queued: bool
     usage: float | None
@@ -240,3 +254,51 @@ class DeployEntry:
     message: str
     config: str | None = None
     topology: Mapping[str, str | None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SpendEntry:
+    """What one claude run cost, counted to ``agent`` (a subagent's run to its parent).
+
+    ``key`` names the run and is unique per agent: recording it twice (a
+    resent ``turn_end``) counts it once.
+    """
+
+    agent: str
+    key: str
+    kind: str  # "turn", "compaction" or "subagent"
+    at: float
+    cost_usd: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_read_tokens
+            + self.cache_creation_tokens
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SpendTotal:
+    """One agent's spend over a period: USD, tokens (all four kinds) and runs."""
+
+    agent: str
+    usd: float = 0.0
+    tokens: int = 0
+    runs: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SpendPoint:
+    """One agent's spend in the bucket starting at ``start``."""
+
+    agent: str
+    start: float
+    usd: float
+    tokens: int

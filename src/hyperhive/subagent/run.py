@@ -75,8 +75,11 @@ async def spawn(rt: SubagentHost, rec: SubagentRecord, token: str, log_path: Pat
         )
 
 
-async def converse(process: Process, prompt: str, rec: SubagentRecord) -> None:
-    """Send ``prompt`` and read the stream to its end, updating ``rec`` as events arrive."""
+async def converse(process: Process, prompt: str, rec: SubagentRecord) -> ResultEvent | None:
+    """Send ``prompt`` and read the stream to its end, updating ``rec`` as events arrive.
+
+    Returns the run's ``result`` event (its spend), if claude got that far.
+    """
     assert process.stdin is not None and process.stdout is not None
     try:
         await process.stdin.send(prompt.encode())
@@ -84,6 +87,7 @@ async def converse(process: Process, prompt: str, rec: SubagentRecord) -> None:
     except (anyio.BrokenResourceError, anyio.ClosedResourceError):
         pass  # claude died at once; its exit code and log tell why
     decoder = FrameDecoder(MAX_STREAM_LINE)
+    last: ResultEvent | None = None
     async for chunk in process.stdout:
         for line in decoder.feed(chunk):
             if isinstance(line, Exception):
@@ -94,9 +98,11 @@ async def converse(process: Process, prompt: str, rec: SubagentRecord) -> None:
             elif isinstance(event, AssistantEvent) and event.text and not event.synthetic:
                 rec.last_output = keep_output(event.text)
             elif isinstance(event, ResultEvent):
+                last = event
                 rec.session_id = event.session_id or rec.session_id
                 rec.cost_usd += event.total_cost_usd
                 if event.result:
                     rec.last_output = keep_output(event.result)
                 if event.is_error:
                     rec.error = f"claude ended the run with {event.subtype}"
+    return last

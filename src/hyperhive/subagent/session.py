@@ -49,6 +49,8 @@ from anyio.abc import Process, TaskGroup, TaskStatus
 from pydantic import ValidationError
 
 from hyperhive.agent.sandbox import signal_group
+from hyperhive.agent.spend import SpendSink, subagent_spend
+from hyperhive.agent.stream import ResultEvent
 from hyperhive.agent.todos import TodoSink
 from hyperhive.errors import (
     Conflict,
@@ -100,6 +102,7 @@ class SubagentManager:
         self,
         runtime: SubagentHost,
         todos: TodoSink,
+        spend: SpendSink | None = None,
         *,
         max_running: int = 8,
         kill_grace: float = 5.0,
@@ -109,6 +112,7 @@ class SubagentManager:
         self.dir = runtime.state_dir / SUBAGENTS_SUBDIR
         self.table_path = self.dir / "subagents.json"
         self._todos = todos
+        self._spend = spend
         self._max_running = max_running
         self._kill_grace = kill_grace
         self._history = history
@@ -265,6 +269,10 @@ class SubagentManager:
         entry = self._entries.get(sid)
         return entry is not None and entry.token is not None
 
+    def running_count(self) -> int:
+        """Subagents in a run right now (the host's metrics)."""
+        return sum(1 for e in self._entries.values() if e.token is not None)
+
     async def signal(self, sid: str, kind: Signal, text: str) -> None:
         """``goal_reached``/``need_help`` from subagent ``sid``: a todo for the parent."""
         if not self.running(sid):
@@ -319,8 +327,10 @@ class SubagentManager:
         entry.process, entry.token = process, token
         task_status.started()
         try:
-            await converse(process, prompt, entry.record)
+            result = await converse(process, prompt, entry.record)
             code = await process.wait()
+            if result is not None:
+                await self._record_spend(result)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 signal_group(process, signal.SIGKILL)
@@ -413,6 +423,14 @@ class SubagentManager:
             await self._todos.upsert(todo_key(sid, kind), body)
         except Exception:  # the coordinator being away must not lose the subagent itself
             log.warning("could not file the %s todo of subagent %s", kind, sid, exc_info=True)
+
+    async def _record_spend(self, result: ResultEvent) -> None:
+        if self._spend is None:
+            return
+        try:
+            await self._spend.record(subagent_spend(result))
+        except Exception:  # the coordinator being away must not lose the subagent itself
+            log.warning("could not report a subagent run's spend", exc_info=True)
 
     async def _clear(self, sid: str, kind: Signal) -> None:
         try:

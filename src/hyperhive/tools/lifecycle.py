@@ -16,9 +16,7 @@ __all__ = [
     "AgentArgs",
     "InitConfigArgs",
     "LifecycleReq",
-    "MetaInputsArgs",
     "RequestInitConfigReq",
-    "RequestUpdateMetaInputsReq",
 ]
 
 AGENT_TOML_KEYS = (
@@ -53,18 +51,6 @@ class LifecycleReq(AgentArgs, Req[LifecycleResult]):
     """``kill``/``start``/``restart``/``update``/``destroy`` of a descendant."""
 
     cmd: Literal["kill", "start", "restart", "update", "destroy"]
-
-
-class MetaInputsArgs(ToolArgs):
-    claude_version: str = Field(description="The claude CLI version to pin, e.g. 2.1.330.")
-    reason: str = Field(default="", description="Why, for the operator.")
-
-
-class RequestUpdateMetaInputsReq(MetaInputsArgs, Req[ApprovalRequested]):
-    """Ask the operator to move the hive to another pinned claude CLI version."""
-
-    cmd: Literal["request_update_meta_inputs"]
-    claude_version: str = Field(pattern=r"^\d+\.\d+\.\d+$")
 
 
 _L = ToolGroup.LIFECYCLE
@@ -105,16 +91,5 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
             render=lambda a, r: as_json(r),
         )
         for verb, text in _VERBS
-    ),
-    Tool(
-        HYPERHIVE_SERVER,
-        "request_update_meta_inputs",
-        "Ask the operator to pin another claude CLI version for the hive (recorded in the "
-        "meta repo; installing it is the operator's step).",
-        MetaInputsArgs,
-        "approval #id pending",
-        _L,
-        wire=RequestUpdateMetaInputsReq,
-        render=lambda a, r: f"approval #{r.approval_id} pending",
     ),
 )

@@ -68,7 +68,7 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
     Tool(
         HYPERHIVE_SERVER,
         "get_agent_meta",
-        "An agent's name, parent, running state and status.",
+        "An agent's name, its hive's name, parent, running state and status.",
         MetaArgs,
         "its meta as JSON",
         _ME,

@@ -229,7 +229,7 @@ async def agent_stream(d: Dash, name: str) -> Response:
 
 @router.post("/agents/{name}/compact")
 async def compact(d: Dash, name: str) -> CompactQueued:
-    """Queue a compaction after the current turn; refused at or below 66% usage."""
+    """Queue a compaction after the current turn, at any usage (the operator's is ungated)."""
     return await d.ops.request(OpCompactReq, agent=name)
 
 

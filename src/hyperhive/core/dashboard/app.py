@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from hyperhive import __version__
-from hyperhive.core.dashboard import api, pages
+from hyperhive.core.dashboard import activity, api, metrics, pages, spend
 from hyperhive.core.dashboard.errors import hive_error_handler
 from hyperhive.core.dashboard.frontdoor import token_required
 from hyperhive.core.dashboard.security import Guard, Security, ensure_token
@@ -54,7 +54,11 @@ def build_dashboard(parts: DashboardParts, *, require_token: bool | None = None)
     app.state.dash = dash
     app.add_exception_handler(HiveError, hive_error_handler)
     app.include_router(api.router)
+    app.include_router(spend.api)
     app.include_router(pages.router)
+    app.include_router(spend.pages)
+    app.include_router(metrics.router)
+    app.include_router(activity.router)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
 
     @app.get("/healthz", include_in_schema=False)

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 from hyperhive.errors import Unavailable
+from hyperhive.protocol.hostapi import HostWork
 
 __all__ = ["HostProxy"]
 
@@ -42,6 +43,18 @@ class HostProxy:
             raise Unavailable(f"{agent} is not active on the agent host ({got.status_code})")
         data: dict[str, Any] = got.json()
         return data
+
+    async def work(self) -> HostWork:
+        """The bash tasks and subagents running on the host, per agent."""
+        url, headers = self._endpoint()
+        try:
+            async with httpx.AsyncClient(timeout=5) as http:
+                got = await http.get(f"{url}/api/host/work", headers=headers)
+        except httpx.HTTPError as exc:
+            raise Unavailable(f"the agent host at {url} did not answer: {exc}") from exc
+        if got.status_code != 200:
+            raise Unavailable(f"the agent host refused /api/host/work ({got.status_code})")
+        return HostWork.model_validate_json(got.content)
 
     async def events(self, agent: str) -> AsyncIterator[dict[str, Any]]:
         """The host's SSE stream for ``agent`` (history first), until the host closes it."""

@@ -18,7 +18,7 @@ from starlette.types import Receive, Scope, Send
 
 from hyperhive.core.dashboard.hostproxy import HostProxy
 from hyperhive.core.hostlink import HostLink
-from hyperhive.core.notify import EventBus, Notifier
+from hyperhive.core.notify import ANY, EventBus, Notifier
 from hyperhive.errors import Unavailable
 from hyperhive.names import OPERATOR
 
@@ -26,6 +26,8 @@ __all__ = ["Emit", "EventStream", "agent_events", "hive_events"]
 
 Emit = Callable[[str, Any], Awaitable[None]]
 KEEPALIVE = 15.0
+# At most one feed repaint per this many seconds, however busy the hive.
+ACTIVITY_EVERY = 0.5
 
 
 class EventStream(Response):
@@ -102,7 +104,17 @@ async def hive_events(hive_bus: EventBus, notifier: Notifier, emit: Emit) -> Non
                 event = notifier.event(OPERATOR)
                 await emit("inbox", {"kind": "inbox"})
 
+        async def activity() -> None:
+            # Any stored change (a message between agents too): the activity feed.
+            event = notifier.event(ANY)
+            while True:
+                await event.wait()
+                event = notifier.event(ANY)
+                await emit("activity", {"kind": "activity"})
+                await anyio.sleep(ACTIVITY_EVERY)  # a busy hive repaints the feed, not floods it
+
         tg.start_soon(mailbox)
+        tg.start_soon(activity)
         await emit("hello", {"kind": "hello"})
         async for event in bus:
             await emit(str(event["kind"]), event)

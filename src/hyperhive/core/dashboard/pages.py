@@ -30,7 +30,7 @@ from hyperhive.protocol import (
     Question,
 )
 
-__all__ = ["router"]
+__all__ = ["router", "waiting_count"]
 
 log = logging.getLogger(__name__)
 router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
@@ -41,7 +41,7 @@ def _render(d: Dashboard, request: Request, name: str, **context: Any) -> Respon
     return d.templates.TemplateResponse(request, name, context)
 
 
-async def _waiting(d: Dashboard) -> dict[str, int]:
+async def waiting_count(d: Dashboard) -> dict[str, int]:
     """What waits for the operator: pending approvals and open questions."""
     pending: list[ApprovalView] = await d.ops.request(OpApprovalsReq, pending_only=True)
     open_questions: list[Question] = await d.ops.request(OpQuestionsReq, open_only=True)
@@ -51,12 +51,12 @@ async def _waiting(d: Dashboard) -> dict[str, int]:
 
 async def _page(d: Dashboard, request: Request, name: str, **context: Any) -> Response:
     """A whole page: its nav carries the waiting count (the fragments do not)."""
-    return _render(d, request, name, waiting=await _waiting(d), **context)
+    return _render(d, request, name, waiting=await waiting_count(d), **context)
 
 
 @router.get("/fragments/waiting")
 async def waiting_fragment(request: Request, d: Dash) -> Response:
-    return _render(d, request, "_waiting.html", waiting=await _waiting(d))
+    return _render(d, request, "_waiting.html", waiting=await waiting_count(d))
 
 
 @router.get("/")

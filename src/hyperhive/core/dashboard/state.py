@@ -24,6 +24,8 @@ from hyperhive.core.hostlink import HostLink
 from hyperhive.core.notify import EventBus, Notifier
 from hyperhive.core.operator_api import OperatorApi
 from hyperhive.core.registry import AgentRegistry
+from hyperhive.store import Store
+from hyperhive.telemetry.metrics import TurnMeter
 
 __all__ = ["Dashboard", "DashboardParts", "dashboard"]
 
@@ -41,6 +43,7 @@ class DashboardParts:
     notifier: Notifier
     registry: AgentRegistry
     hostlink: HostLink
+    store: Store  # read-only here: /metrics counts
 
 
 class Dashboard:
@@ -52,14 +55,17 @@ class Dashboard:
         self.codes = None if security.token is None else LoginCodes(security.token, time.time())
         self.templates = Jinja2Templates(directory=HERE / "templates")
         self.crashed: dict[str, str] = {}
+        self.meter = TurnMeter()
         # Set when the server shuts down: every open event stream ends.
         self.closing = anyio.Event()
 
     async def watch(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Remember crashes (the coordinator's view has no such flag) until a restart."""
+        """Remember crashes (the coordinator's view has no such flag) until a restart;
+        count turns for ``/metrics``."""
         async with self.parts.bus.subscribe() as bus:
             task_status.started()
             async for event in bus:
+                self.meter.observe(event)
                 if event["kind"] != "agent":
                     continue
                 name = str(event.get("agent"))

@@ -130,9 +130,12 @@ def perms_preview(
 
 
 def compact_rule(usage: float | None, threshold: float) -> str:
-    """The 66% rule, with where the agent stands."""
-    rule = f"compaction is allowed above {threshold:.0%} of the context window"
+    """The operator's compact is ungated; the agent's own keeps the 66% rule."""
+    rule = (
+        "yours runs at any usage; the agent's own compact tool is allowed above "
+        f"{threshold:.0%} of the context window"
+    )
     if usage is None:
         return f"{rule}; no turn recorded yet"
     verdict = "allowed now" if usage > threshold else "not yet"
-    return f"{rule}; the last turn used {usage:.0%} ({verdict})"
+    return f"{rule}; the last turn used {usage:.0%} (its own: {verdict})"

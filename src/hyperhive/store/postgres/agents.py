@@ -82,7 +82,7 @@ class PgAgents(PgRepo, AgentRepo):
 
         return await self._tx(op)
 
-    async def request_compact(self, name: str, above: float) -> CompactRequest:
+    async def request_compact(self, name: str, above: float | None) -> CompactRequest:
         async def op(conn: Conn, woken: set[str]) -> CompactRequest:
             await ensure_agent(conn, name)
             cur = await conn.execute(
@@ -90,7 +90,7 @@ class PgAgents(PgRepo, AgentRepo):
             )
             row = await cur.fetchone()
             usage = None if row is None or row[0] is None else float(row[0])
-            if usage is None or usage <= above:
+            if above is not None and (usage is None or usage <= above):
                 return CompactRequest(queued=False, usage=usage)
             await conn.execute(
                 "UPDATE agent_state SET compact_pending = TRUE WHERE name = %s", (name,)

@@ -22,8 +22,8 @@ import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from hyperhive.errors import StorageError
-from hyperhive.store.postgres.errors import RETRYABLE, scrub, translate
+from hyperhive.errors import HiveError, StorageError
+from hyperhive.store.postgres.errors import RETRYABLE, Fenced, scrub, translate
 from hyperhive.store.postgres.migrations import migrate
 from hyperhive.store.url import mask_url
 
@@ -69,6 +69,9 @@ class PgDatabase:
         # With a lease (several coordinators on one database), every write first
         # proves this epoch is still the active one (``lease.py``).
         self.fence_epoch: int | None = None
+        # Told at once when a write is refused for a superseded epoch: the coordinator
+        # stops serving then, instead of answering every later request with an error.
+        self.on_fenced: Callable[[], None] | None = None
 
     @classmethod
     async def open(
@@ -129,10 +132,16 @@ class PgDatabase:
                     return await op(conn)
             except RETRYABLE as exc:
                 if attempt == TX_ATTEMPTS:
-                    raise translate(exc, self.url) from None
+                    raise self._translate(exc) from None
             except (psycopg.Error, PoolTimeout) as exc:
-                raise translate(exc, self.url) from None
+                raise self._translate(exc) from None
         raise AssertionError("unreachable")
+
+    def _translate(self, exc: BaseException) -> HiveError:
+        err = translate(exc, self.url)
+        if isinstance(err, Fenced) and self.on_fenced is not None:
+            self.on_fenced()
+        return err
 
     async def one(self, op: Callable[[Conn], Awaitable[_T]]) -> _T:
         """Run ``op`` (one write statement, its own implicit transaction) without
@@ -141,13 +150,24 @@ class PgDatabase:
             return await self.tx(op)
         return await self.read(op)
 
+    async def snapshot(self, op: Callable[[Conn], Awaitable[_T]]) -> _T:
+        """Run ``op``, reads only, in one REPEATABLE READ READ ONLY transaction (one
+        snapshot for several statements; never fenced: it writes nothing)."""
+        try:
+            async with self.pool.connection() as conn, conn.transaction():
+                # First in the transaction, before any query (the fence included).
+                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                return await op(conn)
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise self._translate(exc) from None
+
     async def read(self, op: Callable[[Conn], Awaitable[_T]]) -> _T:
         """Run ``op``, reads only, on a pooled connection in autocommit (never fenced)."""
         try:
             async with self.pool.connection() as conn:
                 return await op(conn)
         except (psycopg.Error, PoolTimeout) as exc:
-            raise translate(exc, self.url) from None
+            raise self._translate(exc) from None
 
     async def close(self) -> None:
         await self.pool.close()

@@ -58,8 +58,8 @@ def translate(exc: BaseException, url: str) -> HiveError:
         return exc
     if isinstance(exc, psycopg.Error) and exc.sqlstate == "HHF01":
         return Fenced(
-            f"this coordinator is no longer the active one ({reason}); nothing was written: "
-            "reconnect to the active coordinator"
+            f"this coordinator's lease lapsed or was taken over ({reason}); nothing was "
+            "written: retry (it renews its lease, or stops and a standby serves)"
         )
     if isinstance(exc, PoolTimeout | psycopg.OperationalError | psycopg.InterfaceError):
         if isinstance(exc, pg_errors.DiskFull):

@@ -16,6 +16,11 @@ lock the row exclusively, so it waits for writes in flight to commit, and
 every write after it fails: an old active coordinator cannot commit a
 single row once a new one has taken over, however late it wakes up.
 
+The holder learns it lost the lease from a renewal the database refuses (the
+row has another epoch), never from the database being away: then nobody can
+write, and a holder whose row kept its epoch through the outage reclaims it
+(:meth:`Lease.renew`) and serves on, so a database restart is ridden out.
+
 The lease's table and function live outside the numbered migrations: they
 exist on PostgreSQL only and are created idempotently here.
 """
@@ -26,6 +31,7 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -36,7 +42,14 @@ from hyperhive.errors import HiveError
 from hyperhive.store.postgres.database import CONNECT_KWARGS
 from hyperhive.store.url import mask_url
 
-__all__ = ["DEFAULT_TTL_S", "LEASE_SCHEMA", "Lease", "install_lease"]
+__all__ = [
+    "DEFAULT_TTL_S",
+    "LEASE_SCHEMA",
+    "Lease",
+    "LeaseHolder",
+    "LeaseLost",
+    "install_lease",
+]
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +78,21 @@ END $$;
 """
 
 
+class LeaseLost(HiveError):
+    """This coordinator no longer holds the lease: it must stop serving at once."""
+
+    code = "lease_lost"
+
+
+@dataclass(frozen=True)
+class LeaseHolder:
+    """Who holds the lease now, as a standby reports it."""
+
+    holder: str
+    epoch: int
+    expires_in: float  # seconds, by the database's clock; negative once expired
+
+
 async def install_lease(conn: AsyncConnection[Any]) -> None:
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
@@ -81,6 +109,7 @@ class Lease:
         self.epoch: int | None = None
         self._deadline = 0.0  # monotonic: past it, this holder must consider the lease lost
         self._conn: AsyncConnection[Any] | None = None
+        self._check_now = anyio.Event()
 
     async def _connection(self) -> AsyncConnection[Any]:
         if self._conn is None or self._conn.closed or self._conn.broken:
@@ -121,15 +150,19 @@ RETURNING epoch
         return self.epoch
 
     async def renew(self) -> bool:
-        """Extend the lease; ``False`` once it is lost (expired, or taken over)."""
+        """Extend the lease; ``False`` once it is lost (another coordinator took it).
+
+        The row still carrying this holder and epoch proves nobody took over, even
+        if it expired meanwhile (the database was away): writes in between were
+        refused by the fence, so reclaiming it with the same epoch is safe.
+        """
         if self.epoch is None:
             return False
         conn = await self._connection()
         started = time.monotonic()
         cur = await conn.execute(
             f"UPDATE coordinator_lease SET expires_at = {_NOW} + %s "
-            f"WHERE id = 1 AND holder = %s AND epoch = %s AND expires_at >= {_NOW} "
-            "RETURNING epoch",
+            "WHERE id = 1 AND holder = %s AND epoch = %s RETURNING epoch",
             (self.ttl, self.holder, self.epoch),
         )
         if await cur.fetchone() is None:
@@ -137,6 +170,119 @@ RETURNING epoch
             return False
         self._deadline = started + self.ttl
         return True
+
+    async def current(self) -> LeaseHolder | None:
+        """The lease row as it stands (``None``: no coordinator ever held it)."""
+        conn = await self._connection()
+        cur = await conn.execute(
+            f"SELECT holder, epoch, expires_at - {_NOW} FROM coordinator_lease WHERE id = 1"
+        )
+        row = await cur.fetchone()
+        return None if row is None else LeaseHolder(str(row[0]), int(row[1]), float(row[2]))
+
+    async def acquire(self, on_standby: Callable[[LeaseHolder], None]) -> int:
+        """Stand by until the lease is free or expired, then take it; its epoch.
+
+        ``on_standby`` hears of each holder this one waits for (once per holder and
+        epoch), and the database being away is logged and retried, never raised.
+        """
+        reported: tuple[str, int] | None = None
+        while True:
+            try:
+                epoch = await self.try_acquire()
+                if epoch is not None:
+                    return epoch
+                now = await self.current()
+                if now is not None and (now.holder, now.epoch) != reported:
+                    reported = (now.holder, now.epoch)
+                    on_standby(now)
+            except (psycopg.Error, HiveError) as exc:
+                log.warning("lease on %s: %s", mask_url(self.url), exc)
+                await self.close()
+            await anyio.sleep(self.ttl / 5 * random.uniform(0.8, 1.2))
+
+    async def hold(
+        self,
+        active: Callable[[int], Awaitable[None]],
+        on_standby: Callable[[LeaseHolder], None],
+    ) -> None:
+        """Stand by, then run ``active(epoch)`` for as long as the lease is held.
+
+        Renewal runs beside ``active``. A renewal the database *refuses* (another
+        coordinator holds the lease now) cancels ``active`` at once and raises
+        :class:`LeaseLost`. A renewal it does not *answer* (the database is away)
+        is retried: while it is away every write fails ``Unavailable`` anyway,
+        and once it is back either the lease is still this holder's (renewed,
+        serving on) or it was taken over (lost). A fenced write (:meth:`lost`)
+        renews at once to learn which. ``active`` returning, or this being
+        cancelled, releases the lease for a standby.
+        """
+        epoch = await self.acquire(on_standby)
+        self._check_now = anyio.Event()
+        lost = False
+        try:
+            async with anyio.create_task_group() as tg:
+
+                async def renew_forever() -> None:
+                    nonlocal lost
+                    while await self._renewed_or_away():
+                        with anyio.move_on_after(self.ttl / 3):
+                            await self._check_now.wait()
+                        if self._check_now.is_set():
+                            self._check_now = anyio.Event()
+                    lost = True
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(renew_forever)
+                await active(epoch)
+                tg.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # ``active``'s own error, as itself (the CLI reports a HiveError plainly).
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
+        finally:
+            if not lost:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                    try:
+                        await self.release()
+                    except (psycopg.Error, HiveError) as exc:
+                        log.warning("releasing the lease on %s: %s", mask_url(self.url), exc)
+        if lost:
+            raise LeaseLost(
+                f"{self.holder} lost the coordinator lease (epoch {epoch}): another "
+                "coordinator took it over, so this one stops serving"
+            )
+
+    async def _renewed_or_away(self) -> bool:
+        """One renewal: ``False`` only when refused; retried while the database is away."""
+        away_since: float | None = None
+        while True:
+            try:
+                with anyio.fail_after(max(1.0, self.ttl / 2)):
+                    renewed = await self.renew()
+                if away_since is not None:
+                    log.warning(
+                        "lease on %s: the database answers again after %.1fs",
+                        mask_url(self.url),
+                        time.monotonic() - away_since,
+                    )
+                return renewed
+            except (psycopg.Error, HiveError, TimeoutError) as exc:
+                if away_since is None:
+                    away_since = time.monotonic()
+                    log.warning(
+                        "lease renewal on %s failed (%s): serving on, its writes wait for "
+                        "the database",
+                        mask_url(self.url),
+                        exc,
+                    )
+                await self.close()
+                await anyio.sleep(random.uniform(0.3, 0.7))
+
+    def lost(self) -> None:
+        """A write was fenced: renew now, to learn whether the lease is really gone."""
+        self._check_now.set()
 
     async def release(self) -> None:
         """Give the lease up at once (a clean stop), so a standby need not wait it out."""
@@ -149,48 +295,3 @@ RETURNING epoch
             (self.holder, self.epoch),
         )
         self.epoch = None
-
-    async def run(
-        self,
-        on_acquired: Callable[[int], Awaitable[None]],
-        on_lost: Callable[[int], Awaitable[None]],
-    ) -> None:
-        """Stand by until the lease is free, hold it, and report both transitions.
-
-        Returns after ``on_lost`` (the caller stops acting as the active one);
-        cancelling it while active releases the lease.
-        """
-        while True:
-            try:
-                epoch = await self.try_acquire()
-            except (psycopg.Error, HiveError) as exc:
-                log.warning("lease on %s: %s", mask_url(self.url), exc)
-                epoch = None
-                await self.close()
-            if epoch is not None:
-                break
-            await anyio.sleep(self.ttl / 5 * random.uniform(0.8, 1.2))
-        await on_acquired(epoch)
-        try:
-            while True:
-                if not await self._renewed_in_time():
-                    break
-                await anyio.sleep(self.ttl / 3)
-        except BaseException:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(2):
-                await self.release()
-            raise
-        self.epoch = None
-        await on_lost(epoch)
-
-    async def _renewed_in_time(self) -> bool:
-        """One renewal, retried until the local deadline passes (then: lost)."""
-        while time.monotonic() < self._deadline:
-            try:
-                with anyio.fail_after(max(0.1, self._deadline - time.monotonic())):
-                    return await self.renew()
-            except (psycopg.Error, HiveError, TimeoutError) as exc:
-                log.warning("lease renewal on %s failed: %s", mask_url(self.url), exc)
-                await self.close()
-                await anyio.sleep(0.2)
-        return False

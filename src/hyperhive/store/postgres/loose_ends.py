@@ -254,11 +254,7 @@ class PgLooseEnds(PgRepo, LooseEndRepo):
             )
 
         # REPEATABLE READ: the five kinds are read from one snapshot.
-        async def snapshot(conn: Conn) -> OpenLooseEnds:
-            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            return await op(conn)
-
-        return await self._tx(snapshot)
+        return await self._db.snapshot(op)
 
 
 def _kinds(kind: str) -> tuple[str, str, Any, str, str, str]:

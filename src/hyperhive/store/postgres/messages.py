@@ -25,7 +25,7 @@ from hyperhive.store.postgres._repo import (
 from hyperhive.store.postgres.database import PgDatabase
 from hyperhive.store.postgres.listener import CHANNEL
 from hyperhive.store.postgres.sendbatch import INSERT, SendBatcher
-from hyperhive.store.rows import MessageRow, Poll, Recv
+from hyperhive.store.rows import MessageCounts, MessageRow, Poll, Recv
 
 __all__ = ["PgMessages", "insert_message"]
 
@@ -254,6 +254,37 @@ SELECT {MSG_COLS} FROM messages WHERE id IN (SELECT id FROM down) ORDER BY id
             (after_id, max(0, limit)),
         )
         return [message_row(r) for r in rows]
+
+    async def page(
+        self, before_id: int | None = None, limit: int = 50, agent: str | None = None
+    ) -> list[MessageRow]:
+        below = before_id if before_id is not None else 2**63 - 1
+        if agent is None:
+            rows = await self._read(
+                f"SELECT {MSG_COLS} FROM messages WHERE id < %s ORDER BY id DESC LIMIT %s",
+                (below, max(0, limit)),
+            )
+        else:
+            rows = await self._read(
+                f"(SELECT {MSG_COLS} FROM messages WHERE sender = %(a)s AND id < %(b)s "
+                "ORDER BY id DESC LIMIT %(n)s) UNION "
+                f"(SELECT {MSG_COLS} FROM messages WHERE recipient = %(a)s AND id < %(b)s "
+                "ORDER BY id DESC LIMIT %(n)s) ORDER BY id DESC LIMIT %(n)s",
+                {"a": agent, "b": below, "n": max(0, limit)},
+            )
+        return [message_row(r) for r in rows]
+
+    async def counts(self) -> list[MessageCounts]:
+        rows = await self._read(
+            "SELECT agent, sum(sent), sum(delivered), sum(queued) FROM ("
+            "SELECT sender AS agent, count(*) AS sent, 0 AS delivered, 0 AS queued "
+            "FROM messages GROUP BY sender UNION ALL "
+            "SELECT recipient, 0, count(delivered_at), count(*) FILTER (WHERE acked_at IS NULL) "
+            "FROM messages GROUP BY recipient"
+            ") AS t GROUP BY agent ORDER BY agent",
+            (),
+        )
+        return [MessageCounts(str(a), int(s), int(d), int(q)) for a, s, d, q in rows]
 
 
 async def ack_ids(conn: Conn, agent: str, ids: Sequence[int]) -> int:

@@ -63,7 +63,6 @@ class PgSchedules(PgRepo, ScheduleRepo):
 
     async def due(self, now: float) -> DueWork:
         async def op(conn: Conn) -> DueWork:
-            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             cur = await conn.execute(
                 f"SELECT {REMINDER_COLS} FROM reminders WHERE fired_at IS NULL AND due_at <= %s "
                 "ORDER BY due_at, id",
@@ -78,7 +77,7 @@ class PgSchedules(PgRepo, ScheduleRepo):
             schedules = tuple(schedule_row(r) for r in await cur.fetchall())
             return DueWork(reminders=reminders, schedules=schedules, next_due=await _next_due(conn))
 
-        return await self._tx(op)
+        return await self._db.snapshot(op)  # one snapshot for both kinds
 
     async def fire(
         self,

@@ -13,6 +13,7 @@ from hyperhive.store.sqlite.loose_ends import SqliteLooseEnds
 from hyperhive.store.sqlite.messages import SqliteMessages
 from hyperhive.store.sqlite.meta import SqliteMetaLog, SqliteTopology
 from hyperhive.store.sqlite.schedules import SqliteSchedules
+from hyperhive.store.sqlite.spend import SqliteSpend
 
 __all__ = ["SqliteStore"]
 
@@ -30,6 +31,7 @@ class SqliteStore(Store):
         self.schedules = SqliteSchedules(self.engine)
         self.topology = SqliteTopology(self.engine)
         self.meta = SqliteMetaLog(self.engine)
+        self.spend = SqliteSpend(self.engine)
 
     @classmethod
     async def open(cls, path: Path, *, readonly: bool = False) -> SqliteStore:

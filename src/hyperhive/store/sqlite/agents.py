@@ -80,10 +80,10 @@ class SqliteAgents(AgentRepo):
 
         return await self._db.run(op)
 
-    async def request_compact(self, name: str, above: float) -> CompactRequest:
+    async def request_compact(self, name: str, above: float | None) -> CompactRequest:
         def op(tx: Tx) -> CompactRequest:
             usage = ensure_agent(tx, name).last_context_usage
-            if usage is None or usage <= above:
+            if above is not None and (usage is None or usage <= above):
                 return CompactRequest(queued=False, usage=usage)
             tx.execute("UPDATE agent_state SET compact_pending = 1 WHERE name = ?", (name,))
             tx.wake(name)

@@ -6,7 +6,7 @@ import time
 from collections.abc import Sequence
 
 from hyperhive.store.base import MessageRepo
-from hyperhive.store.rows import MessageRow, Poll, Recv
+from hyperhive.store.rows import MessageCounts, MessageRow, Poll, Recv
 from hyperhive.store.sqlite.common import ensure_agent, insert_message
 from hyperhive.store.sqlite.engine import Engine, Tx
 from hyperhive.store.sqlite.rowmap import message_row
@@ -194,6 +194,42 @@ class SqliteMessages(MessageRepo):
             durable=False,
         )
         return [message_row(r) for r in rows]
+
+    async def page(
+        self, before_id: int | None = None, limit: int = 50, agent: str | None = None
+    ) -> list[MessageRow]:
+        below = before_id if before_id is not None else 2**63 - 1
+        params: tuple[object, ...]
+        if agent is None:
+            sql = "SELECT * FROM messages WHERE id < ? ORDER BY id DESC LIMIT ?"
+            params = (below, max(0, limit))
+        else:
+            # A UNION of two index walks (messages_sender, and messages_pending's recipient
+            # prefix), each stopping at ``limit``: fast at any depth of a big table.
+            sql = (
+                "SELECT * FROM (SELECT * FROM messages WHERE sender = ?1 AND id < ?2 "
+                "ORDER BY id DESC LIMIT ?3) UNION "
+                "SELECT * FROM (SELECT * FROM messages WHERE recipient = ?1 AND id < ?2 "
+                "ORDER BY id DESC LIMIT ?3) ORDER BY id DESC LIMIT ?3"
+            )
+            params = (agent, below, max(0, limit))
+        rows = await self._db.run(lambda tx: tx.all(sql, params), durable=False)
+        return [message_row(r) for r in rows]
+
+    async def counts(self) -> list[MessageCounts]:
+        rows = await self._db.run(lambda tx: tx.all(COUNTS_SQL), durable=False)
+        return [MessageCounts(str(a), int(s), int(d), int(q)) for a, s, d, q in rows]
+
+
+# Both halves are index-only scans (messages_sender, messages_pending).
+COUNTS_SQL = (
+    "SELECT agent, SUM(sent), SUM(delivered), SUM(queued) FROM ("
+    "SELECT sender AS agent, COUNT(*) AS sent, 0 AS delivered, 0 AS queued "
+    "FROM messages GROUP BY sender UNION ALL "
+    "SELECT recipient, 0, COUNT(delivered_at), SUM(acked_at IS NULL) "
+    "FROM messages GROUP BY recipient"
+    ") GROUP BY agent ORDER BY agent"
+)
 
 
 def ack_ids(tx: Tx, agent: str, ids: Sequence[int]) -> int:

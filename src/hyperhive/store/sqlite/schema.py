@@ -141,4 +141,34 @@ CREATE TABLE delivery_keys (
     PRIMARY KEY (recipient, sender, key)
 )
 """,
+    # 5 (budgets, #15): spend per claude run, keyed so a resent
+    # turn_end counts once; run-time limit overrides; notices already sent.
+    """
+CREATE TABLE spend (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent TEXT NOT NULL,
+    key TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    at REAL NOT NULL,
+    cost_usd REAL NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cache_read_tokens INTEGER NOT NULL,
+    cache_creation_tokens INTEGER NOT NULL,
+    UNIQUE (agent, key)
+);
+CREATE INDEX spend_at ON spend(at);
+CREATE INDEX spend_agent_at ON spend(agent, at);
+CREATE TABLE budget_overrides (
+    scope TEXT PRIMARY KEY,
+    limits TEXT NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE budget_notices (
+    scope TEXT NOT NULL,
+    marker TEXT NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (scope, marker)
+)
+""",
 ]

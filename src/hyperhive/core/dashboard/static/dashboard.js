@@ -53,11 +53,15 @@ function summary(verb, data) {
     return `approval #${data.approval_id} created — approve it under Approvals`;
   }
   if ("changed" in data) return data.changed ? "moved" : "already there (nothing changed)";
-  if (data.queued) return `compaction queued (${Math.round(data.context_usage * 100)}% used): ${data.note}`;
+  if (data.queued) {
+    const used = data.context_usage == null ? "usage unknown" : `${Math.round(data.context_usage * 100)}% used`;
+    return `compaction queued (${used}): ${data.note}`;
+  }
   if ("id" in data && "to" in data) return `sent #${data.id} to ${data.to}`;
   if (data.message_id) return `answered; sent to ${data.asker} as #${data.message_id}`;
   if (data.destroyed) return `destroyed; data moved to ${data.data_moved_to}`;
   if (data.state) return `#${data.approval_id} ${data.state}`;
+  if (Array.isArray(data.scopes)) return verb;
   return `${verb}: ${JSON.stringify(data)}`;
 }
 
@@ -117,6 +121,9 @@ function tick() {
   const now = Date.now() / 1000;
   document.querySelectorAll("[data-since]").forEach((el) => {
     el.textContent = `for ${ago(now - parseFloat(el.dataset.since))}`;
+  });
+  document.querySelectorAll("time[data-at]").forEach((el) => {
+    el.textContent = new Date(parseFloat(el.dataset.at) * 1000).toLocaleString();
   });
 }
 

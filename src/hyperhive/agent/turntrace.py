@@ -1,0 +1,84 @@
+"""The span of one turn: opened at the wake, closed once the coordinator took its end.
+
+Its attributes say what woke the agent (message ids and senders, a todo
+change, a reminder), which model answered, the tokens, the cost and the
+outcome. MCP tool calls served while it is open are its children (the
+surfaces read the open span from the agent's bus), and the coordinator's
+handling of every request made inside it joins the same trace through the
+request frame's ``traceparent``. Under the no-op tracer (no ``[telemetry]``)
+the span records nothing and :func:`record_turn` returns at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from opentelemetry import trace
+from opentelemetry.trace import Span, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
+
+from hyperhive.agent.events import EventsBus
+from hyperhive.agent.stream import InitEvent, StreamEvent, TurnReport
+from hyperhive.names import REMINDER
+from hyperhive.protocol import WaitResult
+from hyperhive.telemetry import tracer
+
+__all__ = ["record_turn", "turn_span", "wake_attributes"]
+
+
+def wake_attributes(woke: WaitResult | None) -> dict[str, AttributeValue]:
+    """What woke a turn, as span attributes (None: a compaction the harness started). Pure."""
+    if woke is None:
+        return {"hyperhive.wake": "compaction"}
+    kinds = [k for k, on in (("messages", woke.messages), ("todos", woke.todos_changed)) if on]
+    return {
+        "hyperhive.wake": "+".join(kinds) or "nothing",
+        "hyperhive.wake.message_ids": [m.id for m in woke.messages],
+        "hyperhive.wake.senders": sorted({m.sender for m in woke.messages}),
+        "hyperhive.wake.reminder": any(m.sender == REMINDER for m in woke.messages),
+        "hyperhive.wake.todos_changed": woke.todos_changed,
+    }
+
+
+@contextmanager
+def turn_span(
+    agent: str, bus: EventsBus, woke: WaitResult | None, model: str | None
+) -> Iterator[Span]:
+    """The current span for a turn (or a compaction, ``woke=None``) of ``agent``."""
+    attributes: dict[str, AttributeValue] = {"hyperhive.agent": agent, **wake_attributes(woke)}
+    if model is not None:
+        attributes["gen_ai.request.model"] = model
+    name = f"turn {agent}" if woke is not None else f"compaction {agent}"
+    with tracer().start_as_current_span(name, attributes=attributes) as span:
+        bus.trace_context = trace.set_span_in_context(span)
+        try:
+            yield span
+        finally:
+            bus.trace_context = None
+
+
+def record_turn(events: Sequence[StreamEvent], report: TurnReport) -> None:
+    """Put one claude run's model, tokens, cost and outcome on the current span."""
+    span = trace.get_current_span()
+    if not span.is_recording():
+        return
+    model = next((e.model for e in events if isinstance(e, InitEvent) and e.model), None)
+    usage = report.usage
+    attributes: dict[str, AttributeValue] = {
+        "hyperhive.outcome": report.outcome,
+        "hyperhive.cost_usd": report.total_cost_usd,
+        "hyperhive.model_calls": report.num_turns,
+        "hyperhive.context_usage": report.context_usage,
+        "gen_ai.usage.input_tokens": usage.input_tokens,
+        "gen_ai.usage.output_tokens": usage.output_tokens,
+        "gen_ai.usage.cache_read_input_tokens": usage.cache_read_input_tokens,
+        "gen_ai.usage.cache_creation_input_tokens": usage.cache_creation_input_tokens,
+    }
+    if model is not None:
+        attributes["gen_ai.response.model"] = model
+    if report.session_id is not None:
+        attributes["hyperhive.session_id"] = report.session_id
+    span.set_attributes(attributes)
+    if report.outcome != "ok":
+        span.set_status(Status(StatusCode.ERROR, report.outcome))

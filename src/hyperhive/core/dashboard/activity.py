@@ -1,0 +1,140 @@
+"""The activity page: what the hive did, live, filterable, paged; and one thread.
+
+``/activity`` shows counts at a glance and the feed (:mod:`.feed`), read
+from the store a page at a time (an id cursor, so a hive with a million
+messages pages as fast as an empty one). The feed box refreshes over the
+dashboard's event stream on any store change (``activity``) and on turn,
+approval and question events.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse, Response
+
+from hyperhive.core.dashboard.feed import KINDS, FeedKind, build_feed
+from hyperhive.core.dashboard.state import Dashboard, dashboard
+from hyperhive.core.dashboard.views import thread_messages
+from hyperhive.errors import InvalidRequest, NotFound
+from hyperhive.protocol import OpSpendReq
+
+__all__ = ["PAGE", "router"]
+
+PAGE = 50
+router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
+Dash = Annotated[Dashboard, Depends(dashboard)]
+Agent = Annotated[str | None, Query(max_length=64)]
+Kind = Annotated[str, Query(max_length=16)]
+Before = Annotated[int | None, Query(ge=1)]
+
+
+async def _glance(d: Dashboard) -> dict[str, Any]:
+    store, link = d.parts.store, d.parts.hostlink
+    turns, spend = d.meter.totals()
+    return {
+        "running": sum(
+            1 for a, t in link.turns.items() if a in link.placement and t.state == "thinking"
+        ),
+        "approvals": len(await store.approvals.list(pending_only=True)),
+        "questions": len(await store.loose_ends.questions(open_only=True)),
+        "turns": turns,
+        "spend": spend,
+        # Durable and by the operator's day (the budgets' figure), unlike the meter's.
+        "spend_today": (await d.ops.request(OpSpendReq)).total.today.usd,
+    }
+
+
+def _kind(kind: str) -> FeedKind | None:
+    """The filter's kind ("" = everything); an unknown one is refused by name."""
+    for known in KINDS:
+        if kind == known:
+            return known
+    if kind:
+        raise InvalidRequest(f"unknown kind {kind!r}; one of: {', '.join(KINDS)} (or empty)")
+    return None
+
+
+async def _feed(d: Dashboard, agent: str | None, kind_name: str, before: int | None) -> Any:
+    store = d.parts.store
+    kind = _kind(kind_name)
+    agent = agent or None
+    rows = await store.messages.page(before_id=before, limit=PAGE + 1, agent=agent)
+    more = len(rows) > PAGE
+    rows = rows[:PAGE]
+    approvals = await store.approvals.list(pending_only=False)
+    if before is not None and rows:
+        # An older page: approvals newer than its newest message were on earlier pages.
+        newest = rows[0].created_at
+        approvals = [a for a in approvals if a.created_at <= newest]
+    items = build_feed(rows, approvals, more=more, kind=kind, agent=agent)
+    return {
+        "items": items,
+        "older": rows[-1].id if more and rows else None,
+        "before": before,  # an older page stays on its cursor when repainted live
+        "agent": agent or "",
+        "kind": kind or "",
+        "kinds": KINDS,
+        "agents": sorted(d.parts.registry.configs),
+    }
+
+
+def _render(d: Dashboard, request: Request, name: str, **context: Any) -> Response:
+    return d.templates.TemplateResponse(request, name, context)
+
+
+@router.get("/activity")
+async def activity_page(
+    request: Request, d: Dash, agent: Agent = None, kind: Kind = "", before: Before = None
+) -> Response:
+    return _render(
+        d,
+        request,
+        "activity.html",
+        nav="activity",
+        glance=await _glance(d),
+        **await _feed(d, agent, kind, before),
+    )
+
+
+@router.get("/fragments/activity")
+async def activity_fragment(
+    request: Request, d: Dash, agent: Agent = None, kind: Kind = "", before: Before = None
+) -> Response:
+    return _render(
+        d,
+        request,
+        "_activity.html",
+        glance=await _glance(d),
+        **await _feed(d, agent, kind, before),
+    )
+
+
+@router.get("/activity/thread/{message_id}")
+async def thread_page(request: Request, d: Dash, message_id: int) -> Response:
+    rows = await d.parts.store.messages.thread(message_id)
+    if not rows:
+        raise NotFound(f"no message #{message_id}")
+    messages = [
+        {
+            "id": m.id,
+            "from": m.sender,
+            "to": m.recipient,
+            "body": m.body,
+            "in_reply_to": m.in_reply_to,
+            "created_at": m.created_at,
+            "acked": m.acked,
+        }
+        for m in rows
+    ]
+    flat = [pair for t in thread_messages(messages) for pair in t.messages]
+    return _render(
+        d,
+        request,
+        "thread.html",
+        nav="activity",
+        message_id=message_id,
+        thread=flat,
+        agents=sorted({m.sender for m in rows} | {m.recipient for m in rows}),
+    )

@@ -1,0 +1,99 @@
+"""Spend, run-time budget overrides and sent notices on PostgreSQL (``base.SpendRepo``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from hyperhive.store.base import SpendRepo
+from hyperhive.store.postgres._repo import Conn, PgRepo, now
+from hyperhive.store.rows import SpendEntry, SpendPoint, SpendTotal
+
+__all__ = ["PgSpend"]
+
+_COLS = (
+    "agent, key, kind, at, cost_usd, input_tokens, output_tokens, "
+    "cache_read_tokens, cache_creation_tokens"
+)
+_TOKENS = "input_tokens + output_tokens + cache_read_tokens + cache_creation_tokens"
+
+
+class PgSpend(PgRepo, SpendRepo):
+    async def record(self, entry: SpendEntry) -> bool:
+        async def op(conn: Conn) -> bool:
+            cur = await conn.execute(
+                f"INSERT INTO spend({_COLS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT (agent, key) DO NOTHING",
+                (
+                    entry.agent,
+                    entry.key,
+                    entry.kind,
+                    entry.at,
+                    entry.cost_usd,
+                    entry.input_tokens,
+                    entry.output_tokens,
+                    entry.cache_read_tokens,
+                    entry.cache_creation_tokens,
+                ),
+            )
+            return cur.rowcount > 0
+
+        return await self._db.one(op)
+
+    async def totals(self, since: float | None = None) -> dict[str, SpendTotal]:
+        rows = await self._read(
+            f"SELECT agent, SUM(cost_usd), SUM({_TOKENS}), COUNT(*) FROM spend "
+            "WHERE %s::float8 IS NULL OR at >= %s GROUP BY agent ORDER BY agent",
+            (since, since),
+        )
+        return {r[0]: SpendTotal(r[0], float(r[1]), int(r[2]), int(r[3])) for r in rows}
+
+    async def series(self, since: float, origin: float, bucket: float) -> list[SpendPoint]:
+        rows = await self._read(
+            "SELECT agent, floor((at - %(o)s) / %(b)s)::bigint AS n, "
+            f"SUM(cost_usd), SUM({_TOKENS}) FROM spend WHERE at >= %(s)s "
+            "GROUP BY n, agent ORDER BY n, agent",
+            {"o": origin, "b": bucket, "s": since},
+        )
+        return [SpendPoint(r[0], origin + r[1] * bucket, float(r[2]), int(r[3])) for r in rows]
+
+    async def entries(self, agent: str | None = None, limit: int = 100) -> list[SpendEntry]:
+        if agent:
+            rows = await self._read(
+                f"SELECT {_COLS} FROM spend WHERE agent = %s ORDER BY id DESC LIMIT %s",
+                (agent, limit),
+            )
+        else:
+            rows = await self._read(
+                f"SELECT {_COLS} FROM spend ORDER BY id DESC LIMIT %s", (limit,)
+            )
+        return [SpendEntry(*r) for r in rows]
+
+    async def overrides(self) -> dict[str, dict[str, float | None]]:
+        rows = await self._read("SELECT scope, limits FROM budget_overrides ORDER BY scope")
+        return {r[0]: json.loads(r[1]) for r in rows}
+
+    async def set_overrides(self, scope: str, limits: Mapping[str, float | None]) -> None:
+        async def op(conn: Conn) -> None:
+            if not limits:
+                await conn.execute("DELETE FROM budget_overrides WHERE scope = %s", (scope,))
+                return
+            await conn.execute(
+                "INSERT INTO budget_overrides(scope, limits, updated_at) VALUES (%s, %s, %s) "
+                "ON CONFLICT (scope) DO UPDATE SET limits = EXCLUDED.limits, "
+                "updated_at = EXCLUDED.updated_at",
+                (scope, json.dumps(dict(limits), sort_keys=True), now()),
+            )
+
+        await self._db.one(op)
+
+    async def mark_notice(self, scope: str, marker: str) -> bool:
+        async def op(conn: Conn) -> bool:
+            cur = await conn.execute(
+                "INSERT INTO budget_notices(scope, marker, at) VALUES (%s, %s, %s) "
+                "ON CONFLICT (scope, marker) DO NOTHING",
+                (scope, marker, now()),
+            )
+            return cur.rowcount > 0
+
+        return await self._db.one(op)

@@ -1,0 +1,251 @@
+"""Spend budgets on a real coordinator: counting, holding, notices, run-time limits, a new day.
+
+The harness's side is played over the agent's own socket (``turn_end`` with
+its spend, ``wait``), so each rule is seen exactly; the real claude CLI drives
+the same path in ``tests/e2e/test_budgets_e2e.py``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from hyperhive.budgets import HiveBudget
+from hyperhive.config import AgentConfig, HivePaths
+from hyperhive.core.broker import Broker
+from hyperhive.core.budgets import Budgets
+from hyperhive.core.notify import EventBus, Notifier
+from hyperhive.core.registry import AgentRegistry
+from hyperhive.errors import InvalidRequest
+from hyperhive.names import OPERATOR
+from hyperhive.protocol import RunSpend, TurnEndReq
+from hyperhive.store.sqlite import SqliteStore
+from tests.support.hive import agent, agent_call, coordinator, op_call, operator, seed_home
+
+pytestmark = pytest.mark.anyio
+
+ALICE = "budget = { tokens_per_day = 100 }\n"
+
+
+def _spend(tokens: int, usd: float = 0.0, kind: str = "turn") -> dict[str, Any]:
+    return {"run_id": uuid.uuid4().hex, "kind": kind, "cost_usd": usd, "input_tokens": tokens}
+
+
+async def _operator_inbox(paths: HivePaths) -> list[str]:
+    async with operator(paths) as op:
+        rows = await op_call(op, "inbox", limit=100)
+    assert isinstance(rows, list)
+    return [str(r["body"]) for r in rows if isinstance(r, dict) and r["from"] == "system"]
+
+
+async def _alice_row(paths: HivePaths) -> dict[str, Any]:
+    async with operator(paths) as op:
+        rows = await op_call(op, "agents")
+    assert isinstance(rows, list)
+    row = next(r for r in rows if isinstance(r, dict) and r["name"] == "alice")
+    assert isinstance(row, dict)
+    return row
+
+
+async def test_an_agent_over_its_daily_limit_is_held_until_the_limit_is_raised(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    paths = seed_home(tmp_path, {"alice": ALICE, "bob": AgentConfig()}, store_url=hive_store_url)
+    async with coordinator(tmp_path), agent(paths, "alice") as alice:
+        await agent_call(alice, "attach")
+        first = _spend(85, 0.5)
+        await agent_call(alice, "turn_end", outcome="ok", spend=first)
+        # 85 of 100: the operator is warned, once, however often the report is resent.
+        await agent_call(alice, "turn_end", outcome="ok", spend=first)
+        warnings = await _operator_inbox(paths)
+        assert len(warnings) == 1 and "Budget warning: alice: 85 tokens of its 100" in warnings[0]
+        assert (await _alice_row(paths))["over_budget"] is None
+
+        # A run that crosses the limit is the last: the agent is held.
+        await agent_call(alice, "turn_end", outcome="ok", spend=_spend(20, 0.25))
+        notices = await _operator_inbox(paths)
+        assert len(notices) == 2 and "Budget reached: alice: 105 tokens" in notices[1]
+        assert "hivectl budget set alice --tokens-per-day" in notices[1]
+        assert (await _alice_row(paths))["over_budget"] == (
+            "alice: 105 tokens of its 100 tokens daily limit"
+        )
+
+        async with operator(paths) as op:
+            sent = await op_call(op, "send", to="alice", body="are you there?")
+            assert isinstance(sent, dict)
+            woke = await agent_call(alice, "wait", timeout=0.3)
+            assert isinstance(woke, dict) and woke["messages"] == []
+            views = await op_call(op, "messages", agent="alice")
+            assert isinstance(views, dict)
+            [held] = views["inbox"]
+            assert (held["id"], held["acked"]) == (sent["id"], False)
+
+            # Raising the limit wakes the held wait and delivers the mail.
+            async with anyio.create_task_group() as tg:
+                got: dict[str, Any] = {}
+
+                async def waiter() -> None:
+                    result = await agent_call(alice, "wait", timeout=30)
+                    assert isinstance(result, dict)
+                    got.update(result)
+
+                tg.start_soon(waiter)
+                await anyio.sleep(0.2)  # let the wait start and be held
+                view = await op_call(
+                    op, "budget_set", scope="alice", limits={"tokens_per_day": 1000}
+                )
+            assert [m["body"] for m in got["messages"]] == ["are you there?"]
+            assert isinstance(view, dict)
+            scope = next(s for s in view["scopes"] if s["scope"] == "alice")
+            assert scope["overrides"] == {"tokens_per_day": 1000}
+            assert scope["configured"]["tokens_per_day"] == 100
+            assert scope["today"] == {"usd": 0.75, "tokens": 105} and scope["over"] is None
+
+            report = await op_call(op, "spend")
+        assert isinstance(report, dict)
+        row = next(r for r in report["agents"] if r["agent"] == "alice")
+        assert row["all_time"] == {"usd": 0.75, "tokens": 105} == row["today"] == row["week"]
+        assert report["total"]["all_time"] == {"usd": 0.75, "tokens": 105}
+        assert report["top_spenders"] == ["alice"]
+
+
+async def test_a_held_agent_still_hears_a_graceful_stop(tmp_path: Path) -> None:
+    paths = seed_home(tmp_path, {"alice": "budget = { usd_total = 0.0 }\n"})
+    async with coordinator(tmp_path), agent(paths, "alice") as alice:
+        await agent_call(alice, "attach")
+        assert (await _alice_row(paths))["over_budget"] == "alice: $0.00 of its $0.00 total limit"
+        await agent_call(alice, "fence")
+        woke = await agent_call(alice, "wait", timeout=30)
+        assert isinstance(woke, dict) and woke["stop"] is True
+
+
+async def test_a_subagent_run_and_a_compaction_count_to_the_agent(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    paths = seed_home(
+        tmp_path, {"alice": AgentConfig(), "bob": AgentConfig()}, store_url=hive_store_url
+    )
+    async with coordinator(tmp_path), agent(paths, "alice") as alice:
+        sub = _spend(7, 0.125, kind="subagent")
+        assert await agent_call(alice, "record_spend", spend=sub) == {"recorded": True}
+        assert await agent_call(alice, "record_spend", spend=sub) == {"recorded": False}
+        await agent_call(alice, "turn_end", outcome="ok", spend=_spend(3, 0.5, "compaction"))
+        async with operator(paths) as op:
+            report = await op_call(op, "spend")
+        assert isinstance(report, dict)
+        rows = {r["agent"]: r["all_time"] for r in report["agents"]}
+        assert rows == {"alice": {"usd": 0.625, "tokens": 10}, "bob": {"usd": 0.0, "tokens": 0}}
+
+
+async def test_the_hive_limit_holds_every_agent_and_bad_limits_are_refused(
+    tmp_path: Path,
+) -> None:
+    paths = seed_home(
+        tmp_path,
+        {"alice": AgentConfig(), "bob": AgentConfig()},
+        hive_toml='[budget]\nusd_per_day = 1.0\ntimezone = "UTC"\n',
+    )
+    async with coordinator(tmp_path), agent(paths, "alice") as alice:
+        await agent_call(alice, "turn_end", outcome="ok", spend=_spend(1, 1.5))
+        async with operator(paths) as op:
+            rows = await op_call(op, "agents")
+            assert isinstance(rows, list)
+            held = {r["name"]: r["over_budget"] for r in rows if isinstance(r, dict)}
+            assert held == {
+                "alice": "the whole hive: $1.50 of its $1.00 daily limit",
+                "bob": "the whole hive: $1.50 of its $1.00 daily limit",
+            }
+            with pytest.raises(InvalidRequest, match="greater than or equal to 0"):
+                await op_call(op, "budget_set", scope="*", limits={"usd_per_day": -1})
+            with pytest.raises(Exception, match="ghost"):
+                await op_call(op, "budget_set", scope="ghost", limits={"usd_total": 1})
+            view = await op_call(op, "budget_set", scope="*", limits={"usd_per_day": None})
+        assert isinstance(view, dict)
+        assert view["timezone"] == "UTC"
+        assert all(s["over"] is None for s in view["scopes"])
+
+
+async def test_a_new_day_in_the_operators_zone_lifts_a_daily_limit(tmp_path: Path) -> None:
+    """The service on a real store, its clock the one plain part set by the test."""
+    paths = seed_home(tmp_path, {"alice": "budget = { usd_per_day = 1.0, usd_total = 5.0 }\n"})
+    zone = dt.timezone(dt.timedelta(hours=-5))
+    now = [dt.datetime(2026, 12, 1, 23, 50, tzinfo=zone).timestamp()]
+    store = await SqliteStore.open(paths.db)
+    try:
+        notifier = Notifier()
+        bus = EventBus()
+        budgets = Budgets(
+            store,
+            AgentRegistry(paths),
+            HiveBudget(timezone="Etc/GMT+5"),  # POSIX sign: five hours behind UTC
+            Broker(store, notifier, 65536),
+            notifier,
+            bus,
+            clock=lambda: now[0],
+        )
+        assert await budgets.record("alice", RunSpend(run_id="r" * 8, cost_usd=1.0))
+        hit = await budgets.held("alice")
+        assert hit is not None and hit.key == "usd_per_day"
+        now[0] += 15 * 60  # 00:05 the next day, operator's time
+        assert await budgets.held("alice") is None
+        report = await budgets.report()
+        assert report.day == "2026-12-02"
+        assert report.agents[0].today.usd == 0.0 and report.agents[0].all_time.usd == 1.0
+        for i in range(4):
+            await budgets.record("alice", RunSpend(run_id=f"run-{i:04d}", cost_usd=1.0))
+            now[0] += 86400
+        total = await budgets.held("alice")
+        assert total is not None and total.key == "usd_total"  # no new day lifts a total
+        inbox = [m.body for m in await store.messages.inbox(OPERATOR)]
+        reached = [b for b in inbox if "Budget reached" in b]
+        # Once per day and limit: the daily limit on each of five days, the total once.
+        assert sum("daily limit" in b for b in reached) == 5
+        assert [b for b in reached if "total limit" in b] == [
+            "Budget reached: alice: $5.00 of its $5.00 total limit. alice takes no new turns "
+            "(mail waits, nothing is lost) until the limit is raised (`hivectl budget set "
+            "alice --usd-total N`, or the dashboard's spend page)."
+        ]
+    finally:
+        await store.close()
+
+
+async def test_turn_end_refuses_negative_spend(tmp_path: Path) -> None:
+    paths = seed_home(tmp_path, {"alice": AgentConfig()})
+    async with coordinator(tmp_path), agent(paths, "alice") as alice:
+        with pytest.raises(Exception, match="greater than or equal to 0"):
+            await alice.call(
+                TurnEndReq.model_validate({"cmd": "turn_end", "outcome": "ok", "spend": _spend(-5)})
+            )
+
+
+async def test_the_cached_totals_match_the_store_under_concurrent_records(
+    tmp_path: Path,
+) -> None:
+    seed_home(tmp_path, {"alice": AgentConfig(), "bob": AgentConfig()})
+    async with coordinator(tmp_path) as c:
+        budgets = c.budgets
+
+        async def record(i: int) -> None:
+            agent = "alice" if i % 2 else "bob"
+            await budgets.record(agent, RunSpend(run_id=f"run-{i:05d}", input_tokens=i))
+
+        async def read() -> None:
+            for _ in range(20):
+                await budgets.held("alice")  # the first builds the cache while records land
+
+        async with anyio.create_task_group() as tg:
+            for i in range(60):
+                tg.start_soon(record, i)
+            tg.start_soon(read)
+        report = await budgets.report()
+        stored = await c.store.spend.totals()
+    assert (
+        {r.agent: r.all_time.tokens for r in report.agents}
+        == {a: t.tokens for a, t in stored.items()}
+        == {"alice": sum(range(1, 60, 2)), "bob": sum(range(0, 60, 2))}
+    )

@@ -1,0 +1,72 @@
+"""A reparent moves who may write the moved subtree's proposed config repos (root only).
+
+Real system users (``useradd``), real ``setfacl``/``getfacl`` on the repos the
+coordinator seeds, the operator socket's ``spawn`` and ``set_parent``. The
+hive's users are named after its own hive id, so they never collide with
+another suite's; every one is removed at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hyperhive.config import HivePaths
+from hyperhive.repoacl import named_uids
+from hyperhive.sysusers import existing_uid, remove_user
+from tests.support.hive import coordinator, op_call, operator, seed_home
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(os.geteuid() != 0, reason="per-agent users need root"),
+    pytest.mark.skipif(shutil.which("setfacl") is None, reason="needs Debian's acl"),
+]
+
+AGENTS = ("p1", "p2", "kid", "grandkid")
+
+
+@pytest.fixture
+def open_home() -> Iterator[Path]:
+    """A home agent users can traverse (pytest's tmp dirs are 0700): git runs as them."""
+    path = Path(tempfile.mkdtemp(prefix="hh-acl-", dir="/tmp"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+async def test_new_ancestors_gain_the_acl_and_old_ones_lose_it(open_home: Path) -> None:
+    seed_home(open_home, {}, hive_toml='runtime = "bwrap"\n')
+    paths = HivePaths(open_home)
+    try:
+        async with coordinator(open_home) as c, operator(c.paths) as op:
+            for name, parent in (("p1", None), ("p2", None), ("kid", "p1"), ("grandkid", "kid")):
+                await op_call(op, "spawn", name=name, parent=parent)
+            uid = {a: existing_uid(paths, a) for a in AGENTS}
+            assert None not in uid.values()
+
+            def acl(agent: str) -> frozenset[int]:
+                return named_uids(paths.agent_config_repo(agent))
+
+            # Spawned: each repo is its own agent's and its ancestors', nobody else's.
+            assert acl("kid") == {uid["kid"], uid["p1"]}
+            assert acl("grandkid") == {uid["grandkid"], uid["kid"], uid["p1"]}
+
+            moved = await op_call(op, "set_parent", child="kid", new_parent="p2")
+            assert isinstance(moved, dict) and moved["changed"] is True
+
+            # The whole moved subtree follows: p2 in, p1 out; p1's and p2's own untouched.
+            assert acl("kid") == {uid["kid"], uid["p2"]}
+            assert acl("grandkid") == {uid["grandkid"], uid["kid"], uid["p2"]}
+            assert acl("p1") == {uid["p1"]} and acl("p2") == {uid["p2"]}
+            toml = paths.agent_config_repo("grandkid") / "agent.toml"
+            assert uid["p1"] not in named_uids(toml) and uid["p2"] in named_uids(toml)
+
+            assert c.meta.repo.log(1)[0]["subject"] == "reparent kid: p1 -> p2"
+    finally:
+        for agent in AGENTS:
+            remove_user(paths, agent)
