@@ -43,6 +43,7 @@ _FUNCS = {
     "dispatch": ("mcp/server/_streamable_http_modern.py", "_to_jsonrpc_response"),
     "write": ("mcp/server/_streamable_http_modern.py", "_write"),
     "call": ("hyperhive/agent/mcp_surface.py", "_call"),
+    "run": ("hyperhive/agent/mcp_surface.py", "_run"),
     "hop": ("hyperhive/agent/hyperhive_tools.py", "call"),
     "log": ("logging/__init__.py", "info"),
 }
@@ -64,14 +65,16 @@ def layers(profile: Path, calls: int) -> list[tuple[str, float]]:
         key = keys[label]
         return float(raw[key][3]) if key is not None else 0.0  # type: ignore[arg-type]
 
-    def log_from_call() -> float:
-        log, call = keys["log"], keys["call"]
-        if log is None or call is None:
+    def log_from_surface() -> float:
+        log = keys["log"]
+        if log is None:
             return 0.0
         callers: dict[Key, tuple[float, ...]] = raw[log][4]  # type: ignore[assignment]
-        return callers.get(call, (0, 0, 0, 0.0))[3]
+        return sum(got[3] for key, got in callers.items() if key[0].endswith(_FUNCS["call"][0]))
 
-    log = log_from_call()
+    log = log_from_surface()
+    # _run is the envelope inside _call's tracing span (absent before telemetry).
+    run = cum("run") if keys["run"] is not None else cum("call")
     rows = [
         ("uvicorn/h11: read and parse the request", cum("read")),
         ("Starlette app + router down to our endpoint", cum("asgi") - cum("web")),
@@ -83,7 +86,8 @@ def layers(profile: Path, calls: int) -> list[tuple[str, float]]:
         ("SDK: dispatch (runner, otel span, result model)", cum("dispatch") - cum("call")),
         ("ours: coordinator hop (get_agent_meta RPC)", cum("hop")),
         ("ours: per-call log lines (2 records)", log),
-        ("ours: rest of the envelope (args, bus, result)", cum("call") - cum("hop") - log),
+        ("ours: tool span (OpenTelemetry)", cum("call") - run),
+        ("ours: rest of the envelope (args, bus, result)", run - cum("hop") - log),
         ("SDK: serialize + Starlette response + h11 write", cum("write")),
     ]
     return [(label, seconds * 1000 / calls) for label, seconds in rows]
