@@ -31,15 +31,39 @@ __all__ = [
 START_TIMEOUT = 60.0
 
 
+_PROFILED = """\
+import cProfile, runpy, sys, time
+out = sys.argv[1]
+sys.argv = ["hyperhive", "host"]
+profiler = cProfile.Profile(time.process_time)
+profiler.enable()
+try:
+    runpy.run_module("hyperhive", run_name="__main__", alter_sys=True)
+finally:
+    profiler.disable()
+    profiler.dump_stats(out)
+"""
+
+
 @contextmanager
-def host(paths: HivePaths) -> Iterator[tuple[subprocess.Popen[bytes], dict[str, Any]]]:
-    """``python -m hyperhive host`` for the block; yields it and ``run/agent-host.json``."""
+def host(
+    paths: HivePaths, *, profile: Path | None = None
+) -> Iterator[tuple[subprocess.Popen[bytes], dict[str, Any]]]:
+    """``python -m hyperhive host`` for the block; yields it and ``run/agent-host.json``.
+
+    ``profile``: run it under cProfile timing CPU (not wall) time, so a loaded
+    machine's scheduling waits don't drown the host's own work; the stats are
+    written there when it stops.
+    """
     info_path = paths.run / "agent-host.json"
     info_path.unlink(missing_ok=True)
     log_path = paths.home / "host.log"
     with log_path.open("ab") as log:
+        command = [sys.executable, "-m", "hyperhive", "host"]
+        if profile is not None:
+            command = [sys.executable, "-c", _PROFILED, str(profile)]
         proc = subprocess.Popen(
-            [sys.executable, "-m", "hyperhive", "host"],
+            command,
             env={**os.environ, "HIVE_HOME": str(paths.home)},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

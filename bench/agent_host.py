@@ -26,6 +26,12 @@ from anyio.streams.memory import MemoryObjectSendStream
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    PROTOCOL_VERSION_META_KEY,
+)
+from mcp_types.version import LATEST_MODERN_VERSION
 from tests.support.model_server import ModelServer, always, text
 
 from bench._hostprocs import claude_wrapper, exec_times, host, http_floor, rss_bytes, socket_fds
@@ -36,8 +42,10 @@ from hyperhive.client import RpcClient, call_once, connect
 from hyperhive.config import AgentConfig, HivePaths, dump_agent_config
 from hyperhive.protocol import GetAgentMetaReq, OpAgentsReq, OpSendReq
 
-__all__ = ["exec_latency", "mcp_roundtrip", "sleeping_agents"]
+__all__ = ["alice_mcp_server", "exec_latency", "mcp_roundtrip", "mcp_samples", "sleeping_agents"]
 
+RAW = "MCP tools/call get_agent_meta via the host's surface, raw POST"
+MODERN = LATEST_MODERN_VERSION
 BODY = "status: build finished, 3 tests failed in tests/unit; see state/notes.md for the log"
 WARMUP = 50
 
@@ -204,10 +212,11 @@ def mcp_roundtrip(ctx: Context) -> list[Row]:
     with ModelServer(always(text("done"))) as model:
         paths = _seed(home, ["alice"], model.url, resolve_claude_bin(None))
         with serve(paths, ["alice"]), host(paths) as (_, info):
-            figure, coordinator = anyio.run(_surface_samples, paths, info, calls)
+            figure, raw, coordinator = anyio.run(_surface_samples, paths, info, calls)
     scratch = ctx.scratch("f")
     with http_floor("mcp", scratch) as base:
-        bare_mcp = anyio.run(_mcp_samples, f"{base}/mcp", {}, "ping", calls)
+        bare_mcp = anyio.run(mcp_samples, f"{base}/mcp", {}, "ping", calls)
+        bare_mcp_raw = anyio.run(_raw_mcp_samples, f"{base}/mcp", {}, "ping", calls)
     with http_floor("json", scratch) as base:
         bare_json = anyio.run(_json_samples, f"{base}/rpc", calls)
     name = "MCP tools/call get_agent_meta via the host's surface"
@@ -218,8 +227,9 @@ def mcp_roundtrip(ctx: Context) -> list[Row]:
             "bare Starlette JSON endpoint (uvicorn; httpx POST)",
             bare_json,
             "≤ 1.5×",
-            "mcp SDK client, stateful session, json_response; the figure includes the "
-            f"forward to the coordinator (get_agent_meta on the agent socket alone: "
+            f"mcp SDK client, json_response, protocol {MODERN} (single-exchange POSTs, "
+            "no session: the path claude takes too); the figure includes the SDK client and "
+            "the forward to the coordinator (get_agent_meta on the agent socket alone: "
             f"p50 {coordinator.p50:.3f} ms)",
         ),
         Row(
@@ -228,10 +238,20 @@ def mcp_roundtrip(ctx: Context) -> list[Row]:
             "bare mcp SDK server, 1 trivial tool (same client and mode)",
             bare_mcp,
         ),
+        Row(
+            RAW,
+            raw,
+            "bare Starlette JSON endpoint (uvicorn; httpx POST)",
+            bare_json,
+            note="the same JSON-RPC body and httpx client as the JSON floor, plus the "
+            f"{MODERN} envelope (_meta, mcp-method/mcp-name headers): the servers compared "
+            "with the client held equal",
+        ),
+        Row(RAW, raw, "bare mcp SDK server, 1 trivial tool (same raw POST)", bare_mcp_raw),
     ]
     if figure.p50 > 5 * bare_mcp.p50:  # the host's responses stall (see the note)
         with http_floor("mcp-like-host", scratch) as base:
-            like_host = anyio.run(_mcp_samples, f"{base}/mcp", {}, "ping", calls)
+            like_host = anyio.run(mcp_samples, f"{base}/mcp", {}, "ping", calls)
         rows.append(
             Row(
                 name,
@@ -249,8 +269,18 @@ def mcp_roundtrip(ctx: Context) -> list[Row]:
 
 async def _surface_samples(
     paths: HivePaths, info: Mapping[str, Any], calls: int
-) -> tuple[Latency, Latency]:
-    """One turn writes alice's MCP config (URL + token); then call through it."""
+) -> tuple[Latency, Latency, Latency]:
+    """The SDK client's and raw POSTs' calls through alice's surface, and the hop alone."""
+    server = await alice_mcp_server(paths, info)
+    figure = await mcp_samples(server["url"], server["headers"], "get_agent_meta", calls)
+    raw = await _raw_mcp_samples(server["url"], server["headers"], "get_agent_meta", calls)
+    async with connect(paths.agent_sock("alice")) as agent:
+        coordinator = await _rpc_samples(agent, calls)
+    return figure, raw, coordinator
+
+
+async def alice_mcp_server(paths: HivePaths, info: Mapping[str, Any]) -> dict[str, Any]:
+    """One turn writes alice's MCP config; its ``hyperhive`` entry (URL + headers)."""
     config_file = paths.agent_runtime("alice") / "mcp-config.json"
     state_url = f"{info['url']}/api/agents/alice/state"
     async with httpx.AsyncClient() as http:
@@ -262,11 +292,8 @@ async def _surface_samples(
                 if state["last_turn"] and state["turn_state"] == "idle":
                     break
                 await anyio.sleep(0.05)
-    server = json.loads(config_file.read_text())["mcpServers"]["hyperhive"]
-    figure = await _mcp_samples(server["url"], server["headers"], "get_agent_meta", calls)
-    async with connect(paths.agent_sock("alice")) as agent:
-        coordinator = await _rpc_samples(agent, calls)
-    return figure, coordinator
+    server: dict[str, Any] = json.loads(config_file.read_text())["mcpServers"]["hyperhive"]
+    return server
 
 
 @asynccontextmanager
@@ -276,7 +303,7 @@ async def _mcp_client(url: str, headers: Mapping[str, str]) -> AsyncIterator[Cli
             yield client
 
 
-async def _mcp_samples(url: str, headers: Mapping[str, str], tool: str, calls: int) -> Latency:
+async def mcp_samples(url: str, headers: Mapping[str, str], tool: str, calls: int) -> Latency:
     out: list[int] = []
     async with _mcp_client(url, headers) as client:
         for i in range(WARMUP + calls):
@@ -285,6 +312,40 @@ async def _mcp_samples(url: str, headers: Mapping[str, str], tool: str, calls: i
             elapsed = perf_counter_ns() - t0
             if result.is_error:
                 raise RuntimeError(f"{tool} failed: {result.content}")
+            if i >= WARMUP:
+                out.append(elapsed)
+    return Latency.of(out)
+
+
+async def _raw_mcp_samples(url: str, headers: Mapping[str, str], tool: str, calls: int) -> Latency:
+    """tools/call as one plain httpx POST each, in the protocol-2026-07-28 single-exchange shape."""
+    meta = {
+        PROTOCOL_VERSION_META_KEY: MODERN,
+        CLIENT_CAPABILITIES_META_KEY: {},
+        CLIENT_INFO_META_KEY: {"name": "bench", "version": "0"},
+    }
+    sent = {
+        **headers,
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": MODERN,
+        "mcp-method": "tools/call",
+        "mcp-name": tool,
+    }
+    out: list[int] = []
+    async with httpx.AsyncClient() as http:
+        for i in range(WARMUP + calls):
+            body = {
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "tools/call",
+                "params": {"name": tool, "arguments": {}, "_meta": meta},
+            }
+            t0 = perf_counter_ns()
+            response = await http.post(url, json=body, headers=sent)
+            elapsed = perf_counter_ns() - t0
+            reply = response.json()
+            if response.status_code != 200 or reply.get("result", {}).get("isError", True):
+                raise RuntimeError(f"{tool} failed: {response.status_code} {reply}")
             if i >= WARMUP:
                 out.append(elapsed)
     return Latency.of(out)

@@ -30,15 +30,18 @@ from pydantic import (
 from hyperhive.budgets import BudgetLimits, HiveBudget
 from hyperhive.errors import ConfigError, InvalidName
 from hyperhive.forge.config import ForgeConfig
+from hyperhive.matrix.config import AgentMatrixConfig, MatrixConfig
 from hyperhive.names import validate_agent_name
 from hyperhive.netlink.config import HostLinkConfig
 from hyperhive.permissions import BASH_SERVER, SUBAGENT_SERVER, Capability, ToolGroup
 from hyperhive.store.url import has_password, read_url_file
 from hyperhive.telemetry.config import TelemetryConfig
+from hyperhive.tools.decl import MATRIX_SERVER
 
 __all__ = [
     "DEFAULT_MCP_SERVERS",
     "HOME_ENV",
+    "MATRIX_SERVER",
     "STORE_URL_ENV",
     "SUBAGENT_SERVER",
     "AgentConfig",
@@ -101,6 +104,10 @@ DEFAULT_MCP_SERVERS: dict[str, McpServer] = {
 }
 
 
+# Offered only to an agent whose agent.toml enables [matrix]; every tool of it allowed.
+MATRIX_MCP_SERVER = McpServer(type="http", builtin=True, allowed_tools=["*"])
+
+
 def allowed_by_server(servers: Mapping[str, McpServer]) -> dict[str, list[str]]:
     """``{server: allowed_tools}`` for :func:`~hyperhive.permissions.allowed_tools_arg`."""
     return {name: list(s.allowed_tools) for name, s in servers.items() if s.allowed_tools}
@@ -136,6 +143,8 @@ class AgentConfig(_Strict):
     # [budget]: this agent's spend limits (hyperhive.budgets); unset = unlimited.
     budget: BudgetLimits = Field(default_factory=BudgetLimits)
     env: dict[str, str] = Field(default_factory=dict)
+    # [matrix]: a Matrix identity on the hive's homeserver, its mcp__matrix__* tools and wakes.
+    matrix: AgentMatrixConfig = Field(default_factory=AgentMatrixConfig)
 
     _warnings: tuple[str, ...] = PrivateAttr(default=())
 
@@ -183,9 +192,23 @@ class AgentConfig(_Strict):
                 raise ValueError("'hyperhive' is the built-in surface and cannot be redefined")
         return v
 
+    @model_validator(mode="after")
+    def _matrix_name_free(self) -> AgentConfig:
+        if self.matrix.enabled and MATRIX_SERVER in self.mcp_servers:
+            raise ValueError(
+                "[matrix] enabled = true serves the built-in 'matrix' MCP server; remove "
+                "[mcp_servers.matrix] (or leave [matrix] disabled to keep your own)"
+            )
+        return self
+
     def servers(self) -> dict[str, McpServer]:
-        """Extra MCP servers in effect: defaults, overridden by the file, minus disabled."""
+        """Extra MCP servers in effect: defaults, overridden by the file, minus disabled.
+
+        ``[matrix] enabled`` adds the host's own ``matrix`` surface.
+        """
         merged = {**DEFAULT_MCP_SERVERS, **self.mcp_servers}
+        if self.matrix.enabled:
+            merged[MATRIX_SERVER] = MATRIX_MCP_SERVER
         return {name: s for name, s in merged.items() if s.enabled}
 
     def servers_for(self, groups: Iterable[ToolGroup]) -> dict[str, McpServer]:
@@ -306,6 +329,8 @@ class HiveConfig(_Strict):
     forge: ForgeConfig | None = None
     # [hostlink]: where agent hosts on other machines dial in (none: local hosts only).
     hostlink: HostLinkConfig | None = None
+    # [matrix]: the homeserver agents with [matrix] enabled get accounts on (none: no Matrix).
+    matrix: MatrixConfig | None = None
     # Where the hive's state lives: unset = SQLite at <home>/hive.db; a
     # postgresql:// URL for a hive that outgrows one machine. HIVE_STORE_URL wins.
     store: str | None = None

@@ -1,9 +1,10 @@
 """The agent tree: pure rules over ``name -> parent | None``, and its store.
 
 The rules (``apply_set_parent``, ``reconcile``, ``may_route``, ``may_manage``)
-do no I/O and never mutate their input; ``TopologyStore`` reads, calls them,
-and writes atomically. Every walk is guarded by a visited set and a hop cap,
-so a hand-edited file with a cycle can never hang a caller.
+do no I/O and never mutate their input; ``TopologyStore`` keeps the tree in
+the hive's store (``TopologyRepo``), calls them, and writes one logged entry
+per change. Every walk is guarded by a visited set and a hop cap, so an
+adopted file with a cycle can never hang a caller.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from hyperhive.atomic import atomic_write_text
 from hyperhive.errors import (
     CycleRefused,
     RouteRefused,
@@ -23,6 +23,8 @@ from hyperhive.errors import (
     UnknownParent,
 )
 from hyperhive.names import OPERATOR
+from hyperhive.store.base import TopologyRepo
+from hyperhive.store.rows import DeployEntry
 
 __all__ = [
     "MAX_DEPTH",
@@ -41,6 +43,7 @@ __all__ = [
     "may_route",
     "parent_of",
     "places_changed",
+    "read_topology_file",
     "reconcile",
     "refuse_route",
     "roots",
@@ -251,67 +254,75 @@ def refuse_route(sender: str, recipient: str, decision: RouteDecision) -> RouteR
     )
 
 
-class TopologyStore:
-    """``topology.json`` on disk: tolerant reads, atomic writes."""
+def read_topology_file(path: Path) -> dict[str, str | None]:
+    """An older home's ``topology.json``, read tolerantly (for adopting it once).
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._cache: tuple[tuple[int, int, int], dict[str, str | None]] | None = None
+    Missing or unparsable → empty (every agent a root), with a warning that
+    names the file; malformed entries are skipped one by one.
+    """
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        log.warning("cannot read %s (%s); treating every agent as a root", path, exc)
+        return {}
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        log.warning(
+            "%s is not valid JSON (%s); treating every agent as a root. Fix the file "
+            "or reparent agents again to rewrite it",
+            path,
+            exc,
+        )
+        return {}
+    if not isinstance(data, dict):
+        log.warning("%s is not a JSON object; treating every agent as a root", path)
+        return {}
+    out: dict[str, str | None] = {}
+    for name, parent in data.items():
+        if isinstance(name, str) and (parent is None or isinstance(parent, str)):
+            out[name] = parent
+        else:
+            log.warning("%s: skipping malformed entry %r: %r", path, name, parent)
+    return out
+
+
+class TopologyStore:
+    """The tree in the hive's store, cached in memory for routing.
+
+    Routing reads the tree on every send, so reads are a dict copy. Only the
+    active coordinator writes, and it loads the tree from the store when it
+    starts (a standby taking over included), so the cache cannot go stale.
+    """
+
+    def __init__(self, repo: TopologyRepo) -> None:
+        self._repo = repo
+        self._tree: dict[str, str | None] = {}
+
+    async def load(self) -> dict[str, str | None]:
+        self._tree = await self._repo.get()
+        return dict(self._tree)
 
     def read_cached(self) -> dict[str, str | None]:
-        """:meth:`read`, re-parsed only when the file changed (one stat per call).
+        return dict(self._tree)
 
-        Routing reads the tree on every send; parsing JSON each time cost the
-        coordinator more than the send itself.
-        """
-        try:
-            st = self.path.stat()
-            key = (st.st_mtime_ns, st.st_size, st.st_ino)
-        except OSError:
-            key = (0, 0, 0)
-        if self._cache is None or self._cache[0] != key:
-            self._cache = (key, self.read())
-        return dict(self._cache[1])
+    async def write(self, tree: Topology, note: str) -> DeployEntry | None:
+        """Store ``tree`` (one logged entry); ``None`` and nothing written if unchanged."""
+        snapshot = dict(tree)
+        if snapshot == self._tree:
+            return None
+        entry = await self._repo.set(snapshot, note)
+        self._tree = snapshot
+        return entry
 
-    def read(self) -> dict[str, str | None]:
-        """The stored tree; missing or unparsable → empty (every agent a root)."""
-        try:
-            raw = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return {}
-        except OSError as exc:
-            log.warning("cannot read %s (%s); treating every agent as a root", self.path, exc)
-            return {}
-        try:
-            data = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            log.warning(
-                "%s is not valid JSON (%s); treating every agent as a root. Fix the file "
-                "or reparent agents again to rewrite it",
-                self.path,
-                exc,
-            )
-            return {}
-        if not isinstance(data, dict):
-            log.warning("%s is not a JSON object; treating every agent as a root", self.path)
-            return {}
-        out: dict[str, str | None] = {}
-        for name, parent in data.items():
-            if isinstance(name, str) and (parent is None or isinstance(parent, str)):
-                out[name] = parent
-            else:
-                log.warning("%s: skipping malformed entry %r: %r", self.path, name, parent)
-        return out
-
-    def write(self, topology: Topology) -> None:
-        """Write atomically: temp file in the same dir, fsync, rename, fsync dir."""
-        atomic_write_text(self.path, json.dumps(dict(sorted(topology.items())), indent=2) + "\n")
-
-    def set_parent(
+    async def set_parent(
         self, child: str, new_parent: str | None, known: Iterable[str]
     ) -> tuple[dict[str, str | None], bool]:
         """Apply the pure rule; writes nothing on a no-op."""
-        updated, changed = apply_set_parent(self.read(), child, new_parent, known)
+        updated, changed = apply_set_parent(self._tree, child, new_parent, known)
         if changed:
-            self.write(updated)
+            where = f"under {new_parent}" if new_parent is not None else "to a root"
+            await self.write(updated, f"set parent: {child} {where}")
         return updated, changed

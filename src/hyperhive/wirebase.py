@@ -101,6 +101,23 @@ class LooseEnd(_Out):
     key: str | None = None
 
 
+class MatrixAccount(_Out):
+    """A Matrix identity an agent can act as (spec 002's ``matrix_accounts`` entry)."""
+
+    name: str
+    user_id: str | None = None
+    homeserver: str
+
+
+class MatrixAccountView(_Out):
+    """An agent's Matrix account as the operator sees it (its host's view)."""
+
+    user_id: str
+    homeserver: str
+    pending_invites: list[str] = Field(default_factory=list)
+    problem: str | None = None
+
+
 class AgentMeta(_Out):
     name: str
     hive_name: str  # hive.toml's name, else the hive's generated id
@@ -109,6 +126,8 @@ class AgentMeta(_Out):
     status_text: str
     status_set_at: float | None
     parent: str | None
+    # Omitted (None) for an agent with no Matrix provisioning.
+    matrix_accounts: list[MatrixAccount] | None = None
 
 
 class Sent(_Out):
@@ -200,6 +219,8 @@ __all__ = [
     "LogTail",
     "LooseEnd",
     "LooseEndKind",
+    "MatrixAccount",
+    "MatrixAccountView",
     "Message",
     "Req",
     "RequestId",

@@ -32,7 +32,7 @@ import pytest
 from hyperhive.config import AgentConfig, HivePaths
 from tests.chaos.rig import ChaosProcs, chaos_wrapper, claude_pids, kill_strays
 from tests.chaos.soak_model import SoakModel
-from tests.chaos.test_soak import Operator, Tally, _check_messages, _settle
+from tests.chaos.test_soak import PG_PLAN, Operator, Tally, _check_messages, _settle
 from tests.e2e.test_up import Up, _coordinator_pid, _finish
 from tests.support.hive import agent_env, seed_home, start_serve
 from tests.support.model_server import ModelServer
@@ -92,7 +92,7 @@ async def test_a_standby_takes_over_from_a_killed_coordinator_and_nothing_is_los
     paths = HivePaths(home)
     procs: list[subprocess.Popen[bytes]] = []
     takeovers: list[float] = []
-    tally = Tally(agents=len(agents))
+    tally = Tally(agents=len(agents), store="postgresql")
     try:
         async with ModelServer(model) as server:
             env = agent_env(server.url)
@@ -111,7 +111,7 @@ async def test_a_standby_takes_over_from_a_killed_coordinator_and_nothing_is_los
             procs += [active, standby, host]
             await anyio.to_thread.run_sync(_standing_by, home, "serve-2.log")
 
-            operator = Operator(paths, agents, random.Random(SEED))
+            operator = Operator(paths, agents, random.Random(SEED), PG_PLAN)
             async with anyio.create_task_group() as tg:
                 stop_sending = anyio.Event()
                 tg.start_soon(operator.run, stop_sending)
@@ -149,7 +149,7 @@ async def test_a_standby_takes_over_from_a_killed_coordinator_and_nothing_is_los
                 )
                 stop_sending.set()
             rig = ChaosProcs(home, serve=active, host=host)
-            await _settle(paths, agents, record, rig)
+            await _settle(paths, agents, record, rig, PG_PLAN)
             host.send_signal(signal.SIGTERM)
             assert host.wait(timeout=120) == 0, _all_logs(home)
             for proc in (active, standby):

@@ -7,8 +7,9 @@ operator sends chains of messages over ``run/host.sock`` the whole time,
 while a driver, at random moments of a seeded schedule, ``kill -9``s the
 coordinator (and restarts it), ``kill -9``s the agent host (and restarts it)
 and SIGKILLs a claude that is mid-turn. Then the chaos stops, the hive
-settles, both processes are stopped, and the checks run on hive.db, the
-model server's ledger and the files.
+settles, both processes are stopped, and the checks run on the store, the
+model server's ledger and the files. It runs on both stores (PostgreSQL with
+a slightly smaller plan in CI: ``CI_PG_PLAN``).
 
 Definitions the checks use:
 
@@ -79,8 +80,11 @@ class Plan:
 
 
 CI_PLAN = Plan(4, 4, 3, 4, 1, (1.0, 3.0), (0.6, 1.6), 240, 540)
+# PostgreSQL in CI: the same mix, a little smaller, to keep the suite's time in bounds.
+CI_PG_PLAN = Plan(3, 3, 2, 3, 1, (1.0, 3.0), (0.6, 1.6), 240, 540)
 FULL_PLAN = Plan(20, 22, 22, 24, 3, (2.0, 5.0), (0.5, 1.2), 1200, 3600)
 PLAN = FULL_PLAN if FULL else CI_PLAN
+PG_PLAN = FULL_PLAN if FULL else CI_PG_PLAN
 SEED = int(os.environ.get("HIVE_CHAOS_SEED", "20261130"))
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(PLAN.timeout)]
@@ -92,6 +96,7 @@ class Tally:
 
     seed: int = SEED
     mode: str = "full" if FULL else "ci"
+    store: str = "sqlite"
     agents: int = 0
     serve_kills: int = 0
     host_kills: int = 0
@@ -116,10 +121,11 @@ class Tally:
 class Operator:
     """The operator on ``run/host.sock``: sends chains, reads and acks its inbox."""
 
-    def __init__(self, paths: HivePaths, agents: list[str], rng: random.Random) -> None:
+    def __init__(self, paths: HivePaths, agents: list[str], rng: random.Random, plan: Plan) -> None:
         self.paths = paths
         self.agents = agents
         self.rng = rng
+        self.plan = plan
         self.confirmed: dict[int, tuple[str, str]] = {}
         self.failed = 0
         self.acks = 0
@@ -141,7 +147,7 @@ class Operator:
                 self.failed += 1  # the coordinator is down: this send was not answered ok
             if n % 7 == 0:
                 await self._read_inbox()
-            with anyio.move_on_after(self.rng.uniform(*PLAN.operator_gap)):
+            with anyio.move_on_after(self.rng.uniform(*self.plan.operator_gap)):
                 await stop.wait()
 
     async def _read_inbox(self) -> None:
@@ -162,19 +168,21 @@ class Operator:
 class Chaos:
     """The seeded schedule of kills; restarts follow each kill at once."""
 
-    def __init__(self, procs: ChaosProcs, record: Path, rng: random.Random) -> None:
+    def __init__(self, procs: ChaosProcs, record: Path, rng: random.Random, plan: Plan) -> None:
         self.procs = procs
         self.record = record
         self.rng = rng
+        self.plan = plan
         self.claude_kills = 0
         self.misses = 0
 
     def schedule(self) -> list[str]:
+        plan = self.plan
         actions = (
-            ["serve"] * PLAN.serve_kills
-            + ["host"] * PLAN.host_kills
-            + ["claude"] * PLAN.claude_kills
-            + ["both"] * PLAN.both_kills
+            ["serve"] * plan.serve_kills
+            + ["host"] * plan.host_kills
+            + ["claude"] * plan.claude_kills
+            + ["both"] * plan.both_kills
         )
         self.rng.shuffle(actions)
         return actions
@@ -184,7 +192,7 @@ class Chaos:
         retries = 0
         while actions:
             action = actions.pop(0)
-            await anyio.sleep(self.rng.uniform(*PLAN.gap))
+            await anyio.sleep(self.rng.uniform(*self.plan.gap))
             if action == "serve":
                 await anyio.to_thread.run_sync(self.procs.kill9_serve)
                 await anyio.to_thread.run_sync(self.procs.start_serve)
@@ -196,7 +204,7 @@ class Chaos:
                 await anyio.to_thread.run_sync(self.procs.kill9_serve)
                 await anyio.to_thread.run_sync(self.procs.start_serve)
                 await anyio.to_thread.run_sync(self.procs.start_host)
-            elif not await self._kill_a_claude() and retries < 3 * PLAN.claude_kills:
+            elif not await self._kill_a_claude() and retries < 3 * self.plan.claude_kills:
                 retries += 1
                 actions.append("claude")  # no turn was running: try again later
 
@@ -258,15 +266,17 @@ def _unsettled(paths: HivePaths, agents: list[str], record: Path) -> list[str]:
     return why
 
 
-async def _settle(paths: HivePaths, agents: list[str], record: Path, procs: ChaosProcs) -> None:
+async def _settle(
+    paths: HivePaths, agents: list[str], record: Path, procs: ChaosProcs, plan: Plan
+) -> None:
     """Wait until nothing is pending, twice in a row a second apart."""
-    deadline = time.monotonic() + PLAN.settle_within
+    deadline = time.monotonic() + plan.settle_within
     quiet = 0
     why: list[str] = []
     while quiet < 2:
         if time.monotonic() > deadline:
             raise AssertionError(
-                f"the hive did not settle in {PLAN.settle_within:.0f}s: {why}\n"
+                f"the hive did not settle in {plan.settle_within:.0f}s: {why}\n"
                 f"{_stuck_rows(paths)}\n{procs.logs()}"
             )
         why = await anyio.to_thread.run_sync(_unsettled, paths, agents, record)
@@ -372,14 +382,21 @@ def _git(meta: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def check_store(paths: HivePaths) -> list[str]:
-    """hive.db sound, topology.json parseable, the meta repo whole and committed."""
+    """The store sound (hive.db's integrity check on SQLite), the meta repo whole,
+    committed, and a true mirror of the store's tree and applied configs."""
     problems = []
-    if (got := read_hive_sync(paths).integrity) != "ok":
-        problems.append(f"hive.db integrity_check: {got}")
+    hive = read_hive_sync(paths)
+    if hive.integrity is not None and hive.integrity != "ok":
+        problems.append(f"hive.db integrity_check: {hive.integrity}")
     try:
-        json.loads(paths.topology.read_text())
+        if (mirrored := json.loads(paths.topology.read_text())) != hive.topology:
+            problems.append(f"topology.json {mirrored} is not the store's {hive.topology}")
     except (OSError, ValueError) as exc:
         problems.append(f"topology.json unreadable: {exc}")
+    folder = paths.meta / "agents"
+    files = {p.stem: p.read_text() for p in folder.glob("*.toml")} if folder.is_dir() else {}
+    if files != hive.configs:
+        problems.append(f"meta/agents differs from the store's configs: {sorted(files)}")
     fsck = _git(paths.meta, "fsck", "--full", "--strict")
     if fsck.returncode != 0 or any(
         word in fsck.stdout + fsck.stderr for word in ("error", "missing", "broken", "corrupt")
@@ -401,12 +418,15 @@ def _report(tally: Tally) -> None:
         Path(target).write_text(json.dumps(asdict(tally), indent=1) + "\n")
 
 
-async def test_nothing_acknowledged_is_lost_under_kill_9(tmp_path: Path, claude_bin: Path) -> None:
+async def test_nothing_acknowledged_is_lost_under_kill_9(
+    tmp_path: Path, claude_bin: Path, hive_store_url: str | None
+) -> None:
+    plan = PLAN if hive_store_url is None else PG_PLAN
     rng = random.Random(SEED)
-    agents = [f"a{i:02d}" for i in range(PLAN.agents)]
+    agents = [f"a{i:02d}" for i in range(plan.agents)]
     record = tmp_path / "claude-starts"
     model = SoakModel(agents, SEED)
-    tally = Tally(agents=len(agents))
+    tally = Tally(agents=len(agents), store="sqlite" if hive_store_url is None else "postgresql")
     home = tmp_path / "hive"
     home.mkdir()
     paths = HivePaths(home)
@@ -421,10 +441,11 @@ async def test_nothing_acknowledged_is_lost_under_kill_9(tmp_path: Path, claude_
                     f'claude_bin = "{chaos_wrapper(tmp_path, claude_bin, record)}"\n'
                     "dashboard_port = 0\n"
                 ),
+                store_url=hive_store_url,
             )
             await anyio.to_thread.run_sync(procs.start)
-            operator = Operator(paths, agents, random.Random(rng.random()))
-            chaos = Chaos(procs, record, random.Random(rng.random()))
+            operator = Operator(paths, agents, random.Random(rng.random()), plan)
+            chaos = Chaos(procs, record, random.Random(rng.random()), plan)
             started = time.monotonic()
             async with anyio.create_task_group() as tg:
                 stop = anyio.Event()
@@ -433,7 +454,7 @@ async def test_nothing_acknowledged_is_lost_under_kill_9(tmp_path: Path, claude_
                 stop.set()
             tally.chaos_seconds = round(time.monotonic() - started, 1)
             started = time.monotonic()
-            await _settle(paths, agents, record, procs)
+            await _settle(paths, agents, record, procs, plan)
             tally.settle_seconds = round(time.monotonic() - started, 1)
             host_code, serve_code = await anyio.to_thread.run_sync(procs.stop_gracefully)
             assert (host_code, serve_code) == (0, 0), procs.logs()
@@ -463,8 +484,8 @@ async def test_nothing_acknowledged_is_lost_under_kill_9(tmp_path: Path, claude_
     _report(tally)
 
     assert ledger.untagged == 0, "some API requests carried no claude pid"
-    assert procs.serve_kills >= PLAN.serve_kills + PLAN.both_kills
-    assert procs.host_kills >= PLAN.host_kills + PLAN.both_kills
-    assert chaos.claude_kills >= PLAN.claude_kills // 2, "too few turns were caught mid-turn"
+    assert procs.serve_kills >= plan.serve_kills + plan.both_kills
+    assert procs.host_kills >= plan.host_kills + plan.both_kills
+    assert chaos.claude_kills >= plan.claude_kills // 2, "too few turns were caught mid-turn"
     assert tally.operator_sends_ok > 0 and tally.reminders > 0 and tally.bash_tasks
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems[:60])

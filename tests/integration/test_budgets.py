@@ -19,6 +19,7 @@ from hyperhive.budgets import HiveBudget
 from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.core.broker import Broker
 from hyperhive.core.budgets import Budgets
+from hyperhive.core.mirror import MetaMirror
 from hyperhive.core.notify import EventBus, Notifier
 from hyperhive.core.registry import AgentRegistry
 from hyperhive.errors import InvalidRequest
@@ -179,9 +180,13 @@ async def test_a_new_day_in_the_operators_zone_lifts_a_daily_limit(tmp_path: Pat
     try:
         notifier = Notifier()
         bus = EventBus()
+        # The seeded home's files become the store's applied configs, as a coordinator's start does.
+        await MetaMirror(paths, store.meta).adopt()
+        registry = AgentRegistry(paths, store.meta)
+        await registry.load()
         budgets = Budgets(
             store,
-            AgentRegistry(paths),
+            registry,
             HiveBudget(timezone="Etc/GMT+5"),  # POSIX sign: five hours behind UTC
             Broker(store, notifier, 65536),
             notifier,

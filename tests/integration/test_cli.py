@@ -29,11 +29,12 @@ def hivectl(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture
-def hive(tmp_path: Path) -> Iterator[Path]:
+def hive(tmp_path: Path, hive_store_url: str | None) -> Iterator[Path]:
     seed_home(
         tmp_path,
         {"queen": AgentConfig(), "alice": AgentConfig(), "bob": AgentConfig()},
         {"queen": None, "alice": "queen", "bob": None},
+        store_url=hive_store_url,
     )
     proc = start_serve(tmp_path)
     try:

@@ -49,18 +49,19 @@ def one_line_error(out: subprocess.CompletedProcess[str], fragment: str) -> None
     assert lines[0].startswith("hivectl: ") and fragment in lines[0], lines[0]
 
 
-def seed(home: Path, extra_toml: str = "") -> None:
+def seed(home: Path, extra_toml: str = "", store_url: str | None = None) -> None:
     seed_home(
         home,
         {"queen": AgentConfig(), "alice": AgentConfig(), "bob": AgentConfig()},
         {"queen": None, "alice": "queen", "bob": None},
         hive_toml=HIVE_TOML + extra_toml,
+        store_url=store_url,
     )
 
 
 @pytest.fixture
-def hive(tmp_path: Path) -> Iterator[Path]:
-    seed(tmp_path)
+def hive(tmp_path: Path, hive_store_url: str | None) -> Iterator[Path]:
+    seed(tmp_path, store_url=hive_store_url)
     proc = start_serve(tmp_path)
     try:
         yield tmp_path

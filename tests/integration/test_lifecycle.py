@@ -87,7 +87,7 @@ async def test_destroy_never_self_or_an_ancestor(
         assert isinstance(done, dict) and done["destroyed"]
         assert not c.registry.exists("carol") and "carol" not in c.topology_store.read_cached()
         assert Path(str(done["data_moved_to"])).exists()
-        assert "destroy carol" in c.meta.repo.log(1)[0]["subject"]
+        assert "destroy carol" in c.mirror.git.log(1)[0]["subject"]
         assert not c.paths.agent_sock("carol").exists()
 
 
@@ -111,7 +111,7 @@ async def test_diagnostics_and_capabilities(tmp_path: Path, hive_store_url: str 
             journal_tail = await agent_call(queen, "get_host_journal", lines=5)
             assert isinstance(journal_tail, dict) and journal_tail["host"] == ["host says hi"]
         no_lifecycle = AgentConfig()
-        c.registry.write("eve", no_lifecycle)
+        await c.registry.write("eve", no_lifecycle, "drop eve's lifecycle capability")
         async with agent(c.paths, "eve") as eve:
             with pytest.raises(Exception, match="'lifecycle' tool group"):
                 await agent_call(eve, "kill", agent="queen")
@@ -152,7 +152,7 @@ async def test_init_config_approval_spawns_the_child_under_the_requester(
         assert applied.tool_groups == [ToolGroup.MESSAGING, ToolGroup.META]
         proposed = GitRepo(c.paths.agent_config_repo("worker"))
         assert "messaging" in proposed.show("HEAD", "agent.toml")
-        assert "init worker (requested by alice)" in c.meta.repo.log(1)[0]["subject"]
+        assert "init worker (requested by alice)" in c.mirror.git.log(1)[0]["subject"]
         assert json.loads(c.paths.topology.read_text())["worker"] == "alice"
         async with agent(c.paths, "alice") as alice:
             woke = await agent_call(alice, "wait", timeout=2)
@@ -165,7 +165,7 @@ async def test_init_config_approval_spawns_the_child_under_the_requester(
             "config_ready:worker",
             "spawned:worker",
         ]
-        assert c.meta.repo.clean_tree()
+        assert c.mirror.git.clean_tree()
 
 
 async def test_deny_needs_a_reason_and_reaches_the_asker(
@@ -209,7 +209,7 @@ async def test_apply_commit_of_a_descendants_proposed_config(
         assert isinstance(shown, dict) and "web_tools" in shown["diff"]
         await op_call(op, "approve", approval_id=asked["approval_id"])
         assert ToolGroup.WEB_TOOLS in c.registry.config("carol").tool_groups
-        assert c.meta.repo.log(1)[0]["subject"].startswith("apply carol")
+        assert c.mirror.git.log(1)[0]["subject"].startswith("apply carol")
         async with agent(c.paths, "bob") as bob:
             ends = await agent_call(bob, "get_loose_ends")
         assert isinstance(ends, list) and "rebuilt:carol" in [e["key"] for e in ends]
@@ -245,7 +245,7 @@ async def test_reconcile_on_start_commits_the_tree(
         assert all(
             parent is None for parent in c.topology_store.read_cached().values()
         )  # safe degradation
-        assert c.meta.repo.clean_tree()
+        assert c.mirror.git.clean_tree()
 
 
 async def test_the_removed_update_meta_inputs_is_refused_clearly(

@@ -66,7 +66,7 @@ async def test_new_ancestors_gain_the_acl_and_old_ones_lose_it(open_home: Path) 
             toml = paths.agent_config_repo("grandkid") / "agent.toml"
             assert uid["p1"] not in named_uids(toml) and uid["p2"] in named_uids(toml)
 
-            assert c.meta.repo.log(1)[0]["subject"] == "reparent kid: p1 -> p2"
+            assert c.mirror.git.log(1)[0]["subject"] == "reparent kid: p1 -> p2"
     finally:
         for agent in AGENTS:
             remove_user(paths, agent)

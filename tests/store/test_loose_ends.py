@@ -38,9 +38,14 @@ async def test_todo_upsert_bumps_the_version_and_keeps_its_id(store: Store) -> N
     assert (await store.agents.get("bob")).todo_version == 2
     row = await store.loose_ends.get("todo", a)
     assert isinstance(row, TodoRow) and row.body == "second" and row.key == "t1"
+    woken: list[str] = []
+    store.on_change(woken.append)
     assert await store.loose_ends.todo_clear("bob", "bash", "t1")
     assert not await store.loose_ends.todo_clear("bob", "bash", "t1")
     assert await store.loose_ends.get("todo", a) is None
+    # Clearing is no net change for a waiter: no bump, no wake (both backends alike).
+    assert (await store.agents.get("bob")).todo_version == 2
+    assert woken == []
 
 
 async def test_ask_and_answer_are_each_one_step(store: Store) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from hyperhive.errors import NotFound
+from hyperhive.errors import InvalidRequest, NotFound
 from hyperhive.store import Store
 from hyperhive.store.rows import MessageCounts
 from tests.support.stores import Backend
@@ -277,3 +277,19 @@ async def test_page_walks_newest_first_by_id_cursor_and_filters_by_agent(store: 
     assert [m.body for m in older] == ["a2", "a1", "a0"]
     assert await store.messages.page(agent="nobody") == []
     assert alice[0].in_reply_to == ids[0]
+
+
+async def test_a_nul_in_a_body_is_stored_intact_or_refused_as_bad_input(backend: Backend) -> None:
+    """Never a database failure: SQLite keeps NUL; PostgreSQL text cannot hold it."""
+    store = await backend.open()
+    try:
+        if backend.name == "sqlite":
+            sent = await store.messages.send("alice", "bob", "a\x00b")
+            row = await store.messages.get(sent)
+            assert row is not None and row.body == "a\x00b"
+        else:
+            with pytest.raises(InvalidRequest, match="NUL"):
+                await store.messages.send("alice", "bob", "a\x00b")
+            assert await store.messages.scan() == []
+    finally:
+        await store.close()

@@ -59,3 +59,40 @@ async def test_topology_and_configs_survive_a_reopen(backend: Backend) -> None:
         assert [e.message for e in await store.meta.log()] == ["init bob", "tree"]
     finally:
         await store.close()
+
+
+async def test_since_hands_out_the_log_oldest_first_from_a_seq(store: Store) -> None:
+    first = await store.meta.apply_config("bob", "a = 1\n", "init bob", action="init")
+    tree = await store.topology.set({"bob": None}, "tree")
+    inputs = await store.meta.note("inputs", None, "claude-code 2", text='claude_code = "2"\n')
+    assert [e.seq for e in await store.meta.since(0)] == [first.seq, tree.seq, inputs.seq]
+    assert [e.message for e in await store.meta.since(first.seq)] == ["tree", "claude-code 2"]
+    assert [e.seq for e in await store.meta.since(first.seq, limit=1)] == [tree.seq]
+    assert await store.meta.since(inputs.seq) == []
+    assert (inputs.action, inputs.config) == ("inputs", 'claude_code = "2"\n')
+    assert await store.meta.configs() == {"bob": "a = 1\n"}  # a note applies no config
+
+
+async def test_adopt_takes_an_older_homes_files_once(store: Store) -> None:
+    configs = {"queen": "x = 1\n", "bob": "broken = [\n"}  # kept as text, broken or not
+    tree = {"queen": None, "bob": "queen"}
+    entries = await store.meta.adopt(configs, tree, "adopt /h/meta")
+    assert [(e.action, e.agent) for e in entries] == [
+        ("import", "bob"),
+        ("import", "queen"),
+        ("topology", None),
+    ]
+    assert await store.meta.configs() == configs
+    assert await store.topology.get() == tree
+    # Once: the log now has entries, so the store is the truth and files are ignored.
+    assert await store.meta.adopt({"eve": "y = 2\n"}, {"eve": None}, "again") == []
+    assert await store.meta.configs() == configs
+    assert await store.topology.get() == tree
+    assert len(await store.meta.log()) == 3
+
+
+async def test_adopt_into_a_store_with_a_log_changes_nothing(store: Store) -> None:
+    await store.meta.note("inputs", None, "anything")
+    assert await store.meta.adopt({"bob": "a = 1\n"}, None, "adopt") == []
+    assert await store.meta.configs() == {}
+    assert await store.topology.get() == {}

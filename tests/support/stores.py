@@ -138,6 +138,8 @@ class HiveRows:
     questions: list[QuestionRow]
     schedules: list[ScheduleRow]
     agents: list[AgentState]
+    topology: dict[str, str | None]
+    configs: dict[str, str]  # each agent's applied config text
     # SQLite's ``PRAGMA integrity_check`` ("ok" when sound). None on PostgreSQL: it has
     # no cheap equivalent, and its own WAL replay is what makes a kill -9 safe there.
     integrity: str | None
@@ -171,6 +173,8 @@ async def read_hive(paths: HivePaths) -> HiveRows:
             questions=await store.loose_ends.questions(open_only=False),
             schedules=await store.schedules.all(),
             agents=await store.agents.all(),
+            topology=await store.topology.get(),
+            configs=await store.meta.configs(),
             integrity=(await store.integrity_check() if isinstance(store, SqliteStore) else None),
         )
     finally:

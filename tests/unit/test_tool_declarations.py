@@ -24,6 +24,7 @@ from hyperhive.config import AgentConfig, HiveConfig, HivePaths
 from hyperhive.core.agent_api import AGENT_TABLE, gate
 from hyperhive.core.dispatch import union_members
 from hyperhive.errors import PermissionDenied, ToolGroupDenied
+from hyperhive.matrix.config import AgentMatrixConfig
 from hyperhive.permissions import (
     ALWAYS_ON_TOOLS,
     GROUP_GATED_SERVERS,
@@ -50,7 +51,10 @@ class _Agent:
     capabilities: tuple[Capability, ...] = ()
     name: str = "alice"
     bus: EventsBus = field(default_factory=EventsBus)
-    config: AgentConfig = field(default_factory=AgentConfig)
+    # [matrix] on: the matrix surface is gated by it, not by groups (tested in test_tools_offered).
+    config: AgentConfig = field(
+        default_factory=lambda: AgentConfig(matrix=AgentMatrixConfig(enabled=True))
+    )
 
 
 def _ids(tool: Tool[Any, Any]) -> str:

@@ -23,6 +23,7 @@ from hyperhive.agent.host import AgentHost
 from hyperhive.agent.launch import LaunchSpec, harness_argv, mcp_config
 from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths, McpServer
+from hyperhive.matrix.config import AgentMatrixConfig
 from hyperhive.permissions import (
     Capability,
     ToolGroup,
@@ -85,16 +86,22 @@ def allowed_mcp(rt: AgentRuntime) -> list[str]:
     caps=caps_st,
     bash_on=st.booleans(),
     subagent_on=st.booleans(),
+    matrix_on=st.booleans(),
 )
 def test_offered_listed_and_allowed_are_one_set(
-    groups: list[ToolGroup], caps: list[Capability], bash_on: bool, subagent_on: bool
+    groups: list[ToolGroup],
+    caps: list[Capability],
+    bash_on: bool,
+    subagent_on: bool,
+    matrix_on: bool,
 ) -> None:
     servers = {
         name: McpServer(enabled=False)
         for name, on in (("bash", bash_on), ("subagent", subagent_on))
         if not on
     }
-    rt = _agent(groups, caps, AgentConfig(tool_groups=groups, mcp_servers=servers))
+    matrix = AgentMatrixConfig(enabled=matrix_on)
+    rt = _agent(groups, caps, AgentConfig(tool_groups=groups, mcp_servers=servers, matrix=matrix))
     shown = offered(rt)
     patterns = allowed_mcp(rt)
 
@@ -111,8 +118,16 @@ def test_offered_listed_and_allowed_are_one_set(
         for t in granted_mcp_tools(groups, caps)
         if t.server != "bash" or bash_on  # a disabled bash entry takes its tools with it
     }
-    assert granted == {n for n in shown if not n.startswith("mcp__subagent__")}
+    ungated = ("mcp__subagent__", "mcp__matrix__")  # served whole, not per tool group
+    assert granted == {n for n in shown if not n.startswith(ungated)}
     assert any(n.startswith("mcp__subagent__") for n in shown) == subagent_on
+    # The matrix tools: all five exactly when the agent's [matrix] is enabled.
+    matrix_tools = {n for n in shown if n.startswith("mcp__matrix__")}
+    assert matrix_tools == (
+        {f"mcp__matrix__{t}" for t in ("send", "read", "rooms", "join", "leave")}
+        if matrix_on
+        else set()
+    )
 
 
 def test_every_tool_the_permissions_table_grants_is_served() -> None:

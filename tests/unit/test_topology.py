@@ -1,4 +1,4 @@
-"""hyperhive.topology: refusals, routing, reconcile, and the on-disk store."""
+"""hyperhive.topology: refusals, routing, reconcile, its store, and adopting an old file."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hyperhive.errors import CycleRefused, SelfParent, UnknownChild, UnknownParent
+from hyperhive.store.sqlite import SqliteStore
 from hyperhive.topology import (
     MAX_DEPTH,
     TopologyStore,
@@ -25,6 +26,7 @@ from hyperhive.topology import (
     may_manage,
     may_route,
     places_changed,
+    read_topology_file,
     reconcile,
     roots,
 )
@@ -198,17 +200,26 @@ def test_a_hand_written_cycle_still_answers_in_bounded_time() -> None:
     assert is_descendant_of(cyclic, "d", "c")
 
 
-def test_store_roundtrip_and_noop_does_not_write(tmp_path: Path) -> None:
-    store = TopologyStore(tmp_path / "meta" / "topology.json")
-    assert store.read() == {}
-    store.write({"b": "a", "a": None})
-    assert json.loads(store.path.read_text()) == {"a": None, "b": "a"}
-    before = store.path.stat().st_mtime_ns
-    _, changed = store.set_parent("b", "a", ["a", "b"])
-    assert not changed and store.path.stat().st_mtime_ns == before
-    updated, changed = store.set_parent("b", None, ["a", "b"])
-    assert changed and store.read() == updated == {"a": None, "b": None}
-    assert [p.name for p in store.path.parent.iterdir()] == ["topology.json"]
+@pytest.mark.anyio
+async def test_store_roundtrip_and_noop_writes_no_entry(tmp_path: Path) -> None:
+    db = await SqliteStore.open(tmp_path / "hive.db")
+    try:
+        store = TopologyStore(db.topology)
+        assert await store.load() == {}
+        assert await store.write({"b": "a", "a": None}, "first") is not None
+        assert await db.topology.get() == {"a": None, "b": "a"}
+        assert await store.write({"a": None, "b": "a"}, "same again") is None
+        _, changed = await store.set_parent("b", "a", ["a", "b"])
+        assert not changed
+        assert [e.message for e in await db.meta.log()] == ["first"]
+        updated, changed = await store.set_parent("b", None, ["a", "b"])
+        assert changed and store.read_cached() == updated == {"a": None, "b": None}
+        assert await db.topology.get() == updated
+        assert (await db.meta.log())[0].message == "set parent: b to a root"
+        # Another coordinator on the same store starts from what is stored.
+        assert await TopologyStore(db.topology).load() == updated
+    finally:
+        await db.close()
 
 
 @pytest.mark.parametrize("content", ["{not json", "[1, 2]", '"x"', ""])
@@ -218,11 +229,11 @@ def test_store_degrades_to_empty_on_a_broken_file(
     path = tmp_path / "topology.json"
     path.write_text(content)
     with caplog.at_level(logging.WARNING):
-        assert TopologyStore(path).read() == {}
+        assert read_topology_file(path) == {}
     assert str(path) in caplog.text
 
 
 def test_store_skips_malformed_entries(tmp_path: Path) -> None:
     path = tmp_path / "topology.json"
     path.write_text(json.dumps({"a": None, "b": 3, "c": "a"}))
-    assert TopologyStore(path).read() == {"a": None, "c": "a"}
+    assert read_topology_file(path) == {"a": None, "c": "a"}

@@ -40,10 +40,13 @@ from hyperhive.agent.web import build_app
 from hyperhive.atomic import atomic_write_text
 from hyperhive.bash.mcp import bash_surface
 from hyperhive.client import RpcClient, connect
-from hyperhive.config import SUBAGENT_SERVER, HiveConfig, HivePaths
+from hyperhive.config import MATRIX_SERVER, SUBAGENT_SERVER, HiveConfig, HivePaths
 from hyperhive.errors import ConfigError, HiveError, Unavailable
 from hyperhive.forge.agent import AgentForge
 from hyperhive.forge.service import Forge
+from hyperhive.matrix.admin import MatrixAdmin
+from hyperhive.matrix.agent import AgentMatrix
+from hyperhive.matrix.tools import matrix_surface
 from hyperhive.netlink.dialer import LinkRefused, LinkTarget, dial
 from hyperhive.netlink.forward import ForwardedSockets
 from hyperhive.permissions import BASH_SERVER, HYPERHIVE_SERVER, ToolGroup
@@ -120,6 +123,7 @@ class AgentHost:
             BASH_SERVER: bash_surface(self.runtimes.get),
             SUBAGENT_SERVER: subagent_surface(self.runtimes.get),
             SUBAGENT_CONTROL_SERVER: control_surface(self.runtimes.get),
+            MATRIX_SERVER: matrix_surface(self.runtimes.get),
         }
         self.app = build_app(
             self.surfaces,
@@ -137,6 +141,14 @@ class AgentHost:
                 # Refused, with the fix; the agents still run, create_repo says why it cannot.
                 self.forge_problem = f"the hive's forge is not usable: {exc.message}"
                 log.error("%s", self.forge_problem)
+        self.matrix: MatrixAdmin | None = None
+        self.matrix_problem: str | None = None
+        if self.hive.matrix is not None:
+            try:
+                self.matrix = MatrixAdmin(self.hive.matrix)
+            except ConfigError as exc:
+                self.matrix_problem = f"the hive's homeserver is not usable: {exc.message}"
+                log.error("%s", self.matrix_problem)
         self._link: RpcClient | None = None
         self._tg: TaskGroup | None = None
 
@@ -146,9 +158,11 @@ class AgentHost:
         try:
             await self._run(task_status)
         finally:
-            if self.forge is not None:
-                with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True):
+                if self.forge is not None:
                     await self.forge.aclose()
+                if self.matrix is not None:
+                    await self.matrix.aclose()
 
     async def _run(self, task_status: TaskStatus[None]) -> None:
         async with anyio.create_task_group() as tg:
@@ -315,6 +329,14 @@ class AgentHost:
                 rt.forge = AgentForge(self.forge, rt.name, rt.state_dir, owner=None)
             else:
                 rt.forge_problem = self.forge_problem
+        if rt.config.matrix.enabled:
+            if self.matrix is not None:
+                rt.matrix = AgentMatrix(self.matrix, rt.name, rt.state_dir, rt.config.matrix)
+            else:
+                rt.matrix_problem = self.matrix_problem or (
+                    f"{rt.name}'s agent.toml enables [matrix], but hive.toml has no [matrix] "
+                    "homeserver; the operator adds one (README, 'Talk to your agents from Matrix')"
+                )
         self.runtimes[rt.name] = rt
         assert self._tg is not None
         scope = anyio.CancelScope()

@@ -34,6 +34,7 @@ from hyperhive.protocol import Req
 if TYPE_CHECKING:
     from hyperhive.bash.tasks import TaskManager
     from hyperhive.forge.agent import AgentForge
+    from hyperhive.matrix.agent import AgentMatrix
     from hyperhive.subagent.session import SubagentManager
 
 __all__ = ["AgentRuntime"]
@@ -74,6 +75,9 @@ class AgentRuntime:
     # Its forge identity (None: no forge group, or no forge on this host: forge_problem says).
     forge: AgentForge | None = None
     forge_problem: str | None = None
+    # Its Matrix account (None: [matrix] not enabled, or no homeserver: matrix_problem says).
+    matrix: AgentMatrix | None = None
+    matrix_problem: str | None = None
 
     def __post_init__(self) -> None:
         if not self.groups:

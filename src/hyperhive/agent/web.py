@@ -114,7 +114,8 @@ def build_app(
         got = authorized(request)
         if isinstance(got, Response):
             return got
-        return JSONResponse({"agent": got.name, **got.bus.snapshot()})
+        matrix = got.matrix.view().model_dump(mode="json") if got.matrix is not None else None
+        return JSONResponse({"agent": got.name, **got.bus.snapshot(), "matrix": matrix})
 
     async def events(request: Request) -> Response:
         got = authorized(request)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -15,6 +16,7 @@ from hyperhive.forge.view import AgentForgeView
 from hyperhive.protocol import (
     AgentConfigView,
     AgentView,
+    MatrixAccountView,
     OpAgentForgeReq,
     OpAgentsReq,
     OpCompactReq,
@@ -83,11 +85,13 @@ def agents_show(obj: _Ctx, name: str, as_json: bool) -> None:
         raise NotFound(f"no agent named {name!r}; `hivectl agents list` shows the hive")
     config = None if row.broken else obj.call(OpConfigReq(cmd="agent_config", agent=name))
     forge = obj.call(OpAgentForgeReq(cmd="agent_forge", agent=name))
-    # The agents-list row plus its config and forge: one JSON object for --json.
+    matrix = _host_state(obj, name).get("matrix") if row.running else None
+    # The agents-list row plus its config, forge and Matrix: one JSON object for --json.
     data = {
         **row.model_dump(mode="json"),
         "config": _jsonable(config),
         "forge": _jsonable(forge),
+        "matrix": matrix,
     }
 
     def human(_: object) -> None:
@@ -107,8 +111,32 @@ def agents_show(obj: _Ctx, name: str, as_json: bool) -> None:
             click.echo("tool groups: " + ", ".join(config.tool_groups))
         for line in AgentForgeView.model_validate(forge.model_dump()).lines():
             click.echo(line)
+        if isinstance(matrix, dict):
+            view = MatrixAccountView.model_validate(matrix)
+            click.echo(f"matrix: {view.user_id} on {view.homeserver}")
+            for invite in view.pending_invites:
+                click.echo(f"  pending invitation: {invite}")
+            if view.problem:
+                click.echo(f"  problem: {view.problem}")
 
     _emit(data, as_json, human)
+
+
+def _host_state(obj: _Ctx, name: str) -> dict[str, Any]:
+    """The agent host's view of ``name`` (empty if no host answers: the rest still shows)."""
+    import httpx
+
+    try:
+        host = json.loads((obj.paths.run / "agent-host.json").read_text())
+        got = httpx.get(
+            f"{host['url']}/api/agents/{name}/state",
+            headers={"authorization": f"Bearer {host['token']}"},
+            timeout=5,
+        )
+        data = got.json() if got.status_code == 200 else {}
+    except (OSError, ValueError, KeyError, httpx.HTTPError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 @agents.command("tree")

@@ -35,6 +35,7 @@ from hyperhive.errors import (
     PermissionDenied,
     ToolGroupDenied,
 )
+from hyperhive.matrix.config import MatrixConfig
 from hyperhive.names import OPERATOR, PARENT_SENTINEL, RESERVED_NAMES, validate_task_name
 from hyperhive.permissions import HYPERHIVE_SERVER, Capability, declaration
 from hyperhive.protocol import (
@@ -65,6 +66,7 @@ from hyperhive.protocol import (
     ListSchedulesReq,
     LogTail,
     LooseEnd,
+    MatrixAccount,
     Message,
     RecordSpendReq,
     RecvReq,
@@ -133,6 +135,7 @@ class AgentApi:
         bus: EventBus,
         hive_name: str,
         budgets: Budgets,
+        matrix: MatrixConfig | None = None,
     ) -> None:
         self.name = name
         self.hive_name = hive_name
@@ -148,6 +151,7 @@ class AgentApi:
         self.hostlink = hostlink
         self.bus = bus
         self.budgets = budgets
+        self.matrix = matrix
 
     async def __call__(self, req: Any) -> Any:
         gate(req.cmd, self.name, self.registry.config(self.name))
@@ -358,7 +362,19 @@ class AgentApi:
             status_text=row.status_text,
             status_set_at=row.status_set_at,
             parent=self._topology().get(name),
+            matrix_accounts=self._matrix_accounts(name),
         )
+
+    def _matrix_accounts(self, name: str) -> list[MatrixAccount] | None:
+        """``name``'s Matrix identity, if its config enables one and the hive has a homeserver."""
+        config = self.registry.configs.get(name)
+        if self.matrix is None or config is None or not config.matrix.enabled:
+            return None
+        return [
+            MatrixAccount(
+                name=name, user_id=self.matrix.user_id(name), homeserver=self.matrix.homeserver
+            )
+        ]
 
     # ---- scheduling --------------------------------------------------------
 

@@ -3,9 +3,9 @@
 Every change to what an agent *is* (its applied config) goes through here:
 an agent asks (``request_init_config``, ``request_apply_commit``) or the
 operator proposes (``perms_set``); an approval row holds the exact proposed
-text; approving applies it as a commit in the meta repo and rebuilds the
-agent. Who may ask for what is decided from the topology before a row is
-ever written.
+text; approving applies it (an entry in the store's deploy log, mirrored as a
+commit in the meta repo) and rebuilds the agent. Who may ask for what is
+decided from the topology before a row is ever written.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from hyperhive.config import AgentConfig, HivePaths, dump_agent_config, parse_ag
 from hyperhive.core.lifecycle import Lifecycle
 from hyperhive.core.loose_ends import LooseEnds
 from hyperhive.core.meta import AGENT_TOML, MetaStore
+from hyperhive.core.mirror import MetaMirror
 from hyperhive.core.notices import Notices
 from hyperhive.core.notify import EventBus
 from hyperhive.core.registry import AgentRegistry
@@ -59,6 +60,7 @@ class Approvals:
         registry: AgentRegistry,
         topology_store: TopologyStore,
         meta: MetaStore,
+        mirror: MetaMirror,
         loose_ends: LooseEnds,
         notices: Notices,
         lifecycle: Lifecycle,
@@ -69,6 +71,7 @@ class Approvals:
         self.registry = registry
         self.topology_store = topology_store
         self.meta = meta
+        self.mirror = mirror
         self.loose_ends = loose_ends
         self.notices = notices
         self.lifecycle = lifecycle
@@ -161,8 +164,7 @@ class Approvals:
         effective = None
         if "config" in payload:
             agent = payload["agent"]
-            path = self.paths.applied_config(agent)
-            current = path.read_text() if path.exists() else ""
+            current = self.registry.text(agent)
             diff = "".join(
                 difflib.unified_diff(
                     current.splitlines(keepends=True),

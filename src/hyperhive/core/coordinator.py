@@ -27,6 +27,7 @@ from hyperhive.core.lifecycle import Lifecycle
 from hyperhive.core.logs import LogTails
 from hyperhive.core.loose_ends import LooseEnds
 from hyperhive.core.meta import MetaStore
+from hyperhive.core.mirror import MetaMirror
 from hyperhive.core.notices import Notices
 from hyperhive.core.notify import EventBus, Notifier
 from hyperhive.core.operator_api import OperatorApi
@@ -74,8 +75,11 @@ class Coordinator:
         self.broker = broker = Broker(store, notifier, config.max_body_bytes)
         self.loose_ends = loose_ends = LooseEnds(store, config.remind_max_pending)
         self.scheduler = scheduler = Scheduler(store, paths, config.reminder_spill_bytes)
-        self.registry = registry = AgentRegistry(paths)
-        self.topology_store = topo = TopologyStore(paths.topology)
+        # The tree, applied configs and deploy log live in the store (loaded at run);
+        # meta/ is their git mirror.
+        self.registry = registry = AgentRegistry(paths, store.meta)
+        self.topology_store = topo = TopologyStore(store.topology)
+        self.mirror = mirror = MetaMirror(paths, store.meta)
         self.meta = meta = MetaStore(paths, isolated=config.runtime == "bwrap")
         self.logs = logs = LogTails(paths)
         self.notices = notices = Notices(topo, registry, broker, loose_ends, config.root_agent)
@@ -100,6 +104,7 @@ class Coordinator:
             registry,
             topo,
             meta,
+            mirror,
             agent_state,
             placement,
             hostlink,
@@ -108,9 +113,10 @@ class Coordinator:
             bus,
             background,
             config.forge,
+            config.matrix,
         )
         self.approvals = approvals = Approvals(
-            paths, store, registry, topo, meta, loose_ends, notices, lifecycle, bus
+            paths, store, registry, topo, meta, mirror, loose_ends, notices, lifecycle, bus
         )
         self._agent_api = functools.partial(
             AgentApi,
@@ -127,12 +133,14 @@ class Coordinator:
             bus=bus,
             hive_name=config.name or hive_id(paths),
             budgets=budgets,
+            matrix=config.matrix,
         )
         self.operator_api = OperatorApi(
             paths=paths,
             schema_version=store.schema_version,
             registry=registry,
             topology_store=topo,
+            mirror=mirror,
             broker=broker,
             loose_ends=loose_ends,
             scheduler=scheduler,
@@ -164,13 +172,10 @@ class Coordinator:
             from hyperhive.netlink.server import server_tls
 
             link_tls = server_tls(self.config.hostlink, self.paths.home)  # refuse bad config now
-        await anyio.to_thread.run_sync(self.meta.ensure)
-        await anyio.to_thread.run_sync(self._seed_missing_proposed_repos)
-        self.lifecycle.reconcile()
+        await self._load_hive_state()
         fd_problem = check_fd_limit(len(self.registry.known()))
         if fd_problem is not None:
             log.warning("%s", fd_problem)
-        await anyio.to_thread.run_sync(self.meta.commit_meta, "reconcile on coordinator start")
         await self.agent_state.ensure(self.registry.known())
         try:
             async with anyio.create_task_group() as tg:
@@ -230,6 +235,18 @@ class Coordinator:
             hostlink=self.hostlink,
             store=self.store,
         )
+
+    async def _load_hive_state(self) -> None:
+        """The tree and applied configs from the store (an older home's files adopted
+        once), the tree reconciled, the meta mirror caught up and rewritten."""
+        await anyio.to_thread.run_sync(self.mirror.ensure)
+        await self.mirror.adopt()
+        await self.registry.load()
+        await self.topology_store.load()
+        await anyio.to_thread.run_sync(self._seed_missing_proposed_repos)
+        await self.lifecycle.reconcile("reconcile on coordinator start")
+        await self.mirror.sync()
+        await self.mirror.restore(self.registry.texts, self.topology_store.read_cached())
 
     def _seed_missing_proposed_repos(self) -> None:
         """Every agent has a proposed config repo, starting from its applied config."""

@@ -2,8 +2,9 @@
 
 Who may act on whom is the topology's target table (``may_manage``,
 ``may_destroy``), checked here for agents and skipped for the operator.
-Every apply is a commit in the meta repo, followed by a reconcile of the
-tree and a rebuild of the agent. A crashed agent is restarted with backoff
+Every apply is an entry in the store's deploy log (mirrored to the meta
+repo as a commit), followed by a reconcile of the tree and a rebuild of
+the agent. A crashed agent is restarted with backoff
 (its unacked mail redelivers to the new incarnation) and the submitting
 agent hears about it; the root manager just restarts.
 """
@@ -26,6 +27,7 @@ from hyperhive.core.agent_state import AgentState
 from hyperhive.core.background import Background
 from hyperhive.core.hostlink import HostLink
 from hyperhive.core.meta import MetaStore
+from hyperhive.core.mirror import MetaMirror
 from hyperhive.core.notices import Notices
 from hyperhive.core.notify import EventBus
 from hyperhive.core.placement import Placement
@@ -33,6 +35,8 @@ from hyperhive.core.registry import AgentRegistry
 from hyperhive.errors import Conflict, HiveError, PermissionDenied, Unavailable
 from hyperhive.forge.config import ForgeConfig
 from hyperhive.forge.service import revoke_agent
+from hyperhive.matrix.admin import deactivate_agent
+from hyperhive.matrix.config import MatrixConfig
 from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import (
     AgentDestroyed,
@@ -63,6 +67,7 @@ class Lifecycle:
         registry: AgentRegistry,
         topology_store: TopologyStore,
         meta: MetaStore,
+        mirror: MetaMirror,
         agent_state: AgentState,
         placement: Placement,
         hostlink: HostLink,
@@ -71,11 +76,13 @@ class Lifecycle:
         bus: EventBus,
         background: Background,
         forge: ForgeConfig | None,
+        matrix: MatrixConfig | None = None,
     ) -> None:
         self.paths = paths
         self.registry = registry
         self.topology_store = topology_store
         self.meta = meta
+        self.mirror = mirror
         self.agent_state = agent_state
         self.placement = placement
         self.hostlink = hostlink
@@ -84,6 +91,7 @@ class Lifecycle:
         self.bus = bus
         self.background = background
         self.forge = forge
+        self.matrix = matrix
         self._crashes: dict[str, deque[float]] = {}
 
     # ---- rules ----------------------------------------------------------------------
@@ -116,15 +124,18 @@ class Lifecycle:
         await anyio.to_thread.run_sync(
             self.meta.seed_proposed, name, dump_agent_config(config), message
         )
-        self.registry.write(name, config)
-        self.registry.agent_dir_ready(name)
-        topo = topology.reconcile(self.topology_store.read_cached(), self.registry.known())
+        # The edge before the config: cut short between the two, the next start's
+        # reconcile drops the edge of an agent that never came to be, and the
+        # approval (still pending) can be approved again.
+        topo = topology.reconcile(self.topology_store.read_cached(), [*self.registry.known(), name])
         if not existed:
             topo[name] = parent
-        self.topology_store.write(topo)
+        await self.topology_store.write(topo, message)
+        await self.registry.write(name, config, message, action="init")
+        self.registry.agent_dir_ready(name)
         # Its ancestors may write its proposed repo from now, not from their next start.
         await anyio.to_thread.run_sync(self.meta.sync_repo_acls, topo, [name])
-        commit = await anyio.to_thread.run_sync(self.meta.commit_meta, message)
+        commit = await self.mirror.sync()
         await self.agent_state.row(name)
         await self.sockets.open(name)
         self.bus.emit("topology", child=name, parent=topo.get(name))
@@ -132,11 +143,11 @@ class Lifecycle:
         return commit
 
     async def apply(self, name: str, config: AgentConfig, message: str) -> str | None:
-        """Apply a new config to an existing agent: commit, reconcile, rebuild."""
+        """Apply a new config to an existing agent: log it, reconcile, rebuild."""
         before = self.registry.configs.get(name)
-        self.registry.write(name, config)
-        self.reconcile()
-        commit = await anyio.to_thread.run_sync(self.meta.commit_meta, message)
+        await self.registry.write(name, config, message)
+        await self.reconcile()
+        commit = await self.mirror.sync()
         await self.rebuild(name)
         if (
             before is not None
@@ -160,33 +171,35 @@ class Lifecycle:
         if await self.agent_state.desired_running(name) and self.hostlink.hosts:
             await self.placement.activate(name)
 
-    def reconcile(self) -> None:
-        """Bring topology.json in line with the agents that exist (spec "Reconcile")."""
-        current = self.topology_store.read()
+    async def reconcile(self, note: str = "reconcile the tree with the agents") -> None:
+        """Bring the tree in line with the agents that exist (spec "Reconcile")."""
+        current = self.topology_store.read_cached()
         updated = topology.reconcile(current, self.registry.known())
-        if updated != current:
-            self.topology_store.write(updated)
+        await self.topology_store.write(updated, note)
 
     async def set_parent(
         self, child: str, new_parent: str | None
     ) -> tuple[dict[str, str | None], bool]:
         """Move ``child`` (and its subtree) under ``new_parent``; running agents follow.
 
-        The move is a commit in the meta repo; the moved repos' ACLs follow the
-        new ancestors; every running agent whose parent or descendants changed
-        is told, so its next turn knows without a restart.
+        The move is an entry in the store's deploy log (mirrored as a meta
+        commit); the moved repos' ACLs follow the new ancestors; every running
+        agent whose parent or descendants changed is told, so its next turn
+        knows without a restart.
         """
-        before = self.topology_store.read()
-        updated, changed = self.topology_store.set_parent(child, new_parent, self.registry.known())
+        before = self.topology_store.read_cached()
+        updated, changed = topology.apply_set_parent(
+            before, child, new_parent, self.registry.known()
+        )
         if not changed:
             return updated, False
+        old = before.get(child)
+        await self.topology_store.write(
+            updated, f"reparent {child}: {old or '(root)'} -> {new_parent or '(root)'}"
+        )
         moved = [child, *topology.descendants(updated, child)]
         await anyio.to_thread.run_sync(self.meta.sync_repo_acls, updated, moved)
-        old = before.get(child)
-        await anyio.to_thread.run_sync(
-            self.meta.commit_meta,
-            f"reparent {child}: {old or '(root)'} -> {new_parent or '(root)'}",
-        )
+        await self.mirror.sync()
         for name, (parent, below) in topology.places_changed(before, updated).items():
             await self.hostlink.place(
                 PlaceCmd(cmd="place", agent=name, parent=parent, descendants=list(below))
@@ -228,9 +241,9 @@ class Lifecycle:
         applied = self.registry.configs.get(name)
         await self.hostlink.deactivate(name, graceful=False)
         self.sockets.close(name)
-        self.registry.remove(name)
-        self.reconcile()
-        await anyio.to_thread.run_sync(self.meta.commit_meta, f"destroy {name}")
+        await self.registry.remove(name, f"destroy {name}")
+        await self.reconcile(f"destroy {name}")
+        await self.mirror.sync()
         trash: Path | None = self.paths.home / "agents" / ".trash" / f"{name}-{int(time.time())}"
         src = self.paths.agent_dir(name)
         if src.exists() and trash is not None:
@@ -243,6 +256,10 @@ class Lifecycle:
         await anyio.to_thread.run_sync(remove_user, self.paths, name)
         if applied is not None and ToolGroup.FORGE in applied.tool_groups:
             await self._revoke_forge(name, "was destroyed")
+        if applied is not None and applied.matrix.enabled:
+            problem = await deactivate_agent(self.matrix, name, enabled=True)
+            if problem is not None:
+                log.error("destroying %s: its Matrix account: %s", name, problem)
         if submitter is not None:
             await self.notices.notify_agent(submitter, Destroyed(agent=name))
         self.bus.emit("topology", child=name, parent=None, destroyed=True)

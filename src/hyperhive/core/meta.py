@@ -1,12 +1,10 @@
-"""Git repositories: the meta repo (applied configs, topology, deploy log) and
-each agent's proposed config repo.
+"""Git repositories: each agent's proposed config repo, and the wrapper git runs through.
 
-``meta/`` holds ``topology.json`` and ``agents/<name>.toml``; every apply is
-a commit, so ``git log`` is the deploy log. ``agents/<name>/config/`` holds
-the agent's proposed ``agent.toml``; the agent and its ancestors edit and
-commit there, and ask for a commit to be applied. All git runs through
-``_git`` with a fixed identity and no hooks or user config, so a repo an
-agent can write to cannot make the coordinator run anything.
+``agents/<name>/config/`` holds the agent's proposed ``agent.toml``; the agent
+and its ancestors edit and commit there, and ask for a commit to be applied.
+(``meta/`` is the store's exported mirror: see ``core/mirror.py``.) All git
+runs through ``_git`` with a fixed identity and no hooks or user config, so a
+repo an agent can write to cannot make the coordinator run anything.
 """
 
 from __future__ import annotations
@@ -170,20 +168,12 @@ class GitRepo:
 
 
 class MetaStore:
-    """The hive's repos: ``meta/`` and every ``agents/<name>/config/``."""
+    """Every agent's proposed config repo, ``agents/<name>/config/``."""
 
     def __init__(self, paths: HivePaths, isolated: bool = False) -> None:
         self.paths = paths
-        self.repo = GitRepo(paths.meta)
         # Under bubblewrap (as root) each proposed repo belongs to its agent's user.
         self.isolated = isolated and os.geteuid() == 0
-
-    def ensure(self) -> None:
-        self.repo.ensure()
-
-    def commit_meta(self, message: str) -> str | None:
-        """Commit whatever changed in ``meta/`` (applied configs, topology, inputs)."""
-        return self.repo.commit(message, ["."])
 
     def proposed(self, agent: str) -> GitRepo:
         path = self.paths.agent_config_repo(agent)

@@ -23,6 +23,7 @@ from hyperhive.core.hostlink import HostLink
 from hyperhive.core.lifecycle import Lifecycle
 from hyperhive.core.logs import LogTails
 from hyperhive.core.loose_ends import LooseEnds
+from hyperhive.core.mirror import MetaMirror
 from hyperhive.core.notify import EventBus
 from hyperhive.core.placement import Placement
 from hyperhive.core.registry import AgentRegistry
@@ -111,6 +112,7 @@ class OperatorApi:
         schema_version: int,
         registry: AgentRegistry,
         topology_store: TopologyStore,
+        mirror: MetaMirror,
         broker: Broker,
         loose_ends: LooseEnds,
         scheduler: Scheduler,
@@ -129,6 +131,7 @@ class OperatorApi:
         self.schema_version = schema_version
         self.registry = registry
         self.topology_store = topology_store
+        self.mirror = mirror
         self.broker = broker
         self.loose_ends = loose_ends
         self.scheduler = scheduler

@@ -1,19 +1,21 @@
-"""The agents that exist: their applied configs in ``meta/agents/<name>.toml``.
+"""The agents that exist: their applied configs, kept in the hive's store.
 
-A config that fails to parse keeps its agent known (mail still queues for
-it) but marks it broken with the file, line and fix, so it is never started
-on a guess.
+The store (``MetaLogRepo``) holds each agent's applied ``agent.toml`` text and
+logs every change; ``meta/agents/<name>.toml`` is only its exported mirror. A
+config that fails to parse keeps its agent known (mail still queues for it)
+but marks it broken with the line and the fix, so it is never started on a
+guess.
 """
 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
-from hyperhive.atomic import atomic_write_text
-from hyperhive.config import AgentConfig, HivePaths, dump_agent_config, load_agent_config
+from hyperhive.config import AgentConfig, HivePaths, dump_agent_config, parse_agent_config
 from hyperhive.errors import ConfigError, InvalidName, NotFound
 from hyperhive.names import validate_agent_name
+from hyperhive.store.base import MetaLogRepo
+from hyperhive.store.rows import DeployEntry
 
 __all__ = ["AgentRegistry"]
 
@@ -21,39 +23,46 @@ log = logging.getLogger(__name__)
 
 
 class AgentRegistry:
-    """Applied configs, loaded from disk and kept in memory."""
+    """Applied configs, loaded from the store and kept in memory.
 
-    def __init__(self, paths: HivePaths) -> None:
+    Only the active coordinator writes them, and it loads them when it starts,
+    so the memory copy cannot go stale.
+    """
+
+    def __init__(self, paths: HivePaths, repo: MetaLogRepo) -> None:
         self.paths = paths
+        self._repo = repo
         self.configs: dict[str, AgentConfig] = {}
         self.broken: dict[str, str] = {}
-        self.reload()
+        self.texts: dict[str, str] = {}
 
-    def reload(self) -> None:
+    async def load(self) -> None:
+        texts = await self._repo.configs()
         self.configs.clear()
         self.broken.clear()
-        folder = self.paths.meta / "agents"
-        if not folder.is_dir():
-            return
-        for path in sorted(folder.glob("*.toml")):
-            name = path.stem
+        self.texts.clear()
+        for name, text in sorted(texts.items()):
             try:
                 validate_agent_name(name)
             except InvalidName as exc:
-                log.warning("ignoring %s: %s", path, exc.message)
+                log.warning("ignoring the applied config of %r: %s", name, exc.message)
                 continue
+            self.texts[name] = text
+            # Named after its mirror file: where an operator reads the applied text.
+            where = str(self.paths.applied_config(name))
             try:
-                config = self.configs[name] = load_agent_config(path)
+                config = self.configs[name] = parse_agent_config(text, where)
             except ConfigError as exc:
                 self.broken[name] = exc.message
                 log.error(
-                    "agent %s has a broken config: %s (fix the file, then restart it)",
+                    "agent %s has a broken config: %s (commit a fixed agent.toml in its "
+                    "config repo and apply it, then restart it)",
                     name,
                     exc.message,
                 )
                 continue
             for warning in config.warnings:
-                log.warning("agent %s: %s (%s)", name, warning, path)
+                log.warning("agent %s: %s (%s)", name, warning, where)
 
     def warnings(self, name: str) -> list[str]:
         """What was skipped in ``name``'s applied config (stale tool groups, …)."""
@@ -79,19 +88,28 @@ class AgentRegistry:
             raise ConfigError(self.broken[name])
         raise NotFound(f"no agent named {name!r}; `hivectl agents list` shows the hive")
 
-    def write(self, name: str, config: AgentConfig) -> Path:
-        """Store ``name``'s applied config atomically and load it."""
-        validate_agent_name(name)
-        path = self.paths.applied_config(name)
-        atomic_write_text(path, dump_agent_config(config))
-        self.configs[name] = config
-        self.broken.pop(name, None)
-        return path
+    def text(self, name: str) -> str:
+        """The applied ``agent.toml`` text ("" for an agent that has none)."""
+        return self.texts.get(name, "")
 
-    def remove(self, name: str) -> None:
-        self.paths.applied_config(name).unlink(missing_ok=True)
+    async def write(
+        self, name: str, config: AgentConfig, message: str, action: str = "apply"
+    ) -> DeployEntry:
+        """Make ``config`` ``name``'s applied config (one logged entry) and load it."""
+        validate_agent_name(name)
+        text = dump_agent_config(config)
+        entry = await self._repo.apply_config(name, text, message, action)
+        self.configs[name] = config
+        self.texts[name] = text
+        self.broken.pop(name, None)
+        return entry
+
+    async def remove(self, name: str, message: str) -> DeployEntry:
+        entry = await self._repo.remove_config(name, message)
         self.configs.pop(name, None)
         self.broken.pop(name, None)
+        self.texts.pop(name, None)
+        return entry
 
     def agent_dir_ready(self, name: str) -> None:
         """Create the agent's private directories (state, home, work)."""

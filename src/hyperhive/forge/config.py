@@ -9,14 +9,12 @@ would hand every agent the forge.
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from hyperhive.errors import ConfigError
+from hyperhive.secretfile import read_secret_file
 
 __all__ = ["ForgeConfig", "read_admin_token"]
 
@@ -53,27 +51,6 @@ class ForgeConfig(BaseModel):
 
 def read_admin_token(config: ForgeConfig) -> str:
     """The admin token, refused unless its file is a regular file only its owner can read."""
-    path = config.admin_token_file
-    try:
-        st = path.stat()
-    except OSError as exc:
-        raise ConfigError(
-            f"[forge] admin_token_file {path} cannot be read ({exc.strerror or exc}); "
-            "create it with an admin token of the forge, mode 0600"
-        ) from exc
-    if not stat.S_ISREG(st.st_mode):
-        raise ConfigError(f"[forge] admin_token_file {path} is not a regular file")
-    if st.st_mode & 0o077:
-        raise ConfigError(
-            f"[forge] admin_token_file {path} is mode {oct(st.st_mode & 0o777)}, readable by "
-            f"others than its owner; fix it with: chmod 600 {path}"
-        )
-    if st.st_uid != os.geteuid():
-        raise ConfigError(
-            f"[forge] admin_token_file {path} belongs to uid {st.st_uid}, not to the hive's "
-            f"user (uid {os.geteuid()}); fix it with: chown {os.geteuid()} {path}"
-        )
-    token = path.read_text(encoding="utf-8").strip()
-    if not token:
-        raise ConfigError(f"[forge] admin_token_file {path} is empty; put the admin token in it")
-    return token
+    return read_secret_file(
+        config.admin_token_file, "[forge] admin_token_file", "an admin token of the forge"
+    )

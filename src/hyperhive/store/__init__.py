@@ -10,26 +10,15 @@ from __future__ import annotations
 import importlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from hyperhive.errors import ConfigError
 from hyperhive.store.base import Store
+from hyperhive.store.url import mask_url
 
 __all__ = ["Store", "mask_url", "open_store"]
 
 _PG_SCHEMES = ("postgresql", "postgres")
-
-
-def mask_url(url: str) -> str:
-    """``url`` with any password replaced by ``***``, safe for logs and errors."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    netloc = f"{parts.username or ''}:***@{host}"
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 async def open_store(home: Path, url: str | None = None) -> Store:

@@ -407,8 +407,32 @@ class MetaLogRepo(ABC):
         """Forget the agent's applied config (action ``remove``), and log it."""
 
     @abstractmethod
-    async def note(self, action: str, agent: str | None, message: str) -> DeployEntry:
-        """Log an entry that changes no config (e.g. recorded inputs)."""
+    async def note(
+        self, action: str, agent: str | None, message: str, *, text: str | None = None
+    ) -> DeployEntry:
+        """Log an entry that changes no agent's config (e.g. recorded inputs).
+
+        ``text`` is a file the entry records (the hive's inputs), kept in its ``config``.
+        """
+
+    @abstractmethod
+    async def adopt(
+        self,
+        configs: Mapping[str, str],
+        tree: Mapping[str, str | None] | None,
+        message: str,
+    ) -> list[DeployEntry]:
+        """Take over an older home's files, once: only into an empty deploy log.
+
+        One transaction: every config (action ``import``), then the tree.
+        Returns the entries written; ``[]`` if the log already had any (the
+        store, not the files, is then the truth), so a second call, or a
+        second coordinator racing the first, changes nothing.
+        """
+
+    @abstractmethod
+    async def since(self, after_seq: int, limit: int = 500) -> list[DeployEntry]:
+        """Entries with ``seq > after_seq``, oldest first: what a mirror has yet to export."""
 
     @abstractmethod
     async def configs(self) -> dict[str, str]:

@@ -18,6 +18,7 @@ from hyperhive.tools import (
     forge,
     inbox,
     lifecycle,
+    matrix,
     messaging,
     meta,
     scheduling,
@@ -39,6 +40,7 @@ CATALOG: tuple[Tool[Any, Any], ...] = (
     *bash.TOOLS,
     *subagent.TOOLS,
     *subagent.CONTROL_TOOLS,
+    *matrix.TOOLS,
 )
 
 

@@ -21,6 +21,7 @@ from hyperhive.wirebase import Req
 __all__ = [
     "BASH_SERVER",
     "HYPERHIVE_SERVER",
+    "MATRIX_SERVER",
     "SUBAGENT_CONTROL_SERVER",
     "SUBAGENT_SERVER",
     "McpTool",
@@ -35,6 +36,8 @@ HYPERHIVE_SERVER = "hyperhive"
 BASH_SERVER = "bash"
 SUBAGENT_SERVER = "subagent"
 SUBAGENT_CONTROL_SERVER = "subagent_control"
+# Served to agents whose agent.toml enables [matrix] (tools in tools/matrix.py).
+MATRIX_SERVER = "matrix"
 
 A = TypeVar("A", bound=BaseModel)
 R = TypeVar("R")

@@ -21,6 +21,7 @@ from hyperhive.tools.catalog import CATALOG
 from hyperhive.tools.decl import (
     BASH_SERVER,
     HYPERHIVE_SERVER,
+    MATRIX_SERVER,
     SUBAGENT_CONTROL_SERVER,
     SUBAGENT_SERVER,
     Tool,
@@ -172,6 +173,12 @@ def render() -> str:
         "Server `subagent_control`",
         "What a subagent's own claude gets (under its run token), never an agent.",
         [t for t in CATALOG if t.server == SUBAGENT_CONTROL_SERVER],
+    )
+    out += _section(
+        "Server `matrix`",
+        "In no group: offered to an agent whose `agent.toml` enables `[matrix]`; it acts "
+        "as the agent's own Matrix account (README, 'Talk to your agents from Matrix').",
+        [t for t in CATALOG if t.server == MATRIX_SERVER],
     )
     return "\n".join(out).rstrip("\n") + "\n"
 

@@ -45,6 +45,13 @@ class CompactReq(NoArgs, Req[CompactQueued]):
     cmd: Literal["compact"]
 
 
+def _meta_shown(meta: AgentMeta) -> AgentMeta | dict[str, Any]:
+    """Spec 002: ``matrix_accounts`` is omitted for an agent with no Matrix provisioning."""
+    if meta.matrix_accounts is not None:
+        return meta
+    return meta.model_dump(by_alias=True, exclude={"matrix_accounts"})
+
+
 def _compacting(a: NoArgs, r: CompactQueued) -> str:
     return (
         f"compaction queued (last turn used {r.context_usage:.0%} of the context); "
@@ -73,7 +80,7 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
         "its meta as JSON",
         _ME,
         wire=GetAgentMetaReq,
-        render=lambda a, r: as_json(r),
+        render=lambda a, r: as_json(_meta_shown(r)),
     ),
     # In no group: an agent can always ask for its own context to be compacted.
     Tool(

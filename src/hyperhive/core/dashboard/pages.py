@@ -14,7 +14,7 @@ from hyperhive.core.dashboard.api import operator_threads
 from hyperhive.core.dashboard.security import AUTH_COOKIE, safe_next
 from hyperhive.core.dashboard.state import Dashboard, dashboard
 from hyperhive.core.dashboard.views import compact_rule, tree_rows
-from hyperhive.errors import NotFound
+from hyperhive.errors import HiveError, NotFound
 from hyperhive.permissions import Capability, ToolGroup, capability_tools, group_tools
 from hyperhive.protocol import (
     ApprovalView,
@@ -91,7 +91,19 @@ async def agent_page(request: Request, d: Dash, name: str) -> Response:
         loose=await d.ops.view(OpLooseEndsReq, agent=name),
         log=(await d.ops.request(OpLogsReq, agent=name, lines=60)).lines,
         forge=await d.ops.view(OpAgentForgeReq, agent=name),
+        matrix=await _matrix(d, name),
     )
+
+
+async def _matrix(d: Dashboard, name: str) -> dict[str, Any] | None:
+    """The agent's Matrix account and pending invitations, as its host sees them (None: no
+    account, or its host is not answering; the page must not fail for that)."""
+    try:
+        state = await d.proxy.state(name)
+    except HiveError:
+        return None
+    view = state.get("matrix")
+    return view if isinstance(view, dict) else None
 
 
 @router.get("/fragments/agents/{name}/head")

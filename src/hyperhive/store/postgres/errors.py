@@ -15,7 +15,7 @@ from psycopg import errors as pg_errors
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import PoolTimeout
 
-from hyperhive.errors import Conflict, HiveError, StorageError, Unavailable
+from hyperhive.errors import Conflict, HiveError, InvalidRequest, StorageError, Unavailable
 from hyperhive.store.url import mask_url
 
 __all__ = ["Fenced", "scrub", "translate"]
@@ -72,6 +72,12 @@ def translate(exc: BaseException, url: str) -> HiveError:
     if isinstance(exc, pg_errors.ReadOnlySqlTransaction):
         return Unavailable(
             f"the hive database {where} is read-only (a standby or a failover in progress): retry"
+        )
+    if isinstance(exc, psycopg.DataError) and "NUL" in reason:
+        # Refused by the driver before it reached the server: the caller's input, not the store.
+        return InvalidRequest(
+            "text stored in the hive may not contain NUL (\\u0000) characters; remove them "
+            "and retry"
         )
     if isinstance(exc, pg_errors.UniqueViolation):
         return Conflict(f"already exists ({reason})")

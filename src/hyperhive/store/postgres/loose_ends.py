@@ -148,18 +148,16 @@ class PgLooseEnds(PgRepo, LooseEndRepo):
         return await self._tx_waking(op)
 
     async def todo_clear(self, agent: str, subsystem: str, key: str) -> bool:
-        async def op(conn: Conn, woken: set[str]) -> bool:
+        # No bump and no wake: a cleared todo is no net change a waiter should see
+        # (the rule SQLite keeps too; see ``MessageRepo.poll``).
+        async def op(conn: Conn) -> bool:
             cur = await conn.execute(
                 "DELETE FROM todos WHERE agent = %s AND subsystem = %s AND key = %s",
                 (agent, subsystem, key),
             )
-            if cur.rowcount == 0:
-                return False
-            await _bump_todos(conn, agent)
-            woken.add(agent)
-            return True
+            return cur.rowcount > 0
 
-        return await self._tx_waking(op)
+        return await self._tx(op)
 
     async def ask(self, asker: str, question: str, recipient: str, body: str) -> tuple[int, int]:
         async def op(conn: Conn, woken: set[str]) -> tuple[int, int]:

@@ -33,6 +33,9 @@ async def _log(
     tree: Mapping[str, str | None] | None = None,
 ) -> DeployEntry:
     topo = None if tree is None else json.dumps(dict(tree), sort_keys=True)
+    # One log writer at a time, so seq order is commit order: a mirror that
+    # exports ``since(seq)`` can never skip an entry that committed late.
+    await conn.execute("LOCK TABLE deploy_log IN EXCLUSIVE MODE")
     cur = await conn.execute(
         "INSERT INTO deploy_log(at, action, agent, message, config, topology) "
         f"VALUES (%s, %s, %s, %s, %s, %s) RETURNING {_LOG_COLS}",
@@ -43,41 +46,44 @@ async def _log(
     return _entry(row)
 
 
+async def _apply(conn: Conn, agent: str, config: str, message: str, action: str) -> DeployEntry:
+    entry = await _log(conn, action, agent, message, config=config)
+    await conn.execute(
+        "INSERT INTO applied_configs(agent, config, applied_at, seq) "
+        "VALUES (%s, %s, %s, %s) ON CONFLICT (agent) DO UPDATE SET "
+        "config = EXCLUDED.config, applied_at = EXCLUDED.applied_at, seq = EXCLUDED.seq",
+        (agent, config, entry.at, entry.seq),
+    )
+    return entry
+
+
+async def _set_tree(conn: Conn, tree: dict[str, str | None], note: str) -> DeployEntry:
+    # Serialise whole-tree replacements: two at once must not interleave rows.
+    await conn.execute("LOCK TABLE topology IN EXCLUSIVE MODE")
+    await conn.execute("DELETE FROM topology")
+    if tree:
+        async with conn.cursor() as cur:
+            await cur.executemany(
+                "INSERT INTO topology(agent, parent) VALUES (%s, %s)", sorted(tree.items())
+            )
+    return await _log(conn, "topology", None, note, tree=tree)
+
+
 class PgTopology(PgRepo, TopologyRepo):
     async def get(self) -> dict[str, str | None]:
         rows = await self._read("SELECT agent, parent FROM topology ORDER BY agent")
         return {str(a): (None if p is None else str(p)) for a, p in rows}
 
     async def set(self, tree: Mapping[str, str | None], note: str) -> DeployEntry:
-        async def op(conn: Conn) -> DeployEntry:
-            # Serialise whole-tree replacements: two at once must not interleave rows.
-            await conn.execute("LOCK TABLE topology IN EXCLUSIVE MODE")
-            await conn.execute("DELETE FROM topology")
-            if tree:
-                async with conn.cursor() as cur:
-                    await cur.executemany(
-                        "INSERT INTO topology(agent, parent) VALUES (%s, %s)", list(tree.items())
-                    )
-            return await _log(conn, "topology", None, note, tree=tree)
-
-        return await self._tx(op)
+        snapshot = dict(tree)
+        return await self._tx(lambda conn: _set_tree(conn, snapshot, note))
 
 
 class PgMetaLog(PgRepo, MetaLogRepo):
     async def apply_config(
         self, agent: str, config: str, message: str, action: str = "apply"
     ) -> DeployEntry:
-        async def op(conn: Conn) -> DeployEntry:
-            entry = await _log(conn, action, agent, message, config=config)
-            await conn.execute(
-                "INSERT INTO applied_configs(agent, config, applied_at, seq) "
-                "VALUES (%s, %s, %s, %s) ON CONFLICT (agent) DO UPDATE SET "
-                "config = EXCLUDED.config, applied_at = EXCLUDED.applied_at, seq = EXCLUDED.seq",
-                (agent, config, entry.at, entry.seq),
-            )
-            return entry
-
-        return await self._tx(op)
+        return await self._tx(lambda conn: _apply(conn, agent, config, message, action))
 
     async def remove_config(self, agent: str, message: str) -> DeployEntry:
         async def op(conn: Conn) -> DeployEntry:
@@ -86,8 +92,43 @@ class PgMetaLog(PgRepo, MetaLogRepo):
 
         return await self._tx(op)
 
-    async def note(self, action: str, agent: str | None, message: str) -> DeployEntry:
-        return await self._tx(lambda conn: _log(conn, action, agent, message))
+    async def note(
+        self, action: str, agent: str | None, message: str, *, text: str | None = None
+    ) -> DeployEntry:
+        return await self._tx(lambda conn: _log(conn, action, agent, message, config=text))
+
+    async def adopt(
+        self,
+        configs: Mapping[str, str],
+        tree: Mapping[str, str | None] | None,
+        message: str,
+    ) -> list[DeployEntry]:
+        snapshot = dict(configs)
+        topo = None if tree is None else dict(tree)
+
+        async def op(conn: Conn) -> list[DeployEntry]:
+            # Two coordinators adopting their homes at once: the second waits, then
+            # sees the first's entries and adopts nothing.
+            await conn.execute("LOCK TABLE deploy_log IN EXCLUSIVE MODE")
+            cur = await conn.execute("SELECT 1 FROM deploy_log LIMIT 1")
+            if await cur.fetchone() is not None:
+                return []
+            out = [
+                await _apply(conn, agent, text, message, "import")
+                for agent, text in sorted(snapshot.items())
+            ]
+            if topo is not None:
+                out.append(await _set_tree(conn, topo, message))
+            return out
+
+        return await self._tx(op)
+
+    async def since(self, after_seq: int, limit: int = 500) -> list[DeployEntry]:
+        rows = await self._read(
+            f"SELECT {_LOG_COLS} FROM deploy_log WHERE seq > %s ORDER BY seq LIMIT %s",
+            (after_seq, max(0, limit)),
+        )
+        return [_entry(r) for r in rows]
 
     async def configs(self) -> dict[str, str]:
         rows = await self._read("SELECT agent, config FROM applied_configs ORDER BY agent")

@@ -51,6 +51,23 @@ def _log(
     return _entry(row)
 
 
+def _apply(tx: Tx, agent: str, config: str, message: str, action: str) -> DeployEntry:
+    entry = _log(tx, action, agent, message, config=config)
+    tx.execute(
+        "INSERT INTO applied_configs(agent, config, applied_at, seq) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT(agent) DO UPDATE SET config = excluded.config, "
+        "applied_at = excluded.applied_at, seq = excluded.seq",
+        (agent, config, entry.at, entry.seq),
+    )
+    return entry
+
+
+def _set_tree(tx: Tx, tree: dict[str, str | None], note: str) -> DeployEntry:
+    tx.execute("DELETE FROM topology")
+    tx.conn.executemany("INSERT INTO topology(agent, parent) VALUES (?, ?)", sorted(tree.items()))
+    return _log(tx, "topology", None, note, tree=tree)
+
+
 class SqliteTopology(TopologyRepo):
     def __init__(self, engine: Engine) -> None:
         self._db = engine
@@ -63,15 +80,7 @@ class SqliteTopology(TopologyRepo):
 
     async def set(self, tree: Mapping[str, str | None], note: str) -> DeployEntry:
         snapshot = dict(tree)
-
-        def op(tx: Tx) -> DeployEntry:
-            tx.execute("DELETE FROM topology")
-            tx.conn.executemany(
-                "INSERT INTO topology(agent, parent) VALUES (?, ?)", sorted(snapshot.items())
-            )
-            return _log(tx, "topology", None, note, tree=snapshot)
-
-        return await self._db.run(op)
+        return await self._db.run(lambda tx: _set_tree(tx, snapshot, note))
 
 
 class SqliteMetaLog(MetaLogRepo):
@@ -81,17 +90,7 @@ class SqliteMetaLog(MetaLogRepo):
     async def apply_config(
         self, agent: str, config: str, message: str, action: str = "apply"
     ) -> DeployEntry:
-        def op(tx: Tx) -> DeployEntry:
-            entry = _log(tx, action, agent, message, config=config)
-            tx.execute(
-                "INSERT INTO applied_configs(agent, config, applied_at, seq) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT(agent) DO UPDATE SET config = excluded.config, "
-                "applied_at = excluded.applied_at, seq = excluded.seq",
-                (agent, config, entry.at, entry.seq),
-            )
-            return entry
-
-        return await self._db.run(op)
+        return await self._db.run(lambda tx: _apply(tx, agent, config, message, action))
 
     async def remove_config(self, agent: str, message: str) -> DeployEntry:
         def op(tx: Tx) -> DeployEntry:
@@ -100,8 +99,42 @@ class SqliteMetaLog(MetaLogRepo):
 
         return await self._db.run(op)
 
-    async def note(self, action: str, agent: str | None, message: str) -> DeployEntry:
-        return await self._db.run(lambda tx: _log(tx, action, agent, message))
+    async def note(
+        self, action: str, agent: str | None, message: str, *, text: str | None = None
+    ) -> DeployEntry:
+        return await self._db.run(lambda tx: _log(tx, action, agent, message, config=text))
+
+    async def adopt(
+        self,
+        configs: Mapping[str, str],
+        tree: Mapping[str, str | None] | None,
+        message: str,
+    ) -> list[DeployEntry]:
+        snapshot = dict(configs)
+        topo = None if tree is None else dict(tree)
+
+        def op(tx: Tx) -> list[DeployEntry]:
+            if tx.one("SELECT 1 FROM deploy_log LIMIT 1") is not None:
+                return []
+            out = [
+                _apply(tx, agent, text, message, "import")
+                for agent, text in sorted(snapshot.items())
+            ]
+            if topo is not None:
+                out.append(_set_tree(tx, topo, message))
+            return out
+
+        return await self._db.run(op)
+
+    async def since(self, after_seq: int, limit: int = 500) -> list[DeployEntry]:
+        rows = await self._db.run(
+            lambda tx: tx.all(
+                "SELECT * FROM deploy_log WHERE seq > ? ORDER BY seq LIMIT ?",
+                (after_seq, max(0, limit)),
+            ),
+            durable=False,
+        )
+        return [_entry(r) for r in rows]
 
     async def configs(self) -> dict[str, str]:
         rows = await self._db.run(

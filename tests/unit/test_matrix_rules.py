@@ -1,0 +1,98 @@
+"""What wakes an agent on Matrix and what its wake says (pure rules), and ``[matrix]`` config."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hyperhive.config import AgentConfig, parse_agent_config
+from hyperhive.errors import ConfigError
+from hyperhive.matrix.config import MatrixConfig
+from hyperhive.matrix.rules import (
+    WAKE_MAX_MESSAGES,
+    Incoming,
+    accept_invite,
+    render_wake,
+    wake_reason,
+)
+
+ME = "@hive-ana:example.org"
+OP = "@op:example.org"
+
+
+def _msg(**over: object) -> Incoming:
+    base: dict[str, object] = {
+        "room_id": "!r:example.org",
+        "room_name": "ops",
+        "sender": OP,
+        "body": "hello",
+        "is_direct": False,
+    }
+    return Incoming(**(base | over))  # type: ignore[arg-type]
+
+
+def test_reasons() -> None:
+    assert wake_reason(_msg(is_direct=True), ME, []) == "dm"
+    assert wake_reason(_msg(body=f"{ME}: look"), ME, []) == "mention"
+    assert wake_reason(_msg(mentions=(ME,)), ME, []) == "mention"
+    assert wake_reason(_msg(formatted=f'<a href="https://matrix.to/#/{ME}">ana</a>'), ME, []) == (
+        "mention"
+    )
+    assert wake_reason(_msg(), ME, ["!r:example.org"]) == "room"
+    assert wake_reason(_msg(), ME, ["!other:example.org"]) is None
+
+
+@given(direct=st.booleans(), mention=st.booleans(), room=st.booleans())
+def test_its_own_messages_never_wake_it(direct: bool, mention: bool, room: bool) -> None:
+    msg = _msg(sender=ME, is_direct=direct, mentions=(ME,) if mention else ())
+    assert wake_reason(msg, ME, ["!r:example.org"] if room else []) is None
+
+
+def test_invitations_only_from_the_operator_or_the_allowed() -> None:
+    assert accept_invite(OP, OP, [])
+    assert accept_invite("@al:x.org", OP, ["@al:x.org"])
+    assert not accept_invite("@eve:x.org", OP, ["@al:x.org"])
+    assert not accept_invite("@eve:x.org", None, [])
+
+
+def test_wake_names_room_sender_text_and_cuts_long_text_with_the_read_call() -> None:
+    body = render_wake([("dm", _msg(is_direct=True, body="short"))])
+    assert f"direct message from {OP} in 'ops' (!r:example.org)" in body and "short" in body
+    long = "x" * 5000
+    cut = render_wake([("mention", _msg(body=long, since="t1"))], limit=100)
+    assert "x" * 100 in cut and "x" * 101 not in cut
+    read = 'mcp__matrix__read(room="!r:example.org", since="t1")'
+    assert f"cut at 100 of 5000 characters; the rest: {read}" in cut
+
+
+def test_a_flood_is_summarised_not_pasted() -> None:
+    items = [("room", _msg(body=f"m{i}")) for i in range(WAKE_MAX_MESSAGES + 5)]
+    body = render_wake(items)  # type: ignore[arg-type]
+    assert f"m{WAKE_MAX_MESSAGES - 1}" in body and f"m{WAKE_MAX_MESSAGES}\n" not in body
+    assert "and 5 more" in body
+
+
+def test_hive_config_wants_exactly_one_credential() -> None:
+    with pytest.raises(ValueError, match="exactly one"):
+        MatrixConfig(homeserver="https://m.example")
+    with pytest.raises(ValueError, match="exactly one"):
+        MatrixConfig(
+            homeserver="https://m.example",
+            registration_shared_secret_file="/s",  # type: ignore[arg-type]
+            admin_token_file="/t",  # type: ignore[arg-type]
+        )
+    config = MatrixConfig(homeserver="https://m.example/", admin_token_file="/t")  # type: ignore[arg-type]
+    assert config.user_id("ana") == "@hive-ana:m.example"
+    with pytest.raises(ValueError, match="not a Matrix user ID"):
+        MatrixConfig(homeserver="https://m.example", admin_token_file="/t", operator="me")  # type: ignore[arg-type]
+
+
+def test_agent_config_matrix_adds_its_server_and_refuses_a_clash() -> None:
+    assert "matrix" not in AgentConfig().servers()
+    on = parse_agent_config('[matrix]\nenabled = true\nwake_rooms = ["#ops:example.org"]\n')
+    assert on.servers()["matrix"].builtin and on.matrix.wake_rooms == ["#ops:example.org"]
+    with pytest.raises(ConfigError, match="remove"):
+        parse_agent_config('[matrix]\nenabled = true\n[mcp_servers.matrix]\ncommand = "bridge"\n')
+    with pytest.raises(ConfigError, match="not a Matrix user ID"):
+        parse_agent_config('[matrix]\nallowed_inviters = ["alice"]\n')
