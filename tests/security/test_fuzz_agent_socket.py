@@ -30,6 +30,7 @@ import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from hyperhive.client import RpcClient, connect
 from hyperhive.config import AgentConfig
@@ -37,6 +38,7 @@ from hyperhive.core.coordinator import Coordinator
 from hyperhive.framing import FrameDecoder
 from hyperhive.permissions import Capability, ToolGroup
 from hyperhive.protocol import AgentRequest
+from hyperhive.protocol.budget import RunSpend
 from hyperhive.unixsock import connect_unix
 from tests.security.hostile import ATTACKER, assert_unchanged, db_rows, snapshot
 from tests.support.hive import agent_call, coordinator, op_call, operator, seed_home
@@ -89,14 +91,29 @@ JUNK: list[Any] = [
 IDENTITY_KEYS = ["from", "sender", "agent", "name", "to", "target", "id", "cmd", "extra"]
 
 
+# Hypothesis cannot derive a string from a pydantic ``pattern``: say how to draw a run's spend.
+st.register_type_strategy(
+    RunSpend,
+    st.builds(
+        RunSpend,
+        run_id=st.from_regex(r"\A[A-Za-z0-9_.:-]{8,80}\Z"),
+    ),
+)
+
+
 def _members() -> list[Any]:
     union, _field = typing.get_args(AgentRequest)
     return list(typing.get_args(union))
 
 
+def _plain(value: Any) -> Any:
+    """A drawn model as the JSON object a client would send."""
+    return value.model_dump(mode="json", by_alias=True) if isinstance(value, BaseModel) else value
+
+
 def _value(annotation: Any) -> st.SearchStrategy[Any]:
     return st.one_of(
-        st.from_type(annotation),
+        st.from_type(annotation).map(_plain),
         st.sampled_from(NAMES),
         st.sampled_from(JUNK),
     )
