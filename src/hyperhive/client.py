@@ -30,10 +30,11 @@ from hyperhive.errors import (
 )
 from hyperhive.framing import DEFAULT_MAX_FRAME, FrameDecoder
 from hyperhive.protocol import Req, Response, encode, result_adapter
+from hyperhive.streams import ByteStream
 from hyperhive.telemetry import traceparent
-from hyperhive.unixsock import UnixStream, connect_unix
+from hyperhive.unixsock import connect_unix
 
-__all__ = ["RpcClient", "call_once", "connect"]
+__all__ = ["RpcClient", "call_once", "connect", "over_stream"]
 
 R = TypeVar("R")
 
@@ -54,7 +55,7 @@ class RpcClient:
 
     def __init__(
         self,
-        stream: UnixStream,
+        stream: ByteStream,
         tg: TaskGroup,
         max_frame: int,
         on_push: Callable[[dict[str, Any]], None] | None = None,
@@ -189,6 +190,18 @@ async def connect(
             f"cannot connect to {path}: {exc.strerror or exc}; is the coordinator running "
             "(hivectl serve / hivectl up)?"
         ) from exc
+    async with over_stream(stream, max_frame, on_push, on_close) as client:
+        yield client
+
+
+@asynccontextmanager
+async def over_stream(
+    stream: ByteStream,
+    max_frame: int = DEFAULT_MAX_FRAME,
+    on_push: Callable[[dict[str, Any]], None] | None = None,
+    on_close: Callable[[], None] | None = None,
+) -> AsyncIterator[RpcClient]:
+    """An ``RpcClient`` over an already connected stream (closed when the block ends)."""
     try:
         async with anyio.create_task_group() as tg:
             client = RpcClient(stream, tg, max_frame, on_push, on_close)

@@ -32,6 +32,7 @@ from hyperhive.errors import ConfigError, InvalidName
 from hyperhive.forge.config import ForgeConfig
 from hyperhive.matrix.config import AgentMatrixConfig, MatrixConfig
 from hyperhive.names import validate_agent_name
+from hyperhive.netlink.config import HostLinkConfig
 from hyperhive.permissions import BASH_SERVER, SUBAGENT_SERVER, Capability, ToolGroup
 from hyperhive.store.url import has_password, read_url_file
 from hyperhive.telemetry.config import TelemetryConfig
@@ -326,6 +327,8 @@ class HiveConfig(_Strict):
     claude_slots: int | None = Field(default=None, ge=1)
     # [forge]: the Forgejo/Gitea agents with the forge group work on (none: no forge).
     forge: ForgeConfig | None = None
+    # [hostlink]: where agent hosts on other machines dial in (none: local hosts only).
+    hostlink: HostLinkConfig | None = None
     # [matrix]: the homeserver agents with [matrix] enabled get accounts on (none: no Matrix).
     matrix: MatrixConfig | None = None
     # Where the hive's state lives: unset = SQLite at <home>/hive.db; a
@@ -430,9 +433,15 @@ def resolve_home(
 
 @dataclass(frozen=True, slots=True)
 class HivePaths:
-    """Where everything of one hive lives under its home."""
+    """Where everything of one hive lives under its home.
+
+    ``run_dir`` moves the runtime dir (sockets, per-agent runtime files) off the
+    home: a remote agent host serves its agents' sockets in a run dir of its
+    own, never beside the coordinator's.
+    """
 
     home: Path
+    run_dir: Path | None = None
 
     @property
     def db(self) -> Path:
@@ -448,7 +457,7 @@ class HivePaths:
 
     @property
     def run(self) -> Path:
-        return self.home / "run"
+        return self.run_dir if self.run_dir is not None else self.home / "run"
 
     @property
     def host_sock(self) -> Path:

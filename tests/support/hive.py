@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -101,13 +101,18 @@ def hivectl_env(home: Path) -> dict[str, str]:
 
 
 def start_serve(
-    home: Path, *, wait: bool = True, log_name: str = "serve.log"
+    home: Path,
+    *,
+    wait: bool = True,
+    log_name: str = "serve.log",
+    argv_prefix: Sequence[str] = (),
 ) -> subprocess.Popen[bytes]:
     """``hivectl serve`` as a real process; returns once its sockets listen (``wait``;
-    a standby coordinator on PostgreSQL does not listen until it takes over)."""
+    a standby coordinator on PostgreSQL does not listen until it takes over).
+    ``argv_prefix`` runs it through something (``ip netns exec NS``, which execs)."""
     log = (home / log_name).open("ab")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hyperhive", "serve"],
+        [*argv_prefix, sys.executable, "-m", "hyperhive", "serve"],
         env=hivectl_env(home),
         stdout=subprocess.DEVNULL,
         stderr=log,

@@ -178,6 +178,7 @@ class RecordedRequest:
     headers: dict[str, str]
     body: Any
     main: bool
+    client: str | None = None  # the caller's address (which network namespace it ran in)
 
     @property
     def tool_names(self) -> list[str]:
@@ -202,7 +203,9 @@ class ModelServer:
     at once and connections made before the loop starts simply queue.
     """
 
-    def __init__(self, script: Script = ()) -> None:
+    def __init__(self, script: Script = (), host: str = "127.0.0.1") -> None:
+        """``host``: the address to listen on (another network namespace's claude needs
+        one reachable from there, e.g. the test's end of a veth link)."""
         self._cond = threading.Condition()
         self._requests: list[RecordedRequest] = []
         self._script: list[Answer] | Callable[[dict[str, Any]], Answer] = []
@@ -211,10 +214,10 @@ class ModelServer:
         self.set_script(script)
         # IPPROTO_TCP so asyncio sets TCP_NODELAY: no delayed-ACK stall per reply.
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        self._sock.bind(("127.0.0.1", 0))
+        self._sock.bind((host, 0))
         self._sock.listen(128)
         self.port: int = self._sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"http://{host}:{self.port}"
         config = uvicorn.Config(
             self._app(),
             log_config=None,
@@ -329,6 +332,7 @@ class ModelServer:
             headers=dict(request.headers),
             body=body,
             main=main(body),
+            client=request.client.host if request.client else None,
         )
         with self._cond:
             self._requests.append(rec)

@@ -1,8 +1,10 @@
 """The agent host process: every active agent of this machine, in one process.
 
-It links to the coordinator (``run/hosts.sock``), registers, and runs a
-harness task per agent it is told to activate; it serves the agents' MCP
-surfaces and per-agent API on one loopback HTTP server. An asleep agent is
+It links to the coordinator (``run/hosts.sock``, or on another machine the
+network link: ``hyperhive.netlink``), registers, and runs a harness task per
+agent it is told to activate; it serves the agents' MCP surfaces and
+per-agent API on one loopback HTTP server. A remote host also serves each
+agent's socket itself and forwards its frames over the link. An asleep agent is
 an awaiting task plus a few routes. One agent's failure is contained: it is
 reported to the coordinator and never stops the others.
 """
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import stamina
 import uvicorn
 from anyio.abc import TaskGroup, TaskStatus
 from pydantic import TypeAdapter, ValidationError
@@ -44,6 +47,8 @@ from hyperhive.forge.service import Forge
 from hyperhive.matrix.admin import MatrixAdmin
 from hyperhive.matrix.agent import AgentMatrix
 from hyperhive.matrix.tools import matrix_surface
+from hyperhive.netlink.dialer import LinkRefused, LinkTarget, dial
+from hyperhive.netlink.forward import ForwardedSockets
 from hyperhive.permissions import BASH_SERVER, HYPERHIVE_SERVER, ToolGroup
 from hyperhive.protocol import (
     ActivateCmd,
@@ -57,6 +62,7 @@ from hyperhive.protocol import (
     PlaceCmd,
 )
 from hyperhive.subagent.mcp import control_surface, subagent_surface
+from hyperhive.sysusers import ensure_user
 
 __all__ = ["AgentHost", "resolve_claude_bin"]
 
@@ -85,10 +91,23 @@ class _QuietServer(uvicorn.Server):
 
 
 class AgentHost:
-    def __init__(self, paths: HivePaths, hive: HiveConfig, host_id: str | None = None) -> None:
+    def __init__(
+        self,
+        paths: HivePaths,
+        hive: HiveConfig,
+        host_id: str | None = None,
+        remote: LinkTarget | None = None,
+    ) -> None:
+        """``remote``: dial the coordinator over the network as that host (its ``paths``
+        should then have a run dir of its own); else link over ``run/hosts.sock``."""
         self.paths = paths
         self.hive = hive.model_copy(update={"claude_bin": resolve_claude_bin(hive.claude_bin)})
-        self.host_id = host_id or f"{socket.gethostname()}-{os.getpid()}"
+        self.remote = remote
+        self.host_id = remote.name if remote else host_id or f"{socket.gethostname()}-{os.getpid()}"
+        self.forwarded = (
+            ForwardedSockets(lambda: self._link, self.hive.max_frame_bytes) if remote else None
+        )
+        self._started = False
         self.runtimes: dict[str, AgentRuntime] = {}
         slots = self.hive.claude_slots or machine_slots()
         self.admission = Admission(slots)
@@ -149,6 +168,9 @@ class AgentHost:
         async with anyio.create_task_group() as tg:
             self._tg = tg
             await tg.start(self._serve_http)
+            if self.remote is not None:
+                await self._run_remote(task_status)
+                return
             first = True
             while True:
                 try:
@@ -158,6 +180,31 @@ class AgentHost:
                 first = False
                 # Jittered: after a failover every host (and agent) reconnects at once.
                 await anyio.sleep(random.uniform(0.3, 0.7))
+
+    async def _run_remote(self, task_status: TaskStatus[None]) -> None:
+        """Dial the coordinator for ever: jittered exponential backoff between tries (a
+        thousand hosts must not reconnect in lock-step), reset once a link was up."""
+        assert self.remote is not None
+        # Up at once (signals handled, the console says why it cannot link), linked or not.
+        self._started = True
+        task_status.started()
+        while True:
+            async for attempt in stamina.retry_context(
+                on=(Unavailable, LinkRefused, OSError),
+                attempts=None,
+                timeout=None,
+                wait_initial=0.5,
+                wait_max=30.0,
+                wait_jitter=1.0,
+            ):
+                with attempt:
+                    try:
+                        await self._linked(anyio.TASK_STATUS_IGNORED)
+                    except (Unavailable, LinkRefused, OSError) as exc:
+                        # The console (stderr) and the log both carry it, with the reason.
+                        log.error("agent host %s: %s; retrying", self.host_id, exc)
+                        raise
+            log.warning("agent host %s: the coordinator link closed; redialling", self.host_id)
 
     async def _serve_http(self, *, task_status: TaskStatus[None]) -> None:
         # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on such sockets, and
@@ -202,10 +249,16 @@ class AgentHost:
 
     async def _linked(self, task_status: TaskStatus[None]) -> None:
         send, receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
-        async with (
-            send,
-            connect(self.paths.hosts_sock, on_push=send.send_nowait, on_close=send.close) as link,
-        ):
+        if self.remote is not None:
+            linking = dial(
+                self.remote,
+                self.hive.max_frame_bytes,
+                on_push=send.send_nowait,
+                on_close=send.close,
+            )
+        else:
+            linking = connect(self.paths.hosts_sock, on_push=send.send_nowait, on_close=send.close)
+        async with send, linking as link:
             self._link = link
             await link.call(
                 LinkRegisterReq(
@@ -215,7 +268,10 @@ class AgentHost:
                     claude_slots=self.admission.capacity,
                 )
             )
-            task_status.started()
+            log.info("agent host %s registered with the coordinator", self.host_id)
+            if not self._started:
+                self._started = True
+                task_status.started()
             try:
                 async with receive:
                     async for frame in receive:
@@ -249,12 +305,14 @@ class AgentHost:
             if current.config == cmd.config:
                 # The coordinator re-sent what is already running (it restarted); a
                 # reparent it made meanwhile needs no restart either.
+                await self._serve_socket(cmd)  # takes the new activation's incarnation
                 self.place(cmd.agent, cmd.parent, tuple(cmd.descendants))
                 self._report_state(
                     current.name, current.bus.turn_state, current.bus.turn_state_since
                 )
                 return
             await self.deactivate(cmd.agent, graceful=True)
+        await self._serve_socket(cmd)
         rt = AgentRuntime(
             name=cmd.agent,
             config=cmd.config,
@@ -284,6 +342,18 @@ class AgentHost:
         scope = anyio.CancelScope()
         self._scopes[rt.name] = scope
         self._tg.start_soon(self._supervise, rt, scope)
+
+    async def _serve_socket(self, cmd: ActivateCmd) -> None:
+        """A remote host serves the agent's socket itself (a local one's is the coordinator's)."""
+        if self.forwarded is None:
+            return
+        owner = None
+        if self.hive.runtime == "bwrap":
+            owner = await anyio.to_thread.run_sync(ensure_user, self.paths, cmd.agent)
+        assert self._tg is not None
+        await self.forwarded.open(
+            self._tg, cmd.agent, self.paths.agent_sock(cmd.agent), cmd.incarnation, owner
+        )
 
     def place(self, name: str, parent: str | None, descendants: tuple[str, ...]) -> None:
         """A running agent's new place in the tree (see :meth:`AgentRuntime.move`)."""
@@ -326,6 +396,8 @@ class AgentHost:
         if self.runtimes.get(rt.name) is rt:
             del self.runtimes[rt.name]
             self._scopes.pop(rt.name, None)
+            if self.forwarded is not None:
+                self.forwarded.close(rt.name)
         rt.done.set()
         if reason is not None and self._link is not None:
             with anyio.CancelScope(shield=True):

@@ -10,6 +10,7 @@ from hyperhive.cli import (  # noqa: F401  (register commands)
     budget,
     choom,
     dashboard,
+    hosts,
     login,
     messages,
     run,

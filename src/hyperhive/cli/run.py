@@ -20,7 +20,7 @@ from hyperhive.cli.base import (
     main,
     pass_ctx,
 )
-from hyperhive.config import AgentConfig, load_hive_config
+from hyperhive.config import AgentConfig, HivePaths, load_hive_config
 from hyperhive.effective import turn_tool_args
 from hyperhive.errors import ConfigError
 from hyperhive.lifeline import die_with_supervisor
@@ -102,12 +102,43 @@ def _say(line: str) -> None:
 
 
 @main.command()
+@click.option(
+    "--coordinator",
+    metavar="URL",
+    help="Dial a coordinator over the network (wss://HOST:PORT) instead of run/hosts.sock.",
+)
+@click.option("--name", help="This host's name, as `hivectl hosts add NAME` registered it.")
+@click.option(
+    "--credential-file",
+    type=click.Path(path_type=Path),
+    help="The file (mode 0600, this user's) holding the credential `hosts add` printed.",
+)
+@click.option(
+    "--ca-file",
+    type=click.Path(path_type=Path),
+    help="PEM CA bundle to verify the coordinator's certificate (default: the system's).",
+)
+@click.option(
+    "--run-dir",
+    type=click.Path(path_type=Path),
+    help="This host's own runtime dir for its agents' sockets (default: run/hosts/NAME "
+    "under the home).",
+)
 @pass_ctx
-def host(obj: _Ctx) -> None:
+def host(
+    obj: _Ctx,
+    coordinator: str | None,
+    name: str | None,
+    credential_file: Path | None,
+    ca_file: Path | None,
+    run_dir: Path | None,
+) -> None:
     """Run the agent host in the foreground: every active agent of this machine.
 
-    SIGTERM/SIGINT stops agents gracefully (their current turn finishes);
-    a second signal kills their claude processes at once.
+    With --coordinator it dials that coordinator over the network (it opens no
+    port) and serves its agents' sockets itself. SIGTERM/SIGINT stops agents
+    gracefully (their current turn finishes); a second signal kills their
+    claude processes at once.
     """
     from hyperhive.agent.host import AgentHost
     from hyperhive.homelock import HomeLock
@@ -115,10 +146,23 @@ def host(obj: _Ctx) -> None:
     die_with_supervisor()
     hive = load_hive_config(obj.home)
     refuse_unreachable_home(obj.home, hive.runtime)
-    lock = HomeLock(obj.paths, "host").acquire()
+    paths, remote = obj.paths, None
+    if coordinator is not None:
+        from hyperhive.netlink.credentials import validate_host_name
+        from hyperhive.netlink.dialer import LinkTarget, read_credential
+
+        if name is None or credential_file is None:
+            raise click.UsageError("--coordinator needs --name and --credential-file")
+        remote = LinkTarget(coordinator, validate_host_name(name), credential_file, ca_file)
+        remote.link_url  # noqa: B018  (refuse a bad URL now, with the reason)
+        read_credential(credential_file)  # refuse a readable-by-others file before starting
+        paths = HivePaths(obj.home, run_dir or obj.home / "run" / "hosts" / name)
+        # A remote host holds no database credentials: it never opens the store.
+        hive = hive.model_copy(update={"store": None, "store_url_file": None})
+    lock = HomeLock(paths, "host").acquire()
     _setup_logging()
     stop_tracing = configure_tracing(hive.telemetry, "agent-host")
-    agent_host = AgentHost(obj.paths, hive)
+    agent_host = AgentHost(paths, hive, remote=remote)
 
     async def run() -> None:
         async with anyio.create_task_group() as tg:

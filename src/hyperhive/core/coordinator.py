@@ -21,6 +21,7 @@ from hyperhive.core.approvals import Approvals
 from hyperhive.core.background import Background
 from hyperhive.core.broker import Broker
 from hyperhive.core.budgets import Budgets
+from hyperhive.core.host_admin import HostAdmin
 from hyperhive.core.hostlink import HostLink
 from hyperhive.core.lifecycle import Lifecycle
 from hyperhive.core.logs import LogTails
@@ -91,7 +92,9 @@ class Coordinator:
             lambda host_id: self.placement.host_registered(host_id),
             lambda agent, reason: self.lifecycle.crashed(agent, reason),
             lambda agents: self.placement.host_lost(agents),
+            agent_api=lambda name: self._agent_api(name),
         )
+        self.host_admin = host_admin = HostAdmin(store.hosts, hostlink)
         self.placement = placement = Placement(registry, topo, hostlink, agent_state, notices)
         self.sockets = sockets = AgentSockets(
             paths, config, background, lambda name: self._agent_api(name)
@@ -149,6 +152,7 @@ class Coordinator:
             hostlink=hostlink,
             bus=bus,
             forge=config.forge,
+            host_admin=host_admin,
             budgets=budgets,
         )
 
@@ -163,6 +167,11 @@ class Coordinator:
         self, *, dashboard: bool = False, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         """Serve until cancelled; ``task_status.started()`` once every socket listens."""
+        link_tls = None
+        if self.config.hostlink is not None:
+            from hyperhive.netlink.server import server_tls
+
+            link_tls = server_tls(self.config.hostlink, self.paths.home)  # refuse bad config now
         await self._load_hive_state()
         fd_problem = check_fd_limit(len(self.registry.known()))
         if fd_problem is not None:
@@ -181,6 +190,17 @@ class Coordinator:
                     )
                 )
                 await tg.start(functools.partial(self.hostlink.serve, self.paths.hosts_sock))
+                if self.config.hostlink is not None:
+                    from hyperhive.netlink.server import HostLinkServer
+
+                    link_server = HostLinkServer(
+                        self.hostlink,
+                        self.store.hosts,
+                        self.config.hostlink,
+                        link_tls,
+                        self.paths.run / "hostlink.json",
+                    )
+                    await tg.start(link_server.serve)
                 tg.start_soon(self.scheduler.run)
                 if dashboard:
                     from hyperhive.core.dashboard.server import serve_dashboard

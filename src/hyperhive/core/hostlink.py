@@ -1,13 +1,17 @@
 """The link to agent hosts: who runs which agent, and telling them.
 
-An agent host connects to ``run/hosts.sock``, registers, and from then on
-receives pushed ``activate``/``deactivate``/``place`` commands; it reports turn state
-and crashes as requests. When a host's connection ends, every agent it ran
-is no longer running — the coordinator always knows where each agent is.
+An agent host connects to ``run/hosts.sock`` (or, on another machine, dials
+the network link in ``hyperhive.netlink``, which hands its authenticated
+WebSocket here as a stream), registers, and from then on receives pushed
+``activate``/``deactivate``/``place`` commands; it reports turn state and crashes as
+requests, and a remote host forwards its agents' frames (``forward``). When a
+host's connection ends, every agent it ran is no longer running — the
+coordinator always knows where each agent is.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -20,30 +24,38 @@ from anyio.abc import TaskStatus
 
 from hyperhive.core.dispatch import Dispatcher
 from hyperhive.core.notify import EventBus
-from hyperhive.errors import HiveError, InvalidRequest, Unavailable
+from hyperhive.core.sockets import Dispatch, answer
+from hyperhive.errors import HiveError, InvalidRequest, PermissionDenied, Unavailable
 from hyperhive.framing import FrameDecoder
+from hyperhive.netlink.authz import forward_refusal
 from hyperhive.protocol import (
     ActivateCmd,
+    AgentRequest,
     DeactivateCmd,
+    LinkAbandonReq,
     LinkAgentCrashedReq,
     LinkAgentStateReq,
+    LinkForwardReq,
     LinkGoodbyeReq,
     LinkRegisterReq,
     LinkRequest,
     PlaceCmd,
     Registered,
     Response,
-    decode_request,
+    decode_frame,
     encode,
     error_response,
     ok_response,
-    peek_id,
 )
-from hyperhive.unixsock import UnixStream, serve_unix_streams
+from hyperhive.streams import ByteStream
+from hyperhive.unixsock import serve_unix_streams
 
 __all__ = ["LINK_TABLE", "HostLink", "TurnState"]
 
 log = logging.getLogger(__name__)
+
+# Forwarded frames in flight per host connection: every agent's long-poll holds one.
+MAX_FORWARDS = 4096
 
 
 @dataclass
@@ -56,11 +68,12 @@ class TurnState:
 @dataclass
 class _Host:
     host_id: str
-    stream: UnixStream
+    stream: ByteStream
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     agents: set[str] = field(default_factory=set)
     leaving: bool = False
     claude_slots: int | None = None
+    gone: anyio.Event = field(default_factory=anyio.Event)
 
     async def push(self, data: bytes) -> None:
         async with self.lock:
@@ -77,11 +90,20 @@ class HostLink:
         on_register: Callable[[str], Awaitable[None]],
         on_crash: Callable[[str, str], Awaitable[None]],
         on_host_lost: Callable[[list[str]], Awaitable[None]],
+        agent_api: Callable[[str], Dispatch] | None = None,
     ) -> None:
         self.bus = bus
         self.max_frame = max_frame
         self.hosts: dict[str, _Host] = {}
         self.placement: dict[str, str] = {}
+        # The incarnation each placed agent was activated with: forwards must match it.
+        self.incarnations: dict[str, int] = {}
+        # Agents told to stop whose host may still forward for them (the fence, the last
+        # turn's turn_end) until they run again or the host goes: a kubelet, likewise,
+        # still reports on the pods it is terminating.
+        self.draining: dict[str, tuple[str, int]] = {}
+        self.agent_api = agent_api
+        self._apis: dict[str, Dispatch] = {}
         self.turns: dict[str, TurnState] = {}
         self.on_register = on_register
         self.on_crash = on_crash
@@ -117,6 +139,8 @@ class HostLink:
         host = self.hosts[host_id]
         host.agents.add(cmd.agent)
         self.placement[cmd.agent] = host_id
+        self.incarnations[cmd.agent] = cmd.incarnation
+        self.draining.pop(cmd.agent, None)
         self.turns[cmd.agent] = TurnState("idle")
         await host.push(encode(cmd))
         self.bus.emit("agent", agent=cmd.agent, running=True, host=host_id)
@@ -136,9 +160,12 @@ class HostLink:
 
     async def deactivate(self, agent: str, graceful: bool = True) -> bool:
         host_id = self.placement.pop(agent, None)
+        incarnation = self.incarnations.pop(agent, None)
         if host_id is None:
             return False
         host = self.hosts.get(host_id)
+        if host is not None and incarnation is not None:
+            self.draining[agent] = (host_id, incarnation)
         self.turns[agent] = TurnState("stopped")
         if host is not None:
             host.agents.discard(agent)
@@ -156,24 +183,51 @@ class HostLink:
     ) -> None:
         await serve_unix_streams(path, self._connection, task_status=task_status)
 
-    async def _connection(self, stream: UnixStream) -> None:
-        conn = _Conn(self, stream, anyio.Lock())  # replies and pushes share the stream
+    async def serve_stream(self, stream: ByteStream, authenticated: str | None = None) -> None:
+        """Serve one host connection; ``authenticated``: the host name its credential proved
+        (the network link), which is then the only name it may register as."""
+        await self._connection(stream, authenticated)
+
+    async def cut(self, host_id: str) -> bool:
+        """End a host's link now (its credential was revoked): its agents stop running."""
+        host = self.hosts.get(host_id)
+        if host is None:
+            return False
+        log.warning("cutting agent host %s's link", host_id)
+        await host.stream.aclose()
+        with anyio.move_on_after(10):  # its agents are marked stopped once the reader sees it
+            await host.gone.wait()
+        return True
+
+    async def _connection(self, stream: ByteStream, authenticated: str | None = None) -> None:
+        conn = _Conn(self, stream, anyio.Lock(), authenticated=authenticated)
         decoder = FrameDecoder(self.max_frame)
+        slots = anyio.Semaphore(MAX_FORWARDS)
         try:
-            async with stream:
+            async with stream, anyio.create_task_group() as tg:
                 while True:
                     try:
                         chunk = await stream.receive(65536)
                     except (anyio.EndOfStream, anyio.BrokenResourceError):
                         break
                     for frame in decoder.feed(chunk):
+                        if isinstance(frame, HiveError):
+                            await conn.reply(error_response(None, frame))
+                            continue
+                        rid, req = self._decode(frame)
+                        if isinstance(req, LinkForwardReq):
+                            # Concurrent: an agent's long-poll must not hold up the link.
+                            await slots.acquire()
+                            scope = anyio.CancelScope()  # registered now: abandon may follow
+                            conn.inflight.setdefault((req.agent, req.conn), set()).add(scope)
+                            tg.start_soon(self._answer_forward, conn, rid, req, slots, scope)
+                            continue
                         before = conn.host
-                        response = await self._handle(frame, conn)
-                        async with conn.lock:
-                            await stream.send(encode(response))
+                        await conn.reply(await self._handle(rid, req, conn))
                         if before is None and conn.host is not None:
                             # Activations are pushed only after the register reply.
                             await self.on_register(conn.host.host_id)
+                tg.cancel_scope.cancel()  # the host is gone: abandon its agents' long-polls
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
         finally:
@@ -181,23 +235,71 @@ class HostLink:
                 with anyio.CancelScope(shield=True):
                     await self._lost(conn.host)
 
-    async def _handle(self, frame: bytes | HiveError, conn: _Conn) -> Response:
-        if isinstance(frame, HiveError):
-            return error_response(None, frame)
-        rid = peek_id(frame)
+    @staticmethod
+    def _decode(frame: bytes) -> tuple[Any, Any]:
         try:
-            req: Any = decode_request(LinkRequest, frame)
+            return decode_frame(LinkRequest, frame)
+        except HiveError as exc:
+            return exc.request_id, exc
+
+    async def _handle(self, rid: Any, req: Any, conn: _Conn) -> Response:
+        if isinstance(req, HiveError):
+            return error_response(rid, req)
+        try:
             return ok_response(rid, await LINK_TABLE(conn, req))
         except HiveError as exc:
             return error_response(rid, exc)
+
+    async def _answer_forward(
+        self,
+        conn: _Conn,
+        rid: Any,
+        req: LinkForwardReq,
+        slots: anyio.Semaphore,
+        scope: anyio.CancelScope,
+    ) -> None:
+        response: Response | None = None
+        try:
+            with scope:
+                response = await self._handle(rid, req, conn)
+        finally:
+            slots.release()
+            scopes = conn.inflight.get((req.agent, req.conn))
+            if scopes is not None:
+                scopes.discard(scope)
+                if not scopes:
+                    del conn.inflight[(req.agent, req.conn)]
+        if response is not None:  # abandoned: nobody waits for it
+            await conn.reply(response)
+
+    def holder(self, agent: str) -> tuple[str | None, int | None]:
+        """The host that may speak for ``agent`` and at which incarnation (a stopping
+        agent's host keeps that right until the agent runs again or the host goes)."""
+        host = self.placement.get(agent)
+        if host is None and agent in self.draining:
+            return self.draining[agent]
+        return host, self.incarnations.get(agent)
+
+    def api_of(self, agent: str) -> Dispatch:
+        if self.agent_api is None:
+            raise Unavailable("this coordinator does not serve forwarded agent frames")
+        api = self._apis.get(agent)
+        if api is None:
+            api = self._apis[agent] = self.agent_api(agent)
+        return api
 
     async def _lost(self, host: _Host) -> None:
         self.hosts.pop(host.host_id, None)
         lost = sorted(host.agents)
         for agent in lost:
             self.placement.pop(agent, None)
+            self.incarnations.pop(agent, None)
             self.turns[agent] = TurnState("stopped")
             self.bus.emit("agent", agent=agent, running=False)
+        for agent, (holder, _) in list(self.draining.items()):
+            if holder == host.host_id:
+                del self.draining[agent]
+        host.gone.set()
         log.warning(
             "agent host %s went away; not running now: %s",
             host.host_id,
@@ -213,9 +315,19 @@ class _Conn:
     """One host's connection: the link, its stream, and the host once registered."""
 
     link: HostLink
-    stream: UnixStream
+    stream: ByteStream
     lock: anyio.Lock
     host: _Host | None = None
+    authenticated: str | None = None
+    # Forwarded frames in flight, by (agent, the host's connection id for it).
+    inflight: dict[tuple[str, int], set[anyio.CancelScope]] = field(default_factory=dict)
+
+    async def reply(self, response: Response) -> None:
+        async with self.lock:
+            try:
+                await self.stream.send(encode(response))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass  # the host went away; the reader ends the connection
 
     def registered(self) -> _Host:
         if self.host is None:
@@ -231,6 +343,11 @@ async def _register(conn: _Conn, req: LinkRegisterReq) -> Registered:
     link = conn.link
     if conn.host is not None:
         raise InvalidRequest("this connection already registered")
+    if conn.authenticated is not None and req.host_id != conn.authenticated:
+        raise PermissionDenied(
+            f"this link's credential is agent host {conn.authenticated!r}'s; it cannot "
+            f"register as {req.host_id!r}"
+        )
     if req.host_id in link.hosts:
         raise InvalidRequest(f"a host named {req.host_id!r} is already connected")
     conn.host = _Host(req.host_id, conn.stream, conn.lock, claude_slots=req.claude_slots)
@@ -264,8 +381,29 @@ async def _agent_crashed(conn: _Conn, req: LinkAgentCrashedReq) -> None:
     if req.agent in host.agents:
         host.agents.discard(req.agent)
         conn.link.placement.pop(req.agent, None)
+        conn.link.incarnations.pop(req.agent, None)
+        conn.link.draining.pop(req.agent, None)
         conn.link.turns[req.agent] = TurnState("stopped")
         await conn.link.on_crash(req.agent, req.reason)
+
+
+@LINK_TABLE.on(LinkForwardReq)
+async def _forward(conn: _Conn, req: LinkForwardReq) -> Response:
+    host = conn.registered()
+    link = conn.link
+    refusal = forward_refusal(host.host_id, req.agent, req.incarnation, *link.holder(req.agent))
+    if refusal is not None:
+        log.warning("refused a frame agent host %s forwarded: %s", host.host_id, refusal)
+        raise PermissionDenied(f"forward refused: {refusal}")
+    frame = json.dumps(req.frame).encode()
+    return await answer(frame, AgentRequest, link.api_of(req.agent), req.agent)
+
+
+@LINK_TABLE.on(LinkAbandonReq)
+async def _abandon(conn: _Conn, req: LinkAbandonReq) -> None:
+    conn.registered()
+    for scope in conn.inflight.pop((req.agent, req.conn), set()):
+        scope.cancel()
 
 
 LINK_TABLE.seal()

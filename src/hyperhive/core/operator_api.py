@@ -18,6 +18,7 @@ from hyperhive.core.approvals import Approvals
 from hyperhive.core.broker import Broker
 from hyperhive.core.budgets import Budgets
 from hyperhive.core.dispatch import Dispatcher
+from hyperhive.core.host_admin import HostAdmin
 from hyperhive.core.hostlink import HostLink
 from hyperhive.core.lifecycle import Lifecycle
 from hyperhive.core.logs import LogTails
@@ -47,7 +48,9 @@ from hyperhive.protocol import (
     CompactQueued,
     ForgeView,
     HiveStatus,
+    HostCredential,
     HostRequest,
+    HostView,
     LifecycleResult,
     LogTail,
     LooseEnd,
@@ -64,6 +67,10 @@ from hyperhive.protocol import (
     OpCancelLooseEndReq,
     OpCompactReq,
     OpConfigReq,
+    OpHostsAddReq,
+    OpHostsListReq,
+    OpHostsRevokeReq,
+    OpHostsRotateReq,
     OpInboxReq,
     OpLifecycleReq,
     OpLogsReq,
@@ -117,6 +124,7 @@ class OperatorApi:
         hostlink: HostLink,
         bus: EventBus,
         forge: ForgeConfig | None,
+        host_admin: HostAdmin,
         budgets: Budgets,
     ) -> None:
         self.paths = paths
@@ -135,6 +143,7 @@ class OperatorApi:
         self.hostlink = hostlink
         self.bus = bus
         self.forge = forge
+        self.host_admin = host_admin
         self.budgets = budgets
         self.pid = os.getpid()
 
@@ -351,6 +360,24 @@ class OperatorApi:
             schema_version=self.schema_version,
             pid=self.pid,
         )
+
+    # ---- remote agent hosts ------------------------------------------------------
+
+    @on(OpHostsListReq)
+    async def _hosts_list(self, req: OpHostsListReq) -> list[HostView]:
+        return await self.host_admin.list()
+
+    @on(OpHostsAddReq)
+    async def _hosts_add(self, req: OpHostsAddReq) -> HostCredential:
+        return await self.host_admin.add(req.name)
+
+    @on(OpHostsRotateReq)
+    async def _hosts_rotate(self, req: OpHostsRotateReq) -> HostCredential:
+        return await self.host_admin.rotate(req.name)
+
+    @on(OpHostsRevokeReq)
+    async def _hosts_revoke(self, req: OpHostsRevokeReq) -> HostView:
+        return await self.host_admin.revoke(req.name)
 
 
 OPERATOR_TABLE.seal()

@@ -30,7 +30,7 @@ from hyperhive.protocol import (
 from hyperhive.telemetry import context_from, tracer
 from hyperhive.unixsock import UnixStream, serve_unix_streams
 
-__all__ = ["Dispatch", "Listeners", "serve_connection", "serve_unix"]
+__all__ = ["Dispatch", "Listeners", "answer", "serve_connection", "serve_unix"]
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +84,29 @@ async def _traced(request: Any, dispatch: Dispatch, identity: str | None) -> Any
             raise
 
 
+async def answer(
+    line: bytes, union: Any, dispatch: Dispatch, identity: str | None = None
+) -> Response:
+    """The response to one request frame; never raises for a bad frame or a handler's bug."""
+    rid: int | str | None = None
+    request: Any = None
+    try:
+        rid, request = decode_frame(union, line)
+        return ok_response(rid, await _traced(request, dispatch, identity))
+    except HiveError as exc:
+        return error_response(exc.request_id if exc.request_id is not None else rid, exc)
+    except Exception as exc:  # a bug must answer, log, and spare the connection
+        log.exception("internal error handling %r", line[:200])
+        what = getattr(request, "cmd", None) if request is not None else None
+        return error_response(
+            rid,
+            InternalError(
+                f"internal error{f' in {what!r}' if what else ''}: "
+                f"{type(exc).__name__}: {exc} (the coordinator's log has the traceback)"
+            ),
+        )
+
+
 async def _handle(
     line: bytes,
     union: Any,
@@ -92,23 +115,8 @@ async def _handle(
     slots: anyio.Semaphore,
     identity: str | None,
 ) -> None:
-    rid: int | str | None = None
-    request: Any = None
     try:
-        rid, request = decode_frame(union, line)
-        response = ok_response(rid, await _traced(request, dispatch, identity))
-    except HiveError as exc:
-        response = error_response(exc.request_id if exc.request_id is not None else rid, exc)
-    except Exception as exc:  # a bug must answer, log, and spare the connection
-        log.exception("internal error handling %r", line[:200])
-        what = getattr(request, "cmd", None) if request is not None else None
-        response = error_response(
-            rid,
-            InternalError(
-                f"internal error{f' in {what!r}' if what else ''}: "
-                f"{type(exc).__name__}: {exc} (the coordinator's log has the traceback)"
-            ),
-        )
+        response = await answer(line, union, dispatch, identity)
     finally:
         slots.release()
     await writer.send(response)

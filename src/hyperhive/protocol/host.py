@@ -305,6 +305,46 @@ class OpAgentForgeReq(Req[ForgeView]):
     agent: str
 
 
+class HostView(_Out):
+    """One row of ``hivectl hosts list``: a remote agent host's credential and link."""
+
+    name: str
+    created_at: float
+    rotated_at: float | None
+    revoked: bool
+    last_seen_at: float | None
+    connected: bool
+    agents: list[str]
+
+
+class HostCredential(_Out):
+    """The credential ``hosts add``/``hosts rotate`` print once (only its hash is kept)."""
+
+    name: str
+    credential: str
+
+
+class OpHostsListReq(Req[list[HostView]]):
+    cmd: Literal["hosts_list"]
+
+
+class OpHostsAddReq(Req[HostCredential]):
+    cmd: Literal["hosts_add"]
+    name: str = Field(min_length=1, max_length=64)
+
+
+class OpHostsRotateReq(Req[HostCredential]):
+    cmd: Literal["hosts_rotate"]
+    name: str
+
+
+class OpHostsRevokeReq(Req[HostView]):
+    """Refuse the host's credential from now on, and cut its live link at once."""
+
+    cmd: Literal["hosts_revoke"]
+    name: str
+
+
 HostRequest = Annotated[
     OpSendReq
     | OpInboxReq
@@ -329,6 +369,10 @@ HostRequest = Annotated[
     | OpPermsSetReq
     | OpConfigReq
     | OpAgentForgeReq
+    | OpHostsListReq
+    | OpHostsAddReq
+    | OpHostsRotateReq
+    | OpHostsRevokeReq
     | OpBudgetReq
     | OpBudgetSetReq
     | OpSpendReq

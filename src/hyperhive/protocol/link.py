@@ -6,10 +6,12 @@ from typing import Annotated, Literal
 
 from pydantic import (
     Field,
+    JsonValue,
 )
 
 from hyperhive.config import AgentConfig
 from hyperhive.protocol.base import Req, TurnStateName, _Out, _Req
+from hyperhive.protocol.wire import Response
 
 # ---- agent-host link ------------------------------------------------------
 
@@ -50,8 +52,38 @@ class LinkGoodbyeReq(Req[None]):
     cmd: Literal["goodbye"]
 
 
+class LinkForwardReq(Req[Response]):
+    """One frame an agent sent on the socket its host serves, forwarded to the coordinator.
+
+    Accepted only from the host that holds ``agent`` at the activation
+    ``incarnation`` it was given (the coordinator checks; the body is not
+    trusted). The result is the agent's own response, its id the frame's.
+    """
+
+    cmd: Literal["forward"]
+    agent: str = Field(min_length=1, max_length=64)
+    incarnation: int
+    frame: dict[str, JsonValue]
+    conn: int = 0  # which of the agent's connections to its socket sent it (for ``abandon``)
+
+
+class LinkAbandonReq(Req[None]):
+    """One of an agent's connections to its host-served socket closed: drop its frames
+    still in flight (a long-poll must not take mail for a reader that is gone), exactly
+    as a closed unix connection cancels its requests."""
+
+    cmd: Literal["abandon"]
+    agent: str
+    conn: int
+
+
 LinkRequest = Annotated[
-    LinkRegisterReq | LinkAgentStateReq | LinkAgentCrashedReq | LinkGoodbyeReq,
+    LinkRegisterReq
+    | LinkAgentStateReq
+    | LinkAgentCrashedReq
+    | LinkGoodbyeReq
+    | LinkForwardReq
+    | LinkAbandonReq,
     Field(discriminator="cmd"),
 ]
 

@@ -25,6 +25,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from hyperhive.errors import Conflict, NotFound
 from hyperhive.store.rows import (
     AgentState,
     ApprovalRow,
@@ -35,6 +36,7 @@ from hyperhive.store.rows import (
     Fired,
     FireReminder,
     FireSchedule,
+    HostRow,
     LooseEndKind,
     LooseEndRow,
     MessageCounts,
@@ -57,6 +59,7 @@ __all__ = [
     "ApprovalRepo",
     "ChangeCallback",
     "ChangeFeed",
+    "HostRepo",
     "LooseEndRepo",
     "MessageRepo",
     "MetaLogRepo",
@@ -64,6 +67,8 @@ __all__ = [
     "SpendRepo",
     "Store",
     "TopologyRepo",
+    "host_missing",
+    "host_taken",
 ]
 
 log = logging.getLogger(__name__)
@@ -438,6 +443,44 @@ class MetaLogRepo(ABC):
         """The newest ``limit`` entries (of ``agent`` if given), newest first."""
 
 
+def host_taken(name: str) -> Conflict:
+    return Conflict(
+        f"an agent host named {name!r} already exists; `hivectl hosts rotate {name}` "
+        "issues it a new credential"
+    )
+
+
+def host_missing(name: str) -> NotFound:
+    return NotFound(f"no agent host named {name!r}; `hivectl hosts list` shows them")
+
+
+class HostRepo(ABC):
+    """Remote agent hosts and the hash of each one's credential (never the secret)."""
+
+    @abstractmethod
+    async def add(self, name: str, secret_hash: str) -> HostRow:
+        """Record a new host. ``Conflict`` if the name is taken (revoked ones included)."""
+
+    @abstractmethod
+    async def get(self, name: str) -> HostRow | None: ...
+
+    @abstractmethod
+    async def list(self) -> list[HostRow]:
+        """Every host, by name."""
+
+    @abstractmethod
+    async def rotate(self, name: str, secret_hash: str) -> HostRow:
+        """Replace the credential (the old one stops working); un-revokes. ``NotFound``."""
+
+    @abstractmethod
+    async def revoke(self, name: str) -> HostRow:
+        """Refuse the host's credential from now on. ``NotFound``."""
+
+    @abstractmethod
+    async def seen(self, name: str, at: float) -> None:
+        """Note that the host connected at ``at`` (no-op for an unknown name)."""
+
+
 class SpendRepo(ABC):
     """What claude runs cost, the run-time budget limits, and which notices were sent.
 
@@ -488,6 +531,8 @@ class Store(ABC):
     schedules: ScheduleRepo
     topology: TopologyRepo
     meta: MetaLogRepo
+    hosts: HostRepo
+
     spend: SpendRepo
 
     #: The schema version the store is at after opening (both backends number alike).

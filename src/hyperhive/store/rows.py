@@ -20,6 +20,7 @@ __all__ = [
     "FireReminder",
     "FireSchedule",
     "Fired",
+    "HostRow",
     "LooseEndKind",
     "LooseEndRow",
     "MessageCounts",
@@ -254,6 +255,22 @@ class DeployEntry:
     message: str
     config: str | None = None
     topology: Mapping[str, str | None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HostRow:
+    """A remote agent host's credential record: only a hash of its secret is kept."""
+
+    name: str
+    secret_hash: str
+    created_at: float
+    rotated_at: float | None = None
+    revoked_at: float | None = None
+    last_seen_at: float | None = None
+
+    @property
+    def revoked(self) -> bool:
+        return self.revoked_at is not None
 
 
 @dataclass(frozen=True, slots=True)

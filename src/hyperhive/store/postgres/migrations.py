@@ -179,6 +179,18 @@ CREATE TABLE budget_notices (
     PRIMARY KEY (scope, marker)
 )
 """,
+    # 9 (netlink; positional, after what main has): remote agent hosts; only a hash of
+    # each host's credential is kept.
+    """
+CREATE TABLE hosts (
+    name TEXT PRIMARY KEY,
+    secret_hash TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL,
+    rotated_at DOUBLE PRECISION,
+    revoked_at DOUBLE PRECISION,
+    last_seen_at DOUBLE PRECISION
+)
+""",
 ]
 
 

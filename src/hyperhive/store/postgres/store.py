@@ -11,6 +11,7 @@ from hyperhive.store.postgres._repo import Conn, heard
 from hyperhive.store.postgres.agents import PgAgents
 from hyperhive.store.postgres.approvals import PgApprovals
 from hyperhive.store.postgres.database import PgDatabase
+from hyperhive.store.postgres.hosts import PgHosts
 from hyperhive.store.postgres.listener import Listener
 from hyperhive.store.postgres.loose_ends import PgLooseEnds
 from hyperhive.store.postgres.messages import PgMessages
@@ -41,6 +42,7 @@ class PostgresStore(Store):
         self.schedules = PgSchedules(db, feed)
         self.topology = PgTopology(db, feed)
         self.meta = PgMetaLog(db, feed)
+        self.hosts = PgHosts(db, feed)
         self.spend = PgSpend(db, feed)
         self.listener = Listener(db.url, self._heard, self._sweep)
         self._listening: asyncio.Task[None] | None = None

@@ -9,6 +9,7 @@ from hyperhive.store.base import Store
 from hyperhive.store.sqlite.agents import SqliteAgents
 from hyperhive.store.sqlite.approvals import SqliteApprovals
 from hyperhive.store.sqlite.engine import Engine
+from hyperhive.store.sqlite.hosts import SqliteHosts
 from hyperhive.store.sqlite.loose_ends import SqliteLooseEnds
 from hyperhive.store.sqlite.messages import SqliteMessages
 from hyperhive.store.sqlite.meta import SqliteMetaLog, SqliteTopology
@@ -31,6 +32,7 @@ class SqliteStore(Store):
         self.schedules = SqliteSchedules(self.engine)
         self.topology = SqliteTopology(self.engine)
         self.meta = SqliteMetaLog(self.engine)
+        self.hosts = SqliteHosts(self.engine)
         self.spend = SqliteSpend(self.engine)
 
     @classmethod

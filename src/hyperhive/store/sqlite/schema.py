@@ -171,4 +171,16 @@ CREATE TABLE budget_notices (
     PRIMARY KEY (scope, marker)
 )
 """,
+    # 9 (netlink; positional, after what main has): remote agent hosts; only a hash of
+    # each host's credential is kept.
+    """
+CREATE TABLE hosts (
+    name TEXT PRIMARY KEY,
+    secret_hash TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    rotated_at REAL,
+    revoked_at REAL,
+    last_seen_at REAL
+)
+""",
 ]

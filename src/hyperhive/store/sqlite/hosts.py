@@ -1,0 +1,64 @@
+"""Remote agent hosts' credential records on SQLite."""
+
+from __future__ import annotations
+
+import time
+
+from hyperhive.store.base import HostRepo, host_missing, host_taken
+from hyperhive.store.rows import HostRow
+from hyperhive.store.sqlite import rowmap
+from hyperhive.store.sqlite.engine import Engine, Tx
+
+__all__ = ["SqliteHosts"]
+
+
+class SqliteHosts(HostRepo):
+    def __init__(self, engine: Engine) -> None:
+        self._db = engine
+
+    async def add(self, name: str, secret_hash: str) -> HostRow:
+        def op(tx: Tx) -> HostRow:
+            row = tx.one(
+                "INSERT INTO hosts(name, secret_hash, created_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (name) DO NOTHING RETURNING *",
+                (name, secret_hash, time.time()),
+            )
+            if row is None:
+                raise host_taken(name)
+            return rowmap.from_row(HostRow, row)
+
+        return await self._db.run(op)
+
+    async def get(self, name: str) -> HostRow | None:
+        row = await self._db.run(
+            lambda tx: tx.one("SELECT * FROM hosts WHERE name = ?", (name,)), durable=False
+        )
+        return None if row is None else rowmap.from_row(HostRow, row)
+
+    async def list(self) -> list[HostRow]:
+        rows = await self._db.run(
+            lambda tx: tx.all("SELECT * FROM hosts ORDER BY name"), durable=False
+        )
+        return [rowmap.from_row(HostRow, r) for r in rows]
+
+    async def _update(self, name: str, sql: str, params: tuple[object, ...]) -> HostRow:
+        def op(tx: Tx) -> HostRow:
+            row = tx.one(f"UPDATE hosts SET {sql} WHERE name = ? RETURNING *", (*params, name))
+            if row is None:
+                raise host_missing(name)
+            return rowmap.from_row(HostRow, row)
+
+        return await self._db.run(op)
+
+    async def rotate(self, name: str, secret_hash: str) -> HostRow:
+        return await self._update(
+            name, "secret_hash = ?, rotated_at = ?, revoked_at = NULL", (secret_hash, time.time())
+        )
+
+    async def revoke(self, name: str) -> HostRow:
+        return await self._update(name, "revoked_at = ?", (time.time(),))
+
+    async def seen(self, name: str, at: float) -> None:
+        await self._db.run(
+            lambda tx: tx.execute("UPDATE hosts SET last_seen_at = ? WHERE name = ?", (at, name))
+        )

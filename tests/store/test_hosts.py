@@ -1,0 +1,56 @@
+"""Host credential records contract: add, rotate, revoke, last seen, on both backends."""
+
+from __future__ import annotations
+
+import pytest
+
+from hyperhive.errors import Conflict, NotFound
+from hyperhive.netlink.credentials import hash_secret, new_secret, verify_secret
+from hyperhive.store import Store
+from tests.support.stores import Backend
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_add_keeps_only_the_hash_and_refuses_a_taken_name(store: Store) -> None:
+    secret = new_secret()
+    row = await store.hosts.add("h1", hash_secret(secret))
+    assert row.name == "h1" and row.secret_hash != secret and not row.revoked
+    assert verify_secret(secret, row.secret_hash)
+    assert not verify_secret(new_secret(), row.secret_hash)
+    with pytest.raises(Conflict, match="hosts rotate h1"):
+        await store.hosts.add("h1", hash_secret(new_secret()))
+    assert [h.name for h in await store.hosts.list()] == ["h1"]
+    assert await store.hosts.get("nope") is None
+
+
+async def test_rotate_replaces_and_unrevokes_revoke_marks(store: Store) -> None:
+    old, new = new_secret(), new_secret()
+    await store.hosts.add("h2", hash_secret(old))
+    await store.hosts.add("h1", hash_secret(old))
+    revoked = await store.hosts.revoke("h2")
+    assert revoked.revoked and revoked.revoked_at is not None
+    rotated = await store.hosts.rotate("h2", hash_secret(new))
+    assert not rotated.revoked and rotated.rotated_at is not None
+    assert verify_secret(new, rotated.secret_hash) and not verify_secret(old, rotated.secret_hash)
+    assert [h.name for h in await store.hosts.list()] == ["h1", "h2"]
+    with pytest.raises(NotFound, match="hosts list"):
+        await store.hosts.rotate("ghost", hash_secret(new))
+    with pytest.raises(NotFound):
+        await store.hosts.revoke("ghost")
+
+
+async def test_last_seen_survives_reopen(backend: Backend) -> None:
+    store = await backend.open()
+    try:
+        await store.hosts.add("h1", hash_secret(new_secret()))
+        await store.hosts.seen("h1", 1234.5)
+        await store.hosts.seen("ghost", 1.0)  # unknown: nothing to note, no error
+    finally:
+        await store.close()
+    store = await backend.open()
+    try:
+        row = await store.hosts.get("h1")
+        assert row is not None and row.last_seen_at == 1234.5
+    finally:
+        await store.close()
