@@ -21,7 +21,6 @@ from tests.support.model_server import ModelServer, RecordedRequest
 from tests.support.turn_scenarios import (
     REPARENT,
     SCENARIOS,
-    SUBAGENT_GOAL,
     agent_of,
     run_scenario,
     said,
@@ -36,10 +35,8 @@ def _todo_wakes(reqs: list[RecordedRequest]) -> list[RecordedRequest]:
     return [r for r in reqs if TODO_WAKE in said(r)]
 
 
-# Not here: the reparent (measured in test_reparent.py) and the subagent, which costs
-# one wake more than its minimum today: goal_reached files a todo that wakes the
-# parent, and the run's end a moment later files another (the bench table shows it).
-AT_MINIMUM = [n for n in SCENARIOS if n not in (REPARENT.name, SUBAGENT_GOAL.name)]
+# Not here: the reparent (measured in test_reparent.py).
+AT_MINIMUM = [n for n in SCENARIOS if n != REPARENT.name]
 
 
 @pytest.mark.parametrize("name", AT_MINIMUM)

@@ -274,10 +274,15 @@ class SubagentManager:
         return sum(1 for e in self._entries.values() if e.token is not None)
 
     async def signal(self, sid: str, kind: Signal, text: str) -> None:
-        """``goal_reached``/``need_help`` from subagent ``sid``: a todo for the parent."""
+        """``goal_reached``/``need_help`` from subagent ``sid``: a todo for the parent.
+
+        Filed without a wake: the run's end follows (a subagent that signals
+        ends its run, and ``continue`` needs it ended), and that end's todo wakes
+        the parent once, with both in view, instead of twice a moment apart.
+        """
         if not self.running(sid):
             raise Conflict(f"subagent {sid!r} is not running")
-        await self._todos.upsert(todo_key(sid, kind), signal_todo(sid, kind, text))
+        await self._todos.upsert(todo_key(sid, kind), signal_todo(sid, kind, text), wake=False)
 
     # ---- one run -----------------------------------------------------------
 
