@@ -17,7 +17,7 @@ from pathlib import Path
 
 from hyperhive.errors import StorageError
 
-__all__ = ["atomic_write_beneath", "open_beneath", "remove_beneath"]
+__all__ = ["atomic_write_beneath", "open_beneath", "read_beneath", "remove_beneath"]
 
 Owner = tuple[int, int]
 
@@ -78,6 +78,21 @@ def open_beneath(
             os.close(dfd)
     except OSError as exc:
         raise _refuse(path, exc) from exc
+
+
+def read_beneath(root: Path, path: Path, limit: int) -> bytes | None:
+    """At most ``limit`` bytes of ``path`` (below ``root``); None if it does not exist.
+
+    A link planted anywhere on the way is refused (``StorageError``), never read through.
+    """
+    try:
+        fd = open_beneath(root, path, os.O_RDONLY, make_dirs=False)
+    except StorageError:
+        if not path.exists() and not path.is_symlink():
+            return None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read(limit)
 
 
 def atomic_write_beneath(

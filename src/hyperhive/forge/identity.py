@@ -14,9 +14,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from hyperhive.errors import StorageError
 from hyperhive.forge.config import ForgeConfig
-from hyperhive.safefs import atomic_write_beneath, open_beneath
+from hyperhive.safefs import atomic_write_beneath, read_beneath
 
 __all__ = [
     "TOKEN_FILE",
@@ -60,13 +59,6 @@ def write_token(state_dir: Path, token: str, owner: tuple[int, int] | None) -> N
 
 def read_token(state_dir: Path) -> str | None:
     """The stored token (None if there is none yet); never follows a planted link."""
-    path = state_dir / TOKEN_FILE
-    try:
-        fd = open_beneath(state_dir, path, os.O_RDONLY, make_dirs=False)
-    except StorageError:
-        if not path.exists() and not path.is_symlink():
-            return None
-        raise
-    with os.fdopen(fd, "rb") as fh:
-        token = fh.read(4096).decode("utf-8", "replace").strip()
+    raw = read_beneath(state_dir, state_dir / TOKEN_FILE, 4096)
+    token = raw.decode("utf-8", "replace").strip() if raw is not None else ""
     return token or None

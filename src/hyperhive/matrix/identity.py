@@ -16,8 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hyperhive.errors import StorageError
-from hyperhive.safefs import atomic_write_beneath, open_beneath
+from hyperhive.safefs import atomic_write_beneath, read_beneath
 
 __all__ = [
     "ACCOUNT_FILE",
@@ -60,14 +59,9 @@ class SyncState:
 
 def _read_json(state_dir: Path, name: str) -> Any:
     path = state_dir / name
-    try:
-        fd = open_beneath(state_dir, path, os.O_RDONLY, make_dirs=False)
-    except StorageError:
-        if not path.exists() and not path.is_symlink():
-            return None
-        raise
-    with os.fdopen(fd, "rb") as fh:
-        raw = fh.read(1 << 20)
+    raw = read_beneath(state_dir, path, 1 << 20)
+    if raw is None:
+        return None
     try:
         return json.loads(raw)
     except ValueError:
