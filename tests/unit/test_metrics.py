@@ -5,7 +5,7 @@ from __future__ import annotations
 from prometheus_client.parser import text_string_to_metric_families
 
 from hyperhive.protocol.hostapi import AgentWork, HostWork
-from hyperhive.store.rows import MessageCounts
+from hyperhive.store.rows import MessageCounts, SpendTotal
 from hyperhive.telemetry.metrics import HiveSnapshot, TurnMeter, render
 
 
@@ -50,7 +50,18 @@ def test_a_turn_that_goes_straight_on_to_compaction_is_two_durations() -> None:
     assert got[("hyperhive_turn_duration_seconds_bucket", (*alice, ("le", "20.0")))] == 2
     assert got[("hyperhive_turns_total", (*alice, ("outcome", "ok")))] == 1
     assert got[("hyperhive_turns_total", (*alice, ("outcome", "error")))] == 1
-    assert got[("hyperhive_spend_usd_total", alice)] == 0.25
+    assert meter.totals() == (2, 0.25)  # the activity glance: turns and USD since start
+    # Spend is the store's, per scrape: the meter exports none of its own.
+    assert not any(name.startswith("hyperhive_spend") for name, _ in got)
+
+
+def test_spend_is_read_from_the_snapshot() -> None:
+    snap = _snapshot(None)
+    spend = [SpendTotal("alice", usd=1.5, tokens=1200, runs=3), SpendTotal("bob", 0.0, 0, 0)]
+    got = samples(render(HiveSnapshot(**{**snap.__dict__, "spend": spend}), TurnMeter()))
+    assert got[("hyperhive_spend_usd_total", (("agent", "alice"),))] == 1.5
+    assert got[("hyperhive_spend_tokens_total", (("agent", "alice"),))] == 1200
+    assert got[("hyperhive_spend_usd_total", (("agent", "bob"),))] == 0
 
 
 def test_a_snapshot_without_a_host_says_so_and_keeps_the_rest() -> None:

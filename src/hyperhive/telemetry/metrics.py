@@ -15,7 +15,7 @@ Two sources, kept apart on purpose:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from hyperhive.protocol.hostapi import HostWork
-from hyperhive.store.rows import MessageCounts
+from hyperhive.store.rows import MessageCounts, SpendTotal
 
 __all__ = ["TURN_BUCKETS", "HiveSnapshot", "SnapshotCollector", "TurnMeter", "render"]
 
@@ -42,6 +42,8 @@ class HiveSnapshot:
     hosts: list[str]
     turn_states: Mapping[str, str]  # agent → idle / thinking / … as its host reports it
     work: HostWork | None  # None: no agent host answered
+    # All-time spend per agent from the store (durable; a subagent's counts to its parent).
+    spend: Sequence[SpendTotal] = ()
 
 
 class SnapshotCollector(Collector):
@@ -114,16 +116,35 @@ class SnapshotCollector(Collector):
                 bash.add_metric([name], work.bash_tasks_running)
                 subagents.add_metric([name], work.subagents_running)
         yield from (bash, subagents)
+        usd = CounterMetricFamily(
+            "hyperhive_spend_usd",
+            "Cost claude reported for the agent's runs (turns, compactions, subagents), in USD.",
+            labels=["agent"],
+        )
+        tokens = CounterMetricFamily(
+            "hyperhive_spend_tokens",
+            "Tokens of the agent's runs: input, output, cache writes and cache reads.",
+            labels=["agent"],
+        )
+        for total in snap.spend:
+            usd.add_metric([total.agent], total.usd)
+            tokens.add_metric([total.agent], total.tokens)
+        yield from (usd, tokens)
 
 
 @dataclass
 class TurnMeter:
-    """Turns, their durations and their cost, counted from the coordinator's events."""
+    """Turns and their durations, counted from the coordinator's events.
+
+    Spend is not counted here: ``/metrics`` reads it from the store per scrape
+    (durable, and it includes subagents' and compaction runs).
+    """
 
     registry: CollectorRegistry = field(
         default_factory=lambda: CollectorRegistry(auto_describe=True)
     )
     _thinking_since: dict[str, float] = field(default_factory=dict)
+    _spent: float = 0.0  # USD of turns since this coordinator started (the activity glance)
 
     def __post_init__(self) -> None:
         self.turns = Counter(
@@ -139,22 +160,13 @@ class TurnMeter:
             buckets=TURN_BUCKETS,
             registry=self.registry,
         )
-        self.spend = Counter(
-            "hyperhive_spend_usd",
-            "Cost claude reported for the agent's turns, in USD.",
-            ["agent"],
-            registry=self.registry,
-        )
 
     def totals(self) -> tuple[int, float]:
         """Turns ended and USD spent since the coordinator started (the activity page)."""
         turns = sum(
             s.value for m in self.turns.collect() for s in m.samples if s.name.endswith("_total")
         )
-        spend = sum(
-            s.value for m in self.spend.collect() for s in m.samples if s.name.endswith("_total")
-        )
-        return int(turns), spend
+        return int(turns), self._spent
 
     def observe(self, event: Mapping[str, Any]) -> None:
         """Count one coordinator event (others are ignored)."""
@@ -165,9 +177,8 @@ class TurnMeter:
         if kind == "turn_end":
             self.turns.labels(agent, str(event.get("outcome"))).inc()
             cost = event.get("cost_usd")
-            spend = self.spend.labels(agent)  # the series exists from the first turn on
             if isinstance(cost, int | float) and cost > 0:
-                spend.inc(cost)
+                self._spent += cost
         elif kind == "turn":
             state, since = event.get("turn_state"), event.get("since")
             if not isinstance(since, int | float):

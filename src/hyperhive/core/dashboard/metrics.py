@@ -39,6 +39,7 @@ async def snapshot(dash: Dashboard) -> HiveSnapshot:
         hosts=sorted(link.hosts),
         turn_states={a: t.state for a, t in link.turns.items() if a in link.placement},
         work=work,
+        spend=list((await store.spend.totals()).values()),
     )
 
 
