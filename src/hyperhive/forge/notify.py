@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
-import stamina
 
+from hyperhive.backoff import until_it_works
 from hyperhive.errors import HiveError, StorageError
 from hyperhive.forge.agent import AgentForge
 from hyperhive.forge.errors import ForgeTokenRejected
@@ -137,19 +137,10 @@ class NotificationPoller:
 
     async def run(self) -> None:
         """Poll forever; failures back off with jitter (up to ``backoff_max``)."""
+
+        def failed(exc: HiveError) -> None:
+            log.warning("%s: forge notifications: %s", self.forge.agent, exc.message)
+
         while True:
-            async for attempt in stamina.retry_context(
-                on=HiveError,
-                attempts=None,
-                timeout=None,
-                wait_initial=min(1.0, self.backoff_max),
-                wait_max=self.backoff_max,
-                wait_jitter=min(1.0, self.backoff_max),
-            ):
-                with attempt:
-                    try:
-                        await self.poll_once()
-                    except HiveError as exc:
-                        log.warning("%s: forge notifications: %s", self.forge.agent, exc.message)
-                        raise
+            await until_it_works(self.poll_once, backoff_max=self.backoff_max, on_failure=failed)
             await anyio.sleep(self.interval * random.uniform(0.8, 1.2))

@@ -26,8 +26,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import stamina
-
+from hyperhive.backoff import until_it_works
 from hyperhive.errors import HiveError
 from hyperhive.matrix.agent import AgentMatrix, nio_call
 from hyperhive.matrix.errors import MatrixTokenRejected
@@ -159,29 +158,13 @@ class MatrixWatcher:
     async def run(self) -> None:
         """Sync forever; failures back off with jitter (up to ``backoff_max``), logged."""
         m = self.matrix
-        failing = False
+
+        def failed(exc: HiveError) -> None:
+            m.problem = exc.message
+            log.warning("%s: matrix sync failed (retrying with backoff): %s", m.agent, exc.message)
+
         while True:
-            async for attempt in stamina.retry_context(
-                on=HiveError,
-                attempts=None,
-                timeout=None,
-                wait_initial=min(1.0, self.backoff_max),
-                wait_max=self.backoff_max,
-                wait_jitter=min(1.0, self.backoff_max),
-            ):
-                with attempt:
-                    try:
-                        await self.sync_once()
-                    except HiveError as exc:
-                        m.problem = exc.message
-                        failing = True
-                        log.warning(
-                            "%s: matrix sync failed (retrying with backoff): %s",
-                            m.agent,
-                            exc.message,
-                        )
-                        raise
-            if failing:
-                failing = False
+            await until_it_works(self.sync_once, backoff_max=self.backoff_max, on_failure=failed)
+            if m.problem is not None:
                 m.problem = None
                 log.info("%s: matrix sync works again", m.agent)
