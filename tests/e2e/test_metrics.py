@@ -106,7 +106,9 @@ async def test_metrics_after_a_known_scenario(
                         return s
                     await anyio.sleep(0.05)
 
-        # The turn is over once its duration is observed (its host reported idle).
+        # The turn is over once the coordinator answered its turn_end (acks, spend) and
+        # its duration is observed (its host reported idle): the two come in either order.
+        await scrape_until("hyperhive_turns_total", 1, agent="alice", outcome="ok")
         s = await scrape_until("hyperhive_turn_duration_seconds_count", 1, agent="alice")
         cost = host.runtimes["alice"].bus.last_turn["cost_usd"]
         assert value(s, "hyperhive_messages_sent_total", agent="operator") == 1

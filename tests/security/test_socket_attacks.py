@@ -458,6 +458,7 @@ async def test_what_the_socket_accepts_touches_only_the_attackers_own_rows(
                 "status_text",
                 "status_set_at",
                 "parent",
+                "matrix_accounts",  # public identities (name, user ID, homeserver), no token
             }
             await agent_call(mallory, "set_status", text="innocent")
             await agent_call(mallory, "todo_upsert", subsystem="forge", key="pr-1", body="mine")
