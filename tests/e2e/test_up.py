@@ -132,9 +132,10 @@ def _host_pid(home: Path) -> int | None:
 
 
 def test_up_starts_everything_restarts_a_dead_host_and_stops_cleanly(up: Up) -> None:
-    up.wait_for(lambda: up.saw("dashboard: http://127.0.0.1:"))
+    # The banner's lines reach the reader thread one by one: wait for its last one.
+    up.wait_for(lambda: up.saw("logs:"))
+    assert up.saw("dashboard: http://127.0.0.1:")
     assert up.saw("spawned the root manager 'queen'")
-    assert up.saw("logs:")
     up.wait_for(lambda: up.saw("agent queen: up"))
     queen = next(a for a in up.agents() if a["name"] == "queen")
     assert queen["running"] and queen["parent"] is None
