@@ -325,6 +325,9 @@ class HiveConfig(_Strict):
     # How many claude processes the agent host runs at once (turns, compactions,
     # subagents); unset = from the machine (hyperhive.agent.admission.default_slots).
     claude_slots: int | None = Field(default=None, ge=1)
+    # The most agents placement assigns to this agent host (None: no cap; its claude
+    # slots still weigh how many it gets).
+    max_agents: int | None = Field(default=None, ge=0)
     # [forge]: the Forgejo/Gitea agents with the forge group work on (none: no forge).
     forge: ForgeConfig | None = None
     # [hostlink]: where agent hosts on other machines dial in (none: local hosts only).

@@ -266,6 +266,7 @@ class AgentHost:
                     host_id=self.host_id,
                     pid=os.getpid(),
                     claude_slots=self.admission.capacity,
+                    max_agents=self.hive.max_agents,
                 )
             )
             log.info("agent host %s registered with the coordinator", self.host_id)

@@ -172,17 +172,28 @@ def agents_tree(obj: _Ctx, as_json: bool) -> None:
 )
 @click.option("--parent", default=None, help="Place the new agent under this agent.")
 @click.option(
+    "--host",
+    default=None,
+    help="Pin it to this agent host (it waits for that host rather than go elsewhere).",
+)
+@click.option(
     "--timeout", default=30.0, show_default=True, help="Seconds to wait for the agent to come up."
 )
 @pass_ctx
 def agents_spawn(
-    obj: _Ctx, name: str, config_file: Path | None, parent: str | None, timeout: float
+    obj: _Ctx,
+    name: str,
+    config_file: Path | None,
+    parent: str | None,
+    host: str | None,
+    timeout: float,
 ) -> None:
     """Create agent NAME (the operator's own spawn: no approval needed)."""
     config = load_agent_config(config_file) if config_file else AgentConfig()
-    result = obj.call(OpSpawnReq(cmd="spawn", name=name, config=config, parent=parent))
+    result = obj.call(OpSpawnReq(cmd="spawn", name=name, config=config, parent=parent, host=host))
     if not result.running:
-        click.echo(f"spawned {name} (starts when an agent host connects)")
+        where = f"agent host {host}" if host else "an agent host with room"
+        click.echo(f"spawned {name} (starts when {where} connects)")
         return
     click.echo(f"{name} placed on an agent host; waiting for it to come up…", err=True)
     if wait_until_active(obj, name, timeout):

@@ -95,7 +95,9 @@ class Coordinator:
             agent_api=lambda name: self._agent_api(name),
         )
         self.host_admin = host_admin = HostAdmin(store.hosts, hostlink)
-        self.placement = placement = Placement(registry, topo, hostlink, agent_state, notices)
+        self.placement = placement = Placement(
+            registry, topo, hostlink, agent_state, notices, store.placements, store.hosts
+        )
         self.sockets = sockets = AgentSockets(
             paths, config, background, lambda name: self._agent_api(name)
         )

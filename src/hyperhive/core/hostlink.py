@@ -73,6 +73,8 @@ class _Host:
     agents: set[str] = field(default_factory=set)
     leaving: bool = False
     claude_slots: int | None = None
+    # Capacity figures it reported (claude_slots, max_agents, memory_free…).
+    capacity: dict[str, int | None] = field(default_factory=dict)
     gone: anyio.Event = field(default_factory=anyio.Event)
 
     async def push(self, data: bytes) -> None:
@@ -126,16 +128,22 @@ class HostLink:
             key=lambda pair: pair[1],
         )
 
-    async def activate(self, cmd: ActivateCmd) -> None:
-        """Place ``cmd.agent`` on the least-loaded host (or its current one)."""
-        if not self.hosts:
+    def reported(self, host_id: str) -> dict[str, int | None]:
+        """What a connected host said of its capacity (placement reads it through
+        ``placing.capacity_of``); a heartbeat's newer figures update ``_Host.capacity``."""
+        host = self.hosts.get(host_id)
+        return dict(host.capacity) if host is not None else {}
+
+    async def activate(self, cmd: ActivateCmd, host_id: str) -> None:
+        """Start ``cmd.agent`` on ``host_id`` (placement chose it)."""
+        if host_id not in self.hosts:
             raise Unavailable(
-                f"no agent host is connected, so {cmd.agent} cannot start; run `hivectl up` "
-                "(or `hivectl host`)"
+                f"agent host {host_id!r} is not connected, so {cmd.agent} cannot start there; "
+                "run `hivectl up` (or `hivectl host`)"
             )
-        host_id = self.placement.get(cmd.agent) or min(
-            self.hosts, key=lambda h: len(self.hosts[h].agents)
-        )
+        previous = self.placement.get(cmd.agent)
+        if previous is not None and previous != host_id and previous in self.hosts:
+            self.hosts[previous].agents.discard(cmd.agent)
         host = self.hosts[host_id]
         host.agents.add(cmd.agent)
         self.placement[cmd.agent] = host_id
@@ -350,7 +358,13 @@ async def _register(conn: _Conn, req: LinkRegisterReq) -> Registered:
         )
     if req.host_id in link.hosts:
         raise InvalidRequest(f"a host named {req.host_id!r} is already connected")
-    conn.host = _Host(req.host_id, conn.stream, conn.lock, claude_slots=req.claude_slots)
+    conn.host = _Host(
+        req.host_id,
+        conn.stream,
+        conn.lock,
+        claude_slots=req.claude_slots,
+        capacity={"claude_slots": req.claude_slots, "max_agents": req.max_agents},
+    )
     link.hosts[req.host_id] = conn.host
     log.info("agent host %s registered (pid %s)", req.host_id, req.pid)
     link.bus.emit("host", host=req.host_id, connected=True)

@@ -117,9 +117,18 @@ class Lifecycle:
     # ---- applying configs ---------------------------------------------------------------
 
     async def create(
-        self, name: str, config: AgentConfig, parent: str | None, message: str
+        self,
+        name: str,
+        config: AgentConfig,
+        parent: str | None,
+        message: str,
+        host: str | None = None,
     ) -> str | None:
-        """A new agent (or a re-init): proposed repo, applied config, tree edge, activation."""
+        """A new agent (or a re-init): proposed repo, applied config, tree edge, activation.
+
+        ``host``: the operator's pin (checked before anything is made)."""
+        if host is not None:
+            await self.placement.check_pin(host)
         existed = self.registry.exists(name)
         await anyio.to_thread.run_sync(
             self.meta.seed_proposed, name, dump_agent_config(config), message
@@ -138,6 +147,8 @@ class Lifecycle:
         commit = await self.mirror.sync()
         await self.agent_state.row(name)
         await self.sockets.open(name)
+        if host is not None:
+            await self.placement.pin(name, host)
         self.bus.emit("topology", child=name, parent=topo.get(name))
         await self.rebuild(name)
         return commit
@@ -169,7 +180,7 @@ class Lifecycle:
         if self.hostlink.running(name):
             await self.hostlink.deactivate(name, graceful=True)
         if await self.agent_state.desired_running(name) and self.hostlink.hosts:
-            await self.placement.activate(name)
+            await self.placement.try_activate(name)
 
     async def reconcile(self, note: str = "reconcile the tree with the agents") -> None:
         """Bring the tree in line with the agents that exist (spec "Reconcile")."""
@@ -219,7 +230,7 @@ class Lifecycle:
         if verb == "start":
             await self.agent_state.set_desired_running(target, True)
             if not self.hostlink.running(target) and self.hostlink.hosts:
-                await self.placement.activate(target)
+                await self.placement.try_activate(target)
             return AgentRunning(agent=target, running=self.hostlink.running(target))
         if verb in ("restart", "update"):
             await self.agent_state.set_desired_running(target, True)
@@ -252,6 +263,7 @@ class Lifecycle:
         else:
             trash = None
         await self.agent_state.forget(name)
+        await self.placement.forget(name)
         self.hostlink.turns.pop(name, None)
         await anyio.to_thread.run_sync(remove_user, self.paths, name)
         if applied is not None and ToolGroup.FORGE in applied.tool_groups:
@@ -299,7 +311,7 @@ class Lifecycle:
                         and not self.hostlink.running(agent)
                         and self.hostlink.hosts
                     ):
-                        await self.placement.activate(agent)
+                        await self.placement.try_activate(agent)
                 except Unavailable as exc:
                     log.warning("agent %s: cannot restart it yet: %s", agent, exc.message)
                     raise

@@ -278,7 +278,7 @@ class OperatorApi:
         if req.parent is not None:
             self.registry.require(req.parent)
         await self.lifecycle.create(
-            req.name, req.config, req.parent, f"spawn {req.name} (operator)"
+            req.name, req.config, req.parent, f"spawn {req.name} (operator)", host=req.host
         )
         return SpawnResult(
             name=req.name, parent=req.parent, running=self.hostlink.running(req.name)

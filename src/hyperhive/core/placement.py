@@ -1,9 +1,11 @@
-"""Putting agents on hosts: activation with the applied config, and what a host's
-arrival or loss means for the agents it should run."""
+"""Putting agents on hosts: which host (durable assignments, pins, the rules of
+``core.placing``), activation with the applied config, and what a host's arrival
+or loss means for the agents it should run."""
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 
 import stamina
 
@@ -11,14 +13,26 @@ from hyperhive import topology
 from hyperhive.core.agent_state import AgentState
 from hyperhive.core.hostlink import HostLink
 from hyperhive.core.notices import Notices
+from hyperhive.core.placing import HostLoad, capacity_of, choose_host
 from hyperhive.core.registry import AgentRegistry
-from hyperhive.errors import Unavailable
+from hyperhive.errors import Conflict, NotFound, Unavailable
 from hyperhive.protocol import ActivateCmd, ContainerCrash
+from hyperhive.store.base import HostRepo, PlacementRepo
+from hyperhive.store.rows import Assignment
 from hyperhive.topology import TopologyStore
 
-__all__ = ["Placement"]
+__all__ = ["MOVING_PHASES", "Placement", "PlacementWait"]
 
 log = logging.getLogger(__name__)
+
+
+class PlacementWait(Unavailable):
+    """The agent cannot start now for a reason of placement (its host is away, no host
+    has room), not because the store is."""
+
+
+# Phases of a move during which the agent runs nowhere (it is being copied).
+MOVING_PHASES = frozenset({"draining", "copying"})
 
 
 class Placement:
@@ -29,17 +43,94 @@ class Placement:
         hostlink: HostLink,
         agent_state: AgentState,
         notices: Notices,
+        assignments: PlacementRepo,
+        hosts: HostRepo,
     ) -> None:
         self.registry = registry
         self.topology_store = topology_store
         self.hostlink = hostlink
         self.agent_state = agent_state
         self.notices = notices
+        self.assignments = assignments
+        self.hosts = hosts
         # The last crash reason of agents not running again yet (for views).
         self.crash_reasons: dict[str, str] = {}
 
+    # ---- which host -------------------------------------------------------------------
+
+    async def loads(self) -> list[HostLoad]:
+        """Every connected host's capacity and the agents assigned to it."""
+        counts = Counter(a.host for a in await self.assignments.all())
+        return [
+            capacity_of(name, self.hostlink.reported(name), counts[name])
+            for name in sorted(self.hostlink.hosts)
+        ]
+
+    async def check_pin(self, host: str) -> None:
+        """Refuse a ``--host`` that names no agent host the operator added (or revoked)."""
+        row = await self.hosts.get(host)
+        if row is None and host not in self.hostlink.hosts:
+            raise NotFound(
+                f"no agent host named {host!r}; `hivectl hosts list` shows them "
+                "(`hivectl hosts add` registers one)"
+            )
+        if row is not None and row.revoked:
+            raise Conflict(
+                f"agent host {host!r} is revoked; `hivectl hosts rotate {host}` re-admits it"
+            )
+
+    async def pin(self, agent: str, host: str) -> None:
+        """The operator's choice: ``agent`` runs on ``host`` only, and waits for it."""
+        await self.check_pin(host)
+        await self.assignments.assign(agent, host, pinned=True)
+
+    async def _waits_for(self, assigned: Assignment) -> bool:
+        """Does an agent whose host is not connected wait for it (rather than be placed
+        anew)? Pinned ones do, and so do those on a remote host the operator added: their
+        files are on its disk. A local host's name is per process, so it never returns."""
+        if assigned.pinned:
+            return True
+        row = await self.hosts.get(assigned.host)
+        return row is not None and not row.revoked
+
+    async def host_for(self, name: str) -> str:
+        """The host ``name`` runs on: its assignment, else a new one by the rules."""
+        assigned = await self.assignments.get(name)
+        if assigned is not None and assigned.move_phase in MOVING_PHASES:
+            raise Conflict(
+                f"{name} is moving from {assigned.move_from} to {assigned.move_to}; it starts "
+                "on one of them when the move ends"
+            )
+        if assigned is not None:
+            if assigned.host in self.hostlink.hosts:
+                return assigned.host
+            if await self._waits_for(assigned):
+                raise PlacementWait(
+                    f"{name} is {'pinned' if assigned.pinned else 'assigned'} to agent host "
+                    f"{assigned.host!r}, which is not connected; it starts when that host "
+                    "connects"
+                )
+        parent = self.topology_store.read_cached().get(name)
+        parent_host = None
+        if parent is not None:
+            parent_row = await self.assignments.get(parent)
+            parent_host = parent_row.host if parent_row is not None else None
+        chosen = choose_host(await self.loads(), parent_host)
+        if chosen is None:
+            raise PlacementWait(
+                f"no connected agent host has room for {name}; add a host or raise a host's "
+                "max_agents"
+            )
+        await self.assignments.assign(name, chosen, pinned=False)
+        return chosen
+
+    # ---- activation -------------------------------------------------------------------
+
     async def activate(self, name: str) -> None:
-        """Start ``name`` on a host as a new incarnation, with its applied config."""
+        """Start ``name`` on its host as a new incarnation, with its applied config."""
+        await self.activate_on(name, await self.host_for(name))
+
+    async def activate_on(self, name: str, host: str) -> None:
         self.crash_reasons.pop(name, None)
         row = await self.agent_state.row(name)
         topo = self.topology_store.read_cached()
@@ -51,11 +142,15 @@ class Placement:
                 parent=topo.get(name),
                 descendants=topology.descendants(topo, name),
                 incarnation=row.incarnation + 1,
-            )
+            ),
+            host,
         )
 
+    async def forget(self, name: str) -> None:
+        await self.assignments.forget(name)
+
     async def host_registered(self, host_id: str) -> None:
-        """A host came (back): start every agent that should run and does not."""
+        """A host came (back): start every agent that should run there and does not."""
         # The store may be away (a database restart, a failover): wait for it with
         # jittered backoff rather than drop the host or take the coordinator down.
         # Activating is idempotent, so a retry after a partial pass is safe.
@@ -67,10 +162,20 @@ class Placement:
                     desired = await self.agent_state.all_desired_running()
                     for name in sorted(self.registry.configs):
                         if name in desired and not self.hostlink.running(name):
-                            await self.activate(name)
+                            await self.try_activate(name)
                 except Unavailable as exc:
                     log.warning("agent host %s: cannot activate agents yet: %s", host_id, exc)
                     raise
+
+    async def try_activate(self, name: str) -> bool:
+        """Activate ``name`` unless placement says later (it is moving, its host is away,
+        no host has room: logged); the store being away still raises."""
+        try:
+            await self.activate(name)
+        except (Conflict, PlacementWait) as exc:
+            log.info("%s does not start now: %s", name, exc.message)
+            return False
+        return True
 
     async def host_lost(self, agents: list[str]) -> None:
         # They come back when a host registers again (hivectl up restarts it).

@@ -236,6 +236,8 @@ class OpSpawnReq(Req[SpawnResult]):
     name: str
     config: AgentConfig = Field(default_factory=AgentConfig)
     parent: str | None = None
+    # The operator's pin: run only on this agent host, waiting for it when it is away.
+    host: str | None = Field(default=None, min_length=1, max_length=64)
 
 
 class OpStatusReq(Req[HiveStatus]):

@@ -25,6 +25,7 @@ class LinkRegisterReq(Req[Registered]):
     host_id: str = Field(min_length=1, max_length=64)
     pid: int | None = None
     claude_slots: int | None = Field(default=None, ge=1)  # how many claudes it runs at once
+    max_agents: int | None = Field(default=None, ge=0)  # the most agents placement gives it
 
 
 class LinkAgentStateReq(Req[None]):

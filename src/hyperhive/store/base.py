@@ -27,6 +27,7 @@ from typing import Any
 
 from hyperhive.errors import Conflict, NotFound
 from hyperhive.store.rows import (
+    Assignment,
     AgentState,
     ApprovalRow,
     ApprovalState,
@@ -60,6 +61,7 @@ __all__ = [
     "ChangeCallback",
     "ChangeFeed",
     "HostRepo",
+    "PlacementRepo",
     "LooseEndRepo",
     "MessageRepo",
     "MetaLogRepo",
@@ -69,6 +71,7 @@ __all__ = [
     "TopologyRepo",
     "host_missing",
     "host_taken",
+    "move_missing",
 ]
 
 log = logging.getLogger(__name__)
@@ -481,6 +484,52 @@ class HostRepo(ABC):
         """Note that the host connected at ``at`` (no-op for an unknown name)."""
 
 
+def move_missing(agent: str) -> NotFound:
+    return NotFound(f"{agent} has no `agents move` in progress (or it was resolved)")
+
+
+class PlacementRepo(ABC):
+    """Which agent host each agent is assigned to (durable: survives a failover), pins,
+    and the phase of an ``agents move`` in progress.
+
+    A move is undone before its commit (``commit_move``): until then the agent
+    belongs on its source. ``commit_move`` switches the assignment to the target
+    and leaves the phase ``cleanup`` until the source has dropped its copy.
+    """
+
+    @abstractmethod
+    async def get(self, agent: str) -> Assignment | None: ...
+
+    @abstractmethod
+    async def all(self) -> list[Assignment]:
+        """Every assignment, by agent."""
+
+    @abstractmethod
+    async def assign(self, agent: str, host: str, *, pinned: bool) -> Assignment:
+        """Put ``agent`` on ``host`` (replacing any assignment; a move in progress stays)."""
+
+    @abstractmethod
+    async def forget(self, agent: str) -> None:
+        """Drop ``agent``'s assignment (it was destroyed)."""
+
+    @abstractmethod
+    async def begin_move(self, agent: str, move_id: str, target: str) -> Assignment:
+        """Record a move of ``agent`` from its host to ``target``, phase ``draining``.
+        ``NotFound`` if it has no assignment, ``Conflict`` if a move is in progress."""
+
+    @abstractmethod
+    async def move_phase(self, agent: str, move_id: str, phase: str) -> None:
+        """Advance the move ``move_id``'s phase (``NotFound``: not that move any more)."""
+
+    @abstractmethod
+    async def commit_move(self, agent: str, move_id: str) -> Assignment:
+        """The target has the agent: assign it there (keeping the pin), phase ``cleanup``."""
+
+    @abstractmethod
+    async def end_move(self, agent: str, move_id: str) -> None:
+        """Forget the move ``move_id`` (undone before commit, or its cleanup done)."""
+
+
 class SpendRepo(ABC):
     """What claude runs cost, the run-time budget limits, and which notices were sent.
 
@@ -532,6 +581,7 @@ class Store(ABC):
     topology: TopologyRepo
     meta: MetaLogRepo
     hosts: HostRepo
+    placements: PlacementRepo
 
     spend: SpendRepo
 

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 __all__ = [
     "AgentState",
+    "Assignment",
     "ApprovalRow",
     "ApprovalState",
     "CompactRequest",
@@ -255,6 +256,21 @@ class DeployEntry:
     message: str
     config: str | None = None
     topology: Mapping[str, str | None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """Which agent host ``agent`` belongs on, pinned there by the operator or not, and
+    an ``agents move`` in progress (``move_phase``: draining, copying, cleanup)."""
+
+    agent: str
+    host: str
+    pinned: bool
+    assigned_at: float
+    move_id: str | None = None
+    move_from: str | None = None
+    move_to: str | None = None
+    move_phase: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

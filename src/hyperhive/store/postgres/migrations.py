@@ -191,6 +191,19 @@ CREATE TABLE hosts (
     last_seen_at DOUBLE PRECISION
 )
 """,
+    # 9 (place; positional): agent → host assignments, pins, an `agents move` in progress.
+    """
+CREATE TABLE placements (
+    agent TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    pinned BOOLEAN NOT NULL DEFAULT FALSE,
+    assigned_at DOUBLE PRECISION NOT NULL,
+    move_id TEXT,
+    move_from TEXT,
+    move_to TEXT,
+    move_phase TEXT
+)
+""",
 ]
 
 

@@ -16,6 +16,7 @@ from hyperhive.store.postgres.listener import Listener
 from hyperhive.store.postgres.loose_ends import PgLooseEnds
 from hyperhive.store.postgres.messages import PgMessages
 from hyperhive.store.postgres.metalog import PgMetaLog, PgTopology
+from hyperhive.store.postgres.placements import PgPlacements
 from hyperhive.store.postgres.schedules import PgSchedules
 from hyperhive.store.postgres.spend import PgSpend
 from hyperhive.store.url import mask_url
@@ -43,6 +44,7 @@ class PostgresStore(Store):
         self.topology = PgTopology(db, feed)
         self.meta = PgMetaLog(db, feed)
         self.hosts = PgHosts(db, feed)
+        self.placements = PgPlacements(db, feed)
         self.spend = PgSpend(db, feed)
         self.listener = Listener(db.url, self._heard, self._sweep)
         self._listening: asyncio.Task[None] | None = None

@@ -13,6 +13,7 @@ from hyperhive.store.sqlite.hosts import SqliteHosts
 from hyperhive.store.sqlite.loose_ends import SqliteLooseEnds
 from hyperhive.store.sqlite.messages import SqliteMessages
 from hyperhive.store.sqlite.meta import SqliteMetaLog, SqliteTopology
+from hyperhive.store.sqlite.placements import SqlitePlacements
 from hyperhive.store.sqlite.schedules import SqliteSchedules
 from hyperhive.store.sqlite.spend import SqliteSpend
 
@@ -33,6 +34,7 @@ class SqliteStore(Store):
         self.topology = SqliteTopology(self.engine)
         self.meta = SqliteMetaLog(self.engine)
         self.hosts = SqliteHosts(self.engine)
+        self.placements = SqlitePlacements(self.engine)
         self.spend = SqliteSpend(self.engine)
 
     @classmethod

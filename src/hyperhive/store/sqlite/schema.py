@@ -183,4 +183,19 @@ CREATE TABLE hosts (
     last_seen_at REAL
 )
 """,
+    # 9 (place; positional): which agent host each agent is assigned to, whether the
+    # operator pinned it there, and an `agents move` in progress (its phase, durable so a
+    # coordinator that restarts mid-move resolves it: before `cleanup` it is undone).
+    """
+CREATE TABLE placements (
+    agent TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    pinned INTEGER NOT NULL DEFAULT 0,
+    assigned_at REAL NOT NULL,
+    move_id TEXT,
+    move_from TEXT,
+    move_to TEXT,
+    move_phase TEXT
+)
+""",
 ]
