@@ -27,10 +27,10 @@ from typing import Any
 
 from hyperhive.errors import Conflict, NotFound
 from hyperhive.store.rows import (
-    Assignment,
     AgentState,
     ApprovalRow,
     ApprovalState,
+    Assignment,
     CompactRequest,
     DeployEntry,
     DueWork,
