@@ -1,0 +1,82 @@
+"""Placement over real host links: three hosts dial in (TCP, real credentials) and
+report their capacity; spawned agents go by the rules (parent's host while it has
+room, else least loaded), a pin is honoured and waits for its host, an unknown
+host is refused before anything is made."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from hyperhive.client import RpcClient
+from hyperhive.errors import NotFound
+from hyperhive.netlink.dialer import LinkTarget, dial
+from hyperhive.protocol import LinkRegisterReq, OpAgentsReq, OpLifecycleReq, OpSpawnReq
+from tests.support.hive import coordinator, operator, seed_home
+from tests.support.hostlink import Pushes, add_host, link_url
+
+pytestmark = pytest.mark.anyio
+
+
+@contextlib.asynccontextmanager
+async def host(
+    url: str, name: str, cred: Path, slots: int, max_agents: int | None = None
+) -> AsyncIterator[Pushes]:
+    pushes = Pushes()
+    async with dial(LinkTarget(url, name, cred), on_push=pushes) as link:
+        await link.call(
+            LinkRegisterReq(cmd="register", host_id=name, claude_slots=slots, max_agents=max_agents)
+        )
+        yield pushes
+
+
+async def where(op: RpcClient) -> dict[str, str | None]:
+    return {a.name: a.host for a in await op.call(OpAgentsReq(cmd="agents"))}
+
+
+async def spawn(op: RpcClient, name: str, parent: str | None = None, pin: str | None = None) -> str:
+    await op.call(OpSpawnReq(cmd="spawn", name=name, parent=parent, host=pin))
+    placed = (await where(op))[name]
+    assert placed is not None
+    return placed
+
+
+async def test_parents_and_children_together_capacity_respected_and_a_pin_honoured(
+    tmp_path: Path,
+) -> None:
+    seed_home(tmp_path, {}, hive_toml='[hostlink]\nlisten = "127.0.0.1:0"\n')
+    async with coordinator(tmp_path) as c, operator(c.paths) as op:
+        url = link_url(c.paths)
+        creds = {n: await add_host(op, n, tmp_path / "creds") for n in ("h1", "h2", "h3")}
+        async with (
+            host(url, "h1", creds["h1"], slots=2, max_agents=2),
+            host(url, "h2", creds["h2"], slots=4),
+            host(url, "h3", creds["h3"], slots=1) as h3,
+        ):
+            assert await spawn(op, "boss") == "h1"  # all empty: by name
+            assert await spawn(op, "kid1", parent="boss") == "h1"  # with its parent
+            # h1 is at its max_agents: the child goes to the least loaded host instead.
+            assert await spawn(op, "kid2", parent="boss") == "h2"
+            assert await spawn(op, "grandkid", parent="kid2") == "h2"
+            assert await spawn(op, "pinned", pin="h3") == "h3"
+            # h2: 2 agents on 4 slots (0.5 each) beats h3's 1 on 1.
+            assert await spawn(op, "loner") == "h2"
+            await h3.activation("pinned")
+
+            with pytest.raises(NotFound, match="no agent host named 'ghost'"):
+                await op.call(OpSpawnReq(cmd="spawn", name="lost", host="ghost"))
+            assert "lost" not in await where(op)  # refused before anything was made
+
+        # h3 gone: the pinned agent waits for it rather than move to a host with room.
+        async with host(url, "h1", creds["h1"], slots=2, max_agents=2):
+            await op.call(OpLifecycleReq(cmd="agent_start", agent="pinned"))
+            assert (await where(op))["pinned"] is None
+            async with host(url, "h3", creds["h3"], slots=1) as back:
+                assert (await back.activation("pinned"))["agent"] == "pinned"
+                with anyio.fail_after(10):
+                    while (await where(op))["pinned"] != "h3":
+                        await anyio.sleep(0.05)
