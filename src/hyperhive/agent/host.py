@@ -34,6 +34,7 @@ from hyperhive.agent.events import EventsBus
 from hyperhive.agent.harness import run_agent
 from hyperhive.agent.hyperhive_tools import hyperhive_surface
 from hyperhive.agent.launch import SUBAGENT_CONTROL_SERVER
+from hyperhive.agent.moving import HostMoves
 from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.agent.services import agent_services
 from hyperhive.agent.web import build_app
@@ -59,6 +60,9 @@ from hyperhive.protocol import (
     LinkCommand,
     LinkGoodbyeReq,
     LinkRegisterReq,
+    MoveDropCmd,
+    MoveInCmd,
+    MoveOutCmd,
     PlaceCmd,
 )
 from hyperhive.subagent.mcp import control_surface, subagent_surface
@@ -151,6 +155,7 @@ class AgentHost:
                 log.error("%s", self.matrix_problem)
         self._link: RpcClient | None = None
         self._tg: TaskGroup | None = None
+        self.moves = HostMoves(paths, self.hive.runtime, lambda: self._link, self._stopped)
 
     # ---- lifespan -----------------------------------------------------------------
 
@@ -292,6 +297,16 @@ class AgentHost:
             await self.deactivate(cmd.agent, graceful=cmd.graceful)
         elif isinstance(cmd, PlaceCmd):
             self.place(cmd.agent, cmd.parent, tuple(cmd.descendants))
+        # Moves in tasks: an upload or a fetch is many round trips on this very link.
+        elif isinstance(cmd, MoveOutCmd):
+            assert self._tg is not None
+            self._tg.start_soon(self.moves.move_out, cmd)
+        elif isinstance(cmd, MoveInCmd):
+            assert self._tg is not None
+            self._tg.start_soon(self.moves.move_in, cmd)
+        elif isinstance(cmd, MoveDropCmd):
+            assert self._tg is not None
+            self._tg.start_soon(self.moves.drop, cmd)
 
     # ---- agents ----------------------------------------------------------------------
 
@@ -428,6 +443,15 @@ class AgentHost:
                 await rt.done.wait()
         rt.killed.set()
         scope.cancel()
+
+    async def _stopped(self, name: str) -> None:
+        """Stop ``name`` gracefully if it runs here; return once it has stopped."""
+        rt = self.runtimes.get(name)
+        if rt is None:
+            return
+        await self.deactivate(name, graceful=True)
+        with anyio.move_on_after(STOP_TIMEOUT):
+            await rt.done.wait()
 
     async def stop_all(self, graceful: bool = True, grace: float = STOP_TIMEOUT) -> None:
         """Stop every agent; then tell the coordinator this was on purpose, not a crash."""

@@ -18,6 +18,7 @@ from hyperhive.protocol import (
     AgentView,
     MatrixAccountView,
     OpAgentForgeReq,
+    OpAgentMoveReq,
     OpAgentsReq,
     OpCompactReq,
     OpConfigReq,
@@ -200,6 +201,25 @@ def agents_spawn(
         click.echo(f"spawned {name} (running)")
     else:
         click.echo(f"spawned {name} (running; not confirmed by its host within {timeout:.0f}s)")
+
+
+@agents.command("move")
+@click.argument("name")
+@click.option("--to", "to", required=True, help="The agent host to move it to.")
+@pass_ctx
+def agents_move(obj: _Ctx, name: str, to: str) -> None:
+    """Move agent NAME to agent host TO: its turn finishes, its inbox waits, its state/,
+    home/ (claude's session), work/ and config go over the link, and it runs on TO."""
+    click.echo(f"moving {name} to {to} (its current turn finishes first)…", err=True)
+    moved = obj.call(OpAgentMoveReq(cmd="agent_move", agent=name, to=to))
+    if moved.source is None:
+        how = "it had never run, nothing to copy"
+    elif moved.shared_disk:
+        how = f"from {moved.source}; one disk for both, nothing copied"
+    else:
+        how = f"from {moved.source}, {moved.copied_bytes} bytes copied"
+    state = "running" if moved.running else "not running"
+    click.echo(f"moved {name} to {moved.target} ({how}); {state}")
 
 
 def wait_until_active(obj: _Ctx, name: str, timeout: float) -> bool:

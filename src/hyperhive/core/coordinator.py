@@ -28,6 +28,7 @@ from hyperhive.core.logs import LogTails
 from hyperhive.core.loose_ends import LooseEnds
 from hyperhive.core.meta import MetaStore
 from hyperhive.core.mirror import MetaMirror
+from hyperhive.core.moves import Mover
 from hyperhive.core.notices import Notices
 from hyperhive.core.notify import EventBus, Notifier
 from hyperhive.core.operator_api import OperatorApi
@@ -89,7 +90,7 @@ class Coordinator:
         self.hostlink = hostlink = HostLink(
             bus,
             config.max_frame_bytes,
-            lambda host_id: self.placement.host_registered(host_id),
+            lambda host_id: self._host_registered(host_id),
             lambda agent, reason: self.lifecycle.crashed(agent, reason),
             lambda agents: self.placement.host_lost(agents),
             agent_api=lambda name: self._agent_api(name),
@@ -97,6 +98,9 @@ class Coordinator:
         self.host_admin = host_admin = HostAdmin(store.hosts, hostlink)
         self.placement = placement = Placement(
             registry, topo, hostlink, agent_state, notices, store.placements, store.hosts
+        )
+        self.mover = mover = Mover(
+            paths, registry, hostlink, placement, store.placements, agent_state
         )
         self.sockets = sockets = AgentSockets(
             paths, config, background, lambda name: self._agent_api(name)
@@ -150,6 +154,7 @@ class Coordinator:
             approvals=approvals,
             lifecycle=lifecycle,
             placement=placement,
+            mover=mover,
             logs=logs,
             hostlink=hostlink,
             bus=bus,
@@ -157,6 +162,11 @@ class Coordinator:
             host_admin=host_admin,
             budgets=budgets,
         )
+
+    async def _host_registered(self, host_id: str) -> None:
+        # Moves first: an unfinished one is undone before its agent is started again.
+        await self.mover.host_registered(host_id)
+        await self.placement.host_registered(host_id)
 
     @classmethod
     async def open(cls, paths: HivePaths, config: HiveConfig) -> Coordinator:

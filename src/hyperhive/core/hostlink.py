@@ -37,8 +37,14 @@ from hyperhive.protocol import (
     LinkAgentStateReq,
     LinkForwardReq,
     LinkGoodbyeReq,
+    LinkMoveDroppedReq,
+    LinkMoveGetReq,
+    LinkMovePackedReq,
+    LinkMovePutReq,
+    LinkMoveUnpackedReq,
     LinkRegisterReq,
     LinkRequest,
+    MoveChunk,
     PlaceCmd,
     Registered,
     Response,
@@ -110,6 +116,9 @@ class HostLink:
         self.on_register = on_register
         self.on_crash = on_crash
         self.on_host_lost = on_host_lost
+        # ``agents move``'s reports from hosts (``core.moves.Mover.report``): the host
+        # they came from, and the request.
+        self.on_move: Callable[[str, Any], Awaitable[Any]] | None = None
 
     def running(self, agent: str) -> bool:
         return agent in self.placement
@@ -152,6 +161,22 @@ class HostLink:
         self.turns[cmd.agent] = TurnState("idle")
         await host.push(encode(cmd))
         self.bus.emit("agent", agent=cmd.agent, running=True, host=host_id)
+
+    async def push(self, host_id: str, cmd: Any) -> bool:
+        """Push ``cmd`` to ``host_id``; ``False`` if it is not connected (or just went)."""
+        host = self.hosts.get(host_id)
+        if host is None:
+            return False
+        try:
+            await host.push(encode(cmd))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return False
+        return True
+
+    def gone(self, host_id: str) -> anyio.Event | None:
+        """Set when ``host_id``'s current link ends (``None``: not connected)."""
+        host = self.hosts.get(host_id)
+        return host.gone if host is not None else None
 
     async def place(self, cmd: PlaceCmd) -> None:
         """Tell the host running ``cmd.agent`` its new place in the tree (no restart).
@@ -418,6 +443,39 @@ async def _abandon(conn: _Conn, req: LinkAbandonReq) -> None:
     conn.registered()
     for scope in conn.inflight.pop((req.agent, req.conn), set()):
         scope.cancel()
+
+
+async def _move_report(conn: _Conn, req: Any) -> Any:
+    host = conn.registered()
+    if conn.link.on_move is None:
+        raise Unavailable("this coordinator does not move agents")
+    return await conn.link.on_move(host.host_id, req)
+
+
+@LINK_TABLE.on(LinkMovePutReq)
+async def _move_put(conn: _Conn, req: LinkMovePutReq) -> None:
+    await _move_report(conn, req)
+
+
+@LINK_TABLE.on(LinkMovePackedReq)
+async def _move_packed(conn: _Conn, req: LinkMovePackedReq) -> None:
+    await _move_report(conn, req)
+
+
+@LINK_TABLE.on(LinkMoveGetReq)
+async def _move_get(conn: _Conn, req: LinkMoveGetReq) -> MoveChunk:
+    chunk: MoveChunk = await _move_report(conn, req)
+    return chunk
+
+
+@LINK_TABLE.on(LinkMoveUnpackedReq)
+async def _move_unpacked(conn: _Conn, req: LinkMoveUnpackedReq) -> None:
+    await _move_report(conn, req)
+
+
+@LINK_TABLE.on(LinkMoveDroppedReq)
+async def _move_dropped(conn: _Conn, req: LinkMoveDroppedReq) -> None:
+    await _move_report(conn, req)
 
 
 LINK_TABLE.seal()

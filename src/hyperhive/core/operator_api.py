@@ -24,6 +24,7 @@ from hyperhive.core.lifecycle import Lifecycle
 from hyperhive.core.logs import LogTails
 from hyperhive.core.loose_ends import LooseEnds
 from hyperhive.core.mirror import MetaMirror
+from hyperhive.core.moves import Mover
 from hyperhive.core.notify import EventBus
 from hyperhive.core.placement import Placement
 from hyperhive.core.registry import AgentRegistry
@@ -56,8 +57,10 @@ from hyperhive.protocol import (
     LooseEnd,
     Mailbox,
     Message,
+    Moved,
     OpAckReq,
     OpAgentForgeReq,
+    OpAgentMoveReq,
     OpAgentsReq,
     OpAnswerReq,
     OpApprovalShowReq,
@@ -120,6 +123,7 @@ class OperatorApi:
         approvals: Approvals,
         lifecycle: Lifecycle,
         placement: Placement,
+        mover: Mover,
         logs: LogTails,
         hostlink: HostLink,
         bus: EventBus,
@@ -136,6 +140,7 @@ class OperatorApi:
         self.loose_ends = loose_ends
         self.scheduler = scheduler
         self.agent_state = agent_state
+        self.mover = mover
         self.approvals = approvals
         self.lifecycle = lifecycle
         self.placement = placement
@@ -302,6 +307,10 @@ class OperatorApi:
     @on(OpLifecycleReq)
     async def _lifecycle(self, req: OpLifecycleReq) -> LifecycleResult:
         return await self.lifecycle.act(None, req.cmd.removeprefix("agent_"), req.agent)
+
+    @on(OpAgentMoveReq)
+    async def _move(self, req: OpAgentMoveReq) -> Moved:
+        return await self.mover.move(req.agent, req.to)
 
     @on(OpLogsReq)
     async def _logs(self, req: OpLogsReq) -> LogTail:

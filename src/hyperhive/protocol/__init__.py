@@ -168,6 +168,20 @@ from hyperhive.protocol.link import (
     PlaceCmd,
     Registered,
 )
+from hyperhive.protocol.move import (
+    MOVE_CHUNK,
+    LinkMoveDroppedReq,
+    LinkMoveGetReq,
+    LinkMovePackedReq,
+    LinkMovePutReq,
+    LinkMoveUnpackedReq,
+    MoveChunk,
+    Moved,
+    MoveDropCmd,
+    MoveInCmd,
+    MoveOutCmd,
+    OpAgentMoveReq,
+)
 from hyperhive.protocol.wire import (
     ErrorInfo,
     Response,
@@ -183,6 +197,18 @@ from hyperhive.protocol.wire import (
 )
 
 __all__ = [
+    "MOVE_CHUNK",
+    "LinkMoveDroppedReq",
+    "LinkMoveGetReq",
+    "LinkMovePackedReq",
+    "LinkMovePutReq",
+    "LinkMoveUnpackedReq",
+    "MoveChunk",
+    "MoveDropCmd",
+    "MoveInCmd",
+    "MoveOutCmd",
+    "Moved",
+    "OpAgentMoveReq",
     "AckUntilReq",
     "Acked",
     "ActivateCmd",

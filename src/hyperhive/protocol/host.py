@@ -27,6 +27,7 @@ from hyperhive.protocol.base import (
     _Out,
 )
 from hyperhive.protocol.budget import OpBudgetReq, OpBudgetSetReq, OpSpendReq, OpSpendSeriesReq
+from hyperhive.protocol.move import OpAgentMoveReq
 
 # ---- results (keys promised by docs/cli-json.md are never renamed) ---------
 
@@ -366,6 +367,7 @@ HostRequest = Annotated[
     | OpApprovalShowReq
     | OpResolveReq
     | OpLifecycleReq
+    | OpAgentMoveReq
     | OpLogsReq
     | OpCompactReq
     | OpPermsSetReq

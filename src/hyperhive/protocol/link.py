@@ -11,6 +11,16 @@ from pydantic import (
 
 from hyperhive.config import AgentConfig
 from hyperhive.protocol.base import Req, TurnStateName, _Out, _Req
+from hyperhive.protocol.move import (
+    LinkMoveDroppedReq,
+    LinkMoveGetReq,
+    LinkMovePackedReq,
+    LinkMovePutReq,
+    LinkMoveUnpackedReq,
+    MoveDropCmd,
+    MoveInCmd,
+    MoveOutCmd,
+)
 from hyperhive.protocol.wire import Response
 
 # ---- agent-host link ------------------------------------------------------
@@ -84,7 +94,12 @@ LinkRequest = Annotated[
     | LinkAgentCrashedReq
     | LinkGoodbyeReq
     | LinkForwardReq
-    | LinkAbandonReq,
+    | LinkAbandonReq
+    | LinkMovePutReq
+    | LinkMovePackedReq
+    | LinkMoveGetReq
+    | LinkMoveUnpackedReq
+    | LinkMoveDroppedReq,
     Field(discriminator="cmd"),
 ]
 
@@ -114,4 +129,7 @@ class PlaceCmd(_Req):
     descendants: list[str] = Field(default_factory=list)
 
 
-LinkCommand = Annotated[ActivateCmd | DeactivateCmd | PlaceCmd, Field(discriminator="cmd")]
+LinkCommand = Annotated[
+    ActivateCmd | DeactivateCmd | PlaceCmd | MoveOutCmd | MoveInCmd | MoveDropCmd,
+    Field(discriminator="cmd"),
+]

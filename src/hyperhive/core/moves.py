@@ -1,0 +1,342 @@
+"""``hivectl agents move NAME --to H``: an agent, its files and its claude session,
+from one agent host to another over the host link.
+
+The steps, each recorded in the store before it is taken (``placements.move_phase``)
+so a coordinator that restarts mid-move resolves it:
+
+1. ``draining``: the agent is stopped on its source (its inbox fenced, its turn
+   finishes); the source packs ``state/``, ``home/``, ``work/`` and ``config/``
+   and uploads the archive here in checksummed chunks (spooled under ``run/moves``).
+2. ``copying``: the target fetches the archive, checks it, unpacks it beside its
+   agents and renames it into place.
+3. commit (``commit_move``, phase ``cleanup``): the agent is assigned to the target
+   and activated there with incarnation + 1, so the link refuses the source for it;
+   then the source drops its copy and the move ends.
+
+Before the commit nothing is lost: any failure (a host gone, a bad checksum, the
+coordinator restarting) undoes the move and the agent stays on its source. After
+it the agent runs on the target; a source that is away drops its copy when it
+comes back. Never neither host, never both.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from hyperhive.config import HivePaths
+from hyperhive.core.agent_state import AgentState
+from hyperhive.core.hostlink import HostLink
+from hyperhive.core.placement import MOVING_PHASES, Placement
+from hyperhive.core.registry import AgentRegistry
+from hyperhive.errors import Conflict, InvalidRequest, PermissionDenied, Unavailable
+from hyperhive.protocol import (
+    MOVE_CHUNK,
+    LinkMoveDroppedReq,
+    LinkMoveGetReq,
+    LinkMovePackedReq,
+    LinkMovePutReq,
+    LinkMoveUnpackedReq,
+    MoveChunk,
+    Moved,
+    MoveDropCmd,
+    MoveInCmd,
+    MoveOutCmd,
+)
+from hyperhive.store.base import PlacementRepo
+
+__all__ = ["MOVE_TIMEOUT", "Mover"]
+
+log = logging.getLogger(__name__)
+
+# Bounds one move end to end (the source's running turn finishing included).
+MOVE_TIMEOUT = 900.0
+DROP_TIMEOUT = 60.0
+
+
+@dataclass
+class _Move:
+    agent: str
+    move_id: str
+    source: str
+    target: str
+    spool: Path
+    written: int = 0
+    size: int = 0
+    sha256: str = ""
+    shared: bool = False
+    error: str | None = None
+    packed: anyio.Event = field(default_factory=anyio.Event)
+    unpacked: anyio.Event = field(default_factory=anyio.Event)
+    dropped: anyio.Event = field(default_factory=anyio.Event)
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _file_sha(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class Mover:
+    def __init__(
+        self,
+        paths: HivePaths,
+        registry: AgentRegistry,
+        hostlink: HostLink,
+        placement: Placement,
+        assignments: PlacementRepo,
+        agent_state: AgentState,
+    ) -> None:
+        self.paths = paths
+        self.registry = registry
+        self.hostlink = hostlink
+        self.placement = placement
+        self.assignments = assignments
+        self.agent_state = agent_state
+        self.active: dict[str, _Move] = {}
+        self._resolved = False
+        hostlink.on_move = self.report
+
+    @property
+    def spool_dir(self) -> Path:
+        return self.paths.run / "moves"
+
+    # ---- the operator's move ---------------------------------------------------------
+
+    async def move(self, agent: str, target: str) -> Moved:
+        self.registry.require(agent)
+        await self.placement.check_pin(target)
+        if target not in self.hostlink.hosts:
+            raise Unavailable(
+                f"agent host {target!r} is not connected; start it (`hivectl host …`) and "
+                "move again"
+            )
+        if agent in self.active:
+            raise Conflict(f"{agent} is already moving; wait for that move to finish")
+        assigned = await self.assignments.get(agent)
+        if assigned is None:  # never placed: nothing to copy, it starts there
+            await self.assignments.assign(agent, target, pinned=True)
+            running = await self._start(agent)
+            return Moved(agent=agent, source=None, target=target, copied_bytes=0, running=running)
+        source = assigned.host
+        if source == target:
+            raise Conflict(f"{agent} is already on agent host {target!r}")
+        if source not in self.hostlink.hosts:
+            raise Unavailable(
+                f"{agent}'s files are on agent host {source!r}, which is not connected; a "
+                "move needs both hosts up (or start it there first)"
+            )
+        move_id = secrets.token_hex(8)
+        await self.assignments.begin_move(agent, move_id, target)
+        self.spool_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        m = _Move(agent, move_id, source, target, self.spool_dir / f"{move_id}.tar")
+        self.active[agent] = m
+        try:
+            with anyio.fail_after(MOVE_TIMEOUT):
+                await self._copy(m)
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                await self._undo(m, exc)
+            raise
+        finally:
+            m.spool.unlink(missing_ok=True)
+        try:
+            return await self._commit(m)
+        finally:
+            self.active.pop(agent, None)
+
+    async def _copy(self, m: _Move) -> None:
+        log.info("moving %s from %s to %s (move %s)", m.agent, m.source, m.target, m.move_id)
+        await self.hostlink.deactivate(m.agent, graceful=True)
+        m.spool.write_bytes(b"")
+        await self._push(m.source, MoveOutCmd(cmd="move_out", agent=m.agent, move_id=m.move_id))
+        await self._wait(m, m.packed, m.source)
+        await self.assignments.move_phase(m.agent, m.move_id, "copying")
+        await self._push(
+            m.target,
+            MoveInCmd(
+                cmd="move_in", agent=m.agent, move_id=m.move_id, size=m.size, sha256=m.sha256
+            ),
+        )
+        await self._wait(m, m.unpacked, m.target)
+
+    async def _commit(self, m: _Move) -> Moved:
+        await self.assignments.commit_move(m.agent, m.move_id)
+        log.info("moved %s to %s; it runs there from now", m.agent, m.target)
+        running = await self._start(m.agent)
+        if m.shared:
+            await self.assignments.end_move(m.agent, m.move_id)
+        elif await self.hostlink.push(
+            m.source, MoveDropCmd(cmd="move_drop", agent=m.agent, move_id=m.move_id)
+        ):
+            with anyio.move_on_after(DROP_TIMEOUT):
+                await m.dropped.wait()
+            # Not dropped in time: the phase stays ``cleanup`` and the source is told
+            # again when it next registers.
+        return Moved(
+            agent=m.agent,
+            source=m.source,
+            target=m.target,
+            copied_bytes=m.size,
+            running=running,
+            shared_disk=m.shared,
+        )
+
+    async def _start(self, agent: str) -> bool:
+        if await self.agent_state.desired_running(agent) and not self.hostlink.running(agent):
+            await self.placement.try_activate(agent)
+        return self.hostlink.running(agent)
+
+    async def _undo(self, m: _Move, why: BaseException) -> None:
+        reason = m.error or str(why) or type(why).__name__
+        log.error(
+            "move of %s to %s undone (%s); it stays on %s", m.agent, m.target, reason, m.source
+        )
+        self.active.pop(m.agent, None)
+        try:
+            await self.assignments.end_move(m.agent, m.move_id)
+            await self._start(m.agent)
+        except Unavailable as exc:  # the store is away: the restart's resolve undoes it
+            log.error("could not record the undone move of %s yet: %s", m.agent, exc)
+
+    async def _push(self, host: str, cmd: Any) -> None:
+        if not await self.hostlink.push(host, cmd):
+            raise Unavailable(f"agent host {host!r} went away mid-move")
+
+    async def _wait(self, m: _Move, event: anyio.Event, host: str) -> None:
+        """Until ``event``; a host that goes or reports an error fails the move."""
+        gone = self.hostlink.gone(host)
+        if gone is None:
+            raise Unavailable(f"agent host {host!r} went away mid-move")
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                await gone.wait()
+                m.error = m.error or f"agent host {host!r} went away mid-move"
+                event.set()
+
+            tg.start_soon(watch)
+            await event.wait()
+            tg.cancel_scope.cancel()
+        if m.error is not None:
+            raise Unavailable(f"moving {m.agent} failed: {m.error}; it stays on {m.source}")
+
+    # ---- what hosts report -----------------------------------------------------------
+
+    def _of(self, host: str, agent: str, move_id: str, role: str) -> _Move:
+        m = self.active.get(agent)
+        if m is None or m.move_id != move_id:
+            raise Conflict(f"no move {move_id} of {agent} is in progress here")
+        if (m.source if role == "source" else m.target) != host:
+            raise PermissionDenied(
+                f"agent host {host!r} is not the {role} of {agent}'s move; refused"
+            )
+        return m
+
+    async def report(self, host: str, req: Any) -> Any:
+        if isinstance(req, LinkMovePutReq):
+            return await self._put(self._of(host, req.agent, req.move_id, "source"), req)
+        if isinstance(req, LinkMovePackedReq):
+            m = self._of(host, req.agent, req.move_id, "source")
+            if req.error is None and (
+                req.size != m.written or req.sha256 != await self._spool_sha(m)
+            ):
+                req = req.model_copy(
+                    update={"error": "the uploaded archive does not match its checksum"}
+                )
+            m.size, m.sha256, m.error = req.size, req.sha256, req.error
+            m.packed.set()
+            return None
+        if isinstance(req, LinkMoveGetReq):
+            return await self._get(self._of(host, req.agent, req.move_id, "target"), req.offset)
+        if isinstance(req, LinkMoveUnpackedReq):
+            m = self._of(host, req.agent, req.move_id, "target")
+            m.shared, m.error = req.shared, req.error
+            m.unpacked.set()
+            return None
+        if isinstance(req, LinkMoveDroppedReq):
+            return await self._dropped(host, req)
+        raise InvalidRequest(f"not a move report: {type(req).__name__}")
+
+    async def _put(self, m: _Move, req: LinkMovePutReq) -> None:
+        if m.packed.is_set():
+            raise Conflict(f"move {m.move_id}'s upload is already complete")
+        if req.offset != m.written:
+            raise InvalidRequest(
+                f"move {m.move_id}: chunk at offset {req.offset}, expected {m.written}"
+            )
+        try:
+            data = base64.b64decode(req.data, validate=True)
+        except ValueError as exc:
+            raise InvalidRequest(f"move {m.move_id}: a chunk is not base64: {exc}") from exc
+        if len(data) > MOVE_CHUNK or _sha(data) != req.sha256:
+            raise InvalidRequest(f"move {m.move_id}: a chunk fails its checksum; resend it")
+
+        def append() -> None:
+            with m.spool.open("ab") as f:
+                f.write(data)
+
+        await anyio.to_thread.run_sync(append)
+        m.written += len(data)
+
+    async def _spool_sha(self, m: _Move) -> str:
+        return await anyio.to_thread.run_sync(_file_sha, m.spool)
+
+    async def _get(self, m: _Move, offset: int) -> MoveChunk:
+        if not m.packed.is_set() or offset > m.size:
+            raise InvalidRequest(f"move {m.move_id}: no bytes at offset {offset}")
+
+        def read() -> bytes:
+            with m.spool.open("rb") as f:
+                f.seek(offset)
+                return f.read(MOVE_CHUNK)
+
+        data = await anyio.to_thread.run_sync(read)
+        return MoveChunk(data=base64.b64encode(data).decode(), sha256=_sha(data))
+
+    async def _dropped(self, host: str, req: LinkMoveDroppedReq) -> None:
+        row = await self.assignments.get(req.agent)
+        if row is None or row.move_id != req.move_id or row.move_from != host:
+            raise Conflict(f"no move {req.move_id} of {req.agent} is waiting for {host!r}")
+        if row.move_phase != "cleanup":
+            raise Conflict(f"move {req.move_id} of {req.agent} is not committed; keep the copy")
+        await self.assignments.end_move(req.agent, req.move_id)
+        log.info("agent host %s dropped its copy of %s (move %s)", host, req.agent, req.move_id)
+        m = self.active.get(req.agent)
+        if m is not None and m.move_id == req.move_id:
+            m.dropped.set()
+
+    # ---- after a restart, or a source's return ---------------------------------------
+
+    async def host_registered(self, host: str) -> None:
+        """Resolve moves this coordinator did not see through: a move not committed is
+        undone (the agent belongs on its source); a committed one whose source is this
+        host tells it to drop its copy."""
+        for row in await self.assignments.all():
+            if row.move_id is None or row.agent in self.active:
+                continue
+            if row.move_phase in MOVING_PHASES:
+                log.warning(
+                    "undoing %s's unfinished move to %s (the coordinator restarted mid-move)",
+                    row.agent,
+                    row.move_to,
+                )
+                await self.assignments.end_move(row.agent, row.move_id)
+            elif row.move_phase == "cleanup" and row.move_from == host:
+                log.info("telling agent host %s to drop its copy of %s", host, row.agent)
+                await self.hostlink.push(
+                    host, MoveDropCmd(cmd="move_drop", agent=row.agent, move_id=row.move_id)
+                )
