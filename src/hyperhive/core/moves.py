@@ -90,6 +90,22 @@ def _file_sha(path: Path) -> str:
     return digest.hexdigest()
 
 
+async def _until(event: anyio.Event, gone: anyio.Event | None) -> bool:
+    """Wait for ``event`` or ``gone`` (a host's link ending); ``True``: ``event``."""
+    if gone is None or gone.is_set():
+        return event.is_set()
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            await gone.wait()
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch)
+        await event.wait()
+        tg.cancel_scope.cancel()
+    return event.is_set()
+
+
 class Mover:
     def __init__(
         self,
@@ -182,10 +198,10 @@ class Mover:
         elif await self.hostlink.push(
             m.source, MoveDropCmd(cmd="move_drop", agent=m.agent, move_id=m.move_id)
         ):
+            # Not dropped in time (or the source went): the phase stays ``cleanup`` and
+            # the source is told again when it next registers.
             with anyio.move_on_after(DROP_TIMEOUT):
-                await m.dropped.wait()
-            # Not dropped in time: the phase stays ``cleanup`` and the source is told
-            # again when it next registers.
+                await _until(m.dropped, self.hostlink.gone(m.source))
         return Moved(
             agent=m.agent,
             source=m.source,
@@ -218,19 +234,8 @@ class Mover:
 
     async def _wait(self, m: _Move, event: anyio.Event, host: str) -> None:
         """Until ``event``; a host that goes or reports an error fails the move."""
-        gone = self.hostlink.gone(host)
-        if gone is None:
-            raise Unavailable(f"agent host {host!r} went away mid-move")
-        async with anyio.create_task_group() as tg:
-
-            async def watch() -> None:
-                await gone.wait()
-                m.error = m.error or f"agent host {host!r} went away mid-move"
-                event.set()
-
-            tg.start_soon(watch)
-            await event.wait()
-            tg.cancel_scope.cancel()
+        if not await _until(event, self.hostlink.gone(host)):
+            m.error = m.error or f"agent host {host!r} went away mid-move"
         if m.error is not None:
             raise Unavailable(f"moving {m.agent} failed: {m.error}; it stays on {m.source}")
 

@@ -159,11 +159,13 @@ class OperatorApi:
         topo = self.topology_store.read_cached()
         rows = await self.agent_state.all_rows()
         unread = await self.agent_state.unread_by_operator()
+        assigned = {a.agent: a for a in await self.placement.assignments.all()}
         out = []
         for name in self.registry.known():
             row = rows.get(name) or AgentStateRow(name=name)
             turn = self.hostlink.turns.get(name)
             held = await self.budgets.held(name)
+            where = assigned.get(name)
             out.append(
                 AgentView(
                     name=name,
@@ -180,6 +182,10 @@ class OperatorApi:
                     unread_operator_messages=unread.get(name, 0),
                     last_context_usage=row.last_context_usage,
                     config_warnings=self.registry.warnings(name),
+                    assigned_host=where.host if where else None,
+                    pinned=where.pinned if where else False,
+                    move_to=where.move_to if where else None,
+                    move_phase=where.move_phase if where else None,
                 )
             )
         return out

@@ -50,6 +50,13 @@ class AgentView(_Out):
     unread_operator_messages: int
     last_context_usage: float | None
     config_warnings: list[str] = []
+    # The agent host it is assigned to (it runs there when it runs), pinned by the
+    # operator or placed, and an ``agents move`` in progress ("draining", "copying",
+    # "cleanup": the source still has to drop its copy).
+    assigned_host: str | None = None
+    pinned: bool = False
+    move_to: str | None = None
+    move_phase: str | None = None
 
 
 class ParentSet(_Out):
