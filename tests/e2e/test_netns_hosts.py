@@ -155,9 +155,13 @@ def test_an_agent_on_one_host_wakes_an_agent_on_another_and_hears_back(
         30,
         "h2 connected",
     )
-    # Placement spreads by load: bob, started again, goes to the emptier host.
+    # Placed on h1 (the only host then), bob stays there until the operator moves it;
+    # these hosts share one disk, so the move copies nothing.
     hivectl(hive.home, "agents", "kill", "bob")
     hivectl(hive.home, "agents", "start", "bob")
+    hive.wait_host_of("bob", "h1")
+    moved = hivectl(hive.home, "agents", "move", "bob", "--to", "h2")
+    assert "one disk for both" in moved.stdout, moved.stdout
     hive.wait_host_of("bob", "h2")
 
     hivectl(hive.home, "send", "alice", "talk to bob")
