@@ -9,15 +9,15 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import anyio
 import pytest
 
 from hyperhive.client import RpcClient
 from hyperhive.errors import NotFound
-from hyperhive.netlink.dialer import LinkTarget, dial
-from hyperhive.protocol import LinkRegisterReq, OpAgentsReq, OpLifecycleReq, OpSpawnReq
+from hyperhive.netlink.dialer import LinkTarget
+from hyperhive.protocol import OpAgentsReq, OpLifecycleReq, OpSpawnReq
 from tests.support.hive import coordinator, operator, seed_home
-from tests.support.hostlink import Pushes, add_host, link_url
+from tests.support.hostlink import Pushes, add_host, link_url, registered
+from tests.support.surfaces import until_async
 
 pytestmark = pytest.mark.anyio
 
@@ -27,15 +27,18 @@ async def host(
     url: str, name: str, cred: Path, slots: int, max_agents: int | None = None
 ) -> AsyncIterator[Pushes]:
     pushes = Pushes()
-    async with dial(LinkTarget(url, name, cred), on_push=pushes) as link:
-        await link.call(
-            LinkRegisterReq(cmd="register", host_id=name, claude_slots=slots, max_agents=max_agents)
-        )
+    async with registered(
+        LinkTarget(url, name, cred), pushes, claude_slots=slots, max_agents=max_agents
+    ):
         yield pushes
 
 
 async def where(op: RpcClient) -> dict[str, str | None]:
     return {a.name: a.host for a in await op.call(OpAgentsReq(cmd="agents"))}
+
+
+async def _on(op: RpcClient, agent: str, host: str) -> bool:
+    return (await where(op))[agent] == host
 
 
 async def spawn(op: RpcClient, name: str, parent: str | None = None, pin: str | None = None) -> str:
@@ -77,6 +80,4 @@ async def test_parents_and_children_together_capacity_respected_and_a_pin_honour
             assert (await where(op))["pinned"] is None
             async with host(url, "h3", creds["h3"], slots=1) as back:
                 assert (await back.activation("pinned"))["agent"] == "pinned"
-                with anyio.fail_after(10):
-                    while (await where(op))["pinned"] != "h3":
-                        await anyio.sleep(0.05)
+                await until_async(lambda: _on(op, "pinned", "h3"), 10)

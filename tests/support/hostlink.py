@@ -55,19 +55,26 @@ class Pushes:
         self.arrived = anyio.Event()
 
     async def activation(self, agent: str, within: float = 10) -> dict[str, Any]:
+        return await self.command("activate", agent, within)
+
+    async def command(self, cmd: str, agent: str, within: float = 10) -> dict[str, Any]:
+        """The first ``cmd`` pushed for ``agent`` (waiting up to ``within`` seconds)."""
         with anyio.fail_after(within):
             while True:
                 for frame in self.frames:
-                    if frame.get("cmd") == "activate" and frame.get("agent") == agent:
+                    if frame.get("cmd") == cmd and frame.get("agent") == agent:
                         return frame
                 await self.arrived.wait()
 
 
 @asynccontextmanager
-async def registered(target: LinkTarget, pushes: Pushes | None = None) -> AsyncIterator[RpcClient]:
-    """A host link dialled and registered as ``target.name`` (a bare host: no agents run)."""
+async def registered(
+    target: LinkTarget, pushes: Pushes | None = None, **capacity: int | None
+) -> AsyncIterator[RpcClient]:
+    """A host link dialled and registered as ``target.name`` (a bare host: no agents run),
+    reporting ``capacity`` (``claude_slots``, ``max_agents``)."""
     async with dial(target, on_push=pushes) as link:
-        await link.call(LinkRegisterReq(cmd="register", host_id=target.name))
+        await link.call(LinkRegisterReq(cmd="register", host_id=target.name, **capacity))
         yield link
 
 

@@ -82,6 +82,9 @@ class SpawnBody(_Body):
     name: str
     parent: str | None = None
     config_toml: str = Field(default="", description="agent.toml text; blank = the default")
+    host: str | None = Field(
+        default=None, description="pin it to this agent host (blank: placed automatically)"
+    )
 
 
 class DestroyBody(_Body):
@@ -170,7 +173,9 @@ async def events(d: Dash) -> Response:
 async def spawn(d: Dash, body: SpawnBody) -> SpawnResult:
     """The operator's own spawn (no approval)."""
     config = parse_agent_config(body.config_toml, f"{body.name}/agent.toml", strict=True)
-    return await d.ops.request(OpSpawnReq, name=body.name, parent=body.parent, config=config)
+    return await d.ops.request(
+        OpSpawnReq, name=body.name, parent=body.parent, config=config, host=body.host or None
+    )
 
 
 async def _agent_row(d: Dashboard, name: str) -> Json:
