@@ -24,11 +24,11 @@ pytestmark = pytest.mark.anyio
 async def _store_edit(home: Path, *steps: str) -> None:
     store = await SqliteStore.open(HivePaths(home).db)
     try:
-        await store.placements.begin_move("a", "m1", "h2")
+        await store.placements.begin_move("a", "a1", "h2")
         if "copying" in steps:
-            await store.placements.move_phase("a", "m1", "copying")
+            await store.placements.move_phase("a", "a1", "copying")
         if "commit" in steps:
-            await store.placements.commit_move("a", "m1")
+            await store.placements.commit_move("a", "a1")
     finally:
         await store.close()
 
@@ -75,20 +75,20 @@ async def test_a_restart_undoes_an_uncommitted_move_and_finishes_a_committed_one
         ):
             await h2.activation("a")
             drop = await h1.command("move_drop", "a")
-            assert drop["move_id"] == "m1"
+            assert drop["move_id"] == "a1"
             assert not any(f.get("cmd") == "activate" for f in h1.frames)  # never both
             # Only the move's source may report the drop; nobody may upload to a move
             # that is not in progress.
-            with pytest.raises(Conflict, match="no move m1 of a is waiting for 'h2'"):
-                await link2.call(LinkMoveDroppedReq(cmd="move_dropped", agent="a", move_id="m1"))
-            with pytest.raises(Conflict, match="no move m1 of a is in progress"):
+            with pytest.raises(Conflict, match="no move a1 of a is waiting for 'h2'"):
+                await link2.call(LinkMoveDroppedReq(cmd="move_dropped", agent="a", move_id="a1"))
+            with pytest.raises(Conflict, match="no move a1 of a is in progress"):
                 await link1.call(
                     LinkMovePutReq(
-                        cmd="move_put", agent="a", move_id="m1", offset=0, data="", sha256="0" * 64
+                        cmd="move_put", agent="a", move_id="a1", offset=0, data="", sha256="0" * 64
                     )
                 )
             assert await _move_phase(tmp_path) == "cleanup"
-            await link1.call(LinkMoveDroppedReq(cmd="move_dropped", agent="a", move_id="m1"))
+            await link1.call(LinkMoveDroppedReq(cmd="move_dropped", agent="a", move_id="a1"))
             await until_async(lambda: _no_move(tmp_path), 10)
             assert c.hostlink.host_of("a") == "h2"
 

@@ -144,7 +144,7 @@ class Mover:
             raise Conflict(f"{agent} is already moving; wait for that move to finish")
         assigned = await self.assignments.get(agent)
         if assigned is None:  # never placed: nothing to copy, it starts there
-            await self.assignments.assign(agent, target, pinned=True)
+            await self.assignments.assign(agent, target, pinned=False)
             running = await self._start(agent)
             return Moved(agent=agent, source=None, target=target, copied_bytes=0, running=running)
         source = assigned.host

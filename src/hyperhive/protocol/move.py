@@ -32,7 +32,7 @@ __all__ = [
 
 # Raw bytes per chunk: with base64 and the envelope well under the 1 MiB frame default.
 MOVE_CHUNK = 256 * 1024
-_ID = Field(min_length=1, max_length=64)
+_ID = Field(pattern=r"^[0-9a-f]{1,64}$")  # it names files on both hosts
 _SHA = Field(pattern=r"^[0-9a-f]{64}$")
 _B64 = Field(max_length=(MOVE_CHUNK * 4) // 3 + 8)
 
