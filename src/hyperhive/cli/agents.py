@@ -193,7 +193,7 @@ def agents_spawn(
     config = load_agent_config(config_file) if config_file else AgentConfig()
     result = obj.call(OpSpawnReq(cmd="spawn", name=name, config=config, parent=parent, host=host))
     if not result.running:
-        where = f"agent host {host}" if host else "an agent host with room"
+        where = f"agent host {host}" if host else "an agent host"
         click.echo(f"spawned {name} (starts when {where} connects)")
         return
     click.echo(f"{name} placed on an agent host; waiting for it to come up…", err=True)
