@@ -29,7 +29,7 @@ import uvicorn
 from anyio.abc import TaskGroup, TaskStatus
 from pydantic import TypeAdapter, ValidationError
 
-from hyperhive.agent.admission import Admission, machine_slots
+from hyperhive.agent.admission import Admission, machine_slots, meminfo
 from hyperhive.agent.events import EventsBus
 from hyperhive.agent.harness import run_agent
 from hyperhive.agent.hyperhive_tools import hyperhive_surface
@@ -54,10 +54,12 @@ from hyperhive.protocol import (
     ActivateCmd,
     DeactivateCmd,
     FenceReq,
+    HostCapacity,
     LinkAgentCrashedReq,
     LinkAgentStateReq,
     LinkCommand,
     LinkGoodbyeReq,
+    LinkHeartbeatReq,
     LinkRegisterReq,
     PlaceCmd,
 )
@@ -260,24 +262,51 @@ class AgentHost:
             linking = connect(self.paths.hosts_sock, on_push=send.send_nowait, on_close=send.close)
         async with send, linking as link:
             self._link = link
-            await link.call(
+            registered = await link.call(
                 LinkRegisterReq(
                     cmd="register",
                     host_id=self.host_id,
                     pid=os.getpid(),
                     claude_slots=self.admission.capacity,
+                    agents=sorted(self.runtimes),
                 )
             )
-            log.info("agent host %s registered with the coordinator", self.host_id)
+            log.info(
+                "agent host %s registered with the coordinator (link epoch %d)",
+                self.host_id,
+                registered.epoch,
+            )
             if not self._started:
                 self._started = True
                 task_status.started()
             try:
-                async with receive:
+                async with receive, anyio.create_task_group() as beats:
+                    if registered.heartbeat_seconds:
+                        beats.start_soon(self._heartbeat, link, registered.heartbeat_seconds)
                     async for frame in receive:
                         await self._command(frame)
+                    beats.cancel_scope.cancel()
             finally:
                 self._link = None
+
+    def capacity(self) -> HostCapacity:
+        """What this host can take now: its claude slots and memory."""
+        total, available = meminfo()
+        return HostCapacity(
+            claude_slots=self.admission.capacity,
+            slots_in_use=self.admission.in_use,
+            mem_total=total,
+            mem_available=available,
+        )
+
+    async def _heartbeat(self, link: RpcClient, every: float) -> None:
+        """Renew the lease; jittered, so a thousand hosts do not beat in lock-step."""
+        while True:
+            await anyio.sleep(every * random.uniform(0.8, 1.0))
+            try:
+                await link.call(LinkHeartbeatReq(cmd="heartbeat", capacity=self.capacity()))
+            except HiveError as exc:
+                log.warning("agent host %s: heartbeat not taken: %s", self.host_id, exc.message)
 
     async def _command(self, frame: dict[str, Any]) -> None:
         try:
@@ -288,7 +317,9 @@ class AgentHost:
         if isinstance(cmd, ActivateCmd):
             await self.activate(cmd)
         elif isinstance(cmd, DeactivateCmd):
-            await self.deactivate(cmd.agent, graceful=cmd.graceful)
+            if cmd.fenced:
+                log.warning("agent %s fenced by the coordinator: %s", cmd.agent, cmd.fenced)
+            await self.deactivate(cmd.agent, graceful=cmd.graceful and not cmd.fenced)
         elif isinstance(cmd, PlaceCmd):
             self.place(cmd.agent, cmd.parent, tuple(cmd.descendants))
 
