@@ -298,6 +298,10 @@ class HostLink:
             return self.draining[agent]
         return host, self.incarnations.get(agent)
 
+    def cached_apis(self) -> set[str]:
+        """The agents whose forwarded-frame API is built now (for views and tests)."""
+        return set(self._apis)
+
     def forget_api(self, agent: str) -> None:
         """Evict ``agent``'s API (it stopped here; a later frame builds it afresh)."""
         self._apis.pop(agent, None)
