@@ -49,6 +49,7 @@ from hyperhive.matrix.agent import AgentMatrix
 from hyperhive.matrix.tools import matrix_surface
 from hyperhive.netlink.dialer import LinkRefused, LinkTarget, dial
 from hyperhive.netlink.forward import ForwardedSockets
+from hyperhive.netlink.lease import HEARTBEATS_PER_LEASE
 from hyperhive.permissions import BASH_SERVER, HYPERHIVE_SERVER, ToolGroup
 from hyperhive.protocol import (
     ActivateCmd,
@@ -300,13 +301,27 @@ class AgentHost:
         )
 
     async def _heartbeat(self, link: RpcClient, every: float) -> None:
-        """Renew the lease; jittered, so a thousand hosts do not beat in lock-step."""
+        """Renew the lease; jittered, so a thousand hosts do not beat in lock-step. A
+        heartbeat unanswered for a whole lease means the link is dead though TCP has not
+        noticed (a partition): end it, and redial."""
+        lease = every * HEARTBEATS_PER_LEASE
         while True:
             await anyio.sleep(every * random.uniform(0.8, 1.0))
-            try:
-                await link.call(LinkHeartbeatReq(cmd="heartbeat", capacity=self.capacity()))
-            except HiveError as exc:
-                log.warning("agent host %s: heartbeat not taken: %s", self.host_id, exc.message)
+            with anyio.move_on_after(lease) as waited:
+                try:
+                    await link.call(LinkHeartbeatReq(cmd="heartbeat", capacity=self.capacity()))
+                except HiveError as exc:
+                    log.warning("agent host %s: heartbeat not taken: %s", self.host_id, exc)
+            if waited.cancelled_caught:
+                log.error(
+                    "agent host %s: no answer to a heartbeat within the lease (%.0fs): the "
+                    "link to the coordinator is dead; redialling",
+                    self.host_id,
+                    lease,
+                )
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    await link.aclose()  # its reader ends, and with it this link
+                return
 
     async def _command(self, frame: dict[str, Any]) -> None:
         try:

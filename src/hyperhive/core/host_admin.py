@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import time
 
-from hyperhive.core import lease
 from hyperhive.core.hostlink import HostLink
+from hyperhive.netlink import lease
 from hyperhive.netlink.credentials import hash_secret, new_secret, validate_host_name
 from hyperhive.protocol import HostCapacity, HostCredential, HostView
 from hyperhive.store.base import HostRepo

@@ -7,7 +7,7 @@ WebSocket here as a stream), registers, and from then on receives pushed
 requests, and a remote host forwards its agents' frames (``forward``).
 
 When a local host's connection ends, every agent it ran is no longer running.
-A remote host holds a lease (``hyperhive.core.lease``) that its heartbeats
+A remote host holds a lease (``hyperhive.netlink.lease``) that its heartbeats
 renew: its connection dropping leaves its agents placed until the lease
 expires, so a host that redials in time keeps them; past it they are
 ``lost``, and a returning host is fenced by its link epoch.
@@ -24,13 +24,13 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
-from hyperhive.core import lease
 from hyperhive.core.link_table import LINK_TABLE, LinkConn
 from hyperhive.core.linked_host import LinkedHost, TurnState
 from hyperhive.core.notify import EventBus
 from hyperhive.core.sockets import Dispatch
 from hyperhive.errors import HiveError, Unavailable
 from hyperhive.framing import FrameDecoder
+from hyperhive.netlink import lease
 from hyperhive.protocol import (
     ActivateCmd,
     DeactivateCmd,
