@@ -142,9 +142,9 @@ class HostLink:
                 "agent until it expires); try again when it is back"
             )
         host_id = host_id or min(self.hosts, key=lambda h: len(self.hosts[h].agents))
-        previous = self.placement.get(cmd.agent)
-        if previous is not None and previous != host_id:
-            self.all_hosts()[previous].agents.discard(cmd.agent)
+        previous = self.all_hosts().get(self.placement.get(cmd.agent, ""))
+        if previous is not None and previous.host_id != host_id:
+            previous.agents.discard(cmd.agent)
         target = self.hosts[host_id]
         target.agents.add(cmd.agent)
         self.placement[cmd.agent] = host_id
@@ -361,7 +361,10 @@ class HostLink:
         """Expire leases for ever (a fifth of a lease late at most)."""
         while True:
             await anyio.sleep(min(1.0, self.lease_seconds / 5))
-            await self.expire_leases()
+            try:
+                await self.expire_leases()
+            except HiveError as exc:  # telling someone failed: the watch goes on
+                log.error("while expiring host leases: %s", exc)
 
     async def _ended(self, host: LinkedHost) -> None:
         """A host's connection ended: a remote host inside its lease keeps its agents."""

@@ -13,13 +13,16 @@ from hyperhive.core.agent_state import AgentState
 from hyperhive.core.hostlink import HostLink
 from hyperhive.core.notices import Notices
 from hyperhive.core.registry import AgentRegistry
-from hyperhive.errors import Unavailable
+from hyperhive.errors import HiveError, Unavailable
 from hyperhive.protocol import ActivateCmd, ContainerCrash
 from hyperhive.topology import TopologyStore
 
 __all__ = ["Placement", "choose_host"]
 
 log = logging.getLogger(__name__)
+
+# A lost host's notice names this many agents, then counts the rest.
+NOTICE_AGENTS = 20
 
 
 def choose_host(link: HostLink, agent: str, exclude: Collection[str] = ()) -> str | None:
@@ -131,11 +134,15 @@ class Placement:
             told.append(f"{agent} ({reason})")
             await self._tell(agent, reason)
         if told:
+            more = f"; and {len(told) - NOTICE_AGENTS} more" if len(told) > NOTICE_AGENTS else ""
             try:
                 await self.notices.notify_operator(
-                    f"agent host {host_id}'s lease expired: " + "; ".join(told)
+                    f"agent host {host_id}'s lease expired: "
+                    + "; ".join(told[:NOTICE_AGENTS])
+                    + more
+                    + " (`hivectl hosts list` shows the host)"
                 )
-            except Unavailable as exc:
+            except HiveError as exc:
                 log.warning("could not tell the operator host %s is lost: %s", host_id, exc)
 
     async def _tell(self, agent: str, reason: str) -> None:
