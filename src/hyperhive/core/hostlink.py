@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +24,7 @@ import anyio
 from anyio.abc import TaskStatus
 
 from hyperhive.core.link_table import LINK_TABLE, LinkConn
-from hyperhive.core.linked_host import LinkedHost, TurnState
-from hyperhive.core.notify import EventBus
-from hyperhive.core.sockets import Dispatch
+from hyperhive.core.linked_host import LinkBook, LinkedHost, TurnState
 from hyperhive.errors import HiveError, Unavailable
 from hyperhive.framing import FrameDecoder
 from hyperhive.netlink import lease
@@ -43,7 +40,6 @@ from hyperhive.protocol import (
     error_response,
     ok_response,
 )
-from hyperhive.store.base import HostRepo
 from hyperhive.streams import ByteStream
 from hyperhive.unixsock import serve_unix_streams
 
@@ -55,78 +51,8 @@ log = logging.getLogger(__name__)
 MAX_FORWARDS = 4096
 
 
-class HostLink:
-    """Registered hosts and agent placement."""
-
-    def __init__(
-        self,
-        bus: EventBus,
-        max_frame: int,
-        on_register: Callable[[str], Awaitable[None]],
-        on_crash: Callable[[str, str], Awaitable[None]],
-        on_host_lost: Callable[[str, list[str], bool], Awaitable[None]],
-        agent_api: Callable[[str], Dispatch] | None = None,
-        leases: HostRepo | None = None,
-        lease_seconds: float = 15.0,
-    ) -> None:
-        """``on_host_lost(host, agents, lease_expired)``; ``leases``: where remote hosts'
-        epochs and leases are kept (durable across a coordinator failover)."""
-        self.bus = bus
-        self.max_frame = max_frame
-        self.leases = leases
-        self.lease_seconds = lease_seconds
-        self.hosts: dict[str, LinkedHost] = {}
-        # Remote hosts whose connection dropped inside their lease: still holding agents.
-        self.absent: dict[str, LinkedHost] = {}
-        # Agents whose host's lease expired while it held them: agent -> that host.
-        self.lost: dict[str, str] = {}
-        self._local_epochs: dict[str, int] = {}
-        self.placement: dict[str, str] = {}
-        # The incarnation each placed agent was activated with: forwards must match it.
-        self.incarnations: dict[str, int] = {}
-        # Agents told to stop whose host may still forward for them (the fence, the last
-        # turn's turn_end) until they run again or the host goes: a kubelet, likewise,
-        # still reports on the pods it is terminating.
-        self.draining: dict[str, tuple[str, int]] = {}
-        self.agent_api = agent_api
-        self._apis: dict[str, Dispatch] = {}
-        self.turns: dict[str, TurnState] = {}
-        self.on_register = on_register
-        self.on_crash = on_crash
-        self.on_host_lost = on_host_lost
-
-    def running(self, agent: str) -> bool:
-        return agent in self.placement
-
-    def host_of(self, agent: str) -> str | None:
-        return self.placement.get(agent)
-
-    def claude_slots(self) -> dict[str, int | None]:
-        """Each connected host's claude slots (None: an older host that did not say)."""
-        return {h: host.claude_slots for h, host in sorted(self.hosts.items())}
-
-    def waiting_for_slots(self) -> list[tuple[str, float]]:
-        """Running agents queued for a claude slot on their host, longest waiting first."""
-        return sorted(
-            ((a, t.since) for a, t in self.turns.items() if t.state == "waiting_slot"),
-            key=lambda pair: pair[1],
-        )
-
-    def heartbeat_seconds(self) -> float:
-        return lease.heartbeat_seconds(self.lease_seconds)
-
-    def all_hosts(self) -> dict[str, LinkedHost]:
-        """Connected hosts and remote ones away inside their lease."""
-        return {**self.absent, **self.hosts}
-
-    def name_taken(self, host_id: str, now: float | None = None) -> bool:
-        """Whether a new registration as ``host_id`` must be refused: one is connected and
-        not silent (a silent one is the same host's dead link, which the new one replaces)."""
-        host = self.hosts.get(host_id)
-        if host is None:
-            return False
-        now = time.time() if now is None else now
-        return not (host.remote and lease.silent(host.last_heard, self.lease_seconds, now))
+class HostLink(LinkBook):
+    """Serving hosts' connections, and telling them what to run."""
 
     async def activate(self, cmd: ActivateCmd, host: str | None = None) -> None:
         """Place ``cmd.agent`` on ``host``, else its current one, else the least loaded."""
@@ -290,30 +216,6 @@ class HostLink:
         if response is not None:  # abandoned: nobody waits for it
             await conn.reply(response)
 
-    def holder(self, agent: str) -> tuple[str | None, int | None]:
-        """The host that may speak for ``agent`` and at which incarnation (a stopping
-        agent's host keeps that right until the agent runs again or the host goes)."""
-        host = self.placement.get(agent)
-        if host is None and agent in self.draining:
-            return self.draining[agent]
-        return host, self.incarnations.get(agent)
-
-    def cached_apis(self) -> set[str]:
-        """The agents whose forwarded-frame API is built now (for views and tests)."""
-        return set(self._apis)
-
-    def forget_api(self, agent: str) -> None:
-        """Evict ``agent``'s API (it stopped here; a later frame builds it afresh)."""
-        self._apis.pop(agent, None)
-
-    def api_of(self, agent: str) -> Dispatch:
-        if self.agent_api is None:
-            raise Unavailable("this coordinator does not serve forwarded agent frames")
-        api = self._apis.get(agent)
-        if api is None:
-            api = self._apis[agent] = self.agent_api(agent)
-        return api
-
     async def _registered(self, host: LinkedHost, reported: list[str]) -> None:
         """After a registration's reply: fence what the host may no longer run, let
         placement start what should run, then fence whatever it still runs unasked."""
@@ -411,9 +313,3 @@ class HostLink:
         self.bus.emit("host", host=host.host_id, connected=False)
         if not host.leaving:
             await self.on_host_lost(host.host_id, gone, lease_expired)
-
-    async def next_epoch(self, host_id: str, remote: bool, expires_at: float) -> int:
-        if remote and self.leases is not None:
-            return await self.leases.new_epoch(host_id, expires_at)
-        epoch = self._local_epochs[host_id] = self._local_epochs.get(host_id, 0) + 1
-        return epoch

@@ -7,12 +7,11 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import anyio
 
 from hyperhive.core.dispatch import Dispatcher
-from hyperhive.core.linked_host import LinkedHost, TurnState
+from hyperhive.core.linked_host import LinkBook, LinkedHost, TurnState
 from hyperhive.core.sockets import answer
 from hyperhive.errors import InvalidRequest, PermissionDenied
 from hyperhive.netlink.authz import forward_refusal
@@ -33,9 +32,6 @@ from hyperhive.protocol import (
 )
 from hyperhive.streams import ByteStream
 
-if TYPE_CHECKING:
-    from hyperhive.core.hostlink import HostLink
-
 __all__ = ["LINK_TABLE", "LinkConn"]
 
 log = logging.getLogger(__name__)
@@ -45,7 +41,7 @@ log = logging.getLogger(__name__)
 class LinkConn:
     """One host's connection: the link, its stream, and the host once registered."""
 
-    link: HostLink
+    link: LinkBook
     stream: ByteStream
     lock: anyio.Lock
     host: LinkedHost | None = None
