@@ -87,4 +87,5 @@ class SqliteHosts(HostRepo):
             )
             return row is not None
 
-        return await self._db.run(op)
+        # A lost heartbeat on a crash costs nothing: the next one comes in seconds.
+        return await self._db.run(op, durable=False)
