@@ -14,7 +14,7 @@ import pytest
 from hyperhive.client import RpcClient
 from hyperhive.errors import NotFound
 from hyperhive.netlink.dialer import LinkTarget
-from hyperhive.protocol import OpAgentsReq, OpLifecycleReq, OpSpawnReq
+from hyperhive.protocol import OpAgentsReq, OpSpawnReq
 from tests.support.hive import coordinator, operator, seed_home
 from tests.support.hostlink import Pushes, add_host, link_url, registered
 from tests.support.surfaces import until_async
@@ -54,7 +54,7 @@ async def test_parents_and_children_together_capacity_respected_and_a_pin_honour
     seed_home(tmp_path, {}, hive_toml='[hostlink]\nlisten = "127.0.0.1:0"\n')
     async with coordinator(tmp_path) as c, operator(c.paths) as op:
         url = link_url(c.paths)
-        creds = {n: await add_host(op, n, tmp_path / "creds") for n in ("h1", "h2", "h3")}
+        creds = {n: await add_host(op, n, tmp_path / "creds") for n in ("h1", "h2", "h3", "h4")}
         async with (
             host(url, "h1", creds["h1"], slots=2, max_agents=2),
             host(url, "h2", creds["h2"], slots=4),
@@ -74,10 +74,12 @@ async def test_parents_and_children_together_capacity_respected_and_a_pin_honour
                 await op.call(OpSpawnReq(cmd="spawn", name="lost", host="ghost"))
             assert "lost" not in await where(op)  # refused before anything was made
 
-        # h3 gone: the pinned agent waits for it rather than move to a host with room.
-        async with host(url, "h1", creds["h1"], slots=2, max_agents=2):
-            await op.call(OpLifecycleReq(cmd="agent_start", agent="pinned"))
-            assert (await where(op))["pinned"] is None
-            async with host(url, "h3", creds["h3"], slots=1) as back:
-                assert (await back.activation("pinned"))["agent"] == "pinned"
-                await until_async(lambda: _on(op, "pinned", "h3"), 10)
+            # Pinned to a host that is not connected: it waits for that host rather than
+            # go to one with room, and starts when it comes.
+            await op.call(OpSpawnReq(cmd="spawn", name="waiter", host="h4"))
+            views = {a.name: a for a in await op.call(OpAgentsReq(cmd="agents"))}
+            assert views["waiter"].host is None
+            assert (views["waiter"].assigned_host, views["waiter"].pinned) == ("h4", True)
+            async with host(url, "h4", creds["h4"], slots=8) as h4:
+                assert (await h4.activation("waiter"))["agent"] == "waiter"
+                await until_async(lambda: _on(op, "waiter", "h4"), 10)

@@ -186,6 +186,7 @@ class OperatorApi:
                     pinned=where.pinned if where else False,
                     move_to=where.move_to if where else None,
                     move_phase=where.move_phase if where else None,
+                    lost_on=self.hostlink.lost.get(name),
                 )
             )
         return out
@@ -371,6 +372,7 @@ class OperatorApi:
                 WaitingSlot(agent=agent, since=since)
                 for agent, since in self.hostlink.waiting_for_slots()
             ],
+            lost=dict(sorted(self.hostlink.lost.items())),
             roots=topology.roots(topo),
             schema_version=self.schema_version,
             pid=self.pid,

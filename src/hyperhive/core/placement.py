@@ -15,7 +15,7 @@ from hyperhive.core.hostlink import HostLink
 from hyperhive.core.notices import Notices
 from hyperhive.core.placing import HostLoad, capacity_of, choose_host
 from hyperhive.core.registry import AgentRegistry
-from hyperhive.errors import Conflict, NotFound, Unavailable
+from hyperhive.errors import Conflict, HiveError, NotFound, Unavailable
 from hyperhive.protocol import ActivateCmd, ContainerCrash
 from hyperhive.store.base import HostRepo, PlacementRepo
 from hyperhive.store.rows import Assignment
@@ -24,6 +24,9 @@ from hyperhive.topology import TopologyStore
 __all__ = ["MOVING_PHASES", "Placement", "PlacementWait"]
 
 log = logging.getLogger(__name__)
+
+# A lost host's notice names this many agents, then counts the rest.
+NOTICE_AGENTS = 20
 
 
 class PlacementWait(Unavailable):
@@ -62,7 +65,7 @@ class Placement:
         """Every connected host's capacity and the agents assigned to it."""
         counts = Counter(a.host for a in await self.assignments.all())
         return [
-            capacity_of(name, self.hostlink.reported(name), counts[name])
+            capacity_of(name, self.hostlink.capacity_report(name), counts[name])
             for name in sorted(self.hostlink.hosts)
         ]
 
@@ -126,9 +129,31 @@ class Placement:
 
     # ---- activation -------------------------------------------------------------------
 
-    async def activate(self, name: str) -> None:
-        """Start ``name`` on its host as a new incarnation, with its applied config."""
-        await self.activate_on(name, await self.host_for(name))
+    async def activate(self, name: str, host: str | None = None) -> None:
+        """Start ``name`` as a new incarnation, with its applied config: on ``host`` (it is
+        assigned there, keeping its pin), else on the host placement gives it."""
+        if host is None:
+            host = await self.host_for(name)
+        else:
+            assigned = await self.assignments.get(name)
+            if assigned is None or assigned.host != host:
+                pinned = assigned.pinned if assigned is not None else False
+                await self.assignments.assign(name, host, pinned=pinned)
+        await self.activate_on(name, host)
+
+    async def replace(self, name: str, exclude: set[str]) -> str | None:
+        """Re-place ``name`` (its host is lost, ``on_host_loss = "replace"``) on another
+        host by the placement rules; ``None``: no other host has room (or it is pinned)."""
+        assigned = await self.assignments.get(name)
+        if assigned is not None and assigned.pinned:
+            return None  # a pin waits for its host
+        parent = self.topology_store.read_cached().get(name)
+        parent_row = await self.assignments.get(parent) if parent is not None else None
+        loads = [h for h in await self.loads() if h.name not in exclude]
+        target = choose_host(loads, parent_row.host if parent_row is not None else None)
+        if target is not None:
+            await self.activate(name, host=target)
+        return target
 
     async def activate_on(self, name: str, host: str) -> None:
         self.crash_reasons.pop(name, None)
@@ -150,7 +175,9 @@ class Placement:
         await self.assignments.forget(name)
 
     async def host_registered(self, host_id: str) -> None:
-        """A host came (back): start every agent that should run there and does not."""
+        """A host came (back): start every agent that should run and does not — except one
+        lost with another host that waits for it (``on_host_loss = "wait"``). What this
+        host was lost with, or says it still runs, starts on it."""
         # The store may be away (a database restart, a failover): wait for it with
         # jittered backoff rather than drop the host or take the coordinator down.
         # Activating is idempotent, so a retry after a partial pass is safe.
@@ -161,8 +188,17 @@ class Placement:
                 try:
                     desired = await self.agent_state.all_desired_running()
                     for name in sorted(self.registry.configs):
-                        if name in desired and not self.hostlink.running(name):
+                        if name not in desired or self.hostlink.running(name):
+                            continue
+                        lost_on = self.hostlink.lost.get(name)
+                        host = self.hostlink.hosts.get(host_id)
+                        if lost_on == host_id or (host is not None and name in host.reported):
+                            # Back where its disk is (or adopted where it still runs).
+                            await self.activate(name, host=host_id)
+                        elif lost_on is None:
                             await self.try_activate(name)
+                        elif self._policy(name) == "replace":
+                            await self.replace(name, exclude={lost_on})
                 except Unavailable as exc:
                     log.warning("agent host %s: cannot activate agents yet: %s", host_id, exc)
                     raise
@@ -177,14 +213,58 @@ class Placement:
             return False
         return True
 
-    async def host_lost(self, agents: list[str]) -> None:
+    def _policy(self, name: str) -> str:
+        config = self.registry.configs.get(name)
+        return config.on_host_loss if config is not None else "wait"
+
+    async def host_lost(self, host_id: str, agents: list[str], lease_expired: bool) -> None:
+        """A host went (its local link ended) or its lease expired (its agents are lost)."""
+        if lease_expired:
+            await self._lost(host_id, agents)
+            return
         # They come back when a host registers again (hivectl up restarts it).
         for agent in agents:
             self.crash_reasons[agent] = "its agent host died"
             log.warning("agent %s stopped with its host", agent)
+            await self._tell(agent, "its agent host died")
+
+    async def _lost(self, host_id: str, agents: list[str]) -> None:
+        told: list[str] = []
+        for agent in agents:
+            reason = f"lost: agent host {host_id}'s lease expired"
+            target = None
+            if self._policy(agent) == "replace":
+                try:
+                    target = await self.replace(agent, exclude={host_id})
+                    if target is not None:
+                        reason += (
+                            f"; re-placed on {target}, fresh from its config and inbox (its "
+                            f"state/ notes and claude session stay on {host_id}'s disk)"
+                        )
+                except Unavailable as exc:
+                    target = None
+                    log.warning("could not re-place %s: %s", agent, exc)
+                if target is None:
+                    reason += "; on_host_loss = replace, but no other host is connected yet"
+            else:
+                reason += f"; it waits for {host_id} to come back (on_host_loss = wait)"
+            self.crash_reasons[agent] = reason
+            told.append(f"{agent} ({reason})")
+            await self._tell(agent, reason)
+        if told:
+            more = f"; and {len(told) - NOTICE_AGENTS} more" if len(told) > NOTICE_AGENTS else ""
             try:
-                await self.notices.notify_submitter(
-                    agent, ContainerCrash(agent=agent, reason="its agent host died")
+                await self.notices.notify_operator(
+                    f"agent host {host_id}'s lease expired: "
+                    + "; ".join(told[:NOTICE_AGENTS])
+                    + more
+                    + " (`hivectl hosts list` shows the host)"
                 )
-            except Unavailable as exc:  # the store is away: say so, stay up
-                log.warning("could not tell %s's submitter that it stopped: %s", agent, exc)
+            except HiveError as exc:
+                log.warning("could not tell the operator host %s is lost: %s", host_id, exc)
+
+    async def _tell(self, agent: str, reason: str) -> None:
+        try:
+            await self.notices.notify_submitter(agent, ContainerCrash(agent=agent, reason=reason))
+        except Unavailable as exc:  # the store is away: say so, stay up
+            log.warning("could not tell %s's submitter that it stopped: %s", agent, exc)

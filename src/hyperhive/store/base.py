@@ -483,6 +483,18 @@ class HostRepo(ABC):
     async def seen(self, name: str, at: float) -> None:
         """Note that the host connected at ``at`` (no-op for an unknown name)."""
 
+    @abstractmethod
+    async def new_epoch(self, name: str, expires_at: float) -> int:
+        """A registration: the host's link epoch + 1 (monotonic, durable) with a fresh
+        lease until ``expires_at``; return the new epoch. ``NotFound``."""
+
+    @abstractmethod
+    async def renew(
+        self, name: str, epoch: int, at: float, expires_at: float, capacity: str
+    ) -> bool:
+        """A heartbeat of link ``epoch``: extend its lease, keep its capacity. ``False``
+        (nothing written) if a newer registration has superseded ``epoch``."""
+
 
 def move_missing(agent: str) -> NotFound:
     return NotFound(f"{agent} has no `agents move` in progress (or it was resolved)")

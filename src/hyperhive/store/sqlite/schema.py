@@ -183,6 +183,14 @@ CREATE TABLE hosts (
     last_seen_at REAL
 )
 """,
+    # 8 (hostlife, #14): each host's lease: its link epoch (monotonic per host, so a
+    # superseded link is fenced), the lease's expiry, the last heartbeat and capacity.
+    """
+ALTER TABLE hosts ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE hosts ADD COLUMN lease_expires_at REAL;
+ALTER TABLE hosts ADD COLUMN heartbeat_at REAL;
+ALTER TABLE hosts ADD COLUMN capacity TEXT
+""",
     # 9 (place; positional): which agent host each agent is assigned to, whether the
     # operator pinned it there, and an `agents move` in progress (its phase, durable so a
     # coordinator that restarts mid-move resolves it: before `cleanup` it is undone).
