@@ -74,7 +74,7 @@ class Coordinator:
         self.background = background = Background()
         self.broker = broker = Broker(store, notifier, config.max_body_bytes)
         self.loose_ends = loose_ends = LooseEnds(store, config.remind_max_pending)
-        self.scheduler = scheduler = Scheduler(store, paths, config.reminder_spill_bytes)
+        self.scheduler = scheduler = Scheduler(store)
         # The tree, applied configs and deploy log live in the store (loaded at run);
         # meta/ is their git mirror.
         self.registry = registry = AgentRegistry(paths, store.meta)
