@@ -81,7 +81,6 @@ class Coordinator:
         self.topology_store = topo = TopologyStore(store.topology)
         self.mirror = mirror = MetaMirror(paths, store.meta)
         self.meta = meta = MetaStore(paths, isolated=config.runtime == "bwrap")
-        self.logs = logs = LogTails(paths)
         self.notices = notices = Notices(topo, registry, broker, loose_ends, config.root_agent)
         self.agent_state = agent_state = AgentState(store, bus, notices)
         self.budgets = budgets = Budgets(store, registry, config.budget, broker, notifier, bus)
@@ -95,6 +94,7 @@ class Coordinator:
             agent_api=lambda name: self._agent_api(name),
         )
         self.host_admin = host_admin = HostAdmin(store.hosts, hostlink)
+        self.logs = logs = LogTails(paths, hostlink)
         self.placement = placement = Placement(registry, topo, hostlink, agent_state, notices)
         self.sockets = sockets = AgentSockets(
             paths, config, background, lambda name: self._agent_api(name)

@@ -21,8 +21,10 @@ from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
+from pydantic import BaseModel
 
 from hyperhive.core.dispatch import Dispatcher
+from hyperhive.core.hostcalls import HostCalls
 from hyperhive.core.notify import EventBus
 from hyperhive.core.sockets import Dispatch, answer
 from hyperhive.errors import HiveError, InvalidRequest, PermissionDenied, Unavailable
@@ -47,6 +49,7 @@ from hyperhive.protocol import (
     error_response,
     ok_response,
 )
+from hyperhive.protocol.hostreads import LinkAnswerReq, LinkStreamEndReq, LinkStreamItemsReq
 from hyperhive.streams import ByteStream
 from hyperhive.unixsock import serve_unix_streams
 
@@ -108,6 +111,19 @@ class HostLink:
         self.on_register = on_register
         self.on_crash = on_crash
         self.on_host_lost = on_host_lost
+        # The host each agent last ran on: its log stays on that host's disk after it stops.
+        self.last_host: dict[str, str] = {}
+        # Reads of a host's disk and memory (logs, turn state and stream): #14, no shared disk.
+        self.calls = HostCalls(self._push_to)
+
+    async def _push_to(self, host_id: str, cmd: BaseModel) -> None:
+        host = self.hosts.get(host_id)
+        if host is None:
+            raise Unavailable(f"agent host {host_id} is not connected")
+        try:
+            await host.push(encode(cmd))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            raise Unavailable(f"agent host {host_id} went away") from exc
 
     def running(self, agent: str) -> bool:
         return agent in self.placement
@@ -139,6 +155,7 @@ class HostLink:
         host = self.hosts[host_id]
         host.agents.add(cmd.agent)
         self.placement[cmd.agent] = host_id
+        self.last_host[cmd.agent] = host_id
         self.incarnations[cmd.agent] = cmd.incarnation
         self.draining.pop(cmd.agent, None)
         self.turns[cmd.agent] = TurnState("idle")
@@ -215,6 +232,11 @@ class HostLink:
                             await conn.reply(error_response(None, frame))
                             continue
                         rid, req = self._decode(frame)
+                        if isinstance(req, LinkStreamItemsReq):
+                            # Concurrent: held while the stream's reader is behind.
+                            await slots.acquire()
+                            tg.start_soon(self._answer_items, conn, rid, req, slots)
+                            continue
                         if isinstance(req, LinkForwardReq):
                             # Concurrent: an agent's long-poll must not hold up the link.
                             await slots.acquire()
@@ -272,6 +294,15 @@ class HostLink:
         if response is not None:  # abandoned: nobody waits for it
             await conn.reply(response)
 
+    async def _answer_items(
+        self, conn: _Conn, rid: Any, req: LinkStreamItemsReq, slots: anyio.Semaphore
+    ) -> None:
+        try:
+            response = await self._handle(rid, req, conn)
+        finally:
+            slots.release()
+        await conn.reply(response)
+
     def holder(self, agent: str) -> tuple[str | None, int | None]:
         """The host that may speak for ``agent`` and at which incarnation (a stopping
         agent's host keeps that right until the agent runs again or the host goes)."""
@@ -299,6 +330,7 @@ class HostLink:
         for agent, (holder, _) in list(self.draining.items()):
             if holder == host.host_id:
                 del self.draining[agent]
+        self.calls.host_gone(host.host_id)
         host.gone.set()
         log.warning(
             "agent host %s went away; not running now: %s",
@@ -404,6 +436,21 @@ async def _abandon(conn: _Conn, req: LinkAbandonReq) -> None:
     conn.registered()
     for scope in conn.inflight.pop((req.agent, req.conn), set()):
         scope.cancel()
+
+
+@LINK_TABLE.on(LinkAnswerReq)
+async def _answer(conn: _Conn, req: LinkAnswerReq) -> None:
+    conn.link.calls.answered(conn.registered().host_id, req)
+
+
+@LINK_TABLE.on(LinkStreamItemsReq)
+async def _stream_items(conn: _Conn, req: LinkStreamItemsReq) -> None:
+    await conn.link.calls.items(conn.registered().host_id, req)
+
+
+@LINK_TABLE.on(LinkStreamEndReq)
+async def _stream_end(conn: _Conn, req: LinkStreamEndReq) -> None:
+    conn.link.calls.ended(conn.registered().host_id, req)
 
 
 LINK_TABLE.seal()

@@ -11,6 +11,16 @@ from pydantic import (
 
 from hyperhive.config import AgentConfig
 from hyperhive.protocol.base import Req, TurnStateName, _Out, _Req
+from hyperhive.protocol.hostreads import (
+    AgentSnapshotAsk,
+    EventsFollowCmd,
+    HostJournalAsk,
+    LinkAnswerReq,
+    LinkStreamEndReq,
+    LinkStreamItemsReq,
+    LogTailAsk,
+    StreamStopCmd,
+)
 from hyperhive.protocol.wire import Response
 
 # ---- agent-host link ------------------------------------------------------
@@ -83,7 +93,11 @@ LinkRequest = Annotated[
     | LinkAgentCrashedReq
     | LinkGoodbyeReq
     | LinkForwardReq
-    | LinkAbandonReq,
+    | LinkAbandonReq
+    # The coordinator's reads of the host (protocol.hostreads):
+    | LinkAnswerReq
+    | LinkStreamItemsReq
+    | LinkStreamEndReq,
     Field(discriminator="cmd"),
 ]
 
@@ -113,4 +127,15 @@ class PlaceCmd(_Req):
     descendants: list[str] = Field(default_factory=list)
 
 
-LinkCommand = Annotated[ActivateCmd | DeactivateCmd | PlaceCmd, Field(discriminator="cmd")]
+LinkCommand = Annotated[
+    ActivateCmd
+    | DeactivateCmd
+    | PlaceCmd
+    # The coordinator's reads of the host (protocol.hostreads):
+    | LogTailAsk
+    | HostJournalAsk
+    | AgentSnapshotAsk
+    | EventsFollowCmd
+    | StreamStopCmd,
+    Field(discriminator="cmd"),
+]

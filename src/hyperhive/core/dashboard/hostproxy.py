@@ -1,7 +1,10 @@
-"""Reading the agent host's per-agent API on the operator's behalf.
+"""Reading an agent's host on the operator's behalf.
 
-The host's operator token (``run/agent-host.json``) stays in this process:
-the browser talks to the dashboard, the dashboard to the host.
+An agent's turn state and live turn stream come from the host that holds it,
+over that host's link (``HostLink.calls``): hosts may be other machines, and
+the dashboard talks to none of them directly. ``work`` still reads the local
+host's HTTP API (its operator token, ``run/agent-host.json``, stays in this
+process).
 """
 
 from __future__ import annotations
@@ -13,15 +16,22 @@ from typing import Any
 
 import httpx
 
+from hyperhive.core.hostlink import HostLink
 from hyperhive.errors import Unavailable
 from hyperhive.protocol.hostapi import HostWork
+from hyperhive.protocol.hostreads import AgentSnapshotAsk, EventsFollowCmd
 
 __all__ = ["HostProxy"]
 
 
+# How long a host has to answer for an agent's turn state.
+STATE_WITHIN = 5.0
+
+
 class HostProxy:
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, link: HostLink) -> None:
         self._file = run_dir / "agent-host.json"
+        self._link = link
 
     def _endpoint(self) -> tuple[str, dict[str, str]]:
         # Read every time: a restarted host writes a new URL and token.
@@ -32,17 +42,24 @@ class HostProxy:
             raise Unavailable("no agent host is running (run/agent-host.json is missing)") from exc
         return url.rstrip("/"), {"authorization": f"Bearer {token}"}
 
+    def _holder(self, agent: str) -> str:
+        host = self._link.host_of(agent)
+        if host is None:
+            raise Unavailable(f"{agent} is not running on any agent host")
+        return host
+
     async def state(self, agent: str) -> dict[str, Any]:
-        url, headers = self._endpoint()
-        try:
-            async with httpx.AsyncClient(timeout=5) as http:
-                got = await http.get(f"{url}/api/agents/{agent}/state", headers=headers)
-        except httpx.HTTPError as exc:
-            raise Unavailable(f"the agent host at {url} did not answer: {exc}") from exc
-        if got.status_code != 200:
-            raise Unavailable(f"{agent} is not active on the agent host ({got.status_code})")
-        data: dict[str, Any] = got.json()
-        return data
+        """``agent``'s authoritative turn state, from the host that holds it."""
+        host = self._holder(agent)
+        got = await self._link.calls.ask(
+            host,
+            lambda n: AgentSnapshotAsk(cmd="agent_snapshot", ask=n, agent=agent),
+            STATE_WITHIN,
+            f"{agent}'s turn state",
+        )
+        if not isinstance(got, dict):
+            raise Unavailable(f"agent host {host} answered {agent}'s state with no object")
+        return dict(got)
 
     async def work(self) -> HostWork:
         """The bash tasks and subagents running on the host, per agent."""
@@ -57,23 +74,12 @@ class HostProxy:
         return HostWork.model_validate_json(got.content)
 
     async def events(self, agent: str) -> AsyncIterator[dict[str, Any]]:
-        """The host's SSE stream for ``agent`` (history first), until the host closes it."""
-        url, headers = self._endpoint()
-        timeout = httpx.Timeout(5, read=None)
-        try:
-            async with (
-                httpx.AsyncClient(timeout=timeout) as http,
-                http.stream("GET", f"{url}/api/agents/{agent}/events", headers=headers) as resp,
-            ):
-                if resp.status_code != 200:
-                    raise Unavailable(f"{agent} is not active on the agent host")
-                async for line in resp.aiter_lines():
-                    if line.startswith("data: "):
-                        try:
-                            event = json.loads(line[6:])
-                        except ValueError:
-                            continue
-                        if isinstance(event, dict):
-                            yield event
-        except httpx.HTTPError as exc:
-            raise Unavailable(f"the agent host at {url} went away: {exc}") from exc
+        """``agent``'s turn events (its host's kept history first), relayed from its host
+        until the agent stops there (``StreamEnded``) or the host goes (``Unavailable``)."""
+        host = self._holder(agent)
+        async with self._link.calls.stream(
+            host, lambda n: EventsFollowCmd(cmd="events_follow", stream=n, agent=agent)
+        ) as batches:
+            async for batch in batches:
+                for event in batch:
+                    yield dict(event)
