@@ -16,12 +16,13 @@ import pytest
 
 from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.core.dashboard.hostproxy import HostProxy
-from hyperhive.core.hostcalls import StreamEnded
+from hyperhive.core.hostcalls import STREAM_QUEUE, StreamEnded
 from hyperhive.errors import NotFound, PermissionDenied, Unavailable
 from hyperhive.netlink.dialer import LinkTarget
 from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import LogTail, OpLogsReq
 from hyperhive.protocol.hostreads import (
+    EventsFollowCmd,
     HostTail,
     LinkAnswerReq,
     LinkStreamEndReq,
@@ -214,3 +215,56 @@ async def test_stream_batches_are_refused_from_a_host_that_did_not_open_them(
                 await h1.call(LinkStreamItemsReq(cmd="stream_items", stream=stream, items=[]))
         with pytest.raises(NotFound):
             await op.call(OpLogsReq(cmd="logs", agent="nobody"))
+
+
+async def test_a_reader_that_falls_behind_holds_the_hosts_feed_not_a_buffer(
+    tmp_path: Path,
+) -> None:
+    _seed(tmp_path, '[hostlink]\nlisten = "127.0.0.1:0"\n')
+    async with coordinator(tmp_path) as c, operator(c.paths) as op:
+        cred = await add_host(op, "h1", tmp_path / "creds")
+        pushes = Pushes()
+        async with registered(LinkTarget(link_url(c.paths), "h1", cred), pushes) as h1:
+            await until(lambda: c.hostlink.host_of("bob") == "h1")
+            async with c.hostlink.calls.stream(
+                "h1", lambda n: EventsFollowCmd(cmd="events_follow", stream=n, agent="bob")
+            ) as batches:
+                follow = await until(
+                    lambda: next(
+                        (f for f in pushes.frames if f.get("cmd") == "events_follow"), None
+                    )
+                )
+                stream = follow["stream"]
+
+                def batch(i: int) -> LinkStreamItemsReq:
+                    return LinkStreamItemsReq(
+                        cmd="stream_items", stream=stream, items=[{"kind": "n", "i": i}]
+                    )
+
+                # Nobody reads yet: the queue takes STREAM_QUEUE batches, acknowledged.
+                for i in range(STREAM_QUEUE):
+                    await h1.call(batch(i))
+                acked: list[int] = []
+                async with anyio.create_task_group() as tg:
+
+                    async def one_more() -> None:
+                        await h1.call(batch(STREAM_QUEUE))
+                        acked.append(STREAM_QUEUE)
+
+                    tg.start_soon(one_more)
+                    # The next one is held at the full queue, its acknowledgement with it.
+                    entry = c.hostlink.calls._streams[stream]
+                    await until(lambda: entry.send.statistics().tasks_waiting_send == 1)
+                    assert entry.send.statistics().current_buffer_used == STREAM_QUEUE
+                    assert acked == []
+                    got = [await anext(batches)]  # the reader catches up by one
+                got += [await anext(batches) for _ in range(STREAM_QUEUE)]
+                assert acked == [STREAM_QUEUE]
+                assert [b[0]["i"] for b in got] == list(range(STREAM_QUEUE + 1))
+            # The reader left: the host was told to stop feeding it.
+            await until(
+                lambda: any(
+                    f.get("cmd") == "stream_stop" and f.get("stream") == stream
+                    for f in pushes.frames
+                )
+            )
