@@ -17,7 +17,7 @@ import pytest
 from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.core.dashboard.hostproxy import HostProxy
 from hyperhive.core.hostcalls import STREAM_QUEUE, StreamEnded
-from hyperhive.errors import NotFound, PermissionDenied, Unavailable
+from hyperhive.errors import NotFound, PermissionDenied, StorageError, Unavailable
 from hyperhive.netlink.dialer import LinkTarget
 from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import LogTail, OpLogsReq
@@ -85,6 +85,14 @@ async def test_logs_tail_and_follow_come_from_the_agents_host(
         await c.hostlink.deactivate("bob", graceful=False)
         after_stop = await op.call(OpLogsReq(cmd="logs", agent="bob", lines=1))
         assert after_stop.lines == ["a new line"]
+
+        # A log the host cannot read is an error with the reason; the host runs on.
+        log.rename(log.with_name("bob.old"))
+        log.mkdir()
+        with pytest.raises(StorageError, match="agent host test-host cannot read it"):
+            await op.call(OpLogsReq(cmd="logs", agent="bob", lines=1))
+        alice_state = await HostProxy(c.paths.run, c.hostlink).state("alice")
+        assert alice_state["agent"] == "alice"
 
 
 async def test_turn_state_and_live_stream_come_over_the_link(

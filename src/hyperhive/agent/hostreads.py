@@ -23,7 +23,7 @@ from pydantic import JsonValue
 from hyperhive.agent.logfiles import last_lines, lines_after
 from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.client import RpcClient
-from hyperhive.errors import HiveError, NotFound
+from hyperhive.errors import HiveError, InternalError, NotFound, StorageError
 from hyperhive.protocol import ErrorInfo
 from hyperhive.protocol.hostreads import (
     MAX_BATCH,
@@ -113,6 +113,15 @@ class HostReads:
             answer = LinkAnswerReq(cmd="answer", ask=cmd.ask, result=result)
         except HiveError as exc:
             answer = self._error(cmd.ask, exc)
+        except OSError as exc:  # an unreadable log file: said, never the host's end
+            answer = self._error(
+                cmd.ask, StorageError(f"agent host {self.host_id} cannot read it: {exc}")
+            )
+        except Exception as exc:  # contained like an agent's crash: this host runs on
+            log.exception("answering the coordinator's %s failed", cmd.cmd)
+            answer = self._error(
+                cmd.ask, InternalError(f"agent host {self.host_id}: {type(exc).__name__}: {exc}")
+            )
         try:
             try:
                 await link.call(answer)
@@ -172,7 +181,10 @@ class HostReads:
             with scope:
                 rt = self.runtime(cmd.agent)
                 if rt is not None:
-                    await self._relay(rt, cmd.stream, link)
+                    failed = await self._relay(rt, cmd.stream, link)
+                    if failed is not None:
+                        log.debug("stream %s for %s ended: %s", cmd.stream, cmd.agent, failed)
+                        return  # the link or the stream is gone: nobody to tell
                     reason = f"{cmd.agent} stopped on agent host {self.host_id}"
             if scope.cancel_called:
                 return  # the coordinator stopped it: nobody to tell
@@ -182,12 +194,16 @@ class HostReads:
                 )
         except HiveError as exc:
             log.debug("stream %s for %s ended: %s", cmd.stream, cmd.agent, exc)
+        except Exception:  # contained: one viewer's stream never ends the host
+            log.exception("streaming %s's events failed", cmd.agent)
         finally:
             self._streams.pop(cmd.stream, None)
 
-    async def _relay(self, rt: AgentRuntime, stream: int, link: RpcClient) -> None:
-        """``rt``'s events, history first, until it stops. A viewer that falls behind
-        loses events at the bus (as the host's own SSE does), never stalls the agent."""
+    async def _relay(self, rt: AgentRuntime, stream: int, link: RpcClient) -> HiveError | None:
+        """``rt``'s events, history first, until it stops (``None``) or the feed fails (the
+        error). A viewer that falls behind loses events at the bus (as the host's own SSE
+        does), never stalls the agent."""
+        failed: HiveError | None = None
         async with anyio.create_task_group() as tg, rt.bus.subscribe(replay=True) as events:
 
             async def until_done() -> None:
@@ -195,17 +211,24 @@ class HostReads:
                 tg.cancel_scope.cancel()
 
             tg.start_soon(until_done)
-            async for first in events:
-                batch, size = [self._fit(first)], 0
-                while len(batch) < MAX_BATCH and size < self.budget // 2:
-                    try:
-                        event = self._fit(events.receive_nowait())
-                    except anyio.WouldBlock:
-                        break
-                    batch.append(event)
-                    size += len(json.dumps(event))
-                await link.call(LinkStreamItemsReq(cmd="stream_items", stream=stream, items=batch))
+            # Caught inside the group: raised through it, it would be an ExceptionGroup.
+            try:
+                async for first in events:
+                    batch, size = [self._fit(first)], 0
+                    while len(batch) < MAX_BATCH and size < self.budget // 2:
+                        try:
+                            event = self._fit(events.receive_nowait())
+                        except anyio.WouldBlock:
+                            break
+                        batch.append(event)
+                        size += len(json.dumps(event))
+                    await link.call(
+                        LinkStreamItemsReq(cmd="stream_items", stream=stream, items=batch)
+                    )
+            except HiveError as exc:
+                failed = exc
             tg.cancel_scope.cancel()
+        return failed
 
     def _fit(self, event: dict[str, Any]) -> dict[str, JsonValue]:
         """``event`` as JSON, or a note in its place if it could never fit a frame."""
