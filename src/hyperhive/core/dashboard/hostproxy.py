@@ -1,10 +1,12 @@
-"""Reading an agent's host on the operator's behalf.
+"""Reading agent hosts on the operator's behalf.
 
 An agent's turn state and live turn stream come from the host that holds it,
-over that host's link (``HostLink.calls``): hosts may be other machines, and
-the dashboard talks to none of them directly. ``work`` still reads the local
-host's HTTP API (its operator token, ``run/agent-host.json``, stays in this
-process).
+over that host's link (``HostLink.calls``): hosts may be other machines with
+disks of their own, and the dashboard talks to none of them directly. ``work``
+(for ``/metrics``) still reads the per-agent HTTP API of every host whose
+endpoint file is on this machine (``run/agent-host.json`` for the local
+host, ``run/hosts/NAME/agent-host.json`` for a host run with the hive's run
+dir); their operator tokens stay in this process.
 """
 
 from __future__ import annotations
@@ -23,24 +25,19 @@ from hyperhive.protocol.hostreads import AgentSnapshotAsk, EventsFollowCmd
 
 __all__ = ["HostProxy"]
 
-
 # How long a host has to answer for an agent's turn state.
 STATE_WITHIN = 5.0
 
 
 class HostProxy:
     def __init__(self, run_dir: Path, link: HostLink) -> None:
+        self._run = run_dir
         self._file = run_dir / "agent-host.json"
         self._link = link
 
-    def _endpoint(self) -> tuple[str, dict[str, str]]:
-        # Read every time: a restarted host writes a new URL and token.
-        try:
-            data = json.loads(self._file.read_text())
-            url, token = str(data["url"]), str(data["token"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise Unavailable("no agent host is running (run/agent-host.json is missing)") from exc
-        return url.rstrip("/"), {"authorization": f"Bearer {token}"}
+    def _files(self) -> list[Path]:
+        """Every host endpoint file on this machine: the local host's, then named hosts'."""
+        return [self._file, *sorted((self._run / "hosts").glob("*/agent-host.json"))]
 
     def _holder(self, agent: str) -> str:
         host = self._link.host_of(agent)
@@ -62,16 +59,32 @@ class HostProxy:
         return dict(got)
 
     async def work(self) -> HostWork:
-        """The bash tasks and subagents running on the host, per agent."""
-        url, headers = self._endpoint()
-        try:
-            async with httpx.AsyncClient(timeout=5) as http:
-                got = await http.get(f"{url}/api/host/work", headers=headers)
-        except httpx.HTTPError as exc:
-            raise Unavailable(f"the agent host at {url} did not answer: {exc}") from exc
-        if got.status_code != 200:
-            raise Unavailable(f"the agent host refused /api/host/work ({got.status_code})")
-        return HostWork.model_validate_json(got.content)
+        """The bash tasks and subagents running on every host reachable here, per agent
+        (``Unavailable`` only if none answers)."""
+        merged: dict[str, Any] = {}
+        problems: list[str] = []
+        async with httpx.AsyncClient(timeout=5) as http:
+            for file in self._files():
+                try:
+                    data = json.loads(file.read_text())
+                    url = str(data["url"]).rstrip("/")
+                    headers = {"authorization": f"Bearer {data['token']}"}
+                except (OSError, ValueError, KeyError, TypeError):
+                    continue  # that host is not running
+                try:
+                    got = await http.get(f"{url}/api/host/work", headers=headers)
+                except httpx.HTTPError as exc:
+                    problems.append(f"the agent host at {url} did not answer: {exc}")
+                    continue
+                if got.status_code != 200:
+                    problems.append(f"the agent host at {url} refused /api/host/work")
+                    continue
+                merged.update(HostWork.model_validate_json(got.content).agents)
+        if not merged and problems:
+            raise Unavailable("; ".join(problems))
+        if not merged and not problems:
+            raise Unavailable("no agent host is running (run/agent-host.json is missing)")
+        return HostWork(agents=merged)
 
     async def events(self, agent: str) -> AsyncIterator[dict[str, Any]]:
         """``agent``'s turn events (its host's kept history first), relayed from its host

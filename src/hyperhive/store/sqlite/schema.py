@@ -183,6 +183,14 @@ CREATE TABLE hosts (
     last_seen_at REAL
 )
 """,
+    # 8 (hostlife, #14): each host's lease: its link epoch (monotonic per host, so a
+    # superseded link is fenced), the lease's expiry, the last heartbeat and capacity.
+    """
+ALTER TABLE hosts ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE hosts ADD COLUMN lease_expires_at REAL;
+ALTER TABLE hosts ADD COLUMN heartbeat_at REAL;
+ALTER TABLE hosts ADD COLUMN capacity TEXT
+""",
     # 10 (nodisk-logs, #14; positional, after what main has): reminders are delivered
     # whole, never spilled to a file in the agent's state/ (its host may be another
     # machine). A spilled reminder still waiting in an inbox gets its whole text back
