@@ -91,7 +91,7 @@ class Coordinator:
             config.max_frame_bytes,
             lambda host_id: self.placement.host_registered(host_id),
             lambda agent, reason: self.lifecycle.crashed(agent, reason),
-            lambda agents: self.placement.host_lost(agents),
+            lambda agents: self._host_lost(agents),
             agent_api=lambda name: self._agent_api(name),
         )
         self.host_admin = host_admin = HostAdmin(store.hosts, hostlink)
@@ -220,6 +220,14 @@ class Coordinator:
             self.sockets.reset()
             with anyio.CancelScope(shield=True):
                 await self.store.close()
+
+    async def _host_lost(self, agents: list[str]) -> None:
+        """A host that went away took its agents down: a crash each, in the feed too."""
+        for agent in agents:
+            await self.agent_state.activity.record(
+                "crash", agent, f"{agent} crashed: its agent host died", detail={"reason": "host"}
+            )
+        await self.placement.host_lost(agents)
 
     def dashboard_parts(self) -> DashboardParts:
         """What the dashboard uses (imported late: FastAPI loads only when it serves)."""

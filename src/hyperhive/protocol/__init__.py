@@ -18,6 +18,7 @@ Requests forbid unknown fields, so a ``from`` smuggled into an agent's
 
 from hyperhive.protocol.agent import (
     AckUntilReq,
+    ActivityReported,
     AgentRequest,
     Asked,
     AskOperatorReq,
@@ -38,6 +39,7 @@ from hyperhive.protocol.agent import (
     RecvReq,
     Reminded,
     RemindReq,
+    ReportActivityReq,
     RequestApplyCommitReq,
     RequestInitConfigReq,
     Schedule,
@@ -184,6 +186,7 @@ from hyperhive.protocol.wire import (
 
 __all__ = [
     "AckUntilReq",
+    "ActivityReported",
     "Acked",
     "ActivateCmd",
     "AgentConfigView",
@@ -313,6 +316,7 @@ __all__ = [
     "SpendRow",
     "SpendSeries",
     "StatusSet",
+    "ReportActivityReq",
     "TodoClearReq",
     "TodoUpsertReq",
     "TurnEndReq",
