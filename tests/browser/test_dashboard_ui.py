@@ -88,10 +88,10 @@ def test_set_parent_moves_the_node_live_in_a_second_tab(tmp_path: Path, browser:
         first, second = browser.new_context(), browser.new_context()
         try:
             mover, watcher = first.new_page(), second.new_page()
-            watcher.goto(hive.url)
+            watcher.goto(f"{hive.url}/tree")
             wait_live(watcher)
             watcher.evaluate("window.__notReloaded = true")
-            mover.goto(hive.url)
+            mover.goto(f"{hive.url}/tree")
             mover.fill("#set-parent input[name=child]", "bob")
             mover.fill("#set-parent input[name=new_parent]", "carol")
             mover.click("#set-parent button[type=submit]")
