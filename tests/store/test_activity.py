@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 import pytest
 
 from hyperhive.store import Store
 from hyperhive.store.rows import ActivityRow
 from hyperhive.store.sqlite import SqliteStore
+from hyperhive.store.sqlite.schema import MIGRATIONS
 
 pytestmark = pytest.mark.anyio
 
@@ -88,13 +90,11 @@ def _plans(db: sqlite3.Connection, statements: list[str]) -> list[str]:
     ]
 
 
-async def test_the_feeds_page_queries_walk_an_index_never_the_table(tmp_path: object) -> None:
+async def test_the_feeds_page_queries_walk_an_index_never_the_table(tmp_path: Path) -> None:
     """What keeps a million messages fast: every page query the feed makes is an
     index walk that stops at its LIMIT, with no sort of the whole table. The SQL is
     the store's own, captured as it runs, then explained."""
-    from pathlib import Path
-
-    path = Path(str(tmp_path)) / "hive.db"
+    path = tmp_path / "hive.db"
     store = await SqliteStore.open(path)
     try:
         for i in range(50):
@@ -129,3 +129,38 @@ async def test_the_feeds_page_queries_walk_an_index_never_the_table(tmp_path: ob
             if "TEMP B-TREE" in step:
                 # Only the output of a LIMITed walk (sent, received: merged) is sorted.
                 assert steps[i - 1].startswith("SCAN (subquery"), (sql, plan)
+
+
+async def test_upgrading_copies_the_approvals_already_asked_and_resolved(tmp_path: Path) -> None:
+    """A hive at schema 6 keeps its approvals' history in the feed after migration 7."""
+    path = tmp_path / "hive.db"
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)"
+        )
+        for version, sql in enumerate(MIGRATIONS[:6], start=1):
+            for statement in sql.split(";\n"):
+                db.execute(statement)
+            db.execute("INSERT INTO schema_migrations VALUES (?, 0)", (version,))
+        db.execute(
+            "INSERT INTO approvals(kind, requester, subject, state, created_at, resolved_at, "
+            "resolution) VALUES ('init_config', 'queen', 'scout', 'denied', 10.0, 20.0, 'no')"
+        )
+        db.execute(
+            "INSERT INTO approvals(kind, requester, subject, created_at) "
+            "VALUES ('init_config', 'queen', 'gina', 30.0)"
+        )
+    db.close()
+    store = await SqliteStore.open(path)
+    try:
+        rows = await store.activity.page()
+        assert [(r.at, r.kind, r.agent, r.others, r.detail["state"]) for r in rows] == [
+            (30.0, "approval", "queen", ("gina",), "asked"),
+            (20.0, "approval", "scout", ("queen",), "denied"),
+            (10.0, "approval", "queen", ("scout",), "asked"),
+        ]
+        assert rows[1].title == "approval #1 denied: init_config for scout"
+        assert rows[1].detail["resolution"] == "no"
+        assert [r.at for r in await store.activity.page(agent="scout")] == [20.0, 10.0]
+    finally:
+        await store.close()

@@ -13,17 +13,22 @@ Recording never fails the action it reports: the action has happened.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import anyio
 
 from hyperhive.core.notify import EventBus
 from hyperhive.errors import HiveError
 from hyperhive.protocol import RunSpend
 from hyperhive.store import Store
 
-__all__ = ["KINDS", "ActivityLog", "turn_title"]
+__all__ = ["KINDS", "PRUNE_EVERY", "ActivityLog", "turn_title"]
 
 log = logging.getLogger(__name__)
+
+PRUNE_EVERY = 3600.0  # the log is bounded by age (hive.toml activity_keep_days)
 
 #: Every kind of row the log holds (messages are their own table; the feed adds them).
 KINDS = (
@@ -90,3 +95,22 @@ class ActivityLog:
             detail=detail,
             key=f"turn:{agent}:{spend.run_id}" if spend is not None else None,
         )
+
+    async def prune_once(self, keep_days: float, now: float | None = None) -> int:
+        """Drop the events older than ``keep_days``; return how many went."""
+        cutoff = (time.time() if now is None else now) - keep_days * 86400
+        return await self.store.activity.prune(cutoff)
+
+    async def prune_forever(self, keep_days: float) -> None:
+        """Hourly, for the coordinator's life; a store that is away is tried next hour."""
+        while True:
+            try:
+                dropped = await self.prune_once(keep_days)
+            except HiveError as exc:
+                log.warning("activity log: could not prune: %s", exc.message)
+            else:
+                if dropped:
+                    log.info(
+                        "activity log: %d events older than %g days dropped", dropped, keep_days
+                    )
+            await anyio.sleep(PRUNE_EVERY)

@@ -202,6 +202,9 @@ class Coordinator:
                     )
                     await tg.start(link_server.serve)
                 tg.start_soon(self.scheduler.run)
+                tg.start_soon(
+                    self.agent_state.activity.prune_forever, self.config.activity_keep_days
+                )
                 if dashboard:
                     from hyperhive.core.dashboard.server import serve_dashboard
 
