@@ -159,6 +159,14 @@ async def test_a_live_hive_logs_every_kind_once_with_its_fields(
         [denied] = await _seen(c, "approval", state="denied")
         assert ask.agent == "queen" and ask.others == ("scout2",)
         assert denied.detail["resolution"] == "not now" and "queen" in denied.others
+        async with agent(c.paths, "queen") as q:
+            again = await agent_call(q, "request_init_config", name="scout3", config="")
+        assert isinstance(again, dict)
+        async with operator(c.paths) as op:
+            await op_call(op, "cancel_loose_end", kind="approval", row_id=again["approval_id"])
+        [cancelled] = await _seen(c, "approval", state="cancelled")
+        assert cancelled.detail["approval_id"] == again["approval_id"]
+        assert "(by the operator)" in cancelled.title
 
         # A crash and a lost login, from turns that really ran.
         async with operator(c.paths) as op:

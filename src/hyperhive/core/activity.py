@@ -96,6 +96,19 @@ class ActivityLog:
             key=f"turn:{agent}:{spend.run_id}" if spend is not None else None,
         )
 
+    async def approval_cancelled(self, approval_id: int, by: str) -> None:
+        row = await self.store.approvals.get(approval_id)
+        if row is None:
+            return
+        await self.record(
+            "approval",
+            row.subject,
+            f"approval #{approval_id} cancelled: {row.kind} for {row.subject} (by {by})",
+            others=[row.requester],
+            detail={"approval_id": approval_id, "state": "cancelled"},
+            key=f"approval:{approval_id}:resolved",
+        )
+
     async def prune_once(self, keep_days: float, now: float | None = None) -> int:
         """Drop the events older than ``keep_days``; return how many went."""
         cutoff = (time.time() if now is None else now) - keep_days * 86400

@@ -356,6 +356,8 @@ class AgentApi:
                     "and your descendants' reminders and questions (not a descendant)"
                 )
         done = await self.loose_ends.cancel(req.kind, req.row_id)
+        if done and req.kind == "approval":
+            await self.agent_state.activity.approval_cancelled(req.row_id, self.name)
         if req.kind == "reminder":
             self.scheduler.poke()
         if done and req.kind in ("approval", "question"):  # the operator's waiting count
