@@ -22,7 +22,7 @@ from hyperhive.store import Store
 from hyperhive.store.base import FeedCursor
 from hyperhive.store.rows import ActivityRow, MessageRow
 
-__all__ = ["KINDS", "Cursor", "FeedItem", "FeedPage", "feed_page", "parse_cursor"]
+__all__ = ["KINDS", "Cursor", "FeedItem", "FeedPage", "feed_page", "merge", "parse_cursor"]
 
 KINDS: tuple[str, ...] = ("message", *LOG_KINDS)
 # A source's rank breaks ties of time between sources (part of the cursor).
