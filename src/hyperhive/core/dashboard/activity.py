@@ -14,18 +14,20 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import BaseModel, Field
 
-from hyperhive.core.dashboard.feed import KINDS, feed_page, parse_cursor
+from hyperhive.core.dashboard.feed import KINDS, FeedPage, feed_page, parse_cursor
 from hyperhive.core.dashboard.pages import waiting_count
 from hyperhive.core.dashboard.state import Dashboard, dashboard
 from hyperhive.core.dashboard.views import thread_messages
 from hyperhive.errors import InvalidRequest, NotFound
 from hyperhive.protocol import OpSpendReq
 
-__all__ = ["PAGE", "router"]
+__all__ = ["PAGE", "api", "router"]
 
 PAGE = 50
 router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
+api = APIRouter(prefix="/api")
 Dash = Annotated[Dashboard, Depends(dashboard)]
 Agent = Annotated[str | None, Query(max_length=64)]
 Kind = Annotated[str, Query(max_length=16)]
@@ -55,16 +57,22 @@ def _kind(kind: str) -> str | None:
     return kind or None
 
 
+async def _page(
+    d: Dashboard, agent: str | None, kind_name: str, before: str | None, limit: int = PAGE
+) -> FeedPage:
+    return await feed_page(
+        d.parts.store,
+        limit=limit,
+        before=parse_cursor(before) if before else None,
+        agent=agent or None,
+        kind=_kind(kind_name),
+    )
+
+
 async def _feed(d: Dashboard, agent: str | None, kind_name: str, before: str | None) -> Any:
     kind = _kind(kind_name)
     agent = agent or None
-    page = await feed_page(
-        d.parts.store,
-        limit=PAGE,
-        before=parse_cursor(before) if before else None,
-        agent=agent,
-        kind=kind,
-    )
+    page = await _page(d, agent, kind_name, before)
     return {
         "items": page.items,
         "older": str(page.older) if page.older else None,
@@ -141,4 +149,53 @@ async def thread_page(request: Request, d: Dash, message_id: int) -> Response:
         message_id=message_id,
         thread=flat,
         agents=sorted({m.sender for m in rows} | {m.recipient for m in rows}),
+    )
+
+
+class FeedEntry(BaseModel):
+    at: float
+    kind: str
+    agents: list[str]
+    title: str
+    body: str
+    message_id: int | None
+    in_reply_to: int | None
+    state: str | None
+    detail: dict[str, Any]
+    cursor: str
+
+
+class Feed(BaseModel):
+    items: list[FeedEntry]
+    older: str | None = Field(description="the cursor of the next, older page (none: the end)")
+
+
+@api.get("/activity")
+async def activity_api(
+    d: Dash,
+    agent: Agent = None,
+    kind: Kind = "",
+    before: Before = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = PAGE,
+) -> Feed:
+    """The front page's feed, newest first: every kind (``kind`` narrows it), ``agent``'s
+    when given, ``limit`` items strictly older than the ``before`` cursor."""
+    page = await _page(d, agent, kind, before, limit)
+    return Feed(
+        items=[
+            FeedEntry(
+                at=i.at,
+                kind=i.kind,
+                agents=list(i.agents),
+                title=i.title,
+                body=i.body,
+                message_id=i.message_id,
+                in_reply_to=i.in_reply_to,
+                state=i.state,
+                detail=dict(i.detail),
+                cursor=str(i.cursor),
+            )
+            for i in page.items
+        ],
+        older=str(page.older) if page.older else None,
     )
