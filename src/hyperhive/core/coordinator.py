@@ -91,8 +91,10 @@ class Coordinator:
             config.max_frame_bytes,
             lambda host_id: self.placement.host_registered(host_id),
             lambda agent, reason: self.lifecycle.crashed(agent, reason),
-            lambda agents: self._host_lost(agents),
+            lambda host_id, agents, expired: self._host_lost(host_id, agents, expired),
             agent_api=lambda name: self._agent_api(name),
+            leases=store.hosts,
+            lease_seconds=config.hostlink.lease_seconds if config.hostlink else 15.0,
         )
         self.host_admin = host_admin = HostAdmin(store.hosts, hostlink)
         self.placement = placement = Placement(registry, topo, hostlink, agent_state, notices)
@@ -201,6 +203,7 @@ class Coordinator:
                         self.paths.run / "hostlink.json",
                     )
                     await tg.start(link_server.serve)
+                    tg.start_soon(self.hostlink.watch_leases)
                 tg.start_soon(self.scheduler.run)
                 tg.start_soon(
                     self.agent_state.activity.prune_forever, self.config.activity_keep_days
@@ -224,13 +227,20 @@ class Coordinator:
             with anyio.CancelScope(shield=True):
                 await self.store.close()
 
-    async def _host_lost(self, agents: list[str]) -> None:
-        """A host that went away took its agents down: a crash each, in the feed too."""
-        for agent in agents:
-            await self.agent_state.activity.record(
-                "crash", agent, f"{agent} crashed: its agent host died", detail={"reason": "host"}
-            )
-        await self.placement.host_lost(agents)
+    async def _host_lost(self, host_id: str, agents: list[str], expired: bool) -> None:
+        """A host went or its lease expired: placement decides, the feed shows each agent."""
+        try:
+            await self.placement.host_lost(host_id, agents, expired)
+        finally:
+            for agent in agents:
+                reason = self.placement.crash_reasons.get(agent) or f"agent host {host_id} went"
+                await self.agent_state.activity.record(
+                    "crash",
+                    agent,
+                    f"{agent} stopped: {reason}",
+                    others=[],
+                    detail={"reason": reason, "host": host_id, "lease_expired": expired},
+                )
 
     def dashboard_parts(self) -> DashboardParts:
         """What the dashboard uses (imported late: FastAPI loads only when it serves)."""

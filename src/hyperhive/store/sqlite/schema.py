@@ -183,10 +183,19 @@ CREATE TABLE hosts (
     last_seen_at REAL
 )
 """,
-    # 7 (feed, #15): what the hive did, for the dashboard's front page. One row per
-    # event; ``activity_agents`` indexes it by every agent it concerns, so a page of
-    # one agent's feed is an index walk. Messages are paged by time too (the feed
-    # merges them by ``(at, id)``). Approvals already asked or resolved are copied in.
+    # 8 (hostlife, #14): each host's lease: its link epoch (monotonic per host, so a
+    # superseded link is fenced), the lease's expiry, the last heartbeat and capacity.
+    """
+ALTER TABLE hosts ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE hosts ADD COLUMN lease_expires_at REAL;
+ALTER TABLE hosts ADD COLUMN heartbeat_at REAL;
+ALTER TABLE hosts ADD COLUMN capacity TEXT
+""",
+    # 7 (feed, #15; positional, after hostlife's 8): what the hive did, for the
+    # dashboard's front page. One row per event; ``activity_agents`` indexes it by
+    # every agent it concerns, so a page of one agent's feed is an index walk.
+    # Messages are paged by time too (the feed merges them by ``(at, id)``).
+    # Approvals already asked or resolved are copied in.
     """
 CREATE TABLE activity (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
