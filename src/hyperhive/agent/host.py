@@ -59,6 +59,7 @@ from hyperhive.protocol import (
     LinkCommand,
     LinkGoodbyeReq,
     LinkRegisterReq,
+    MetaChangedCmd,
     PlaceCmd,
 )
 from hyperhive.subagent.mcp import control_surface, subagent_surface
@@ -291,6 +292,9 @@ class AgentHost:
             await self.deactivate(cmd.agent, graceful=cmd.graceful)
         elif isinstance(cmd, PlaceCmd):
             self.place(cmd.agent, cmd.parent, tuple(cmd.descendants))
+        elif isinstance(cmd, MetaChangedCmd):
+            if (rt := self.runtimes.get(cmd.agent)) is not None:
+                rt.meta.forget()
 
     # ---- agents ----------------------------------------------------------------------
 
@@ -306,6 +310,7 @@ class AgentHost:
                 # The coordinator re-sent what is already running (it restarted); a
                 # reparent it made meanwhile needs no restart either.
                 await self._serve_socket(cmd)  # takes the new activation's incarnation
+                current.meta.forget()  # a restarted coordinator may run another revision
                 self.place(cmd.agent, cmd.parent, tuple(cmd.descendants))
                 self._report_state(
                     current.name, current.bus.turn_state, current.bus.turn_state_since

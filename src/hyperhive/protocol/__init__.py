@@ -165,6 +165,7 @@ from hyperhive.protocol.link import (
     LinkGoodbyeReq,
     LinkRegisterReq,
     LinkRequest,
+    MetaChangedCmd,
     PlaceCmd,
     Registered,
 )
@@ -218,6 +219,7 @@ __all__ = [
     "Created",
     "DeactivateCmd",
     "PlaceCmd",
+    "MetaChangedCmd",
     "Destroyed",
     "EffectiveView",
     "ErrorInfo",
