@@ -278,6 +278,8 @@ class AgentHost:
                 self.host_id,
                 registered.epoch,
             )
+            for rt in self.runtimes.values():  # pushes may have been missed while unlinked
+                rt.meta.forget()
             if not self._started:
                 self._started = True
                 task_status.started()
