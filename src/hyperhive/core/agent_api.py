@@ -374,6 +374,8 @@ class AgentApi:
         if len(text) > STATUS_MAX:
             raise LimitExceeded(f"status is {len(text)} characters; the limit is {STATUS_MAX}")
         await self.agent_state.set_status(self.name, text)
+        # Before the answer: the agent's next get_agent_meta must not see the old status.
+        await self.hostlink.meta_changed(self.name)
         return StatusSet(status_text=text)
 
     @on(GetAgentMetaReq)

@@ -170,6 +170,7 @@ from hyperhive.protocol.link import (
     LinkHeartbeatReq,
     LinkRegisterReq,
     LinkRequest,
+    MetaChangedCmd,
     PlaceCmd,
     Registered,
 )
@@ -224,6 +225,7 @@ __all__ = [
     "Created",
     "DeactivateCmd",
     "PlaceCmd",
+    "MetaChangedCmd",
     "Destroyed",
     "EffectiveView",
     "ErrorInfo",
