@@ -161,10 +161,19 @@ class PlaceCmd(_Req):
     descendants: list[str] = Field(default_factory=list)
 
 
+class MetaChangedCmd(_Req):
+    """Something the agent's ``get_agent_meta`` shows changed (its status): its host
+    drops the answer it keeps."""
+
+    cmd: Literal["meta_changed"]
+    agent: str
+
+
 LinkCommand = Annotated[
     ActivateCmd
     | DeactivateCmd
     | PlaceCmd
+    | MetaChangedCmd
     # The coordinator's reads of the host (protocol.hostreads):
     | LogTailAsk
     | HostJournalAsk
