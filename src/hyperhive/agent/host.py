@@ -32,6 +32,7 @@ from pydantic import TypeAdapter, ValidationError
 from hyperhive.agent.admission import Admission, machine_slots, meminfo
 from hyperhive.agent.events import EventsBus
 from hyperhive.agent.harness import run_agent
+from hyperhive.agent.hostreads import HostReads
 from hyperhive.agent.hyperhive_tools import hyperhive_surface
 from hyperhive.agent.launch import SUBAGENT_CONTROL_SERVER
 from hyperhive.agent.moving import HostMoves
@@ -63,10 +64,18 @@ from hyperhive.protocol import (
     LinkGoodbyeReq,
     LinkHeartbeatReq,
     LinkRegisterReq,
+    MetaChangedCmd,
     MoveDropCmd,
     MoveInCmd,
     MoveOutCmd,
     PlaceCmd,
+)
+from hyperhive.protocol.hostreads import (
+    AgentSnapshotAsk,
+    EventsFollowCmd,
+    HostJournalAsk,
+    LogTailAsk,
+    StreamStopCmd,
 )
 from hyperhive.subagent.mcp import control_surface, subagent_surface
 from hyperhive.sysusers import ensure_user
@@ -159,13 +168,19 @@ class AgentHost:
         self._link: RpcClient | None = None
         self._tg: TaskGroup | None = None
         self.moves = HostMoves(paths, self.hive.runtime, lambda: self._link, self._stopped)
+        # The coordinator reads this host's agents' logs and turn streams over the link.
+        self.reads = HostReads(
+            self.host_id, paths.logs, self.runtimes.get, self.hive.max_frame_bytes
+        )
 
     # ---- lifespan -----------------------------------------------------------------
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        logging.getLogger().addHandler(self.reads.journal)
         try:
             await self._run(task_status)
         finally:
+            logging.getLogger().removeHandler(self.reads.journal)
             with anyio.CancelScope(shield=True):
                 if self.forge is not None:
                     await self.forge.aclose()
@@ -283,6 +298,8 @@ class AgentHost:
                 self.host_id,
                 registered.epoch,
             )
+            for rt in self.runtimes.values():  # pushes may have been missed while unlinked
+                rt.meta.forget()
             if not self._started:
                 self._started = True
                 task_status.started()
@@ -295,6 +312,7 @@ class AgentHost:
                     beats.cancel_scope.cancel()
             finally:
                 self._link = None
+                self.reads.stop_all()
 
     def capacity(self) -> HostCapacity:
         """What this host can take now: its claude slots and memory."""
@@ -353,6 +371,14 @@ class AgentHost:
         elif isinstance(cmd, MoveDropCmd):
             assert self._tg is not None
             self._tg.start_soon(self.moves.drop, cmd)
+        elif isinstance(cmd, MetaChangedCmd):
+            if (rt := self.runtimes.get(cmd.agent)) is not None:
+                rt.meta.forget()
+        elif isinstance(
+            cmd, LogTailAsk | HostJournalAsk | AgentSnapshotAsk | EventsFollowCmd | StreamStopCmd
+        ):
+            if self._link is not None and self._tg is not None:
+                self.reads.start(cmd, self._link, self._tg)
 
     # ---- agents ----------------------------------------------------------------------
 
@@ -368,6 +394,7 @@ class AgentHost:
                 # The coordinator re-sent what is already running (it restarted); a
                 # reparent it made meanwhile needs no restart either.
                 await self._serve_socket(cmd)  # takes the new activation's incarnation
+                current.meta.forget()  # a restarted coordinator may run another revision
                 self.place(cmd.agent, cmd.parent, tuple(cmd.descendants))
                 self._report_state(
                     current.name, current.bus.turn_state, current.bus.turn_state_since

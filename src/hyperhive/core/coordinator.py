@@ -75,14 +75,13 @@ class Coordinator:
         self.background = background = Background()
         self.broker = broker = Broker(store, notifier, config.max_body_bytes)
         self.loose_ends = loose_ends = LooseEnds(store, config.remind_max_pending)
-        self.scheduler = scheduler = Scheduler(store, paths, config.reminder_spill_bytes)
+        self.scheduler = scheduler = Scheduler(store)
         # The tree, applied configs and deploy log live in the store (loaded at run);
         # meta/ is their git mirror.
         self.registry = registry = AgentRegistry(paths, store.meta)
         self.topology_store = topo = TopologyStore(store.topology)
         self.mirror = mirror = MetaMirror(paths, store.meta)
         self.meta = meta = MetaStore(paths, isolated=config.runtime == "bwrap")
-        self.logs = logs = LogTails(paths)
         self.notices = notices = Notices(topo, registry, broker, loose_ends, config.root_agent)
         self.agent_state = agent_state = AgentState(store, bus, notices)
         self.budgets = budgets = Budgets(store, registry, config.budget, broker, notifier, bus)
@@ -92,12 +91,13 @@ class Coordinator:
             config.max_frame_bytes,
             lambda host_id: self._host_registered(host_id),
             lambda agent, reason: self.lifecycle.crashed(agent, reason),
-            lambda host_id, agents, expired: self.placement.host_lost(host_id, agents, expired),
+            lambda host_id, agents, expired: self._host_lost(host_id, agents, expired),
             agent_api=lambda name: self._agent_api(name),
             leases=store.hosts,
             lease_seconds=config.hostlink.lease_seconds if config.hostlink else 15.0,
         )
         self.host_admin = host_admin = HostAdmin(store.hosts, hostlink)
+        self.logs = logs = LogTails(paths, hostlink)
         self.placement = placement = Placement(
             registry, topo, hostlink, agent_state, notices, store.placements, store.hosts
         )
@@ -217,6 +217,9 @@ class Coordinator:
                     await tg.start(link_server.serve)
                     tg.start_soon(self.hostlink.watch_leases)
                 tg.start_soon(self.scheduler.run)
+                tg.start_soon(
+                    self.agent_state.activity.prune_forever, self.config.activity_keep_days
+                )
                 if dashboard:
                     from hyperhive.core.dashboard.server import serve_dashboard
 
@@ -235,6 +238,21 @@ class Coordinator:
             self.sockets.reset()
             with anyio.CancelScope(shield=True):
                 await self.store.close()
+
+    async def _host_lost(self, host_id: str, agents: list[str], expired: bool) -> None:
+        """A host went or its lease expired: placement decides, the feed shows each agent."""
+        try:
+            await self.placement.host_lost(host_id, agents, expired)
+        finally:
+            for agent in agents:
+                reason = self.placement.crash_reasons.get(agent) or f"agent host {host_id} went"
+                await self.agent_state.activity.record(
+                    "crash",
+                    agent,
+                    f"{agent} stopped: {reason}",
+                    others=[],
+                    detail={"reason": reason, "host": host_id, "lease_expired": expired},
+                )
 
     def dashboard_parts(self) -> DashboardParts:
         """What the dashboard uses (imported late: FastAPI loads only when it serves)."""

@@ -10,12 +10,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from pydantic import BaseModel
 
+from hyperhive.core.hostcalls import HostCalls
 from hyperhive.core.notify import EventBus
 from hyperhive.core.sockets import Dispatch
 from hyperhive.errors import Unavailable
 from hyperhive.netlink import lease
-from hyperhive.protocol import HostCapacity
+from hyperhive.protocol import HostCapacity, encode
 from hyperhive.store.base import HostRepo
 from hyperhive.streams import ByteStream
 
@@ -101,6 +103,19 @@ class LinkBook:
         # ``agents move``'s reports from hosts (``core.moves.Mover.report``): the host
         # they came from, and the request.
         self.on_move: Callable[[str, Any], Awaitable[Any]] | None = None
+        # The host each agent last ran on: its log stays on that host's disk after it stops.
+        self.last_host: dict[str, str] = {}
+        # Reads of a host's disk and memory (logs, turn state and stream): #14, no shared disk.
+        self.calls = HostCalls(self._push_to)
+
+    async def _push_to(self, host_id: str, cmd: BaseModel) -> None:
+        host = self.hosts.get(host_id)
+        if host is None:
+            raise Unavailable(f"agent host {host_id} is not connected")
+        try:
+            await host.push(encode(cmd))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            raise Unavailable(f"agent host {host_id} went away") from exc
 
     def running(self, agent: str) -> bool:
         return agent in self.placement

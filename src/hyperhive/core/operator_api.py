@@ -269,6 +269,8 @@ class OperatorApi:
         self.scheduler.poke()
         if done and req.kind in ("approval", "question"):  # the operator's waiting count
             self.bus.emit(req.kind, **{f"{req.kind}_id": req.row_id}, state="cancelled")
+        if done and req.kind == "approval":
+            await self.agent_state.activity.approval_cancelled(req.row_id, "the operator")
         return Cancelled(cancelled=done)
 
     @on(OpQuestionsReq)
@@ -322,7 +324,7 @@ class OperatorApi:
     @on(OpLogsReq)
     async def _logs(self, req: OpLogsReq) -> LogTail:
         self.registry.require(req.agent)
-        return LogTail(agent=req.agent, lines=await self.logs.agent(req.agent, req.lines))
+        return await self.logs.agent(req.agent, req.lines, req.after, req.wait)
 
     @on(OpCompactReq)
     async def _compact(self, req: OpCompactReq) -> CompactQueued:

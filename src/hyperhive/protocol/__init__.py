@@ -18,6 +18,7 @@ Requests forbid unknown fields, so a ``from`` smuggled into an agent's
 
 from hyperhive.protocol.agent import (
     AckUntilReq,
+    ActivityReported,
     AgentRequest,
     Asked,
     AskOperatorReq,
@@ -38,6 +39,7 @@ from hyperhive.protocol.agent import (
     RecvReq,
     Reminded,
     RemindReq,
+    ReportActivityReq,
     RequestApplyCommitReq,
     RequestInitConfigReq,
     Schedule,
@@ -168,6 +170,7 @@ from hyperhive.protocol.link import (
     LinkHeartbeatReq,
     LinkRegisterReq,
     LinkRequest,
+    MetaChangedCmd,
     PlaceCmd,
     Registered,
 )
@@ -213,6 +216,7 @@ __all__ = [
     "Moved",
     "OpAgentMoveReq",
     "AckUntilReq",
+    "ActivityReported",
     "Acked",
     "ActivateCmd",
     "AgentConfigView",
@@ -247,6 +251,7 @@ __all__ = [
     "Created",
     "DeactivateCmd",
     "PlaceCmd",
+    "MetaChangedCmd",
     "Destroyed",
     "EffectiveView",
     "ErrorInfo",
@@ -345,6 +350,7 @@ __all__ = [
     "SpendRow",
     "SpendSeries",
     "StatusSet",
+    "ReportActivityReq",
     "TodoClearReq",
     "TodoUpsertReq",
     "TurnEndReq",

@@ -11,6 +11,16 @@ from pydantic import (
 
 from hyperhive.config import AgentConfig
 from hyperhive.protocol.base import Req, TurnStateName, _Out, _Req
+from hyperhive.protocol.hostreads import (
+    AgentSnapshotAsk,
+    EventsFollowCmd,
+    HostJournalAsk,
+    LinkAnswerReq,
+    LinkStreamEndReq,
+    LinkStreamItemsReq,
+    LogTailAsk,
+    StreamStopCmd,
+)
 from hyperhive.protocol.move import (
     LinkMoveDroppedReq,
     LinkMoveGetReq,
@@ -130,7 +140,11 @@ LinkRequest = Annotated[
     | LinkMoveGetReq
     | LinkMoveUnpackedReq
     | LinkMoveDroppedReq
-    | LinkHeartbeatReq,
+    | LinkHeartbeatReq
+    # The coordinator's reads of the host (protocol.hostreads):
+    | LinkAnswerReq
+    | LinkStreamItemsReq
+    | LinkStreamEndReq,
     Field(discriminator="cmd"),
 ]
 
@@ -163,7 +177,27 @@ class PlaceCmd(_Req):
     descendants: list[str] = Field(default_factory=list)
 
 
+class MetaChangedCmd(_Req):
+    """Something the agent's ``get_agent_meta`` shows changed (its status): its host
+    drops the answer it keeps."""
+
+    cmd: Literal["meta_changed"]
+    agent: str
+
+
 LinkCommand = Annotated[
-    ActivateCmd | DeactivateCmd | PlaceCmd | MoveOutCmd | MoveInCmd | MoveDropCmd,
+    ActivateCmd
+    | DeactivateCmd
+    | PlaceCmd
+    | MetaChangedCmd
+    | MoveOutCmd
+    | MoveInCmd
+    | MoveDropCmd
+    # The coordinator's reads of the host (protocol.hostreads):
+    | LogTailAsk
+    | HostJournalAsk
+    | AgentSnapshotAsk
+    | EventsFollowCmd
+    | StreamStopCmd,
     Field(discriminator="cmd"),
 ]
