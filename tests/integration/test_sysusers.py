@@ -24,7 +24,11 @@ from hyperhive.sysusers import agent_user, ensure_user, hive_id, owner_comment, 
 from tests.support.hive import seed_home
 from tests.support.procs import wait_until
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="creating system users needs root")
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="creating system users needs root"),
+    # One xdist worker for all tests that make system users (/etc/passwd's lock).
+    pytest.mark.xdist_group("sysusers"),
+]
 
 TAG = f"hhtu-{os.getpid() % 100000}"
 
