@@ -135,6 +135,8 @@ def operator_user(made: list[str]) -> pwd.struct_passwd:
     return pwd.getpwnam(name)
 
 
+# serve runs as another user, who cannot reach the test cluster's socket (0700, root's).
+@pytest.mark.sqlite_only
 def test_a_non_root_operator_runs_agents_as_itself_whatever_users_exist(
     two_homes: tuple[HivePaths, HivePaths], made: list[str], operator_user: pwd.struct_passwd
 ) -> None:

@@ -118,6 +118,11 @@ def hivectl_env(home: Path) -> dict[str, str]:
     return env
 
 
+# A bound, not a speed claim: on 2 loaded cores (xdist workers beside other runs)
+# starting serve on PostgreSQL was measured at 25-33 s, SQLite at 14-17 s.
+SERVE_START_WITHIN_S = 90
+
+
 def start_serve(
     home: Path,
     *,
@@ -139,15 +144,15 @@ def start_serve(
     if not wait:
         return proc
     paths = HivePaths(home)
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + SERVE_START_WITHIN_S
     while not (is_listening(paths.host_sock) and is_listening(paths.hosts_sock)):
         if proc.poll() is not None:
-            raise RuntimeError(
-                f"hivectl serve exited: {proc.stderr.read().decode() if proc.stderr else ''}"
-            )
+            tail = (home / log_name).read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"hivectl serve exited {proc.returncode}:\n{tail}")
         if time.monotonic() > deadline:
             proc.kill()
-            raise RuntimeError("hivectl serve did not come up in 20 s")
+            proc.wait()  # reaped here, not left to warn in whichever test runs next
+            raise RuntimeError(f"hivectl serve did not come up in {SERVE_START_WITHIN_S} s")
         time.sleep(0.01)
     return proc
 
