@@ -19,19 +19,28 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import trustme
 from tests.support.netns import Lan, lan, netns_available
 
 from bench._procs import seed_home
-from bench.registry import Context, Latency, Row, benchmark
-from hyperhive.client import call_once
-from hyperhive.config import HivePaths
-from hyperhive.protocol import OpHostsAddReq, OpLifecycleReq, Req
+from bench.registry import Context, Latency, Row, Sizes, benchmark
+from hyperhive.client import call_once, connect
+from hyperhive.config import HivePaths, load_hive_config
+from hyperhive.core.coordinator import Coordinator
+from hyperhive.netlink.dialer import LinkTarget, dial
+from hyperhive.protocol import (
+    HostCapacity,
+    LinkHeartbeatReq,
+    LinkRegisterReq,
+    OpHostsAddReq,
+    OpLifecycleReq,
+    Req,
+)
 
-__all__ = ["cross_host_wake"]
+__all__ = ["cross_host_wake", "heartbeat_bytes"]
 
 IDLE_S = 0.003
 WARMUP = 20
@@ -221,3 +230,118 @@ def _move_b_beside_a(paths: HivePaths, h1: _Proc, h2: _Proc) -> None:
     h2.stop()
     _op(paths, OpLifecycleReq(cmd="agent_start", agent="b"))
     h1.expect("activate")
+
+
+# ---- the lease's cost on the wire ---------------------------------------------------
+
+HEARTBEATS = 20
+# One TLS 1.3 record around each WebSocket message (AES-GCM): 5 header + 1 type + 16 tag.
+TLS_RECORD_BYTES = 22
+
+
+class _Counter:
+    """A loopback TCP relay in front of the coordinator's link, counting bytes each way."""
+
+    def __init__(self) -> None:
+        self.up = 0  # host -> coordinator
+        self.down = 0
+
+    async def relay(self, target: tuple[str, int], *, task_status: Any) -> None:
+        async def pipe(src: Any, dst: Any, up: bool) -> None:
+            try:
+                async for chunk in src:
+                    if up:
+                        self.up += len(chunk)
+                    else:
+                        self.down += len(chunk)
+                    await dst.send(chunk)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream):
+                pass
+            finally:
+                await dst.aclose()
+
+        async def one(client: Any) -> None:
+            async with client, await anyio.connect_tcp(*target) as upstream:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(pipe, client, upstream, True)
+                    tg.start_soon(pipe, upstream, client, False)
+
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+        task_status.started(listener.extra(anyio.abc.SocketAttribute.local_port))
+        await listener.serve(one)
+
+
+async def _heartbeat_bytes(home: Path, agents: int) -> tuple[int, int]:
+    """Bytes per heartbeat (up, down) of a host holding ``agents`` agents, measured on
+    the wire (plain WebSocket on loopback) over ``HEARTBEATS`` heartbeats."""
+    names = [f"a{i}" for i in range(agents)]
+    paths = seed_home(home, names)
+    with (home / "hive.toml").open("a") as toml:
+        toml.write('[hostlink]\nlisten = "127.0.0.1:0"\n')
+    coord = await Coordinator.open(paths, load_hive_config(home, {}))
+    counter = _Counter()
+    async with anyio.create_task_group() as tg:
+        await tg.start(coord.run)
+        url = json.loads((paths.run / "hostlink.json").read_text())["url"]
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        relay_port = await tg.start(counter.relay, ("127.0.0.1", port))
+        async with connect(paths.host_sock) as op:
+            made = await op.call(OpHostsAddReq(cmd="hosts_add", name="h1"))
+        cred = home / "h1.cred"
+        cred.touch(mode=0o600)
+        cred.write_text(made.credential)
+        target = LinkTarget(f"ws://127.0.0.1:{relay_port}", "h1", cred)
+        activated = anyio.Event()
+        seen: list[str] = []
+
+        def on_push(frame: dict[str, Any]) -> None:
+            seen.append(str(frame.get("agent")))
+            if len(seen) >= agents:
+                activated.set()
+
+        async with dial(target, on_push=on_push) as link:
+            await link.call(LinkRegisterReq(cmd="register", host_id="h1"))
+            with anyio.fail_after(START_S):
+                await activated.wait()
+            beat = LinkHeartbeatReq(
+                cmd="heartbeat",
+                capacity=HostCapacity(
+                    claude_slots=8, slots_in_use=3, mem_total=64 << 30, mem_available=41 << 30
+                ),
+            )
+            up0, down0 = counter.up, counter.down
+            for _ in range(HEARTBEATS):
+                await link.call(beat)
+            up, down = counter.up - up0, counter.down - down0
+        tg.cancel_scope.cancel()
+    return up // HEARTBEATS, down // HEARTBEATS
+
+
+@benchmark("netlink.heartbeat")
+def heartbeat_bytes(ctx: Context) -> list[Sizes]:
+    """What the lease costs on the wire: one heartbeat and its answer, per host and per
+    agent, for a host holding one agent and one holding many (it does not grow)."""
+    rows: list[Sizes] = []
+    for agents in (1, 100 if ctx.quick else 1000):
+        up, down = anyio.run(_heartbeat_bytes, ctx.scratch("hb"), agents)
+        tls = 2 * TLS_RECORD_BYTES
+        rows.append(
+            Sizes(
+                f"netlink.heartbeat: host with {agents} agent(s)",
+                (
+                    ("host→coordinator", up),
+                    ("coordinator→host", down),
+                    ("+TLS records", tls),
+                    ("per agent", (up + down + tls) // agents),
+                ),
+            )
+        )
+    rows[-1] = Sizes(
+        rows[-1].benchmark,
+        rows[-1].parts,
+        rows[-1].target,
+        "netlink: heartbeat = one WebSocket message each way, measured through a counting "
+        "TCP relay on loopback (plain ws); TLS adds one record (22 B) per message. Every "
+        "third of lease_seconds (default 15 s: every 5 s) per host, whatever it holds",
+    )
+    return rows

@@ -145,6 +145,10 @@ class AgentConfig(_Strict):
     env: dict[str, str] = Field(default_factory=dict)
     # [matrix]: a Matrix identity on the hive's homeserver, its mcp__matrix__* tools and wakes.
     matrix: AgentMatrixConfig = Field(default_factory=AgentMatrixConfig)
+    # When its remote host's lease expires: "wait" for that host (its disks hold the
+    # agent's state/ and claude session), or "replace" it on another live host, fresh
+    # from its config and inbox (what is on the lost host's disk stays there).
+    on_host_loss: Literal["wait", "replace"] = "wait"
 
     _warnings: tuple[str, ...] = PrivateAttr(default=())
 

@@ -37,6 +37,7 @@ __all__ = [
     "check_route",
     "children",
     "descendants",
+    "height",
     "is_descendant_of",
     "may_destroy",
     "may_manage",
@@ -127,12 +128,34 @@ def roots(topology: Topology) -> list[str]:
     return sorted(n for n, p in topology.items() if p is None or p not in topology)
 
 
-def check_room_below(topology: Topology, parent: str) -> None:
-    """Refuse a new child under ``parent`` past :data:`MAX_DEPTH` (a reparent or an init)."""
-    if len(ancestors(topology, parent)) >= MAX_DEPTH:
+def height(topology: Topology, name: str) -> int:
+    """How many levels hang below ``name`` (0 for a leaf), cycle-safe."""
+    index: dict[str, list[str]] = {}
+    for child, parent in topology.items():
+        if parent is not None:
+            index.setdefault(parent, []).append(child)
+    seen = {name}
+    frontier = [name]
+    levels = 0
+    while True:
+        nxt = [c for node in frontier for c in index.get(node, ()) if c not in seen]
+        if not nxt:
+            return levels
+        seen.update(nxt)
+        frontier = nxt
+        levels += 1
+
+
+def check_room_below(topology: Topology, parent: str, subtree_height: int = 0) -> None:
+    """Refuse a new child under ``parent`` past :data:`MAX_DEPTH` (a reparent or an init).
+
+    ``subtree_height`` is how deep the arriving child's own subtree is: a moved
+    agent brings its descendants, and the deepest of them must fit too.
+    """
+    if len(ancestors(topology, parent)) + subtree_height >= MAX_DEPTH:
         raise CycleRefused(
-            f"{parent!r} is {MAX_DEPTH} or more levels deep (or sits on a cycle in "
-            "topology.json); the tree cannot grow below it"
+            f"no room below {parent!r}: the tree would be more than {MAX_DEPTH} levels deep "
+            "(or it sits on a cycle in topology.json)"
         )
 
 
@@ -161,7 +184,7 @@ def apply_set_parent(
                 f"moving {child!r} under {new_parent!r} would make a cycle: "
                 f"{new_parent!r} is {child!r}'s descendant; move {new_parent!r} first"
             )
-        check_room_below(topology, new_parent)
+        check_room_below(topology, new_parent, height(topology, child))
     if topology.get(child) == new_parent and child in topology:
         return dict(topology), False
     updated = dict(topology)

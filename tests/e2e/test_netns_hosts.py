@@ -18,14 +18,17 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 import trustme
 
+from hyperhive.client import connect
 from hyperhive.config import AgentConfig, HivePaths
-from tests.support.hive import agent_env, seed_home, start_serve
+from tests.support.hive import agent_env, op_call, seed_home, start_serve
 from tests.support.hostlink import credential_from, start_remote_host, write_credential
-from tests.support.model_server import ModelServer, text, tool_call
+from tests.support.model_server import ModelServer, Stall, text, tool_call
 from tests.support.netns import Lan, lan, netns_available
 from tests.support.procs import agent_rows, hivectl, hivectl_json, stop, wait_until
 
@@ -113,6 +116,8 @@ def hive(tmp_path: Path, net: Lan, lan_model: ModelServer, claude_bin: Path) -> 
             f'claude_bin = "{claude_bin}"\n[hostlink]\n'
             f'listen = "{net.addresses["coord"]}:0"\n'
             'tls_cert = "tls/link.pem"\ntls_key = "tls/link.pem"\n'
+            # Short, so a partition is over in seconds (hosts beat every third of it).
+            "lease_seconds = 4\n"
         ),
     )
     made = Hive(tmp_path, net, ca_file)
@@ -205,3 +210,104 @@ def test_a_wrong_credential_is_refused_and_a_revoked_host_is_cut(hive: Hive) -> 
     wait_until(lambda: "is revoked" in hive.host_log("h1"), 30, "the revocation on the host")
     [h1] = hivectl_json(hive.home, "hosts", "list")
     assert h1["revoked"] and not h1["connected"]
+
+
+def loose_ends(home: Path, agent: str) -> list[dict[str, Any]]:
+    """The agent's todos and other loose ends, over the operator socket."""
+
+    async def go() -> list[dict[str, Any]]:
+        async with connect(HivePaths(home).host_sock) as op:
+            got = await op_call(op, "get_loose_ends", agent=agent)
+            assert isinstance(got, list)
+            return [row for row in got if isinstance(row, dict)]
+
+    return anyio.run(go)
+
+
+def test_a_host_killed_mid_turn_gets_its_mail_again_and_its_bash_task_is_interrupted(
+    hive: Hive, lan_model: ModelServer
+) -> None:
+    stall = Stall()  # the turn's second model call hangs: the host dies mid-turn
+    lan_model.set_script(
+        [
+            tool_call("mcp__bash__run", {"cmd": "sleep 300", "wait_seconds": 0, "name": "long"}),
+            stall,
+            tool_call("mcp__hyperhive__send", {"to": "operator", "body": "did the thing"}),
+            text("done"),
+        ]
+    )
+    cred = hive.add_host("h1")
+    first = hive.start_host("h1", cred)
+    hive.wait_host_of("alice", "h1")
+    hivectl(hive.home, "send", "alice", "do the thing")
+    try:
+        wait_until(lambda: len(lan_model.main_requests) >= 2, 120, "alice mid-turn")
+        first.kill()  # kill -9: no goodbye, no graceful stop, nothing acked
+        first.wait(timeout=30)
+        hive.start_host("h1", cred)
+        hive.wait_host_of("alice", "h1")
+        # The waking message was never acked: it wakes the new incarnation again...
+        [reply] = wait_until(
+            lambda: [m for m in hivectl_json(hive.home, "inbox") if m["from"] == "alice"] or None,
+            120,
+            "alice's reply after the host came back",
+        )
+        assert reply["body"] == "did the thing"
+        redelivered = lan_model.main_requests[2]
+        assert "do the thing" in json.dumps(redelivered.messages)
+        # ...and the bash task the dead host ran is interrupted, with a todo saying so.
+        todos = wait_until(
+            lambda: (
+                [t for t in loose_ends(hive.home, "alice") if "interrupted" in json.dumps(t)]
+                or None
+            ),
+            60,
+            "the interrupted task's todo",
+        )
+        assert "long" in json.dumps(todos)
+    except (TimeoutError, AssertionError) as exc:
+        raise AssertionError(f"{exc}\n{hive.logs()}") from None
+    finally:
+        stall.release.set()
+
+
+def test_a_partitioned_host_loses_its_lease_and_is_fenced_when_it_heals(
+    hive: Hive, net: Lan, lan_model: ModelServer
+) -> None:
+    lan_model.set_script(
+        [
+            tool_call("mcp__hyperhive__send", {"to": "operator", "body": "back, and read it"}),
+            text("done"),
+        ]
+    )
+    hive.start_host("h1", hive.add_host("h1"))
+    hive.wait_host_of("alice", "h1")
+    try:
+        net.partition("h1")
+        # No heartbeat gets through: one lease later its agents are lost, once, with a notice.
+        wait_until(lambda: agent_rows(hive.home)["alice"]["lost_on"] == "h1", 60, "alice lost")
+        rows = agent_rows(hive.home)
+        assert not rows["alice"]["running"] and rows["bob"]["lost_on"] == "h1"
+        [h1] = hivectl_json(hive.home, "hosts", "list")
+        assert h1["link"] == "expired" and h1["lost_agents"] == ["alice", "bob"]
+        assert hivectl_json(hive.home, "status")["lost"] == {"alice": "h1", "bob": "h1"}
+        listed = hivectl(hive.home, "agents", "list").stdout
+        assert "lost" in listed
+        # Mail for a lost agent waits (nothing acks it, nothing drops it).
+        hivectl(hive.home, "send", "alice", "while you were cut off")
+        net.heal("h1")
+        # The host redials; what it still runs is fenced, then (on_host_loss = wait)
+        # its agents start on it again as new incarnations and read their mail.
+        hive.wait_host_of("alice", "h1")
+        [reply] = wait_until(
+            lambda: [m for m in hivectl_json(hive.home, "inbox") if m["from"] == "alice"] or None,
+            120,
+            "alice's reply after the heal",
+        )
+        assert reply["body"] == "back, and read it"
+        assert "fenced by the coordinator" in hive.host_log("h1")
+        notices = [m for m in hivectl_json(hive.home, "inbox") if "lease expired" in m["body"]]
+        assert len(notices) == 1
+        assert agent_rows(hive.home)["alice"]["lost_on"] is None
+    except (TimeoutError, AssertionError) as exc:
+        raise AssertionError(f"{exc}\n{hive.logs()}") from None

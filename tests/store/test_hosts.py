@@ -54,3 +54,27 @@ async def test_last_seen_survives_reopen(backend: Backend) -> None:
         assert row is not None and row.last_seen_at == 1234.5
     finally:
         await store.close()
+
+
+async def test_epochs_rise_per_registration_and_a_superseded_epoch_cannot_renew(
+    backend: Backend,
+) -> None:
+    store = await backend.open()
+    try:
+        await store.hosts.add("h1", hash_secret(new_secret()))
+        assert await store.hosts.new_epoch("h1", 100.0) == 1
+        assert await store.hosts.renew("h1", 1, 90.0, 105.0, '{"claude_slots": 2}')
+        assert await store.hosts.new_epoch("h1", 200.0) == 2
+        # The old link's late heartbeat changes nothing.
+        assert not await store.hosts.renew("h1", 1, 91.0, 999.0, "{}")
+        with pytest.raises(NotFound):
+            await store.hosts.new_epoch("ghost", 1.0)
+    finally:
+        await store.close()
+    store = await backend.open()  # durable: a standby coordinator reads the same lease
+    try:
+        row = await store.hosts.get("h1")
+        assert row is not None and row.epoch == 2 and row.lease_expires_at == 200.0
+        assert row.heartbeat_at == 90.0 and row.capacity == '{"claude_slots": 2}'
+    finally:
+        await store.close()

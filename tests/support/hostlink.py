@@ -78,10 +78,13 @@ def start_remote_host(
     credential: Path,
     ca_file: Path | None = None,
     argv_prefix: Sequence[str] = (),
+    run_dir: Path | None = None,
+    log_name: str | None = None,
 ) -> subprocess.Popen[bytes]:
     """``hivectl host --coordinator URL`` as a real process (in a namespace, say);
-    returns once its HTTP server listens. Its log is ``<home>/host-NAME.log``."""
-    info = HivePaths(home).run / "hosts" / name / "agent-host.json"
+    returns once its HTTP server listens. Its log is ``<home>/host-NAME.log`` (or
+    ``log_name``); ``run_dir``: its own run dir (a second host under one name)."""
+    info = (run_dir or HivePaths(home).run / "hosts" / name) / "agent-host.json"
     info.unlink(missing_ok=True)
     argv = [
         *argv_prefix,
@@ -98,7 +101,9 @@ def start_remote_host(
     ]
     if ca_file is not None:
         argv += ["--ca-file", str(ca_file)]
-    log_path = home / f"host-{name}.log"
+    if run_dir is not None:
+        argv += ["--run-dir", str(run_dir)]
+    log_path = home / (log_name or f"host-{name}.log")
     with log_path.open("ab") as log:
         proc = subprocess.Popen(
             argv, env=hivectl_env(home), stdin=subprocess.DEVNULL, stdout=log, stderr=log

@@ -54,6 +54,7 @@ class Lan:
     prefix: str  # "10.x.y"
     roles: dict[str, str] = field(default_factory=dict)  # role → netns name
     addresses: dict[str, str] = field(default_factory=dict)  # role → address
+    legs: dict[str, str] = field(default_factory=dict)  # role → its veth leg (in its netns)
 
     @property
     def own_address(self) -> str:
@@ -63,6 +64,13 @@ class Lan:
     def exec_prefix(self, role: str) -> list[str]:
         """argv prefix that runs a command in ``role``'s namespace (it execs: same pid)."""
         return ["ip", "netns", "exec", self.roles[role]]
+
+    def partition(self, role: str) -> None:
+        """Cut ``role`` off the LAN (its leg down): its packets go nowhere, no RST, no FIN."""
+        _ip("-n", self.roles[role], "link", "set", self.legs[role], "down")
+
+    def heal(self, role: str) -> None:
+        _ip("-n", self.roles[role], "link", "set", self.legs[role], "up")
 
 
 @contextlib.contextmanager
@@ -103,6 +111,7 @@ def lan(roles: Sequence[str]) -> Iterator[Lan]:
             _ip("-n", ns, "link", "set", leg, "up")
             net.roles[role] = ns
             net.addresses[role] = f"{prefix}.{i}"
+            net.legs[role] = leg
         yield net
     finally:
         # Deleting a namespace deletes the veth legs in it, and with them their peers.

@@ -21,6 +21,7 @@ from hyperhive.topology import (
     check_route,
     children,
     descendants,
+    height,
     is_descendant_of,
     may_destroy,
     may_manage,
@@ -83,6 +84,25 @@ def test_too_deep_a_chain_is_refused_rather_than_guessed() -> None:
     with pytest.raises(CycleRefused, match="levels deep"):
         check_room_below(chain, f"n{MAX_DEPTH}")
     check_room_below(chain, f"n{MAX_DEPTH - 1}")
+
+
+def test_a_moved_subtree_must_fit_below_its_new_parent() -> None:
+    # A chain of 20 under "a", and a separate agent "x" with 13 levels below it:
+    # x fits under n0 (depth 1 + 13), but not under n19 (depth 20 + 13 > MAX_DEPTH).
+    tree: dict[str, str | None] = {"n0": None}
+    for i in range(1, 20):
+        tree[f"n{i}"] = f"n{i - 1}"
+    tree["x"] = None
+    tree["x0"] = "x"
+    for i in range(1, 13):
+        tree[f"x{i}"] = f"x{i - 1}"
+    assert height(tree, "x") == 13
+    assert height(tree, "x12") == 0
+    with pytest.raises(CycleRefused, match="levels deep"):
+        apply_set_parent(tree, "x", "n19", list(tree))
+    moved, changed = apply_set_parent(tree, "x", "n0", list(tree))
+    assert changed
+    assert max(len(ancestors(moved, n)) for n in moved) <= MAX_DEPTH
 
 
 def test_management_rules() -> None:

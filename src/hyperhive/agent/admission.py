@@ -47,6 +47,7 @@ __all__ = [
     "choose",
     "default_slots",
     "machine_slots",
+    "meminfo",
 ]
 
 # A claude --print process measured ~170 MB resident (node + the CLI bundle);
@@ -70,16 +71,22 @@ def default_slots(mem_available: int, cores: int) -> int:
     return max(1, min(mem_available // BYTES_PER_CLAUDE, CLAUDES_PER_CORE * max(1, cores)))
 
 
-def machine_slots(meminfo: Path = Path("/proc/meminfo")) -> int:
-    """:func:`default_slots` for this machine, as the host starts (``MemAvailable``, CPUs)."""
-    available = 0
+def meminfo(path: Path = Path("/proc/meminfo")) -> tuple[int | None, int | None]:
+    """This machine's ``(MemTotal, MemAvailable)`` in bytes (``None`` where unknown)."""
+    found: dict[str, int] = {}
     try:
-        for line in meminfo.read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                available = int(line.split()[1]) * 1024
-                break
+        for line in path.read_text().splitlines():
+            key, _, rest = line.partition(":")
+            if key in ("MemTotal", "MemAvailable"):
+                found[key] = int(rest.split()[0]) * 1024
     except (OSError, ValueError, IndexError):
         pass
+    return found.get("MemTotal"), found.get("MemAvailable")
+
+
+def machine_slots(meminfo_path: Path = Path("/proc/meminfo")) -> int:
+    """:func:`default_slots` for this machine, as the host starts (``MemAvailable``, CPUs)."""
+    available = meminfo(meminfo_path)[1] or 0
     if available <= 0:  # no /proc: assume one claude's worth per core
         available = BYTES_PER_CLAUDE * (os.cpu_count() or 1)
     return default_slots(available, len(os.sched_getaffinity(0)))

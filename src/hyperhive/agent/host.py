@@ -29,7 +29,7 @@ import uvicorn
 from anyio.abc import TaskGroup, TaskStatus
 from pydantic import TypeAdapter, ValidationError
 
-from hyperhive.agent.admission import Admission, machine_slots
+from hyperhive.agent.admission import Admission, machine_slots, meminfo
 from hyperhive.agent.events import EventsBus
 from hyperhive.agent.harness import run_agent
 from hyperhive.agent.hyperhive_tools import hyperhive_surface
@@ -49,15 +49,18 @@ from hyperhive.matrix.agent import AgentMatrix
 from hyperhive.matrix.tools import matrix_surface
 from hyperhive.netlink.dialer import LinkRefused, LinkTarget, dial
 from hyperhive.netlink.forward import ForwardedSockets
+from hyperhive.netlink.lease import HEARTBEATS_PER_LEASE
 from hyperhive.permissions import BASH_SERVER, HYPERHIVE_SERVER, ToolGroup
 from hyperhive.protocol import (
     ActivateCmd,
     DeactivateCmd,
     FenceReq,
+    HostCapacity,
     LinkAgentCrashedReq,
     LinkAgentStateReq,
     LinkCommand,
     LinkGoodbyeReq,
+    LinkHeartbeatReq,
     LinkRegisterReq,
     PlaceCmd,
 )
@@ -260,24 +263,65 @@ class AgentHost:
             linking = connect(self.paths.hosts_sock, on_push=send.send_nowait, on_close=send.close)
         async with send, linking as link:
             self._link = link
-            await link.call(
+            registered = await link.call(
                 LinkRegisterReq(
                     cmd="register",
                     host_id=self.host_id,
                     pid=os.getpid(),
                     claude_slots=self.admission.capacity,
+                    agents=sorted(self.runtimes),
                 )
             )
-            log.info("agent host %s registered with the coordinator", self.host_id)
+            log.info(
+                "agent host %s registered with the coordinator (link epoch %d)",
+                self.host_id,
+                registered.epoch,
+            )
             if not self._started:
                 self._started = True
                 task_status.started()
             try:
-                async with receive:
+                async with receive, anyio.create_task_group() as beats:
+                    if registered.heartbeat_seconds:
+                        beats.start_soon(self._heartbeat, link, registered.heartbeat_seconds)
                     async for frame in receive:
                         await self._command(frame)
+                    beats.cancel_scope.cancel()
             finally:
                 self._link = None
+
+    def capacity(self) -> HostCapacity:
+        """What this host can take now: its claude slots and memory."""
+        total, available = meminfo()
+        return HostCapacity(
+            claude_slots=self.admission.capacity,
+            slots_in_use=self.admission.in_use,
+            mem_total=total,
+            mem_available=available,
+        )
+
+    async def _heartbeat(self, link: RpcClient, every: float) -> None:
+        """Renew the lease; jittered, so a thousand hosts do not beat in lock-step. A
+        heartbeat unanswered for a whole lease means the link is dead though TCP has not
+        noticed (a partition): end it, and redial."""
+        lease = every * HEARTBEATS_PER_LEASE
+        while True:
+            await anyio.sleep(every * random.uniform(0.8, 1.0))
+            with anyio.move_on_after(lease) as waited:
+                try:
+                    await link.call(LinkHeartbeatReq(cmd="heartbeat", capacity=self.capacity()))
+                except HiveError as exc:
+                    log.warning("agent host %s: heartbeat not taken: %s", self.host_id, exc)
+            if waited.cancelled_caught:
+                log.error(
+                    "agent host %s: no answer to a heartbeat within the lease (%.0fs): the "
+                    "link to the coordinator is dead; redialling",
+                    self.host_id,
+                    lease,
+                )
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    await link.aclose()  # its reader ends, and with it this link
+                return
 
     async def _command(self, frame: dict[str, Any]) -> None:
         try:
@@ -288,7 +332,9 @@ class AgentHost:
         if isinstance(cmd, ActivateCmd):
             await self.activate(cmd)
         elif isinstance(cmd, DeactivateCmd):
-            await self.deactivate(cmd.agent, graceful=cmd.graceful)
+            if cmd.fenced:
+                log.warning("agent %s fenced by the coordinator: %s", cmd.agent, cmd.fenced)
+            await self.deactivate(cmd.agent, graceful=cmd.graceful and not cmd.fenced)
         elif isinstance(cmd, PlaceCmd):
             self.place(cmd.agent, cmd.parent, tuple(cmd.descendants))
 

@@ -34,6 +34,8 @@ from hyperhive.protocol import (
 
 def _turn_shown(a: AgentView) -> str:
     """The turn column: a held agent says why before what its harness is doing."""
+    if a.lost_on and not a.running:
+        return f"lost ({a.lost_on})"
     if a.needs_login:
         return "needs login"
     if a.over_budget:
@@ -55,7 +57,7 @@ def agents_list(obj: _Ctx, as_json: bool) -> None:
 
     def human(rows: list[AgentView]) -> None:
         for a in rows:
-            state = "running" if a.running else "stopped"
+            state = "running" if a.running else "lost" if a.lost_on else "stopped"
             turn = _turn_shown(a)
             click.echo(
                 f"{a.name:20} parent={a.parent or '-':12} {state:8} {turn:11} {a.status_text}"
@@ -150,7 +152,7 @@ def agents_tree(obj: _Ctx, as_json: bool) -> None:
     def human(_: object) -> None:
         def walk(name: str, depth: int) -> None:
             a = rows[name]
-            mark = "●" if a.running else "○"
+            mark = "●" if a.running else "✕" if a.lost_on else "○"
             turn = _turn_shown(a)
             click.echo(f"{'  ' * depth}{mark} {name}  {turn}  {a.status_text}")
             for child in sorted(n for n, r in rows.items() if r.parent == name):

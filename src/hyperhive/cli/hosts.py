@@ -62,23 +62,51 @@ def _ago(at: float | None, now: float) -> str:
     return "never" if at is None else f"{max(0.0, now - at):.0f}s ago"
 
 
+def _size(n: int | None) -> str:
+    return "?" if n is None else f"{n / (1 << 30):.1f}G"
+
+
+def host_line(h: HostView, now: float) -> str:
+    """One host as ``hosts list`` prints it (the Hosts page shows the same fields)."""
+    state = h.link if h.remote else f"{h.link} (local)"
+    if h.link == "disconnected" and h.lease_expires_at is not None:
+        state += f", lease {max(0.0, h.lease_expires_at - now):.0f}s left"
+    cap = h.capacity
+    if cap is None:
+        capacity = "capacity: not reported"
+    else:
+        slots = (
+            "unlimited"
+            if cap.claude_slots is None or cap.claude_slots > 1 << 20
+            else str(cap.claude_slots)
+        )
+        capacity = (
+            f"slots {cap.slots_in_use}/{slots}, memory {_size(cap.mem_available)} free of "
+            f"{_size(cap.mem_total)}"
+        )
+    lost = f"  lost: {', '.join(h.lost_agents)}" if h.lost_agents else ""
+    return (
+        f"{h.name:20} {state:28} heartbeat {_ago(h.last_heartbeat_at, now):10} epoch "
+        f"{h.epoch:<4} turns {h.running_turns:<3} {capacity}  agents: "
+        f"{', '.join(h.agents) or '-'}{lost}"
+    )
+
+
 @hosts.command("list")
 @json_option
 @pass_ctx
 def hosts_list(obj: _Ctx, as_json: bool) -> None:
-    """Every remote agent host: created, last seen, connected, its agents."""
+    """Every agent host: link and lease, last heartbeat, agents, running turns, capacity."""
     data = obj.call(OpHostsListReq(cmd="hosts_list"))
 
     def human(rows: list[HostView]) -> None:
         if not rows:
-            click.echo("(no remote agent hosts; `hivectl hosts add NAME` registers one)")
+            click.echo(
+                "(no agent hosts; `hivectl up` runs one, `hivectl hosts add NAME` "
+                "registers a remote one)"
+            )
         now = time.time()
         for h in rows:
-            state = "revoked" if h.revoked else "connected" if h.connected else "not connected"
-            created = time.strftime("%Y-%m-%d %H:%M", time.localtime(h.created_at))
-            click.echo(
-                f"{h.name:20} {state:14} created {created}  last seen "
-                f"{_ago(h.last_seen_at, now):10} agents: {', '.join(h.agents) or '-'}"
-            )
+            click.echo(host_line(h, now))
 
     _emit(data, as_json, human)

@@ -208,6 +208,8 @@ def status(obj: _Ctx, as_json: bool) -> None:
         for key, value in d.model_dump().items():
             if key == "waiting_slot":
                 value = waiting_line(d.waiting_slot, time.time())
+            if key == "lost":
+                value = ", ".join(f"{a} (host {h})" for a, h in d.lost.items()) or "-"
             click.echo(f"{key:15} {value}")
 
     _emit(data, as_json, human)

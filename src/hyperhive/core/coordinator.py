@@ -91,8 +91,10 @@ class Coordinator:
             config.max_frame_bytes,
             lambda host_id: self.placement.host_registered(host_id),
             lambda agent, reason: self.lifecycle.crashed(agent, reason),
-            lambda agents: self.placement.host_lost(agents),
+            lambda host_id, agents, expired: self.placement.host_lost(host_id, agents, expired),
             agent_api=lambda name: self._agent_api(name),
+            leases=store.hosts,
+            lease_seconds=config.hostlink.lease_seconds if config.hostlink else 15.0,
         )
         self.host_admin = host_admin = HostAdmin(store.hosts, hostlink)
         self.placement = placement = Placement(registry, topo, hostlink, agent_state, notices)
@@ -201,6 +203,7 @@ class Coordinator:
                         self.paths.run / "hostlink.json",
                     )
                     await tg.start(link_server.serve)
+                    tg.start_soon(self.hostlink.watch_leases)
                 tg.start_soon(self.scheduler.run)
                 if dashboard:
                     from hyperhive.core.dashboard.server import serve_dashboard

@@ -1,14 +1,21 @@
-"""Remote agent hosts' credentials, as the operator manages them (``hivectl hosts``)."""
+"""Agent hosts as the operator sees and manages them (``hivectl hosts``, the Hosts page):
+remote hosts' credentials, and every host's link, lease, agents, turns and capacity."""
 
 from __future__ import annotations
 
+import time
+
 from hyperhive.core.hostlink import HostLink
+from hyperhive.netlink import lease
 from hyperhive.netlink.credentials import hash_secret, new_secret, validate_host_name
-from hyperhive.protocol import HostCredential, HostView
+from hyperhive.protocol import HostCapacity, HostCredential, HostView
 from hyperhive.store.base import HostRepo
 from hyperhive.store.rows import HostRow
 
-__all__ = ["HostAdmin"]
+__all__ = ["BUSY", "HostAdmin"]
+
+# Turn states that hold a claude slot (a running turn).
+BUSY = frozenset({"thinking", "compacting"})
 
 
 class HostAdmin:
@@ -16,20 +23,58 @@ class HostAdmin:
         self.hosts = hosts
         self.link = link
 
-    def _view(self, row: HostRow) -> HostView:
-        live = self.link.hosts.get(row.name)
+    def _view(self, row: HostRow | None, name: str, now: float) -> HostView:
+        live = self.link.hosts.get(name)
+        held = self.link.all_hosts().get(name)
+        expires = held.lease_expires if held is not None else None
+        if expires is None and row is not None:
+            expires = row.lease_expires_at  # a lease a previous coordinator granted
+        if row is not None and row.revoked:
+            state = "revoked"
+        elif live is not None:
+            state = "connected"
+        elif held is not None:
+            state = "disconnected"
+        elif row is not None and row.epoch > 0:
+            state = "expired" if lease.expired(expires, now) or expires is None else "disconnected"
+        else:
+            state = "never"
+        agents = sorted(held.agents) if held is not None else []
+        capacity = held.capacity if held is not None else None
+        if capacity is None and row is not None and row.capacity:
+            capacity = HostCapacity.model_validate_json(row.capacity)
         return HostView(
-            name=row.name,
-            created_at=row.created_at,
-            rotated_at=row.rotated_at,
-            revoked=row.revoked,
-            last_seen_at=row.last_seen_at,
+            name=name,
+            created_at=row.created_at if row is not None else held.registered_at if held else now,
+            rotated_at=row.rotated_at if row is not None else None,
+            revoked=row.revoked if row is not None else False,
+            last_seen_at=row.last_seen_at if row is not None else None,
             connected=live is not None,
-            agents=sorted(live.agents) if live is not None else [],
+            agents=agents,
+            remote=row is not None,
+            link=state,
+            epoch=held.epoch if held is not None else row.epoch if row is not None else 0,
+            last_heartbeat_at=(
+                held.heartbeat_at
+                if held is not None and held.heartbeat_at
+                else row.heartbeat_at
+                if row is not None
+                else None
+            ),
+            lease_expires_at=expires,
+            running_turns=sum(
+                1 for a in agents if (t := self.link.turns.get(a)) is not None and t.state in BUSY
+            ),
+            capacity=capacity,
+            lost_agents=sorted(a for a, h in self.link.lost.items() if h == name),
         )
 
     async def list(self) -> list[HostView]:
-        return [self._view(row) for row in await self.hosts.list()]
+        """Every remote host with a credential, and every local host connected now."""
+        now = time.time()
+        rows = {row.name: row for row in await self.hosts.list()}
+        names = sorted(set(rows) | set(self.link.all_hosts()))
+        return [self._view(rows.get(name), name, now) for name in names]
 
     async def add(self, name: str) -> HostCredential:
         secret = new_secret()
@@ -47,4 +92,4 @@ class HostAdmin:
     async def revoke(self, name: str) -> HostView:
         row = await self.hosts.revoke(name)
         await self.link.cut(name)
-        return self._view(row)
+        return self._view(row, name, time.time())

@@ -4,43 +4,36 @@ An agent host connects to ``run/hosts.sock`` (or, on another machine, dials
 the network link in ``hyperhive.netlink``, which hands its authenticated
 WebSocket here as a stream), registers, and from then on receives pushed
 ``activate``/``deactivate``/``place`` commands; it reports turn state and crashes as
-requests, and a remote host forwards its agents' frames (``forward``). When a
-host's connection ends, every agent it ran is no longer running — the
-coordinator always knows where each agent is.
+requests, and a remote host forwards its agents' frames (``forward``).
+
+When a local host's connection ends, every agent it ran is no longer running.
+A remote host holds a lease (``hyperhive.netlink.lease``) that its heartbeats
+renew: its connection dropping leaves its agents placed until the lease
+expires, so a host that redials in time keeps them; past it they are
+``lost``, and a returning host is fenced by its link epoch.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
 
-from hyperhive.core.dispatch import Dispatcher
-from hyperhive.core.notify import EventBus
-from hyperhive.core.sockets import Dispatch, answer
-from hyperhive.errors import HiveError, InvalidRequest, PermissionDenied, Unavailable
+from hyperhive.core.link_table import LINK_TABLE, LinkConn
+from hyperhive.core.linked_host import LinkBook, LinkedHost, TurnState
+from hyperhive.errors import HiveError, Unavailable
 from hyperhive.framing import FrameDecoder
-from hyperhive.netlink.authz import forward_refusal
+from hyperhive.netlink import lease
 from hyperhive.protocol import (
     ActivateCmd,
-    AgentRequest,
     DeactivateCmd,
-    LinkAbandonReq,
-    LinkAgentCrashedReq,
-    LinkAgentStateReq,
     LinkForwardReq,
-    LinkGoodbyeReq,
-    LinkRegisterReq,
     LinkRequest,
     PlaceCmd,
-    Registered,
     Response,
     decode_frame,
     encode,
@@ -50,7 +43,7 @@ from hyperhive.protocol import (
 from hyperhive.streams import ByteStream
 from hyperhive.unixsock import serve_unix_streams
 
-__all__ = ["LINK_TABLE", "HostLink", "TurnState"]
+__all__ = ["LINK_TABLE", "HostLink", "LinkedHost", "TurnState"]
 
 log = logging.getLogger(__name__)
 
@@ -58,91 +51,34 @@ log = logging.getLogger(__name__)
 MAX_FORWARDS = 4096
 
 
-@dataclass
-class TurnState:
-    state: str = "stopped"
-    since: float = field(default_factory=time.time)
-    needs_login: bool = False
+class HostLink(LinkBook):
+    """Serving hosts' connections, and telling them what to run."""
 
-
-@dataclass
-class _Host:
-    host_id: str
-    stream: ByteStream
-    lock: anyio.Lock = field(default_factory=anyio.Lock)
-    agents: set[str] = field(default_factory=set)
-    leaving: bool = False
-    claude_slots: int | None = None
-    gone: anyio.Event = field(default_factory=anyio.Event)
-
-    async def push(self, data: bytes) -> None:
-        async with self.lock:
-            await self.stream.send(data)
-
-
-class HostLink:
-    """Registered hosts and agent placement."""
-
-    def __init__(
-        self,
-        bus: EventBus,
-        max_frame: int,
-        on_register: Callable[[str], Awaitable[None]],
-        on_crash: Callable[[str, str], Awaitable[None]],
-        on_host_lost: Callable[[list[str]], Awaitable[None]],
-        agent_api: Callable[[str], Dispatch] | None = None,
-    ) -> None:
-        self.bus = bus
-        self.max_frame = max_frame
-        self.hosts: dict[str, _Host] = {}
-        self.placement: dict[str, str] = {}
-        # The incarnation each placed agent was activated with: forwards must match it.
-        self.incarnations: dict[str, int] = {}
-        # Agents told to stop whose host may still forward for them (the fence, the last
-        # turn's turn_end) until they run again or the host goes: a kubelet, likewise,
-        # still reports on the pods it is terminating.
-        self.draining: dict[str, tuple[str, int]] = {}
-        self.agent_api = agent_api
-        self._apis: dict[str, Dispatch] = {}
-        self.turns: dict[str, TurnState] = {}
-        self.on_register = on_register
-        self.on_crash = on_crash
-        self.on_host_lost = on_host_lost
-
-    def running(self, agent: str) -> bool:
-        return agent in self.placement
-
-    def host_of(self, agent: str) -> str | None:
-        return self.placement.get(agent)
-
-    def claude_slots(self) -> dict[str, int | None]:
-        """Each connected host's claude slots (None: an older host that did not say)."""
-        return {h: host.claude_slots for h, host in sorted(self.hosts.items())}
-
-    def waiting_for_slots(self) -> list[tuple[str, float]]:
-        """Running agents queued for a claude slot on their host, longest waiting first."""
-        return sorted(
-            ((a, t.since) for a, t in self.turns.items() if t.state == "waiting_slot"),
-            key=lambda pair: pair[1],
-        )
-
-    async def activate(self, cmd: ActivateCmd) -> None:
-        """Place ``cmd.agent`` on the least-loaded host (or its current one)."""
+    async def activate(self, cmd: ActivateCmd, host: str | None = None) -> None:
+        """Place ``cmd.agent`` on ``host``, else its current one, else the least loaded."""
         if not self.hosts:
             raise Unavailable(
                 f"no agent host is connected, so {cmd.agent} cannot start; run `hivectl up` "
                 "(or `hivectl host`)"
             )
-        host_id = self.placement.get(cmd.agent) or min(
-            self.hosts, key=lambda h: len(self.hosts[h].agents)
-        )
-        host = self.hosts[host_id]
-        host.agents.add(cmd.agent)
+        host_id = host or self.placement.get(cmd.agent)
+        if host_id is not None and host_id not in self.hosts:
+            raise Unavailable(
+                f"{cmd.agent}'s agent host {host_id} is not connected (its lease holds the "
+                "agent until it expires); try again when it is back"
+            )
+        host_id = host_id or min(self.hosts, key=lambda h: len(self.hosts[h].agents))
+        previous = self.all_hosts().get(self.placement.get(cmd.agent, ""))
+        if previous is not None and previous.host_id != host_id:
+            previous.agents.discard(cmd.agent)
+        target = self.hosts[host_id]
+        target.agents.add(cmd.agent)
         self.placement[cmd.agent] = host_id
         self.incarnations[cmd.agent] = cmd.incarnation
         self.draining.pop(cmd.agent, None)
+        self.lost.pop(cmd.agent, None)
         self.turns[cmd.agent] = TurnState("idle")
-        await host.push(encode(cmd))
+        await target.push(encode(cmd))
         self.bus.emit("agent", agent=cmd.agent, running=True, host=host_id)
 
     async def place(self, cmd: PlaceCmd) -> None:
@@ -163,7 +99,8 @@ class HostLink:
         incarnation = self.incarnations.pop(agent, None)
         if host_id is None:
             return False
-        host = self.hosts.get(host_id)
+        self._apis.pop(agent, None)
+        host = self.all_hosts().get(host_id)
         if host is not None and incarnation is not None:
             self.draining[agent] = (host_id, incarnation)
         self.turns[agent] = TurnState("stopped")
@@ -190,17 +127,23 @@ class HostLink:
 
     async def cut(self, host_id: str) -> bool:
         """End a host's link now (its credential was revoked): its agents stop running."""
+        away = self.absent.pop(host_id, None)
+        if away is not None:  # no connection to end: its agents stop now
+            away.cut = True
+            await self._drop(away, lease_expired=False)
+            return True
         host = self.hosts.get(host_id)
         if host is None:
             return False
         log.warning("cutting agent host %s's link", host_id)
+        host.cut = True
         await host.stream.aclose()
         with anyio.move_on_after(10):  # its agents are marked stopped once the reader sees it
             await host.gone.wait()
         return True
 
     async def _connection(self, stream: ByteStream, authenticated: str | None = None) -> None:
-        conn = _Conn(self, stream, anyio.Lock(), authenticated=authenticated)
+        conn = LinkConn(self, stream, anyio.Lock(), authenticated=authenticated)
         decoder = FrameDecoder(self.max_frame)
         slots = anyio.Semaphore(MAX_FORWARDS)
         try:
@@ -225,15 +168,16 @@ class HostLink:
                         before = conn.host
                         await conn.reply(await self._handle(rid, req, conn))
                         if before is None and conn.host is not None:
+                            conn.host.end = tg.cancel_scope
                             # Activations are pushed only after the register reply.
-                            await self.on_register(conn.host.host_id)
+                            await self._registered(conn.host, conn.reported)
                 tg.cancel_scope.cancel()  # the host is gone: abandon its agents' long-polls
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
         finally:
             if conn.host is not None:
                 with anyio.CancelScope(shield=True):
-                    await self._lost(conn.host)
+                    await self._ended(conn.host)
 
     @staticmethod
     def _decode(frame: bytes) -> tuple[Any, Any]:
@@ -242,7 +186,7 @@ class HostLink:
         except HiveError as exc:
             return exc.request_id, exc
 
-    async def _handle(self, rid: Any, req: Any, conn: _Conn) -> Response:
+    async def _handle(self, rid: Any, req: Any, conn: LinkConn) -> Response:
         if isinstance(req, HiveError):
             return error_response(rid, req)
         try:
@@ -252,7 +196,7 @@ class HostLink:
 
     async def _answer_forward(
         self,
-        conn: _Conn,
+        conn: LinkConn,
         rid: Any,
         req: LinkForwardReq,
         slots: anyio.Semaphore,
@@ -272,138 +216,100 @@ class HostLink:
         if response is not None:  # abandoned: nobody waits for it
             await conn.reply(response)
 
-    def holder(self, agent: str) -> tuple[str | None, int | None]:
-        """The host that may speak for ``agent`` and at which incarnation (a stopping
-        agent's host keeps that right until the agent runs again or the host goes)."""
-        host = self.placement.get(agent)
-        if host is None and agent in self.draining:
-            return self.draining[agent]
-        return host, self.incarnations.get(agent)
+    async def _registered(self, host: LinkedHost, reported: list[str]) -> None:
+        """After a registration's reply: fence what the host may no longer run, let
+        placement start what should run, then fence whatever it still runs unasked."""
+        first = lease.fenced_agents(host.host_id, reported, self.placement, self.lost)
+        for agent in first:
+            await self._fence(host, agent)
+        await self.on_register(host.host_id)
+        for agent in sorted(set(reported) - set(first) - host.agents):
+            await self._fence(host, agent)
 
-    def api_of(self, agent: str) -> Dispatch:
-        if self.agent_api is None:
-            raise Unavailable("this coordinator does not serve forwarded agent frames")
-        api = self._apis.get(agent)
-        if api is None:
-            api = self._apis[agent] = self.agent_api(agent)
-        return api
+    async def _fence(self, host: LinkedHost, agent: str) -> None:
+        why = (
+            f"agent host {host.host_id}'s lease expired while it held {agent}"
+            if self.lost.get(agent) == host.host_id
+            else f"agent host {host.host_id} does not hold {agent} any more"
+        )
+        log.warning("fencing %s on agent host %s: %s", agent, host.host_id, why)
+        try:
+            await host.push(
+                encode(DeactivateCmd(cmd="deactivate", agent=agent, graceful=False, fenced=why))
+            )
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # gone again: it is told when it next registers
 
-    async def _lost(self, host: _Host) -> None:
-        self.hosts.pop(host.host_id, None)
-        lost = sorted(host.agents)
-        for agent in lost:
+    async def expire_leases(self, now: float | None = None) -> list[str]:
+        """Drop every remote host whose lease is over; return their names. A host still
+        connected but silent (a partition) has its link ended too."""
+        now = time.time() if now is None else now
+        over = [h for h in self.all_hosts().values() if lease.expired(h.lease_expires, now)]
+        for host in over:
+            log.warning(
+                "agent host %s's lease expired (last heard %.1fs ago)",
+                host.host_id,
+                now - host.last_heard,
+            )
+            self.absent.pop(host.host_id, None)
+            if self.hosts.get(host.host_id) is host:
+                del self.hosts[host.host_id]
+                if host.end is not None:
+                    host.end.cancel()  # a partitioned link: its frames no longer count
+            await self._drop(host, lease_expired=True)
+        return [h.host_id for h in over]
+
+    async def watch_leases(self) -> None:
+        """Expire leases for ever (a fifth of a lease late at most)."""
+        while True:
+            await anyio.sleep(min(1.0, self.lease_seconds / 5))
+            try:
+                await self.expire_leases()
+            except HiveError as exc:  # telling someone failed: the watch goes on
+                log.error("while expiring host leases: %s", exc)
+
+    async def _ended(self, host: LinkedHost) -> None:
+        """A host's connection ended: a remote host inside its lease keeps its agents."""
+        if self.hosts.get(host.host_id) is not host:
+            return  # superseded by its own new link, or its lease already expired
+        del self.hosts[host.host_id]
+        if (
+            host.remote
+            and not host.leaving
+            and not host.cut
+            and not lease.expired(host.lease_expires, time.time())
+        ):
+            self.absent[host.host_id] = host
+            log.warning(
+                "agent host %s's link dropped; it holds %s until its lease expires",
+                host.host_id,
+                ", ".join(sorted(host.agents)) or "no agents",
+            )
+            self.bus.emit("host", host=host.host_id, connected=False)
+            return
+        await self._drop(host, lease_expired=False)
+
+    async def _drop(self, host: LinkedHost, lease_expired: bool) -> None:
+        gone = sorted(host.agents)
+        for agent in gone:
             self.placement.pop(agent, None)
             self.incarnations.pop(agent, None)
+            self._apis.pop(agent, None)
             self.turns[agent] = TurnState("stopped")
-            self.bus.emit("agent", agent=agent, running=False)
+            if lease_expired:
+                self.lost[agent] = host.host_id
+            self.bus.emit("agent", agent=agent, running=False, lost=lease_expired)
+        host.agents.clear()
         for agent, (holder, _) in list(self.draining.items()):
             if holder == host.host_id:
                 del self.draining[agent]
         host.gone.set()
         log.warning(
-            "agent host %s went away; not running now: %s",
+            "agent host %s %s; not running now: %s",
             host.host_id,
-            ", ".join(lost) or "(none)",
+            "is lost (lease expired)" if lease_expired else "went away",
+            ", ".join(gone) or "(none)",
         )
         self.bus.emit("host", host=host.host_id, connected=False)
         if not host.leaving:
-            await self.on_host_lost(lost)
-
-
-@dataclass
-class _Conn:
-    """One host's connection: the link, its stream, and the host once registered."""
-
-    link: HostLink
-    stream: ByteStream
-    lock: anyio.Lock
-    host: _Host | None = None
-    authenticated: str | None = None
-    # Forwarded frames in flight, by (agent, the host's connection id for it).
-    inflight: dict[tuple[str, int], set[anyio.CancelScope]] = field(default_factory=dict)
-
-    async def reply(self, response: Response) -> None:
-        async with self.lock:
-            try:
-                await self.stream.send(encode(response))
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                pass  # the host went away; the reader ends the connection
-
-    def registered(self) -> _Host:
-        if self.host is None:
-            raise InvalidRequest('register first: {"cmd":"register","host_id":…}')
-        return self.host
-
-
-LINK_TABLE: Dispatcher[_Conn] = Dispatcher("host link", LinkRequest)
-
-
-@LINK_TABLE.on(LinkRegisterReq)
-async def _register(conn: _Conn, req: LinkRegisterReq) -> Registered:
-    link = conn.link
-    if conn.host is not None:
-        raise InvalidRequest("this connection already registered")
-    if conn.authenticated is not None and req.host_id != conn.authenticated:
-        raise PermissionDenied(
-            f"this link's credential is agent host {conn.authenticated!r}'s; it cannot "
-            f"register as {req.host_id!r}"
-        )
-    if req.host_id in link.hosts:
-        raise InvalidRequest(f"a host named {req.host_id!r} is already connected")
-    conn.host = _Host(req.host_id, conn.stream, conn.lock, claude_slots=req.claude_slots)
-    link.hosts[req.host_id] = conn.host
-    log.info("agent host %s registered (pid %s)", req.host_id, req.pid)
-    link.bus.emit("host", host=req.host_id, connected=True)
-    return Registered(host_id=req.host_id)
-
-
-@LINK_TABLE.on(LinkAgentStateReq)
-async def _agent_state(conn: _Conn, req: LinkAgentStateReq) -> None:
-    if req.agent in conn.registered().agents:
-        conn.link.turns[req.agent] = TurnState(req.turn_state, req.since, req.needs_login)
-        conn.link.bus.emit(
-            "turn",
-            agent=req.agent,
-            turn_state=req.turn_state,
-            since=req.since,
-            needs_login=req.needs_login,
-        )
-
-
-@LINK_TABLE.on(LinkGoodbyeReq)
-async def _goodbye(conn: _Conn, req: LinkGoodbyeReq) -> None:
-    conn.registered().leaving = True
-
-
-@LINK_TABLE.on(LinkAgentCrashedReq)
-async def _agent_crashed(conn: _Conn, req: LinkAgentCrashedReq) -> None:
-    host = conn.registered()
-    if req.agent in host.agents:
-        host.agents.discard(req.agent)
-        conn.link.placement.pop(req.agent, None)
-        conn.link.incarnations.pop(req.agent, None)
-        conn.link.draining.pop(req.agent, None)
-        conn.link.turns[req.agent] = TurnState("stopped")
-        await conn.link.on_crash(req.agent, req.reason)
-
-
-@LINK_TABLE.on(LinkForwardReq)
-async def _forward(conn: _Conn, req: LinkForwardReq) -> Response:
-    host = conn.registered()
-    link = conn.link
-    refusal = forward_refusal(host.host_id, req.agent, req.incarnation, *link.holder(req.agent))
-    if refusal is not None:
-        log.warning("refused a frame agent host %s forwarded: %s", host.host_id, refusal)
-        raise PermissionDenied(f"forward refused: {refusal}")
-    frame = json.dumps(req.frame).encode()
-    return await answer(frame, AgentRequest, link.api_of(req.agent), req.agent)
-
-
-@LINK_TABLE.on(LinkAbandonReq)
-async def _abandon(conn: _Conn, req: LinkAbandonReq) -> None:
-    conn.registered()
-    for scope in conn.inflight.pop((req.agent, req.conn), set()):
-        scope.cancel()
-
-
-LINK_TABLE.seal()
+            await self.on_host_lost(host.host_id, gone, lease_expired)

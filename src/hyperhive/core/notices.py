@@ -8,7 +8,7 @@ from hyperhive import topology
 from hyperhive.core.broker import Broker
 from hyperhive.core.loose_ends import LooseEnds
 from hyperhive.core.registry import AgentRegistry
-from hyperhive.names import SYSTEM
+from hyperhive.names import OPERATOR, SYSTEM
 from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import INBOX_EVENTS, HelperEvent, describe
 from hyperhive.topology import TopologyStore
@@ -52,6 +52,10 @@ class Notices:
             log.info("%s for %s: no submitting agent to tell", event.event, agent)
             return
         await self.notify_agent(submitter, event)
+
+    async def notify_operator(self, body: str) -> None:
+        """A notice for the operator's inbox, from ``system``."""
+        await self.broker.send(SYSTEM, OPERATOR, body)
 
     async def notify_agent(self, recipient: str, event: HelperEvent) -> None:
         """Urgent events to the inbox from ``system``, the rest as core todos."""

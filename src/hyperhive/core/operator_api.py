@@ -175,6 +175,7 @@ class OperatorApi:
                     unread_operator_messages=unread.get(name, 0),
                     last_context_usage=row.last_context_usage,
                     config_warnings=self.registry.warnings(name),
+                    lost_on=self.hostlink.lost.get(name),
                 )
             )
         return out
@@ -356,6 +357,7 @@ class OperatorApi:
                 WaitingSlot(agent=agent, since=since)
                 for agent, since in self.hostlink.waiting_for_slots()
             ],
+            lost=dict(sorted(self.hostlink.lost.items())),
             roots=topology.roots(topo),
             schema_version=self.schema_version,
             pid=self.pid,

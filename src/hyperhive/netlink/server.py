@@ -101,7 +101,7 @@ class HostLinkServer:
                 f"agent host {name!r} is revoked; the operator can issue a new credential "
                 f"with `hivectl hosts rotate {name}`"
             )
-        if name in self.link.hosts:
+        if self.link.name_taken(name):
             return HTTPStatus.CONFLICT, (
                 f"an agent host named {name!r} is already connected; stop the other one "
                 "or give this one its own name"

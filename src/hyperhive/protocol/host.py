@@ -27,6 +27,7 @@ from hyperhive.protocol.base import (
     _Out,
 )
 from hyperhive.protocol.budget import OpBudgetReq, OpBudgetSetReq, OpSpendReq, OpSpendSeriesReq
+from hyperhive.protocol.link import HostCapacity
 
 # ---- results (keys promised by docs/cli-json.md are never renamed) ---------
 
@@ -49,6 +50,9 @@ class AgentView(_Out):
     unread_operator_messages: int
     last_context_usage: float | None
     config_warnings: list[str] = []
+    # The host whose lease expired while it held this agent: ``lost`` until it comes
+    # back (on_host_loss = "wait") or the agent is re-placed ("replace").
+    lost_on: str | None = None
 
 
 class ParentSet(_Out):
@@ -92,6 +96,7 @@ class HiveStatus(_Out):
     hosts: list[str]
     claude_slots: dict[str, int | None]
     waiting_slot: list[WaitingSlot]
+    lost: dict[str, str] = {}  # agent -> the host it was lost with
     roots: list[str]
     schema_version: int
     pid: int
@@ -305,8 +310,17 @@ class OpAgentForgeReq(Req[ForgeView]):
     agent: str
 
 
+HostLinkState = Literal["connected", "disconnected", "expired", "revoked", "never"]
+
+
 class HostView(_Out):
-    """One row of ``hivectl hosts list``: a remote agent host's credential and link."""
+    """One row of ``hivectl hosts list``: an agent host's credential, link and lease.
+
+    ``link``: connected; disconnected (its connection dropped but its lease still
+    holds its agents); expired (lease gone: its agents are ``lost``); revoked; never
+    connected. A local host (``hivectl up``'s, on the unix socket) has no credential
+    row: ``remote`` is false and ``created_at`` is when it registered.
+    """
 
     name: str
     created_at: float
@@ -315,6 +329,14 @@ class HostView(_Out):
     last_seen_at: float | None
     connected: bool
     agents: list[str]
+    remote: bool = True
+    link: HostLinkState = "never"
+    epoch: int = 0
+    last_heartbeat_at: float | None = None
+    lease_expires_at: float | None = None
+    running_turns: int = 0
+    capacity: HostCapacity | None = None
+    lost_agents: list[str] = []
 
 
 class HostCredential(_Out):

@@ -18,6 +18,10 @@ from hyperhive.protocol.wire import Response
 
 class Registered(_Out):
     host_id: str
+    # This registration's link epoch (monotonic per host): a superseded link is fenced.
+    epoch: int = 0
+    # How often to heartbeat; ``None``: no lease (a local host: its socket is its life).
+    heartbeat_seconds: float | None = None
 
 
 class LinkRegisterReq(Req[Registered]):
@@ -25,6 +29,32 @@ class LinkRegisterReq(Req[Registered]):
     host_id: str = Field(min_length=1, max_length=64)
     pid: int | None = None
     claude_slots: int | None = Field(default=None, ge=1)  # how many claudes it runs at once
+    # The agents this host runs now (a host coming back says what it still holds, so
+    # the coordinator can fence those it no longer does).
+    agents: list[str] = Field(default_factory=list, max_length=100_000)
+
+
+class HostCapacity(_Out):
+    """What a host can take: claude slots and memory (bytes), as it last reported."""
+
+    claude_slots: int | None = Field(default=None, ge=1)
+    slots_in_use: int = Field(default=0, ge=0)
+    mem_total: int | None = Field(default=None, ge=0)
+    mem_available: int | None = Field(default=None, ge=0)
+
+
+class Lease(_Out):
+    """The host's lease, renewed: it holds its agents until ``expires_at``."""
+
+    epoch: int
+    expires_at: float
+
+
+class LinkHeartbeatReq(Req[Lease]):
+    """Renew the host's lease and report its capacity (sent every ``heartbeat_seconds``)."""
+
+    cmd: Literal["heartbeat"]
+    capacity: HostCapacity
 
 
 class LinkAgentStateReq(Req[None]):
@@ -83,7 +113,8 @@ LinkRequest = Annotated[
     | LinkAgentCrashedReq
     | LinkGoodbyeReq
     | LinkForwardReq
-    | LinkAbandonReq,
+    | LinkAbandonReq
+    | LinkHeartbeatReq,
     Field(discriminator="cmd"),
 ]
 
@@ -101,6 +132,9 @@ class DeactivateCmd(_Req):
     cmd: Literal["deactivate"]
     agent: str
     graceful: bool = True
+    # Set when the host is fenced: it no longer holds the agent (its lease expired, or
+    # the agent runs elsewhere now), so it must stop it without acking anything.
+    fenced: str | None = None
 
 
 class PlaceCmd(_Req):

@@ -480,6 +480,18 @@ class HostRepo(ABC):
     async def seen(self, name: str, at: float) -> None:
         """Note that the host connected at ``at`` (no-op for an unknown name)."""
 
+    @abstractmethod
+    async def new_epoch(self, name: str, expires_at: float) -> int:
+        """A registration: the host's link epoch + 1 (monotonic, durable) with a fresh
+        lease until ``expires_at``; return the new epoch. ``NotFound``."""
+
+    @abstractmethod
+    async def renew(
+        self, name: str, epoch: int, at: float, expires_at: float, capacity: str
+    ) -> bool:
+        """A heartbeat of link ``epoch``: extend its lease, keep its capacity. ``False``
+        (nothing written) if a newer registration has superseded ``epoch``."""
+
 
 class SpendRepo(ABC):
     """What claude runs cost, the run-time budget limits, and which notices were sent.

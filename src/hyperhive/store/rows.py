@@ -267,6 +267,12 @@ class HostRow:
     rotated_at: float | None = None
     revoked_at: float | None = None
     last_seen_at: float | None = None
+    # The lease (``hyperhive.netlink.lease``): the latest link epoch and its expiry, the
+    # last heartbeat, and the capacity it reported (JSON of ``HostCapacity``).
+    epoch: int = 0
+    lease_expires_at: float | None = None
+    heartbeat_at: float | None = None
+    capacity: str | None = None
 
     @property
     def revoked(self) -> bool:

@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from hyperhive import __version__
-from hyperhive.core.dashboard import activity, api, metrics, pages, spend
+from hyperhive.core.dashboard import activity, api, hosts, metrics, pages, spend
 from hyperhive.core.dashboard.errors import hive_error_handler
 from hyperhive.core.dashboard.frontdoor import token_required
 from hyperhive.core.dashboard.security import Guard, Security, ensure_token
@@ -57,6 +57,8 @@ def build_dashboard(parts: DashboardParts, *, require_token: bool | None = None)
     app.include_router(spend.api)
     app.include_router(pages.router)
     app.include_router(spend.pages)
+    app.include_router(hosts.api)
+    app.include_router(hosts.pages)
     app.include_router(metrics.router)
     app.include_router(activity.router)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")

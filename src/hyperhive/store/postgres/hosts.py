@@ -8,7 +8,10 @@ from hyperhive.store.rows import HostRow
 
 __all__ = ["PgHosts"]
 
-_COLS = "name, secret_hash, created_at, rotated_at, revoked_at, last_seen_at"
+_COLS = (
+    "name, secret_hash, created_at, rotated_at, revoked_at, last_seen_at, epoch, "
+    "lease_expires_at, heartbeat_at, capacity"
+)
 
 
 class PgHosts(PgRepo, HostRepo):
@@ -58,3 +61,30 @@ class PgHosts(PgRepo, HostRepo):
             await conn.execute("UPDATE hosts SET last_seen_at = %s WHERE name = %s", (at, name))
 
         await self._tx(op)
+
+    async def new_epoch(self, name: str, expires_at: float) -> int:
+        async def op(conn: Conn) -> int:
+            cur = await conn.execute(
+                "UPDATE hosts SET epoch = epoch + 1, lease_expires_at = %s WHERE name = %s "
+                "RETURNING epoch",
+                (expires_at, name),
+            )
+            row = await cur.fetchone()
+            if row is None:
+                raise host_missing(name)
+            return int(row[0])
+
+        return await self._tx(op)
+
+    async def renew(
+        self, name: str, epoch: int, at: float, expires_at: float, capacity: str
+    ) -> bool:
+        async def op(conn: Conn) -> bool:
+            cur = await conn.execute(
+                "UPDATE hosts SET lease_expires_at = %s, heartbeat_at = %s, capacity = %s "
+                "WHERE name = %s AND epoch = %s RETURNING epoch",
+                (expires_at, at, capacity, name, epoch),
+            )
+            return await cur.fetchone() is not None
+
+        return await self._tx(op)

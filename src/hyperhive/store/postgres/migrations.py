@@ -191,6 +191,14 @@ CREATE TABLE hosts (
     last_seen_at DOUBLE PRECISION
 )
 """,
+    # 8 (hostlife, #14): each host's lease: its link epoch (monotonic per host, so a
+    # superseded link is fenced), the lease's expiry, the last heartbeat and capacity.
+    """
+ALTER TABLE hosts ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE hosts ADD COLUMN lease_expires_at DOUBLE PRECISION;
+ALTER TABLE hosts ADD COLUMN heartbeat_at DOUBLE PRECISION;
+ALTER TABLE hosts ADD COLUMN capacity TEXT
+""",
 ]
 
 

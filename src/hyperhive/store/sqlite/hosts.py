@@ -62,3 +62,30 @@ class SqliteHosts(HostRepo):
         await self._db.run(
             lambda tx: tx.execute("UPDATE hosts SET last_seen_at = ? WHERE name = ?", (at, name))
         )
+
+    async def new_epoch(self, name: str, expires_at: float) -> int:
+        def op(tx: Tx) -> int:
+            row = tx.one(
+                "UPDATE hosts SET epoch = epoch + 1, lease_expires_at = ? WHERE name = ? "
+                "RETURNING epoch",
+                (expires_at, name),
+            )
+            if row is None:
+                raise host_missing(name)
+            return int(row["epoch"])
+
+        return await self._db.run(op)
+
+    async def renew(
+        self, name: str, epoch: int, at: float, expires_at: float, capacity: str
+    ) -> bool:
+        def op(tx: Tx) -> bool:
+            row = tx.one(
+                "UPDATE hosts SET lease_expires_at = ?, heartbeat_at = ?, capacity = ? "
+                "WHERE name = ? AND epoch = ? RETURNING epoch",
+                (expires_at, at, capacity, name, epoch),
+            )
+            return row is not None
+
+        # A lost heartbeat on a crash costs nothing: the next one comes in seconds.
+        return await self._db.run(op, durable=False)

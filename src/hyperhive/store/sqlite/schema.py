@@ -183,4 +183,12 @@ CREATE TABLE hosts (
     last_seen_at REAL
 )
 """,
+    # 8 (hostlife, #14): each host's lease: its link epoch (monotonic per host, so a
+    # superseded link is fenced), the lease's expiry, the last heartbeat and capacity.
+    """
+ALTER TABLE hosts ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE hosts ADD COLUMN lease_expires_at REAL;
+ALTER TABLE hosts ADD COLUMN heartbeat_at REAL;
+ALTER TABLE hosts ADD COLUMN capacity TEXT
+""",
 ]

@@ -1,0 +1,289 @@
+"""A remote host's lease: heartbeats renew it, a dropped link keeps its agents until it
+expires, then they are ``lost``; a returning host is fenced by its link epoch.
+
+A real coordinator serves the network host link on loopback (plain TCP, which
+is allowed there); hosts are real WebSocket dials with real credentials, and
+the agents' frames are the harness's own (attach, wait, turn_end).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from hyperhive.client import RpcClient
+from hyperhive.config import AgentConfig
+from hyperhive.errors import HiveError, PermissionDenied
+from hyperhive.netlink.dialer import LinkRefused, LinkTarget, dial
+from hyperhive.protocol import (
+    AgentView,
+    HiveStatus,
+    HostCapacity,
+    HostView,
+    LinkForwardReq,
+    LinkHeartbeatReq,
+    LinkRegisterReq,
+    OpAgentsReq,
+    OpHostsListReq,
+    OpInboxReq,
+    OpLifecycleReq,
+    OpSendReq,
+    OpStatusReq,
+    Registered,
+)
+from tests.support.hive import coordinator, operator, seed_home
+from tests.support.hostlink import Pushes, add_host, link_url
+from tests.support.surfaces import until
+
+pytestmark = pytest.mark.anyio
+
+
+def hive_toml(lease: float) -> str:
+    # An inline table: seed_home appends the store's settings after it, at top level.
+    return f'hostlink = {{ listen = "127.0.0.1:0", lease_seconds = {lease} }}\n'
+
+
+CAPACITY = HostCapacity(claude_slots=4, slots_in_use=1, mem_total=8 << 30, mem_available=3 << 30)
+
+
+@asynccontextmanager
+async def host(
+    target: LinkTarget, pushes: Pushes | None = None, agents: tuple[str, ...] = ()
+) -> AsyncIterator[tuple[RpcClient, Registered]]:
+    """A dialled host registered as ``target.name``, saying it runs ``agents``."""
+    async with dial(target, on_push=pushes) as link:
+        reg = await link.call(
+            LinkRegisterReq(cmd="register", host_id=target.name, agents=list(agents))
+        )
+        yield link, reg
+
+
+async def beat(link: RpcClient, every: float) -> None:
+    """Heartbeat like a live host, until cancelled."""
+    while True:
+        await link.call(LinkHeartbeatReq(cmd="heartbeat", capacity=CAPACITY))
+        await anyio.sleep(every)
+
+
+async def command(pushes: Pushes, cmd: str, agent: str, within: float = 10) -> int:
+    """The index in ``pushes`` of the first ``cmd`` for ``agent`` (waiting for it)."""
+    with anyio.fail_after(within):
+        while True:
+            for i, frame in enumerate(pushes.frames):
+                if frame.get("cmd") == cmd and frame.get("agent") == agent:
+                    return i
+            await pushes.arrived.wait()
+
+
+def forward(agent: str, incarnation: int, frame: dict[str, Any]) -> LinkForwardReq:
+    return LinkForwardReq(cmd="forward", agent=agent, incarnation=incarnation, frame=frame)
+
+
+async def agents(op: RpcClient) -> dict[str, AgentView]:
+    return {a.name: a for a in await op.call(OpAgentsReq(cmd="agents"))}
+
+
+async def hosts(op: RpcClient) -> dict[str, HostView]:
+    return {h.name: h for h in await op.call(OpHostsListReq(cmd="hosts_list"))}
+
+
+async def test_heartbeats_renew_the_lease_durably_and_report_capacity(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    seed_home(tmp_path, {"alice": AgentConfig()}, hive_toml=hive_toml(30), store_url=hive_store_url)
+    async with coordinator(tmp_path) as c, operator(c.paths) as op:
+        target = LinkTarget(link_url(c.paths), "h1", await add_host(op, "h1", tmp_path / "c"))
+        pushes = Pushes()
+        async with host(target, pushes) as (link, reg):
+            assert reg.epoch == 1 and reg.heartbeat_seconds == 10
+            await pushes.activation("alice")
+            lease = await link.call(LinkHeartbeatReq(cmd="heartbeat", capacity=CAPACITY))
+            assert lease.epoch == 1
+            view = (await hosts(op))["h1"]
+            assert view.link == "connected" and view.remote and view.agents == ["alice"]
+            assert view.capacity == CAPACITY and view.last_heartbeat_at is not None
+            assert view.lease_expires_at == lease.expires_at
+            # The lease is the store's (a standby coordinator reads the same row).
+            row = await c.store.hosts.get("h1")
+            assert row is not None and row.lease_expires_at == lease.expires_at
+            assert row.capacity is not None
+            assert HostCapacity.model_validate_json(row.capacity) == CAPACITY
+        async with host(target) as (link, reg):
+            assert reg.epoch == 2  # monotonic per host, one per registration
+
+
+async def test_a_link_that_drops_inside_the_lease_keeps_its_agents_without_a_restart(
+    tmp_path: Path,
+) -> None:
+    seed_home(tmp_path, {"alice": AgentConfig()}, hive_toml=hive_toml(60))
+    async with coordinator(tmp_path) as c, operator(c.paths) as op:
+        target = LinkTarget(link_url(c.paths), "h1", await add_host(op, "h1", tmp_path / "c"))
+        pushes = Pushes()
+        async with host(target, pushes) as (link, _):
+            inc = (await pushes.activation("alice"))["incarnation"]
+            await link.call(forward("alice", inc, {"cmd": "attach", "id": 1}))
+        await until(lambda: "h1" in c.hostlink.absent, 10)
+        # Still placed and running as far as anyone can tell; its host's view says why.
+        listed = await agents(op)
+        assert listed["alice"].running and listed["alice"].host == "h1"
+        assert listed["alice"].lost_on is None
+        assert (await hosts(op))["h1"].link == "disconnected"
+        await op.call(OpSendReq(cmd="send", to="alice", body="while you were away"))
+        again = Pushes()
+        async with host(target, again, agents=("alice",)) as (link, reg):
+            assert reg.epoch == 2
+            woke = await link.call(forward("alice", inc, {"cmd": "wait", "id": 2, "timeout": 5}))
+            assert woke.ok and isinstance(woke.result, dict), woke
+            assert [m["body"] for m in woke.result["messages"]] == ["while you were away"]
+            # Nothing was restarted or fenced: the same incarnation goes on.
+            assert [f["cmd"] for f in again.frames] == []
+            assert (await hosts(op))["h1"].link == "connected"
+
+
+async def test_an_expired_lease_makes_agents_lost_and_the_returning_host_is_fenced(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    seed_home(tmp_path, {"alice": AgentConfig()}, hive_toml=hive_toml(1), store_url=hive_store_url)
+    async with coordinator(tmp_path) as c, operator(c.paths) as op:
+        target = LinkTarget(link_url(c.paths), "h1", await add_host(op, "h1", tmp_path / "c"))
+        pushes = Pushes()
+        async with host(target, pushes) as (link, _):
+            inc = (await pushes.activation("alice"))["incarnation"]
+            await link.call(forward("alice", inc, {"cmd": "attach", "id": 1}))
+            await op.call(OpSendReq(cmd="send", to="alice", body="m1"))
+            woke = await link.call(forward("alice", inc, {"cmd": "wait", "id": 2, "timeout": 5}))
+            assert isinstance(woke.result, dict)
+            [m1] = woke.result["messages"]
+            assert "alice" in c.hostlink.cached_apis()
+        # No heartbeat, no link: one lease later alice is lost.
+        await until(lambda: c.hostlink.lost.get("alice") == "h1", 15)
+        assert "alice" not in c.hostlink.cached_apis()
+        listed = await agents(op)
+        assert not listed["alice"].running and listed["alice"].lost_on == "h1"
+        status = await op.call(OpStatusReq(cmd="status"))
+        assert isinstance(status, HiveStatus) and status.lost == {"alice": "h1"}
+        view = (await hosts(op))["h1"]
+        assert view.link == "expired" and view.lost_agents == ["alice"] and view.agents == []
+        notices = [m for m in await op.call(OpInboxReq(cmd="inbox")) if "lease expired" in m.body]
+        assert len(notices) == 1 and "alice" in notices[0].body and "wait" in notices[0].body
+
+        again = Pushes()
+        async with (
+            host(target, again, agents=("alice",)) as (link, _),
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(beat, link, 0.2)
+            # Fenced first (no graceful ack), then, waiting for its own host, started again.
+            fenced = await command(again, "deactivate", "alice")
+            started = await command(again, "activate", "alice")
+            assert fenced < started
+            assert again.frames[fenced]["graceful"] is False
+            assert "lease expired" in again.frames[fenced]["fenced"]
+            new_inc = again.frames[started]["incarnation"]
+            assert new_inc > inc
+            # The zombie turn's late ack is refused; m1 is still pending.
+            with pytest.raises(PermissionDenied, match="stale"):
+                await link.call(
+                    forward(
+                        "alice",
+                        inc,
+                        {"cmd": "turn_end", "id": 3, "outcome": "ok", "handled": [m1["id"]]},
+                    )
+                )
+            await link.call(forward("alice", new_inc, {"cmd": "attach", "id": 4}))
+            woke = await link.call(
+                forward("alice", new_inc, {"cmd": "wait", "id": 5, "timeout": 5})
+            )
+            assert isinstance(woke.result, dict)
+            assert [m["body"] for m in woke.result["messages"]] == ["m1"]
+            assert (await agents(op))["alice"].lost_on is None
+            tg.cancel_scope.cancel()
+        notices = [m for m in await op.call(OpInboxReq(cmd="inbox")) if "lease expired" in m.body]
+        assert len(notices) == 1  # told once
+
+
+async def test_a_silent_connected_host_expires_and_its_redial_replaces_the_dead_link(
+    tmp_path: Path,
+) -> None:
+    seed_home(tmp_path, {"alice": AgentConfig()}, hive_toml=hive_toml(6))
+    async with coordinator(tmp_path) as c, operator(c.paths) as op:
+        target = LinkTarget(link_url(c.paths), "h1", await add_host(op, "h1", tmp_path / "c"))
+        pushes = Pushes()
+        async with host(target, pushes) as (old, _):
+            inc = (await pushes.activation("alice"))["incarnation"]
+            # Heartbeating: a second dial under its name is someone else, refused.
+            await old.call(LinkHeartbeatReq(cmd="heartbeat", capacity=CAPACITY))
+            with pytest.raises(LinkRefused, match="409"):
+                async with host(target):
+                    pass
+            # Silent for two heartbeats (a partition): the same host redialling wins.
+            await until(lambda: not c.hostlink.name_taken("h1"), 10)
+            async with host(target, agents=("alice",)) as (new, reg):
+                assert reg.epoch == 2
+                await until(lambda: old.closed, 10)  # the dead link is ended, not trusted
+                with pytest.raises(HiveError):
+                    await old.call(forward("alice", inc, {"cmd": "attach", "id": 1}))
+                assert c.hostlink.host_of("alice") == "h1" and not c.hostlink.lost
+                got = await new.call(forward("alice", inc, {"cmd": "attach", "id": 2}))
+                assert got.ok, got
+                # Now silent while connected: the lease expires and the link is cut.
+                await until(lambda: c.hostlink.lost.get("alice") == "h1", 20)
+                await until(lambda: new.closed, 10)
+
+
+async def test_replace_moves_a_lost_agent_to_another_host_and_fences_the_old_one(
+    tmp_path: Path,
+) -> None:
+    seed_home(
+        tmp_path,
+        {"alice": AgentConfig(on_host_loss="replace"), "bob": AgentConfig()},
+        hive_toml=hive_toml(1),
+    )
+    async with coordinator(tmp_path) as c, operator(c.paths) as op:
+        url = link_url(c.paths)
+        h1 = LinkTarget(url, "h1", await add_host(op, "h1", tmp_path / "c"))
+        h2 = LinkTarget(url, "h2", await add_host(op, "h2", tmp_path / "c"))
+        first, second = Pushes(), Pushes()
+        async with dial(h2, on_push=second) as link2, anyio.create_task_group() as tg:
+            async with host(h1, first) as _:
+                await first.activation("alice")
+                await first.activation("bob")
+                await link2.call(LinkRegisterReq(cmd="register", host_id="h2"))
+                tg.start_soon(beat, link2, 0.1)
+            # h1 is gone: one lease later alice is re-placed on h2, bob waits for h1.
+            await second.activation("alice")
+            await until(lambda: c.hostlink.lost.get("bob") == "h1", 15)
+            assert c.hostlink.host_of("alice") == "h2" and "alice" not in c.hostlink.lost
+            [notice] = [
+                m for m in await op.call(OpInboxReq(cmd="inbox")) if "lease expired" in m.body
+            ]
+            assert "re-placed on h2" in notice.body and "bob" in notice.body
+            # h1 comes back still running both: alice is fenced for good, bob restarts there.
+            again = Pushes()
+            async with host(h1, again, agents=("alice", "bob")) as (link1, _):
+                tg.start_soon(beat, link1, 0.1)
+                await command(again, "deactivate", "alice")
+                await command(again, "activate", "bob")
+                assert not [
+                    f for f in again.frames if f["cmd"] == "activate" and f["agent"] == "alice"
+                ]
+                assert c.hostlink.host_of("alice") == "h2" and c.hostlink.host_of("bob") == "h1"
+                tg.cancel_scope.cancel()
+
+
+async def test_a_killed_agents_api_is_evicted(tmp_path: Path) -> None:
+    seed_home(tmp_path, {"alice": AgentConfig()}, hive_toml=hive_toml(60))
+    async with coordinator(tmp_path) as c, operator(c.paths) as op:
+        target = LinkTarget(link_url(c.paths), "h1", await add_host(op, "h1", tmp_path / "c"))
+        pushes = Pushes()
+        async with host(target, pushes) as (link, _):
+            inc = (await pushes.activation("alice"))["incarnation"]
+            await link.call(forward("alice", inc, {"cmd": "attach", "id": 1}))
+            assert "alice" in c.hostlink.cached_apis()
+            await op.call(OpLifecycleReq(cmd="agent_kill", agent="alice"))
+            assert "alice" not in c.hostlink.cached_apis()

@@ -1,0 +1,57 @@
+"""The dashboard reads each agent's state from the host that holds it, and the work of
+every host it can reach: a local host and a second one (dialled over the network link,
+with a run dir of its own) in-process, real HTTP between them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from hyperhive.agent.host import AgentHost
+from hyperhive.config import AgentConfig, HivePaths, load_hive_config
+from hyperhive.core.dashboard.hostproxy import HostProxy
+from hyperhive.netlink.dialer import LinkTarget
+from hyperhive.protocol import OpLifecycleReq
+from tests.support.hive import operator, running_hive, seed_home
+from tests.support.hostlink import add_host, link_url
+from tests.support.surfaces import until
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+
+
+async def test_state_comes_from_the_agents_own_host_and_work_from_every_host(
+    tmp_path: Path, claude_bin: Path
+) -> None:
+    seed_home(
+        tmp_path,
+        {"alice": AgentConfig(), "bob": AgentConfig()},
+        hive_toml='hostlink = { listen = "127.0.0.1:0" }\n',
+    )
+    async with running_hive(tmp_path, claude_bin) as (c, local), operator(c.paths) as op:
+        await until(lambda: {"alice", "bob"} <= set(local.runtimes), 30)
+        cred = await add_host(op, "h2", tmp_path / "creds")
+        run2 = tmp_path / "run" / "hosts" / "h2"
+        second = AgentHost(
+            HivePaths(tmp_path, run2),
+            load_hive_config(tmp_path, {}),
+            remote=LinkTarget(link_url(c.paths), "h2", cred),
+        )
+        async with anyio.create_task_group() as tg:
+            await tg.start(second.run)
+            await until(lambda: "h2" in c.hostlink.hosts, 30)
+            # bob, started again, goes to the emptier host.
+            await op.call(OpLifecycleReq(cmd="agent_kill", agent="bob"))
+            await op.call(OpLifecycleReq(cmd="agent_start", agent="bob"))
+            await until(lambda: "bob" in second.runtimes, 30)
+            proxy = HostProxy(c.paths.run, c.hostlink.host_of)
+            assert (await proxy.state("bob"))["agent"] == "bob"
+            assert (await proxy.state("alice"))["agent"] == "alice"
+            # The local host alone does not know bob; the proxy asked h2.
+            assert "bob" not in local.runtimes
+            work = await proxy.work()
+            assert {"alice", "bob"} <= set(work.agents)
+            with anyio.move_on_after(10):
+                await second.stop_all(graceful=False)
+            tg.cancel_scope.cancel()
