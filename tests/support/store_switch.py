@@ -65,6 +65,15 @@ def _switchable(node: pytest.Item, fixturenames: list[str] | tuple[str, ...]) ->
     )
 
 
+def pytest_report_header() -> str:
+    backends = switched_backends()
+    if backends is None:
+        return f"hive store: {STORE_SWITCH_ENV} unset (hive_store_url on both, the rest sqlite)"
+    return (
+        f"hive store: {STORE_SWITCH_ENV}={os.environ[STORE_SWITCH_ENV]} ({' and '.join(backends)})"
+    )
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     backends = switched_backends()
     if (
