@@ -88,8 +88,9 @@ def host(
 
 
 @contextmanager
-def http_floor(kind: str, scratch: Path) -> Iterator[str]:
-    """:mod:`bench._http_floor` (``json`` or ``mcp``) for the block; yields its base URL."""
+def http_floor(kind: str, scratch: Path) -> Iterator[tuple[str, int]]:
+    """:mod:`bench._http_floor` (``json`` or ``mcp``) for the block; yields its base URL
+    and pid (for its CPU time)."""
     port_file = scratch / f"{kind}.port"
     proc = subprocess.Popen(
         [sys.executable, "-m", "bench._http_floor", kind, str(port_file)],
@@ -102,7 +103,7 @@ def http_floor(kind: str, scratch: Path) -> Iterator[str]:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"bench._http_floor {kind} did not come up")
             time.sleep(0.01)
-        yield f"http://127.0.0.1:{port_file.read_text()}"
+        yield f"http://127.0.0.1:{port_file.read_text()}", proc.pid
     finally:
         _stop(proc)
 

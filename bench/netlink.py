@@ -93,7 +93,7 @@ def _helper(net: Lan, role: str, *args: str) -> list[str]:
 
 
 @contextmanager
-def _coordinator(net: Lan, home: Path) -> Iterator[str]:
+def _coordinator(net: Lan, home: Path, within: float = START_S) -> Iterator[str]:
     """``hivectl serve`` in the coordinator's namespace; yields the host link's URL."""
     paths = HivePaths(home)
     with (home / "serve.log").open("ab") as log:
@@ -106,7 +106,7 @@ def _coordinator(net: Lan, home: Path) -> Iterator[str]:
         )
     try:
         info = paths.run / "hostlink.json"
-        deadline = time.monotonic() + START_S
+        deadline = time.monotonic() + within
         while not (info.exists() and paths.host_sock.exists()):
             if proc.poll() is not None or time.monotonic() > deadline:
                 tail = (home / "serve.log").read_text(errors="replace")[-2000:]

@@ -85,7 +85,7 @@ def layers(profile: Path, calls: int) -> list[tuple[str, float]]:
         ),
         ("SDK: dispatch (runner, otel span, result model)", cum("dispatch") - cum("call")),
         ("ours: coordinator hop (get_agent_meta RPC)", cum("hop")),
-        ("ours: per-call log lines (2 records)", log),
+        ("ours: per-call log line (1 record)", log),
         ("ours: tool span (OpenTelemetry)", cum("call") - run),
         ("ours: rest of the envelope (args, bus, result)", run - cum("hop") - log),
         ("SDK: serialize + Starlette response + h11 write", cum("write")),

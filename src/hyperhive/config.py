@@ -310,6 +310,8 @@ class HiveConfig(_Strict):
     # sandbox shares the host's network (agents reach loopback for their MCP
     # surfaces). "loopback" trusts anything that reaches a loopback bind.
     dashboard_auth: Literal["token", "loopback"] = "token"
+    # How long the front page's activity log keeps an event (messages are kept apart).
+    activity_keep_days: float = Field(default=30.0, gt=0)
     agent_host_port: int = Field(default=0, ge=0, le=65535)
     claude_bin: str | None = None
     default_model: str | None = None

@@ -30,7 +30,14 @@ def test_every_page_shows_what_waits_and_it_follows_the_hive_live(
     seed(tmp_path)
     with live_hive(tmp_path) as hive:
         asked = hive.as_agent("bob", "ask_operator", question="which branch?")
-        for path in ("/", "/inbox", "/approvals", "/agents/alice", "/agents/alice/permissions"):
+        for path in (
+            "/",
+            "/tree",
+            "/inbox",
+            "/approvals",
+            "/agents/alice",
+            "/agents/alice/permissions",
+        ):
             page.goto(f"{hive.url}{path}")
             badge = page.locator("#waiting .badge.waiting")
             expect(badge).to_have_text("1 waiting")

@@ -242,6 +242,8 @@ def test_token_mode_in_the_browser(tmp_path: Path, page: Page) -> None:
         expect(page.locator("[role=alert]")).to_contain_text("not the operator token")
         page.fill("input[name=token]", token)
         page.click("button[type=submit]")
+        expect(page.locator("#glance")).to_be_visible()  # the front page
+        page.goto(f"{url}/tree")
         expect(page.locator("#tree li.node")).to_have_count(3)
         assert "hive_token" not in page.evaluate("document.cookie")  # HttpOnly
         # The page's own POSTs carry the double-submit header.

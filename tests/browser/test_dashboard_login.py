@@ -129,6 +129,8 @@ def test_the_login_link_in_a_browser_lands_on_a_clean_url(tmp_path: Path, page: 
         link = login_url(hive.url, token_of(tmp_path), time.time())
         page.goto(link)
         expect(page).to_have_url(f"{hive.url}/")
+        expect(page.locator("#glance")).to_be_visible()  # the front page
+        page.goto(f"{hive.url}/tree")
         expect(page.locator("#tree li.node")).to_have_count(2)
         assert "hive_token" not in page.evaluate("document.cookie")  # HttpOnly
         cookies = {c["name"]: c for c in page.context.cookies()}
@@ -140,4 +142,5 @@ def test_the_login_link_in_a_browser_lands_on_a_clean_url(tmp_path: Path, page: 
         # ... and the token form on that page still works.
         page.fill("input[name=token]", token_of(tmp_path))
         page.click("button[type=submit]")
-        expect(page.locator("#tree li.node")).to_have_count(2)
+        expect(page).to_have_url(f"{hive.url}/")
+        expect(page.locator("#glance")).to_be_visible()

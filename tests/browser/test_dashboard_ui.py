@@ -54,7 +54,7 @@ def test_tree_renders_roots_first_with_state(
     with live_hive(tmp_path, claude_bin) as hive:
         hive.call(hive.coord.agent_state.set_status, "alice", "triaging the backlog")
         hive.as_agent("carol", "send", to=OPERATOR, body="found a bug")
-        page.goto(hive.url)
+        page.goto(f"{hive.url}/tree")
         expect(page.locator("#tree li.node")).to_have_count(4)
         assert tree_order(page) == [
             ("bob", "", 0),
@@ -88,10 +88,10 @@ def test_set_parent_moves_the_node_live_in_a_second_tab(tmp_path: Path, browser:
         first, second = browser.new_context(), browser.new_context()
         try:
             mover, watcher = first.new_page(), second.new_page()
-            watcher.goto(hive.url)
+            watcher.goto(f"{hive.url}/tree")
             wait_live(watcher)
             watcher.evaluate("window.__notReloaded = true")
-            mover.goto(hive.url)
+            mover.goto(f"{hive.url}/tree")
             mover.fill("#set-parent input[name=child]", "bob")
             mover.fill("#set-parent input[name=new_parent]", "carol")
             mover.click("#set-parent button[type=submit]")
@@ -113,7 +113,7 @@ def test_set_parent_moves_the_node_live_in_a_second_tab(tmp_path: Path, browser:
 def test_refused_reparents_are_shown_in_words(tmp_path: Path, page: Page) -> None:
     seed(tmp_path)
     with live_hive(tmp_path) as hive:
-        page.goto(hive.url)
+        page.goto(f"{hive.url}/tree")
         result = page.locator("#set-parent-result")
         for child, parent, words in (
             ("queen", "carol", "would make a cycle"),
@@ -169,7 +169,7 @@ def test_approval_in_the_ui_spawns_the_child(
         card.locator("button.approve").click()
         expect(page.locator("#flash")).to_contain_text(f"#{asked['approval_id']} approved")
         expect(card).to_have_count(0)
-        page.goto(hive.url)
+        page.goto(f"{hive.url}/tree")
         scout = page.locator('li[data-agent="scout"]')
         expect(scout).to_have_attribute("data-parent", "queen")
         expect(scout.locator(".badge.running")).to_be_visible()

@@ -261,7 +261,9 @@ async def test_counts_per_name_sent_delivered_and_still_queued(store: Store) -> 
     assert counts["bob"] == MessageCounts("bob", sent=1, delivered=4, queued=0)
 
 
-async def test_page_walks_newest_first_by_id_cursor_and_filters_by_agent(store: Store) -> None:
+async def test_page_walks_newest_first_by_time_cursor_and_filters_by_agent(
+    store: Store,
+) -> None:
     ids = []
     for i in range(5):
         ids.append(await store.messages.send("alice", "bob", f"a{i}"))
@@ -269,11 +271,12 @@ async def test_page_walks_newest_first_by_id_cursor_and_filters_by_agent(store: 
     ids.append(await store.messages.send("bob", "alice", "reply", in_reply_to=ids[0]))
     first = await store.messages.page(limit=4)
     assert [m.id for m in first] == sorted(ids, reverse=True)[:4]
-    rest = await store.messages.page(before_id=first[-1].id, limit=100)
+    rest = await store.messages.page(before=(first[-1].created_at, first[-1].id), limit=100)
     assert [m.id for m in first + rest] == sorted(ids, reverse=True)
     alice = await store.messages.page(limit=3, agent="alice")
     assert [m.body for m in alice] == ["reply", "a4", "a3"]
-    older = await store.messages.page(before_id=alice[-1].id, limit=10, agent="alice")
+    cursor = (alice[-1].created_at, alice[-1].id)
+    older = await store.messages.page(before=cursor, limit=10, agent="alice")
     assert [m.body for m in older] == ["a2", "a1", "a0"]
     assert await store.messages.page(agent="nobody") == []
     assert alice[0].in_reply_to == ids[0]

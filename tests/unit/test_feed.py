@@ -1,52 +1,39 @@
-"""The activity feed's merge of messages and approvals (pure)."""
+"""The activity feed's cursor and k-way merge (pure)."""
 
 from __future__ import annotations
 
-from hyperhive.core.dashboard.feed import build_feed
-from hyperhive.store.rows import ApprovalRow, MessageRow
+import pytest
+
+from hyperhive.core.dashboard.feed import Cursor, FeedItem, merge, parse_cursor
+from hyperhive.errors import InvalidRequest
 
 
-def msg(mid: int, at: float, sender: str = "alice", to: str = "bob") -> MessageRow:
-    return MessageRow(mid, sender, to, f"m{mid}", None, at)
-
-
-def approval(aid: int, at: float, resolved: float | None = None) -> ApprovalRow:
-    return ApprovalRow(
-        aid,
-        "init_config",
-        "queen",
-        "scout",
-        {},
-        "approved" if resolved else "pending",
-        at,
-        resolved_at=resolved,
-        resolution="ok" if resolved else None,
+def item(at: float, source: int, row: int) -> FeedItem:
+    return FeedItem(
+        at, "turn" if source == 0 else "message", ("a",), f"{source}/{row}", Cursor(at, source, row)
     )
 
 
-def test_approvals_merge_in_by_time_within_the_page() -> None:
-    page = [msg(3, 30.0), msg(2, 20.0)]
-    items = build_feed(page, [approval(1, 25.0, resolved=35.0), approval(2, 5.0)], more=True)
-    assert [(i.kind, i.at) for i in items] == [
-        ("approval", 35.0),
-        ("message", 30.0),
-        ("approval", 25.0),
-        ("message", 20.0),
-    ]  # approval 2 (at 5) is older than the page: it belongs to the next one
-    last = build_feed(page, [approval(2, 5.0)], more=False)
-    assert [i.at for i in last] == [30.0, 20.0, 5.0]
+def test_the_merge_orders_by_time_then_source_then_id_and_says_where_to_go_on() -> None:
+    log = [item(30.0, 0, 7), item(20.0, 0, 6), item(10.0, 0, 5)]
+    mail = [item(30.0, 1, 2), item(20.0, 1, 1)]
+    page = merge([log, mail], 3)
+    assert [i.title for i in page.items] == ["1/2", "0/7", "1/1"]
+    assert page.older == Cursor(20.0, 1, 1)
+    assert merge([log[:1], mail[:1]], 3).older is None  # all there is: no older page
 
 
-def test_filters_by_kind_and_agent() -> None:
-    page = [msg(2, 20.0, "bob", "carol"), msg(1, 10.0)]
-    both = build_feed(page, [approval(1, 15.0)], more=False)
-    assert [i.kind for i in build_feed(page, [approval(1, 15.0)], more=False, kind="message")] == [
-        "message",
-        "message",
-    ]
-    assert len(both) == 3
-    carol = build_feed(page, [approval(1, 15.0)], more=False, agent="carol")
-    assert [i.message_id for i in carol] == [2]
-    scout = build_feed(page, [approval(1, 15.0)], more=False, agent="scout")
-    assert [i.kind for i in scout] == ["approval"]
-    assert [i.state for i in build_feed([msg(1, 1.0)], [], more=False)] == ["queued"]
+def test_a_cursor_turns_into_each_sources_strict_bound() -> None:
+    at = Cursor(20.0, 0, 6)  # an activity row at t=20
+    # Messages rank after the log: at the same time they sort newer, so only earlier ones.
+    assert at.before_in(1) == (20.0, 0)
+    assert at.before_in(0) == (20.0, 6)
+    assert Cursor(20.0, 1, 1).before_in(0) == (20.0, 2**63 - 1)
+
+
+def test_a_cursor_survives_its_url_form_and_bad_ones_are_refused() -> None:
+    c = Cursor(1764570000.123456, 1, 42)
+    assert parse_cursor(str(c)) == c
+    for bad in ("", "x", "1.0_2_3", "nan_0_1", "1.0_0_-1", "1.0_0"):
+        with pytest.raises(InvalidRequest, match="cursor"):
+            parse_cursor(bad)

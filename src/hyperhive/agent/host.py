@@ -62,6 +62,7 @@ from hyperhive.protocol import (
     LinkGoodbyeReq,
     LinkHeartbeatReq,
     LinkRegisterReq,
+    MetaChangedCmd,
     PlaceCmd,
 )
 from hyperhive.subagent.mcp import control_surface, subagent_surface
@@ -277,6 +278,8 @@ class AgentHost:
                 self.host_id,
                 registered.epoch,
             )
+            for rt in self.runtimes.values():  # pushes may have been missed while unlinked
+                rt.meta.forget()
             if not self._started:
                 self._started = True
                 task_status.started()
@@ -337,6 +340,9 @@ class AgentHost:
             await self.deactivate(cmd.agent, graceful=cmd.graceful and not cmd.fenced)
         elif isinstance(cmd, PlaceCmd):
             self.place(cmd.agent, cmd.parent, tuple(cmd.descendants))
+        elif isinstance(cmd, MetaChangedCmd):
+            if (rt := self.runtimes.get(cmd.agent)) is not None:
+                rt.meta.forget()
 
     # ---- agents ----------------------------------------------------------------------
 
@@ -352,6 +358,7 @@ class AgentHost:
                 # The coordinator re-sent what is already running (it restarted); a
                 # reparent it made meanwhile needs no restart either.
                 await self._serve_socket(cmd)  # takes the new activation's incarnation
+                current.meta.forget()  # a restarted coordinator may run another revision
                 self.place(cmd.agent, cmd.parent, tuple(cmd.descendants))
                 self._report_state(
                     current.name, current.bus.turn_state, current.bus.turn_state_since

@@ -19,9 +19,9 @@ from hyperhive.forge.tool import create_repo
 from hyperhive.permissions import HYPERHIVE_SERVER
 from hyperhive.tools.catalog import served_by
 from hyperhive.tools.decl import Tool
-from hyperhive.tools.meta import StatusSet
+from hyperhive.tools.meta import MetaArgs, StatusSet
 
-__all__ = ["forward", "hyperhive_handlers", "hyperhive_surface"]
+__all__ = ["forward", "hyperhive_handlers", "hyperhive_surface", "own_meta"]
 
 
 def forward(tool: Tool[Any, Any]) -> Handler:
@@ -31,14 +31,31 @@ def forward(tool: Tool[Any, Any]) -> Handler:
         result = await rt.call(tool.request(args))
         if isinstance(result, StatusSet):  # the agent's own page shows it at once
             rt.bus.status_text = result.status_text
+            rt.meta.forget()  # the coordinator pushes this too; ours cannot race the answer
         return tool.text(args, result)
+
+    return call
+
+
+def own_meta(tool: Tool[Any, Any]) -> Handler:
+    """``get_agent_meta``: the agent's own from its host's cache (see metacache), others'
+    from the coordinator. A stopping agent asks: its ``running`` is about to change."""
+    ask = forward(tool)
+
+    async def call(rt: AgentRuntime, args: MetaArgs) -> str:
+        if args.name not in (None, rt.name) or rt.stopping.is_set():
+            return await ask(rt, args)
+        meta = await rt.meta.get(lambda: rt.call(tool.request(args)))
+        return tool.text(args, meta)
 
     return call
 
 
 def hyperhive_handlers() -> dict[str, Handler]:
     """Every ``hyperhive`` tool's handler: the forwarded ones, then the host-local one."""
-    handlers = {t.name: forward(t) for t in served_by(HYPERHIVE_SERVER) if t.wire is not None}
+    tools = {t.name: t for t in served_by(HYPERHIVE_SERVER)}
+    handlers = {name: forward(t) for name, t in tools.items() if t.wire is not None}
+    handlers["get_agent_meta"] = own_meta(tools["get_agent_meta"])
     handlers["create_repo"] = create_repo
     return handlers
 

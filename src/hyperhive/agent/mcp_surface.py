@@ -9,7 +9,7 @@ tool set is per agent and enforced here, server-side:
 - a tool of a group the agent lacks is not listed, and a call to it anyway is
   an error *result* naming the group (tool failures are results the model
   can read; an unknown tool is a protocol error);
-- every call is logged before and after with arguments, outcome and
+- every call is logged once it is done, with arguments, outcome and
   duration, and put on the agent's events bus (the tool envelope).
 
 The tools are the surface's declarations (:mod:`hyperhive.tools`); the
@@ -45,7 +45,7 @@ from hyperhive.agent.events import EventsBus
 from hyperhive.config import AgentConfig
 from hyperhive.errors import HiveError
 from hyperhive.permissions import Capability, ToolGroup
-from hyperhive.telemetry import tracer
+from hyperhive.telemetry import tracer, tracing
 from hyperhive.tools.decl import Tool, lean_schema
 
 __all__ = [
@@ -226,16 +226,19 @@ class Surface:
         spec = self.tools.get(params.name)
         if spec is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r} on {self.name}")
-        # A child of the agent's open turn (claude carries no trace context to us).
-        with tracer().start_as_current_span(
-            f"tool {self.name}.{spec.name}",
-            context=agent.bus.trace_context,
-            kind=SpanKind.SERVER,
-            attributes={"hyperhive.agent": agent.name, "mcp.server": self.name},
-        ) as span:
+        if not tracing():  # no span to build: the no-op one still costs a context switch
             ok, text = await self._run(agent, spec, params.arguments or {})
-            if not ok:
-                span.set_status(Status(StatusCode.ERROR, _preview(text)))
+        else:
+            # A child of the agent's open turn (claude carries no trace context to us).
+            with tracer().start_as_current_span(
+                f"tool {self.name}.{spec.name}",
+                context=agent.bus.trace_context,
+                kind=SpanKind.SERVER,
+                attributes={"hyperhive.agent": agent.name, "mcp.server": self.name},
+            ) as span:
+                ok, text = await self._run(agent, spec, params.arguments or {})
+                if not ok:
+                    span.set_status(Status(StatusCode.ERROR, _preview(text)))
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], is_error=not ok
         )
@@ -245,7 +248,8 @@ class Surface:
     ) -> tuple[bool, str]:
         """Gate, validate, handle, log and emit one call; (ok, text for the model)."""
         started = time.perf_counter()
-        log.info("%s → %s.%s %s", agent.name, self.name, spec.name, _preview(arguments))
+        # One record per call, once it is done; the start only when debugging a hang.
+        log.debug("%s → %s.%s", agent.name, self.name, spec.name)
         ok = False
         try:
             refusal = self.refusal(agent) or _refusal(spec, agent)
@@ -269,10 +273,11 @@ class Surface:
             text = f"internal error in {spec.name} ({type(exc).__name__}); the host logged it"
         duration_ms = (time.perf_counter() - started) * 1000
         log.info(
-            "%s ← %s.%s %s in %.1f ms: %s",
+            "%s ← %s.%s %s %s in %.1f ms: %s",
             agent.name,
             self.name,
             spec.name,
+            _preview(arguments),
             "ok" if ok else "error",
             duration_ms,
             _preview(text),

@@ -20,6 +20,7 @@ from hyperhive.agent.admission import Admission
 from hyperhive.agent.bwrap import Isolation
 from hyperhive.agent.events import EventsBus
 from hyperhive.agent.isolation import build_isolation, retarget_isolation
+from hyperhive.agent.metacache import MetaCache
 from hyperhive.agent.prompt import render_system_prompt
 from hyperhive.agent.sandbox import AgentSandbox
 from hyperhive.agent.skills import install_skills, skills_for
@@ -78,6 +79,8 @@ class AgentRuntime:
     # Its Matrix account (None: [matrix] not enabled, or no homeserver: matrix_problem says).
     matrix: AgentMatrix | None = None
     matrix_problem: str | None = None
+    # Its own get_agent_meta, until the coordinator pushes a change (see metacache).
+    meta: MetaCache = field(default_factory=MetaCache)
 
     def __post_init__(self) -> None:
         if not self.groups:
@@ -199,6 +202,7 @@ class AgentRuntime:
         """
         self.parent = parent
         self.descendants = descendants
+        self.meta.forget()
         if self.isolation is not None:
             self.isolation = retarget_isolation(self, self.isolation)
 

@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 
 import anyio
 
+from hyperhive.agent.activity import CoordinatorActivity
 from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.agent.spend import CoordinatorSpend
 from hyperhive.agent.todos import CoordinatorTodos
@@ -51,8 +52,15 @@ async def agent_services(rt: AgentRuntime) -> AsyncIterator[None]:
     bash_todos = CoordinatorTodos(rt, BASH_SERVER)
     subagent_todos = CoordinatorTodos(rt, SUBAGENT_SUBSYSTEM)
     async with (
-        TaskManager(rt.sandbox, rt.state_dir, bash_todos) as tasks,
-        SubagentManager(rt, subagent_todos, CoordinatorSpend(rt)) as subagents,
+        TaskManager(
+            rt.sandbox, rt.state_dir, bash_todos, activity=CoordinatorActivity(rt, "bash")
+        ) as tasks,
+        SubagentManager(
+            rt,
+            subagent_todos,
+            CoordinatorSpend(rt),
+            activity=CoordinatorActivity(rt, "subagent"),
+        ) as subagents,
     ):
         rt.bash_tasks, rt.subagents = tasks, subagents
         try:

@@ -49,6 +49,7 @@ import anyio
 from anyio.abc import Process, TaskGroup
 from pydantic import ValidationError
 
+from hyperhive.agent.activity import ActivitySink
 from hyperhive.agent.sandbox import AgentSandbox, process_identity, signal_group
 from hyperhive.agent.todos import TodoSink
 from hyperhive.bash.records import (
@@ -139,6 +140,7 @@ class TaskManager:
         state_dir: Path,
         todos: TodoSink,
         *,
+        activity: ActivitySink | None = None,
         max_running: int = 32,
         kill_grace: float = 5.0,
         history: int = 1000,
@@ -148,6 +150,7 @@ class TaskManager:
         self.dir = state_dir / TASKS_SUBDIR
         self.table_path = self.dir / "tasks.json"
         self._todos = todos
+        self._activity = activity
         self._kill_grace = kill_grace
         self._history = history
         self._entries: dict[str, _Entry] = {}  # insertion order = age
@@ -333,6 +336,8 @@ class TaskManager:
         entry.process = process
         rec.status, rec.started_at = "running", time.time()
         rec.pid, rec.identity = process.pid, process_identity(process.pid)
+        if self._activity is not None:
+            await self._activity.report("started", rec.id, preview(rec.cmd))
         if entry.kill_requested:  # kill() came while spawning
             signal_group(process, signal.SIGKILL if entry.force else signal.SIGINT)
         try:
@@ -386,6 +391,10 @@ class TaskManager:
                     await self._upsert(entry, summary(rec, *self.paths(rec.id)))
             finally:
                 entry.settled.set()
+        if self._activity is not None:
+            await self._activity.report(
+                "finished", rec.id, preview(rec.cmd), status=status, exit_code=rec.exit_code
+            )
 
     # ---- table, todos, restart ---------------------------------------------
 

@@ -41,6 +41,7 @@ from hyperhive.permissions import HYPERHIVE_SERVER, Capability, declaration
 from hyperhive.protocol import (
     Acked,
     AckUntilReq,
+    ActivityReported,
     AgentMeta,
     AgentRequest,
     ApprovalRequested,
@@ -72,6 +73,7 @@ from hyperhive.protocol import (
     RecvReq,
     Reminded,
     RemindReq,
+    ReportActivityReq,
     RequestApplyCommitReq,
     RequestInitConfigReq,
     Schedule,
@@ -267,6 +269,29 @@ class AgentApi:
     async def _todo_clear(self, req: TodoClearReq) -> Cleared:
         return Cleared(cleared=await self.loose_ends.todo_clear(self.name, req.subsystem, req.key))
 
+    @on(ReportActivityReq)
+    async def _report_activity(self, req: ReportActivityReq) -> ActivityReported:
+        # The host runs this agent's tasks; what it reports lands on this socket's agent.
+        what = "bash task" if req.kind == "bash" else "subagent"
+        end = ""
+        if req.phase == "finished":
+            end = f" ({req.status or 'done'}" + (
+                f", exit {req.exit_code})" if req.exit_code is not None else ")"
+            )
+        detail: dict[str, object] = {"ref": req.ref, "phase": req.phase}
+        if req.status is not None:
+            detail["status"] = req.status
+        if req.exit_code is not None:
+            detail["exit_code"] = req.exit_code
+        await self.agent_state.activity.record(
+            req.kind,
+            self.name,
+            f"{self.name}: {what} {req.ref} {req.phase}{end}: {req.summary}",
+            detail=detail,
+            key=f"{req.kind}:{self.name}:{req.event_id}",
+        )
+        return ActivityReported(recorded=True)
+
     @on(CompactReq)
     async def _compact(self, req: CompactReq) -> CompactQueued:
         return await self.agent_state.request_compact(self.name, COMPACT_THRESHOLD)
@@ -331,6 +356,8 @@ class AgentApi:
                     "and your descendants' reminders and questions (not a descendant)"
                 )
         done = await self.loose_ends.cancel(req.kind, req.row_id)
+        if done and req.kind == "approval":
+            await self.agent_state.activity.approval_cancelled(req.row_id, self.name)
         if req.kind == "reminder":
             self.scheduler.poke()
         if done and req.kind in ("approval", "question"):  # the operator's waiting count
@@ -347,6 +374,8 @@ class AgentApi:
         if len(text) > STATUS_MAX:
             raise LimitExceeded(f"status is {len(text)} characters; the limit is {STATUS_MAX}")
         await self.agent_state.set_status(self.name, text)
+        # Before the answer: the agent's next get_agent_meta must not see the old status.
+        await self.hostlink.meta_changed(self.name)
         return StatusSet(status_text=text)
 
     @on(GetAgentMetaReq)

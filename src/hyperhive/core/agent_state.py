@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 
+from hyperhive.core.activity import ActivityLog
 from hyperhive.core.notices import Notices
 from hyperhive.core.notify import EventBus
 from hyperhive.errors import Conflict
@@ -24,6 +25,8 @@ class AgentState:
         self.store = store
         self.bus = bus
         self.notices = notices
+        # The feed's writer, shared by the services built on this one (lifecycle).
+        self.activity = ActivityLog(store, bus)
 
     async def row(self, agent: str) -> AgentStateRow:
         """The agent's row, created with defaults on first use."""
@@ -45,7 +48,11 @@ class AgentState:
             agent, req.outcome, req.context_usage, req.session_id, ack=req.handled
         )
         self.bus.emit("turn_end", agent=agent, outcome=req.outcome, cost_usd=req.cost_usd)
+        await self.activity.turn(agent, req.outcome, req.spend)
         if req.outcome == "needs_login" and not turn.was_needs_login:
+            await self.activity.record(
+                "needs_login", agent, f"{agent} needs a login (`hivectl login {agent}`)"
+            )
             await self.notices.notify_submitter(agent, NeedsLogin(agent=agent))
         elif req.outcome == "ok" and turn.was_needs_login:
             await self.notices.notify_submitter(agent, LoggedIn(agent=agent))

@@ -20,6 +20,7 @@ import anyio
 from hyperhive import topology
 from hyperhive.atomic import atomic_write_text
 from hyperhive.config import AgentConfig, HivePaths, dump_agent_config, parse_agent_config
+from hyperhive.core.activity import ActivityLog
 from hyperhive.core.lifecycle import Lifecycle
 from hyperhive.core.loose_ends import LooseEnds
 from hyperhive.core.meta import AGENT_TOML, MetaStore
@@ -74,6 +75,7 @@ class Approvals:
         self.mirror = mirror
         self.loose_ends = loose_ends
         self.notices = notices
+        self.activity = ActivityLog(store, bus)
         self.lifecycle = lifecycle
         self.bus = bus
         self._resolving: set[int] = set()
@@ -223,6 +225,14 @@ class Approvals:
                 ),
             )
         self.bus.emit("approval", approval_id=approval_id, state=state)
+        await self.activity.record(
+            "approval",
+            row.subject,
+            f"approval #{approval_id} {state}: {row.kind} for {row.subject}",
+            others=[row.requester],
+            detail={"approval_id": approval_id, "state": state, "resolution": reason},
+            key=f"approval:{approval_id}:resolved",
+        )
         return ApprovalOutcome(approval_id=approval_id, state=state, **applied)
 
     # ---- internals ------------------------------------------------------------------
@@ -269,6 +279,14 @@ class Approvals:
             subject=subject,
         )
         log.info("approval #%d: %s %s requested by %s", approval, kind, subject, requester)
+        await self.activity.record(
+            "approval",
+            requester,
+            f"approval #{approval} asked: {kind} for {subject} (by {requester})",
+            others=[subject],
+            detail={"approval_id": approval, "state": "asked"},
+            key=f"approval:{approval}:asked",
+        )
         return approval
 
     async def _pending(self, kind: str, subject: str) -> int | None:

@@ -37,6 +37,7 @@ from hyperhive.budgets import (
     operator_zone,
     week_start,
 )
+from hyperhive.core.activity import ActivityLog
 from hyperhive.core.broker import Broker
 from hyperhive.core.notify import EventBus, Notifier
 from hyperhive.core.registry import AgentRegistry
@@ -109,6 +110,7 @@ class Budgets:
         self.notifier = notifier
         self.bus = bus
         self.clock = clock
+        self.activity = ActivityLog(store, bus)
         self.zone = operator_zone(config.timezone)
         # Cached reads (this coordinator is the only writer; a standby starts empty):
         # totals are kept up to date by record() and rebuilt each new day.
@@ -253,6 +255,12 @@ class Budgets:
         log.warning("%s", body)
         await self.broker.send(SYSTEM, OPERATOR, body)
         self.bus.emit("budget", agent=hit.scope, state=state, limit=hit.key, text=what)
+        await self.activity.record(
+            "budget",
+            hit.scope,
+            body,
+            detail={"state": state, "limit": hit.key, "fraction": hit.fraction},
+        )
 
     # ---- views ----------------------------------------------------------------
 

@@ -91,7 +91,7 @@ class Coordinator:
             config.max_frame_bytes,
             lambda host_id: self.placement.host_registered(host_id),
             lambda agent, reason: self.lifecycle.crashed(agent, reason),
-            lambda host_id, agents, expired: self.placement.host_lost(host_id, agents, expired),
+            lambda host_id, agents, expired: self._host_lost(host_id, agents, expired),
             agent_api=lambda name: self._agent_api(name),
             leases=store.hosts,
             lease_seconds=config.hostlink.lease_seconds if config.hostlink else 15.0,
@@ -205,6 +205,9 @@ class Coordinator:
                     await tg.start(link_server.serve)
                     tg.start_soon(self.hostlink.watch_leases)
                 tg.start_soon(self.scheduler.run)
+                tg.start_soon(
+                    self.agent_state.activity.prune_forever, self.config.activity_keep_days
+                )
                 if dashboard:
                     from hyperhive.core.dashboard.server import serve_dashboard
 
@@ -223,6 +226,21 @@ class Coordinator:
             self.sockets.reset()
             with anyio.CancelScope(shield=True):
                 await self.store.close()
+
+    async def _host_lost(self, host_id: str, agents: list[str], expired: bool) -> None:
+        """A host went or its lease expired: placement decides, the feed shows each agent."""
+        try:
+            await self.placement.host_lost(host_id, agents, expired)
+        finally:
+            for agent in agents:
+                reason = self.placement.crash_reasons.get(agent) or f"agent host {host_id} went"
+                await self.agent_state.activity.record(
+                    "crash",
+                    agent,
+                    f"{agent} stopped: {reason}",
+                    others=[],
+                    detail={"reason": reason, "host": host_id, "lease_expired": expired},
+                )
 
     def dashboard_parts(self) -> DashboardParts:
         """What the dashboard uses (imported late: FastAPI loads only when it serves)."""

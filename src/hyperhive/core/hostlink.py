@@ -33,6 +33,7 @@ from hyperhive.protocol import (
     DeactivateCmd,
     LinkForwardReq,
     LinkRequest,
+    MetaChangedCmd,
     PlaceCmd,
     Response,
     decode_frame,
@@ -93,6 +94,16 @@ class HostLink(LinkBook):
             await host.push(encode(cmd))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass  # the host is going; the agent's next activation carries its place
+
+    async def meta_changed(self, agent: str) -> None:
+        """Tell the host running ``agent`` to drop the ``get_agent_meta`` it keeps."""
+        host = self.hosts.get(self.placement.get(agent, ""))
+        if host is None:
+            return
+        try:
+            await host.push(encode(MetaChangedCmd(cmd="meta_changed", agent=agent)))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # the host is going; its next activation of the agent starts empty
 
     async def deactivate(self, agent: str, graceful: bool = True) -> bool:
         host_id = self.placement.pop(agent, None)

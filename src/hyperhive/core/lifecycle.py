@@ -139,6 +139,15 @@ class Lifecycle:
         await self.agent_state.row(name)
         await self.sockets.open(name)
         self.bus.emit("topology", child=name, parent=topo.get(name))
+        if not existed:
+            by = topo.get(name)
+            await self.agent_state.activity.record(
+                "spawn",
+                by or name,
+                f"{name} spawned" + (f" under {by}" if by else " (a root)"),
+                others=[name],
+                detail={"agent": name, "parent": by},
+            )
         await self.rebuild(name)
         return commit
 
@@ -205,6 +214,13 @@ class Lifecycle:
                 PlaceCmd(cmd="place", agent=name, parent=parent, descendants=list(below))
             )
         self.bus.emit("topology", child=child, parent=new_parent)
+        await self.agent_state.activity.record(
+            "reparent",
+            child,
+            f"{child} moved: {old or '(root)'} → {new_parent or '(root)'}",
+            others=[p for p in (old, new_parent) if p],
+            detail={"from": old, "to": new_parent},
+        )
         return updated, True
 
     # ---- verbs ------------------------------------------------------------------------
@@ -263,6 +279,13 @@ class Lifecycle:
         if submitter is not None:
             await self.notices.notify_agent(submitter, Destroyed(agent=name))
         self.bus.emit("topology", child=name, parent=None, destroyed=True)
+        await self.agent_state.activity.record(
+            "destroy",
+            name,
+            f"{name} destroyed",
+            others=[submitter] if submitter else [],
+            detail={"data_moved_to": str(trash) if trash else None},
+        )
         return AgentDestroyed(
             agent=name, destroyed=True, data_moved_to=str(trash) if trash else None
         )
@@ -282,6 +305,12 @@ class Lifecycle:
         # Scheduled before the notice: a store that is away fails the notice, not the restart.
         self.background.start_soon(self._restart_later, agent, delay)
         self.bus.emit("agent", agent=agent, running=False, crashed=True, reason=reason)
+        await self.agent_state.activity.record(
+            "crash",
+            agent,
+            f"{agent} crashed: {reason}; restarting in {delay:.0f}s",
+            detail={"reason": reason, "restart_in": delay},
+        )
         await self.notices.notify_submitter(agent, ContainerCrash(agent=agent, reason=reason))
 
     async def _restart_later(self, agent: str, delay: float) -> None:

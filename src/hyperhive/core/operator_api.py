@@ -258,6 +258,8 @@ class OperatorApi:
         self.scheduler.poke()
         if done and req.kind in ("approval", "question"):  # the operator's waiting count
             self.bus.emit(req.kind, **{f"{req.kind}_id": req.row_id}, state="cancelled")
+        if done and req.kind == "approval":
+            await self.agent_state.activity.approval_cancelled(req.row_id, "the operator")
         return Cancelled(cancelled=done)
 
     @on(OpQuestionsReq)

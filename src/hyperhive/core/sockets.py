@@ -41,9 +41,16 @@ MAX_IN_FLIGHT = 32
 
 
 class _Writer:
+    """Whole replies onto one connection, from its concurrent handlers.
+
+    No lock: a reply is one ``write`` of the whole frame into the transport's
+    buffer, so replies never interleave, and ``drain`` (backpressure) may be
+    awaited by several handlers at once. An anyio lock here cost a trip round
+    the event loop per reply even when nobody held it.
+    """
+
     def __init__(self, stream: UnixStream) -> None:
         self.stream = stream
-        self.lock = anyio.Lock()
 
     async def send(self, response: Response) -> None:
         try:
@@ -51,11 +58,10 @@ class _Writer:
         except Exception:  # a reply that cannot be encoded must not take the server down
             log.exception("could not encode a reply; sending a generic error instead")
             data = encode(error_response(None, HiveError("internal error: unencodable reply")))
-        async with self.lock:
-            try:
-                await self.stream.send(data)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                pass  # the client went away; its answer has nowhere to go
+        try:
+            await self.stream.send(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # the client went away; its answer has nowhere to go
 
 
 async def _traced(request: Any, dispatch: Dispatch, identity: str | None) -> Any:
@@ -143,7 +149,10 @@ async def serve_connection(
                 if isinstance(frame, HiveError):
                     await writer.send(error_response(None, frame))
                     continue
-                await slots.acquire()  # backpressure: stop reading when saturated
+                try:  # a free slot without a trip round the event loop (the common case)
+                    slots.acquire_nowait()
+                except anyio.WouldBlock:
+                    await slots.acquire()  # backpressure: stop reading when saturated
                 tg.start_soon(_handle, frame, union, dispatch, writer, slots, identity)
         tg.cancel_scope.cancel()  # the client is gone: abandon its long-polls
 

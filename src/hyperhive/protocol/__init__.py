@@ -18,6 +18,7 @@ Requests forbid unknown fields, so a ``from`` smuggled into an agent's
 
 from hyperhive.protocol.agent import (
     AckUntilReq,
+    ActivityReported,
     AgentRequest,
     Asked,
     AskOperatorReq,
@@ -38,6 +39,7 @@ from hyperhive.protocol.agent import (
     RecvReq,
     Reminded,
     RemindReq,
+    ReportActivityReq,
     RequestApplyCommitReq,
     RequestInitConfigReq,
     Schedule,
@@ -168,6 +170,7 @@ from hyperhive.protocol.link import (
     LinkHeartbeatReq,
     LinkRegisterReq,
     LinkRequest,
+    MetaChangedCmd,
     PlaceCmd,
     Registered,
 )
@@ -187,6 +190,7 @@ from hyperhive.protocol.wire import (
 
 __all__ = [
     "AckUntilReq",
+    "ActivityReported",
     "Acked",
     "ActivateCmd",
     "AgentConfigView",
@@ -221,6 +225,7 @@ __all__ = [
     "Created",
     "DeactivateCmd",
     "PlaceCmd",
+    "MetaChangedCmd",
     "Destroyed",
     "EffectiveView",
     "ErrorInfo",
@@ -319,6 +324,7 @@ __all__ = [
     "SpendRow",
     "SpendSeries",
     "StatusSet",
+    "ReportActivityReq",
     "TodoClearReq",
     "TodoUpsertReq",
     "TurnEndReq",

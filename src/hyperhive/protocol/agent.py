@@ -69,6 +69,8 @@ __all__ = [
     "SendReq",
     "SetStatusReq",
     "StatusSet",
+    "ActivityReported",
+    "ReportActivityReq",
     "TodoClearReq",
     "TodoUpsertReq",
     "TurnEndReq",
@@ -141,6 +143,25 @@ class TodoClearReq(Req[Cleared]):
     key: str = Field(min_length=1, max_length=128)
 
 
+class ActivityReported(_Out):
+    recorded: bool
+
+
+class ReportActivityReq(Req[ActivityReported]):
+    """From the agent's host: one of this agent's bash tasks or subagents started or
+    finished (the dashboard's feed). The agent is the socket's, never the body's."""
+
+    cmd: Literal["report_activity"]
+    kind: Literal["bash", "subagent"]
+    phase: Literal["started", "finished"]
+    ref: str = Field(min_length=1, max_length=128)  # the task's or subagent's id
+    summary: str = Field(max_length=300)  # the command or task, previewed
+    status: str | None = Field(default=None, max_length=32)
+    exit_code: int | None = None
+    # The host's name for this report: a resent one lands once.
+    event_id: str = Field(min_length=8, max_length=80, pattern=r"^[A-Za-z0-9_.:-]+$")
+
+
 class WakeReq(Req[Created]):
     """From an in-sandbox producer: lands as a message from ``from`` and wakes."""
 
@@ -162,6 +183,7 @@ _OWN: tuple[type[Req[Any]], ...] = (
     TodoClearReq,
     WakeReq,
     RecordSpendReq,
+    ReportActivityReq,
 )
 
 # Built at import from the catalog: a tool declared with a ``wire`` request is

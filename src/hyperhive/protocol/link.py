@@ -147,4 +147,14 @@ class PlaceCmd(_Req):
     descendants: list[str] = Field(default_factory=list)
 
 
-LinkCommand = Annotated[ActivateCmd | DeactivateCmd | PlaceCmd, Field(discriminator="cmd")]
+class MetaChangedCmd(_Req):
+    """Something the agent's ``get_agent_meta`` shows changed (its status): its host
+    drops the answer it keeps."""
+
+    cmd: Literal["meta_changed"]
+    agent: str
+
+
+LinkCommand = Annotated[
+    ActivateCmd | DeactivateCmd | PlaceCmd | MetaChangedCmd, Field(discriminator="cmd")
+]

@@ -38,7 +38,8 @@ class Response(BaseModel):
 
 def ok_response(request_id: RequestId, result: Any = None) -> Response:
     """A success response; pydantic models in ``result`` are dumped by alias."""
-    return Response(id=request_id, ok=True, result=_jsonable(result))
+    # Not validated again: ``_jsonable`` made it JSON already (the hottest line of a send).
+    return Response.model_construct(id=request_id, ok=True, result=_jsonable(result))
 
 
 def error_response(request_id: RequestId, err: HiveError) -> Response:
@@ -135,6 +136,16 @@ def decode_frame(union: Any, line: bytes) -> tuple[RequestId, Any]:
 
     On failure the raised error carries ``request_id`` so the reply can echo it.
     """
+    if not _SURROGATE_ESCAPE.search(line):
+        # The common case in one pass: pydantic parses the JSON itself. Anything it
+        # refuses takes the path below, which names the problem.
+        try:
+            request = _adapter(union).validate_json(line)
+        except ValidationError:
+            pass
+        else:
+            rid = getattr(request, "id", None)
+            return (rid if not isinstance(rid, bool) else None), request
     data = _load(line)
     rid = _id_of(data)
     try:

@@ -27,6 +27,7 @@ from typing import Any
 
 from hyperhive.errors import Conflict, NotFound
 from hyperhive.store.rows import (
+    ActivityRow,
     AgentState,
     ApprovalRow,
     ApprovalState,
@@ -55,10 +56,12 @@ from hyperhive.store.rows import (
 )
 
 __all__ = [
+    "ActivityRepo",
     "AgentRepo",
     "ApprovalRepo",
     "ChangeCallback",
     "ChangeFeed",
+    "FeedCursor",
     "HostRepo",
     "LooseEndRepo",
     "MessageRepo",
@@ -74,6 +77,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 ChangeCallback = Callable[[str], None]
+
+#: A feed position: an item's ``(at, id)``. A page holds the rows strictly before it.
+FeedCursor = tuple[float, int]
 
 
 class ChangeFeed:
@@ -187,10 +193,11 @@ class MessageRepo(ABC):
 
     @abstractmethod
     async def page(
-        self, before_id: int | None = None, limit: int = 50, agent: str | None = None
+        self, before: FeedCursor | None = None, limit: int = 50, agent: str | None = None
     ) -> list[MessageRow]:
-        """Newest first: up to ``limit`` rows with id < ``before_id`` (None: from the
-        newest), only those ``agent`` sent or received when given (the activity feed)."""
+        """Newest first by ``(created_at, id)``: up to ``limit`` rows strictly before
+        ``before`` (None: from the newest), only those ``agent`` sent or received when
+        given (the activity feed). Walks an index and stops at ``limit``."""
 
     @abstractmethod
     async def counts(self) -> list[MessageCounts]:
@@ -533,6 +540,47 @@ class SpendRepo(ABC):
         """Remember a notice sent; ``False`` if ``(scope, marker)`` was already sent."""
 
 
+class ActivityRepo(ABC):
+    """What the hive did, one row per event, for the dashboard's feed.
+
+    Written by the coordinator where each event happens; messages stay in
+    their own table (the feed merges both). Bounded by :meth:`prune`.
+    """
+
+    @abstractmethod
+    async def record(
+        self,
+        kind: str,
+        agent: str,
+        title: str,
+        *,
+        others: Sequence[str] = (),
+        detail: Mapping[str, Any] | None = None,
+        key: str | None = None,
+        at: float | None = None,
+    ) -> ActivityRow | None:
+        """Store one event (``at`` defaults to now); ``None`` if ``key`` is already known.
+
+        ``key`` makes a resent report (a turn_end after a restart) land once.
+        """
+
+    @abstractmethod
+    async def page(
+        self,
+        before: FeedCursor | None = None,
+        limit: int = 50,
+        *,
+        agent: str | None = None,
+        kind: str | None = None,
+    ) -> list[ActivityRow]:
+        """Newest first by ``(at, id)``: up to ``limit`` rows strictly before ``before``,
+        of ``kind`` and concerning ``agent`` (actor or other) when given. Index walks."""
+
+    @abstractmethod
+    async def prune(self, older_than: float) -> int:
+        """Delete the rows with ``at < older_than``; return how many."""
+
+
 class Store(ABC):
     """One hive's durable state. Open with ``hyperhive.store.open_store``."""
 
@@ -546,6 +594,7 @@ class Store(ABC):
     hosts: HostRepo
 
     spend: SpendRepo
+    activity: ActivityRepo
 
     #: The schema version the store is at after opening (both backends number alike).
     schema_version: int

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
+    "ActivityRow",
     "AgentState",
     "ApprovalRow",
     "ApprovalState",
@@ -42,6 +43,24 @@ __all__ = [
 LooseEndKind = Literal["reminder", "todo", "approval", "question", "schedule"]
 ApprovalState = Literal["pending", "approved", "denied", "cancelled"]
 QuestionState = Literal["open", "answered", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class ActivityRow:
+    """One thing the hive did (a turn, a spawn, a crash…), for the dashboard's feed.
+
+    ``agent`` is the actor; ``others`` are the other agents it concerns (the
+    feed's agent filter matches either). ``detail`` is small JSON: cost and
+    tokens, an exit code, a reason.
+    """
+
+    id: int
+    at: float
+    kind: str
+    agent: str
+    others: tuple[str, ...]
+    title: str
+    detail: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

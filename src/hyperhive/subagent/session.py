@@ -48,6 +48,7 @@ import anyio
 from anyio.abc import Process, TaskGroup, TaskStatus
 from pydantic import ValidationError
 
+from hyperhive.agent.activity import ActivitySink
 from hyperhive.agent.sandbox import signal_group
 from hyperhive.agent.spend import SpendSink, subagent_spend
 from hyperhive.agent.stream import ResultEvent
@@ -104,6 +105,7 @@ class SubagentManager:
         todos: TodoSink,
         spend: SpendSink | None = None,
         *,
+        activity: ActivitySink | None = None,
         max_running: int = 8,
         kill_grace: float = 5.0,
         history: int = 200,
@@ -113,6 +115,7 @@ class SubagentManager:
         self.table_path = self.dir / "subagents.json"
         self._todos = todos
         self._spend = spend
+        self._activity = activity
         self._max_running = max_running
         self._kill_grace = kill_grace
         self._history = history
@@ -290,6 +293,8 @@ class SubagentManager:
         rec = entry.record
         rec.status, rec.runs = "running", rec.runs + 1
         await self._persist()
+        if self._activity is not None:
+            await self._activity.report("started", rec.id, rec.task)
         try:
             await self._group().start(self._run, entry, prompt, name=f"subagent {rec.id}")
         except OSError as exc:
@@ -358,6 +363,10 @@ class SubagentManager:
         if not entry.interrupted:  # the parent asked for an interrupt; it needs no todo
             await self._upsert(rec.id, "result", result_todo(rec, time.time()))
         entry.ended.set()
+        if self._activity is not None:
+            await self._activity.report(
+                "finished", rec.id, rec.task, status=rec.status, exit_code=code
+            )
 
     async def _reap(self, entry: _Entry, process: Process) -> None:
         with anyio.move_on_after(self._kill_grace):

@@ -9,6 +9,7 @@ from hyperhive.telemetry.tracing import (
     install,
     traceparent,
     tracer,
+    tracing,
 )
 
 __all__ = [
@@ -18,4 +19,5 @@ __all__ = [
     "install",
     "traceparent",
     "tracer",
+    "tracing",
 ]

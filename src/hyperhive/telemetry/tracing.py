@@ -34,6 +34,7 @@ __all__ = [
     "install",
     "traceparent",
     "tracer",
+    "tracing",
 ]
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,11 @@ class _Installed:
 def tracer() -> trace.Tracer:
     """The tracer every span of the hive starts from."""
     return _Installed.tracer
+
+
+def tracing() -> bool:
+    """Whether spans are recorded: a hot path skips building one when they are not."""
+    return _Installed.tracer is not _NOOP
 
 
 def install(provider: TracerProvider | None) -> None:

@@ -1,10 +1,11 @@
-"""The activity page: what the hive did, live, filterable, paged; and one thread.
+"""The front page: what the hive did, live, filterable, paged; and one thread.
 
-``/activity`` shows counts at a glance and the feed (:mod:`.feed`), read
-from the store a page at a time (an id cursor, so a hive with a million
-messages pages as fast as an empty one). The feed box refreshes over the
-dashboard's event stream on any store change (``activity``) and on turn,
-approval and question events.
+``/`` shows counts at a glance and the feed (:mod:`.feed`), read from the
+store a page at a time (a ``(at, source, id)`` cursor over index walks, so a
+hive with a million messages pages as fast as an empty one). The feed box
+refreshes over the dashboard's event stream on any store change and on every
+``activity`` event the coordinator's activity log emits. ``/activity`` (its
+old address) redirects here.
 """
 
 from __future__ import annotations
@@ -12,22 +13,25 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import BaseModel, Field
 
-from hyperhive.core.dashboard.feed import KINDS, FeedKind, build_feed
+from hyperhive.core.dashboard.feed import KINDS, FeedPage, feed_page, parse_cursor
+from hyperhive.core.dashboard.pages import waiting_count
 from hyperhive.core.dashboard.state import Dashboard, dashboard
 from hyperhive.core.dashboard.views import thread_messages
 from hyperhive.errors import InvalidRequest, NotFound
 from hyperhive.protocol import OpSpendReq
 
-__all__ = ["PAGE", "router"]
+__all__ = ["PAGE", "api", "router"]
 
 PAGE = 50
 router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
+api = APIRouter(prefix="/api")
 Dash = Annotated[Dashboard, Depends(dashboard)]
 Agent = Annotated[str | None, Query(max_length=64)]
 Kind = Annotated[str, Query(max_length=16)]
-Before = Annotated[int | None, Query(ge=1)]
+Before = Annotated[str | None, Query(max_length=64)]
 
 
 async def _glance(d: Dashboard) -> dict[str, Any]:
@@ -46,32 +50,32 @@ async def _glance(d: Dashboard) -> dict[str, Any]:
     }
 
 
-def _kind(kind: str) -> FeedKind | None:
+def _kind(kind: str) -> str | None:
     """The filter's kind ("" = everything); an unknown one is refused by name."""
-    for known in KINDS:
-        if kind == known:
-            return known
-    if kind:
+    if kind and kind not in KINDS:
         raise InvalidRequest(f"unknown kind {kind!r}; one of: {', '.join(KINDS)} (or empty)")
-    return None
+    return kind or None
 
 
-async def _feed(d: Dashboard, agent: str | None, kind_name: str, before: int | None) -> Any:
-    store = d.parts.store
+async def _page(
+    d: Dashboard, agent: str | None, kind_name: str, before: str | None, limit: int = PAGE
+) -> FeedPage:
+    return await feed_page(
+        d.parts.store,
+        limit=limit,
+        before=parse_cursor(before) if before else None,
+        agent=agent or None,
+        kind=_kind(kind_name),
+    )
+
+
+async def _feed(d: Dashboard, agent: str | None, kind_name: str, before: str | None) -> Any:
     kind = _kind(kind_name)
     agent = agent or None
-    rows = await store.messages.page(before_id=before, limit=PAGE + 1, agent=agent)
-    more = len(rows) > PAGE
-    rows = rows[:PAGE]
-    approvals = await store.approvals.list(pending_only=False)
-    if before is not None and rows:
-        # An older page: approvals newer than its newest message were on earlier pages.
-        newest = rows[0].created_at
-        approvals = [a for a in approvals if a.created_at <= newest]
-    items = build_feed(rows, approvals, more=more, kind=kind, agent=agent)
+    page = await _page(d, agent, kind_name, before)
     return {
-        "items": items,
-        "older": rows[-1].id if more and rows else None,
+        "items": page.items,
+        "older": str(page.older) if page.older else None,
         "before": before,  # an older page stays on its cursor when repainted live
         "agent": agent or "",
         "kind": kind or "",
@@ -85,7 +89,14 @@ def _render(d: Dashboard, request: Request, name: str, **context: Any) -> Respon
 
 
 @router.get("/activity")
-async def activity_page(
+async def old_activity_page(request: Request) -> Response:
+    """The feed's old address: the front page, same filters."""
+    query = request.url.query
+    return RedirectResponse("/" + (f"?{query}" if query else ""), status_code=307)
+
+
+@router.get("/")
+async def front_page(
     request: Request, d: Dash, agent: Agent = None, kind: Kind = "", before: Before = None
 ) -> Response:
     return _render(
@@ -93,6 +104,7 @@ async def activity_page(
         request,
         "activity.html",
         nav="activity",
+        waiting=await waiting_count(d),
         glance=await _glance(d),
         **await _feed(d, agent, kind, before),
     )
@@ -137,4 +149,53 @@ async def thread_page(request: Request, d: Dash, message_id: int) -> Response:
         message_id=message_id,
         thread=flat,
         agents=sorted({m.sender for m in rows} | {m.recipient for m in rows}),
+    )
+
+
+class FeedEntry(BaseModel):
+    at: float
+    kind: str
+    agents: list[str]
+    title: str
+    body: str
+    message_id: int | None
+    in_reply_to: int | None
+    state: str | None
+    detail: dict[str, Any]
+    cursor: str
+
+
+class Feed(BaseModel):
+    items: list[FeedEntry]
+    older: str | None = Field(description="the cursor of the next, older page (none: the end)")
+
+
+@api.get("/activity")
+async def activity_api(
+    d: Dash,
+    agent: Agent = None,
+    kind: Kind = "",
+    before: Before = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = PAGE,
+) -> Feed:
+    """The front page's feed, newest first: every kind (``kind`` narrows it), ``agent``'s
+    when given, ``limit`` items strictly older than the ``before`` cursor."""
+    page = await _page(d, agent, kind, before, limit)
+    return Feed(
+        items=[
+            FeedEntry(
+                at=i.at,
+                kind=i.kind,
+                agents=list(i.agents),
+                title=i.title,
+                body=i.body,
+                message_id=i.message_id,
+                in_reply_to=i.in_reply_to,
+                state=i.state,
+                detail=dict(i.detail),
+                cursor=str(i.cursor),
+            )
+            for i in page.items
+        ],
+        older=str(page.older) if page.older else None,
     )

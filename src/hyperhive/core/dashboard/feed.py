@@ -1,36 +1,86 @@
-"""The activity feed: what the hive did, newest first, one page at a time. Pure.
+"""The activity feed: what the hive did, newest first, one page at a time.
 
-A page is anchored on messages (the bulk of a hive's history, paged in the
-store by id); approvals asked and resolved are merged in by time within the
-page's span. Each item says what it is (``kind``), who it concerns, and,
-for a message, its thread (the root of its ``in_reply_to`` chain, when the
-page can see it).
+Two sources: the messages table and the activity log (turns with their cost,
+approvals, spawns, crashes, bash tasks, subagents, budget notices…). A page
+is the N newest items strictly older than a cursor across both: each source
+is asked for at most N+1 rows before the cursor (an index walk in the store),
+and the answers are merged by ``(at, source, id)``, newest first. That key is
+a total order, so the next page (cursor = the last item's key) neither
+repeats nor skips an item, whichever source it came from, even at equal times.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
+import heapq
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-from hyperhive.store.rows import ApprovalRow, MessageRow
+from hyperhive.core.activity import KINDS as LOG_KINDS
+from hyperhive.errors import InvalidRequest
+from hyperhive.store import Store
+from hyperhive.store.base import FeedCursor
+from hyperhive.store.rows import ActivityRow, MessageRow
 
-__all__ = ["KINDS", "FeedItem", "FeedKind", "build_feed"]
+__all__ = ["KINDS", "Cursor", "FeedItem", "FeedPage", "feed_page", "merge", "parse_cursor"]
 
-FeedKind = Literal["message", "approval"]
-KINDS: tuple[FeedKind, ...] = ("message", "approval")
+KINDS: tuple[str, ...] = ("message", *LOG_KINDS)
+# A source's rank breaks ties of time between sources (part of the cursor).
+_LOG, _MESSAGES = 0, 1
+_TOP_ID = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Cursor:
+    """An item's place in the feed: ``(at, source, id)``; older pages sort before it."""
+
+    at: float
+    source: int
+    id: int
+
+    def __str__(self) -> str:
+        return f"{self.at!r}_{self.source}_{self.id}"
+
+    def before_in(self, source: int) -> FeedCursor:
+        """The store cursor of ``source``'s rows strictly older than this item."""
+        if source < self.source:
+            return (self.at, _TOP_ID)  # the same time still counts as older
+        if source > self.source:
+            return (self.at, 0)  # only strictly earlier times
+        return (self.at, self.id)
+
+
+def parse_cursor(text: str) -> Cursor:
+    try:
+        at, source, row = text.split("_")
+        cursor = Cursor(float(at), int(source), int(row))
+    except ValueError:
+        raise InvalidRequest(
+            f"bad feed cursor {text!r}; use the 'older' link's value (or none for the newest)"
+        ) from None
+    if cursor.source not in (_LOG, _MESSAGES) or cursor.id < 0 or cursor.at != cursor.at:
+        raise InvalidRequest(f"bad feed cursor {text!r}; use the 'older' link's value")
+    return cursor
 
 
 @dataclass(frozen=True, slots=True)
 class FeedItem:
     at: float
-    kind: FeedKind
-    agents: tuple[str, ...]  # who it concerns (filtering; the first is the actor)
+    kind: str
+    agents: tuple[str, ...]  # who it concerns (the first is the actor)
     title: str
+    cursor: Cursor
     body: str = ""
     message_id: int | None = None
     in_reply_to: int | None = None
     state: str | None = None
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class FeedPage:
+    items: list[FeedItem]
+    older: Cursor | None  # where the next (older) page starts, if there is one
 
 
 def _message(m: MessageRow) -> FeedItem:
@@ -39,6 +89,7 @@ def _message(m: MessageRow) -> FeedItem:
         kind="message",
         agents=(m.sender, m.recipient),
         title=f"{m.sender} → {m.recipient}",
+        cursor=Cursor(m.created_at, _MESSAGES, m.id),
         body=m.body,
         message_id=m.id,
         in_reply_to=m.in_reply_to,
@@ -46,49 +97,47 @@ def _message(m: MessageRow) -> FeedItem:
     )
 
 
-def _approval_items(a: ApprovalRow) -> list[FeedItem]:
-    asked = FeedItem(
-        at=a.created_at,
-        kind="approval",
-        agents=(a.requester, a.subject),
-        title=f"approval #{a.id} asked: {a.kind} for {a.subject} (by {a.requester})",
-        state="pending" if a.state == "pending" else "asked",
+def _logged(r: ActivityRow) -> FeedItem:
+    state = r.detail.get("state") or r.detail.get("phase") or r.detail.get("outcome")
+    return FeedItem(
+        at=r.at,
+        kind=r.kind,
+        agents=(r.agent, *r.others),
+        title=r.title,
+        cursor=Cursor(r.at, _LOG, r.id),
+        state=str(state) if state is not None else None,
+        detail=r.detail,
     )
-    if a.resolved_at is None:
-        return [asked]
-    resolved = FeedItem(
-        at=a.resolved_at,
-        kind="approval",
-        agents=(a.subject, a.requester),
-        title=f"approval #{a.id} {a.state}: {a.kind} for {a.subject}",
-        body=a.resolution or "",
-        state=a.state,
-    )
-    return [asked, resolved]
 
 
-def build_feed(
-    messages: Sequence[MessageRow],
-    approvals: Sequence[ApprovalRow],
-    *,
-    more: bool,
-    kind: FeedKind | None = None,
-    agent: str | None = None,
-) -> list[FeedItem]:
-    """One page, newest first.
+def merge(sources: Sequence[Sequence[FeedItem]], limit: int) -> FeedPage:
+    """The ``limit`` newest of the sources' items (each newest first), and the next cursor.
 
-    ``messages`` is the page from the store (newest first); ``more`` says
-    older messages exist, so approvals older than the page's oldest message
-    belong to a later page. With no messages at all, every approval shows.
+    Each source must hold up to ``limit + 1`` items, so "more exists" is known.
     """
-    floor = messages[-1].created_at if (messages and more) else float("-inf")
-    items: list[FeedItem] = []
+    merged = list(heapq.merge(*sources, key=lambda i: i.cursor, reverse=True))
+    page = merged[:limit]
+    return FeedPage(page, page[-1].cursor if len(merged) > limit and page else None)
+
+
+async def feed_page(
+    store: Store,
+    *,
+    limit: int,
+    before: Cursor | None = None,
+    agent: str | None = None,
+    kind: str | None = None,
+) -> FeedPage:
+    """One page, newest first; ``kind`` one of :data:`KINDS` (``None``: all)."""
+    sources: list[list[FeedItem]] = []
     if kind in (None, "message"):
-        items.extend(_message(m) for m in messages)
-    if kind in (None, "approval"):
-        for a in approvals:
-            items.extend(i for i in _approval_items(a) if i.at >= floor)
-    if agent is not None:
-        items = [i for i in items if agent in i.agents]
-    items.sort(key=lambda i: (i.at, i.message_id or 0), reverse=True)
-    return items
+        rows = await store.messages.page(
+            before.before_in(_MESSAGES) if before else None, limit + 1, agent
+        )
+        sources.append([_message(m) for m in rows])
+    if kind != "message":
+        logged = await store.activity.page(
+            before.before_in(_LOG) if before else None, limit + 1, agent=agent, kind=kind
+        )
+        sources.append([_logged(r) for r in logged])
+    return merge(sources, limit)

@@ -59,8 +59,8 @@ async def waiting_fragment(request: Request, d: Dash) -> Response:
     return _render(d, request, "_waiting.html", waiting=await waiting_count(d))
 
 
-@router.get("/")
-async def index(request: Request, d: Dash) -> Response:
+@router.get("/tree")
+async def tree_page(request: Request, d: Dash) -> Response:
     return await _page(d, request, "index.html", nav="tree", rows=tree_rows(await d.agents()))
 
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hyperhive.errors import NotFound
-from hyperhive.store.base import ChangeFeed, MessageRepo
+from hyperhive.store.base import ChangeFeed, FeedCursor, MessageRepo
 from hyperhive.store.postgres._repo import (
     MSG_COLS,
     Conn,
@@ -256,21 +256,23 @@ SELECT {MSG_COLS} FROM messages WHERE id IN (SELECT id FROM down) ORDER BY id
         return [message_row(r) for r in rows]
 
     async def page(
-        self, before_id: int | None = None, limit: int = 50, agent: str | None = None
+        self, before: FeedCursor | None = None, limit: int = 50, agent: str | None = None
     ) -> list[MessageRow]:
-        below = before_id if before_id is not None else 2**63 - 1
+        at, below = before or (float("inf"), 2**63 - 1)
+        # Strictly before (at, id): ``created_at <=`` bounds the index range, the rest filters.
+        older = "created_at <= %(t)s AND (created_at < %(t)s OR id < %(b)s)"
+        order = "ORDER BY created_at DESC, id DESC LIMIT %(n)s"
+        params = {"a": agent, "t": at, "b": below, "n": max(0, limit)}
         if agent is None:
             rows = await self._read(
-                f"SELECT {MSG_COLS} FROM messages WHERE id < %s ORDER BY id DESC LIMIT %s",
-                (below, max(0, limit)),
+                f"SELECT {MSG_COLS} FROM messages WHERE {older} {order}", params
             )
         else:
             rows = await self._read(
-                f"(SELECT {MSG_COLS} FROM messages WHERE sender = %(a)s AND id < %(b)s "
-                "ORDER BY id DESC LIMIT %(n)s) UNION "
-                f"(SELECT {MSG_COLS} FROM messages WHERE recipient = %(a)s AND id < %(b)s "
-                "ORDER BY id DESC LIMIT %(n)s) ORDER BY id DESC LIMIT %(n)s",
-                {"a": agent, "b": below, "n": max(0, limit)},
+                f"(SELECT {MSG_COLS} FROM messages WHERE sender = %(a)s AND {older} {order}) "
+                f"UNION (SELECT {MSG_COLS} FROM messages WHERE recipient = %(a)s AND {older} "
+                f"{order}) {order}",
+                params,
             )
         return [message_row(r) for r in rows]
 

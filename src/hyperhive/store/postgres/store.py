@@ -8,6 +8,7 @@ import logging
 
 from hyperhive.store.base import Store
 from hyperhive.store.postgres._repo import Conn, heard
+from hyperhive.store.postgres.activity import PgActivity
 from hyperhive.store.postgres.agents import PgAgents
 from hyperhive.store.postgres.approvals import PgApprovals
 from hyperhive.store.postgres.database import PgDatabase
@@ -44,6 +45,7 @@ class PostgresStore(Store):
         self.meta = PgMetaLog(db, feed)
         self.hosts = PgHosts(db, feed)
         self.spend = PgSpend(db, feed)
+        self.activity = PgActivity(db, feed)
         self.listener = Listener(db.url, self._heard, self._sweep)
         self._listening: asyncio.Task[None] | None = None
 

@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 from hyperhive.store.base import Store
+from hyperhive.store.sqlite.activity import SqliteActivity
 from hyperhive.store.sqlite.agents import SqliteAgents
 from hyperhive.store.sqlite.approvals import SqliteApprovals
 from hyperhive.store.sqlite.engine import Engine
@@ -34,6 +35,7 @@ class SqliteStore(Store):
         self.meta = SqliteMetaLog(self.engine)
         self.hosts = SqliteHosts(self.engine)
         self.spend = SqliteSpend(self.engine)
+        self.activity = SqliteActivity(self.engine)
 
     @classmethod
     async def open(cls, path: Path, *, readonly: bool = False) -> SqliteStore:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from hyperhive.store.base import MessageRepo
+from hyperhive.store.base import FeedCursor, MessageRepo
 from hyperhive.store.rows import MessageCounts, MessageRow, Poll, Recv
 from hyperhive.store.sqlite.common import ensure_agent, insert_message
 from hyperhive.store.sqlite.engine import Engine, Tx
@@ -196,23 +196,26 @@ class SqliteMessages(MessageRepo):
         return [message_row(r) for r in rows]
 
     async def page(
-        self, before_id: int | None = None, limit: int = 50, agent: str | None = None
+        self, before: FeedCursor | None = None, limit: int = 50, agent: str | None = None
     ) -> list[MessageRow]:
-        below = before_id if before_id is not None else 2**63 - 1
+        at, below = before or (float("inf"), 2**63 - 1)
+        # Strictly before (at, id): ``created_at <=`` bounds the index range, the rest filters.
+        older = "created_at <= ?2 AND (created_at < ?2 OR id < ?3)"
         params: tuple[object, ...]
         if agent is None:
-            sql = "SELECT * FROM messages WHERE id < ? ORDER BY id DESC LIMIT ?"
-            params = (below, max(0, limit))
+            sql = f"SELECT * FROM messages WHERE {older} ORDER BY created_at DESC, id DESC LIMIT ?1"
+            params = (max(0, limit), at, below)
         else:
-            # A UNION of two index walks (messages_sender, and messages_pending's recipient
-            # prefix), each stopping at ``limit``: fast at any depth of a big table.
+            # A UNION of two index walks (messages_sender_at, messages_recipient_at),
+            # each stopping at ``limit``: fast at any depth of a big table.
             sql = (
-                "SELECT * FROM (SELECT * FROM messages WHERE sender = ?1 AND id < ?2 "
-                "ORDER BY id DESC LIMIT ?3) UNION "
-                "SELECT * FROM (SELECT * FROM messages WHERE recipient = ?1 AND id < ?2 "
-                "ORDER BY id DESC LIMIT ?3) ORDER BY id DESC LIMIT ?3"
+                f"SELECT * FROM (SELECT * FROM messages WHERE sender = ?4 AND {older} "
+                "ORDER BY created_at DESC, id DESC LIMIT ?1) UNION "
+                f"SELECT * FROM (SELECT * FROM messages WHERE recipient = ?4 AND {older} "
+                "ORDER BY created_at DESC, id DESC LIMIT ?1) "
+                "ORDER BY created_at DESC, id DESC LIMIT ?1"
             )
-            params = (agent, below, max(0, limit))
+            params = (max(0, limit), at, below, agent)
         rows = await self._db.run(lambda tx: tx.all(sql, params), durable=False)
         return [message_row(r) for r in rows]
 

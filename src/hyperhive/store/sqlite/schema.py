@@ -191,4 +191,49 @@ ALTER TABLE hosts ADD COLUMN lease_expires_at REAL;
 ALTER TABLE hosts ADD COLUMN heartbeat_at REAL;
 ALTER TABLE hosts ADD COLUMN capacity TEXT
 """,
+    # 7 (feed, #15; positional, after hostlife's 8): what the hive did, for the
+    # dashboard's front page. One row per event; ``activity_agents`` indexes it by
+    # every agent it concerns, so a page of one agent's feed is an index walk.
+    # Messages are paged by time too (the feed merges them by ``(at, id)``).
+    # Approvals already asked or resolved are copied in.
+    """
+CREATE TABLE activity (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    kind TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    others TEXT NOT NULL DEFAULT '[]',
+    title TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT '{}',
+    key TEXT UNIQUE
+);
+CREATE INDEX activity_at ON activity(at, id);
+CREATE INDEX activity_kind ON activity(kind, at, id);
+CREATE TABLE activity_agents (
+    agent TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    at REAL NOT NULL,
+    id INTEGER NOT NULL,
+    PRIMARY KEY (agent, at, id)
+);
+CREATE INDEX activity_agents_kind ON activity_agents(agent, kind, at, id);
+CREATE INDEX activity_agents_at ON activity_agents(at);
+CREATE INDEX messages_at ON messages(created_at, id);
+CREATE INDEX messages_sender_at ON messages(sender, created_at, id);
+CREATE INDEX messages_recipient_at ON messages(recipient, created_at, id);
+INSERT INTO activity(at, kind, agent, others, title, detail, key)
+SELECT created_at, 'approval', requester, json_array(subject),
+    'approval #' || id || ' asked: ' || kind || ' for ' || subject || ' (by ' || requester || ')',
+    json_object('approval_id', id, 'state', 'asked'), 'approval:' || id || ':asked'
+FROM approvals ORDER BY created_at, id;
+INSERT INTO activity(at, kind, agent, others, title, detail, key)
+SELECT resolved_at, 'approval', subject, json_array(requester),
+    'approval #' || id || ' ' || state || ': ' || kind || ' for ' || subject,
+    json_object('approval_id', id, 'state', state, 'resolution', coalesce(resolution, '')),
+    'approval:' || id || ':resolved'
+FROM approvals WHERE resolved_at IS NOT NULL ORDER BY resolved_at, id;
+INSERT OR IGNORE INTO activity_agents(agent, kind, at, id) SELECT agent, kind, at, id FROM activity;
+INSERT OR IGNORE INTO activity_agents(agent, kind, at, id)
+SELECT json_extract(others, '$[0]'), kind, at, id FROM activity
+""",
 ]

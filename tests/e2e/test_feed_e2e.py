@@ -1,0 +1,183 @@
+"""The activity log end to end: a real hive (coordinator, agent host, the real claude
+CLI against the scripted model) produces every kind the front page shows, and
+each lands once with the fields the feed needs.
+
+Turns with their cost and tokens, a budget warning then an over-budget hold,
+a bash task and a subagent started and finished (reported by the host),
+a spawn, a reparent and a destroy, an approval asked and resolved, a crash
+and a lost login.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hyperhive.config import AgentConfig
+from hyperhive.permissions import ToolGroup
+from hyperhive.store.rows import ActivityRow
+from tests.support.hive import (
+    agent,
+    agent_call,
+    agent_env,
+    op_call,
+    operator,
+    running_hive,
+    seed_home,
+)
+from tests.support.model_server import Answer, ModelServer, Usage, text, tool_call
+from tests.support.surfaces import result_text, surface_client, until, until_async
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(300)]
+
+GOAL = "mcp__subagent_control__goal_reached"
+BIG = Usage(input_tokens=4000, output_tokens=40)
+SUB = Usage(input_tokens=300, output_tokens=7)
+LIMIT = 5000  # the subagent and one big turn pass 80%; a second big turn passes 100%
+
+
+def _script(body: dict[str, Any]) -> Answer:
+    tools = [t["name"] for t in body.get("tools") or []]
+    if GOAL in tools:
+        return text("SUBAGENT DONE", SUB)
+    users = [m for m in body["messages"] if m.get("role") == "user"]
+    last = json.dumps(users[-1]) if users else ""
+    if '"tool_result"' in last:
+        return text("done", Usage(input_tokens=10, output_tokens=1))
+    for word in ("ping-1", "ping-2"):
+        if word in last:
+            return tool_call(
+                "mcp__hyperhive__send",
+                {"to": "operator", "body": word.replace("ping", "pong")},
+                BIG,
+            )
+    return text("noted", Usage(input_tokens=10, output_tokens=1))
+
+
+async def _events(c: Any) -> list[ActivityRow]:
+    return list(reversed(await c.store.activity.page(limit=500)))
+
+
+async def _seen(c: Any, kind: str, count: int = 1, **detail: Any) -> list[ActivityRow]:
+    async def found() -> list[ActivityRow]:
+        rows = [
+            r
+            for r in await _events(c)
+            if r.kind == kind and all(r.detail.get(k) == v for k, v in detail.items())
+        ]
+        return rows if len(rows) >= count else []
+
+    rows: list[ActivityRow] = await until_async(found, within=90)
+    return rows
+
+
+async def test_a_live_hive_logs_every_kind_once_with_its_fields(
+    tmp_path: Path,
+    model_server: ModelServer,
+    claude_bin: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for key in ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"):
+        monkeypatch.delenv(key, raising=False)  # only nologin goes without one
+    model_server.set_script(_script)
+    env = agent_env(model_server.url)
+    seed_home(
+        tmp_path,
+        {
+            "queen": AgentConfig(env=env, tool_groups=list(ToolGroup.MANAGER_DEFAULT)),
+            "alice": AgentConfig.model_validate({"env": env, "budget": {"tokens_per_day": LIMIT}}),
+            "broken": AgentConfig.model_validate({"mcp_servers": {"x": {"type": "stdio"}}}),
+            "nologin": AgentConfig(env={k: v for k, v in env.items() if k != "ANTHROPIC_API_KEY"}),
+        },
+        {"queen": None, "alice": "queen", "broken": "queen", "nologin": "queen"},
+    )
+    async with running_hive(tmp_path, claude_bin) as (c, host):
+        await until(lambda: "alice" in host.runtimes)
+
+        # A bash task and a subagent, started and finished: the host reports both.
+        async with surface_client(host, "alice", "bash") as bash:
+            ran = await bash.call_tool("run", {"cmd": "exit 3", "wait_seconds": 10})
+            assert "3" in result_text(ran)
+        [bash_start] = await _seen(c, "bash", phase="started")
+        [bash_end] = await _seen(c, "bash", phase="finished")
+        assert bash_start.agent == bash_end.agent == "alice"
+        assert bash_end.detail["exit_code"] == 3 and "exit 3" in bash_end.title
+        async with surface_client(host, "alice", "subagent") as sub:
+            started = await sub.call_tool("start", {"prompt": "look around", "name": "scout"})
+            assert result_text(started).startswith("subagent started: id=scout"), started
+        [sub_start] = await _seen(c, "subagent", phase="started")
+        [sub_end] = await _seen(c, "subagent", phase="finished")
+        assert sub_start.detail["ref"] == sub_end.detail["ref"] == "scout"
+        assert sub_end.agent == "alice" and sub_end.detail["status"] == "finished"
+
+        # Turns with their cost: the feed's figure is the spend the budgets counted.
+        async with operator(c.paths) as op:
+            await op_call(op, "send", to="alice", body="ping-1")
+        [warning] = await _seen(c, "budget", state="warning")
+        assert warning.agent == "alice" and warning.detail["limit"] == "tokens_per_day"
+        async with operator(c.paths) as op:
+            await op_call(op, "send", to="alice", body="ping-2")
+        [over] = await _seen(c, "budget", state="over")
+        assert over.agent == "alice" and "Budget reached" in over.title
+        spent = {
+            e.key.split(":", 1)[1]: e
+            for e in await c.store.spend.entries("alice")
+            if e.kind == "turn"
+        }
+        turns = [r for r in await _seen(c, "turn", 2) if r.agent == "alice"]
+        big = [t for t in turns if t.detail.get("input_tokens", 0) >= BIG.input_tokens]
+        assert len(big) == 2
+        for t in turns:
+            assert t.detail["outcome"] == "ok" and t.detail["run"] == "turn"
+            run = next(e for e in spent.values() if e.cost_usd == t.detail["cost_usd"])
+            assert t.detail["input_tokens"] == run.input_tokens
+            assert f"${run.cost_usd:.4f}" in t.title
+        assert len(turns) == len(spent)  # one event per run, no more
+
+        # Spawn, reparent, destroy (the operator's), with the agents they concern.
+        async with operator(c.paths) as op:
+            await op_call(op, "spawn", name="kid", parent="queen", config={"env": env})
+            await op_call(op, "set_parent", child="kid", new_parent=None)
+            await op_call(op, "agent_destroy", agent="kid")
+        [spawn] = await _seen(c, "spawn", agent="kid")
+        assert spawn.agent == "queen" and spawn.others == ("kid",)
+        [moved] = await _seen(c, "reparent", to=None)
+        assert moved.agent == "kid" and moved.detail["from"] == "queen"
+        [gone] = await _seen(c, "destroy")
+        assert gone.agent == "kid"
+
+        # An approval asked by an agent and resolved by the operator.
+        async with agent(c.paths, "queen") as q:
+            asked = await agent_call(q, "request_init_config", name="scout2", config="")
+        assert isinstance(asked, dict)
+        async with operator(c.paths) as op:
+            await op_call(op, "deny", approval_id=asked["approval_id"], reason="not now")
+        [ask] = await _seen(c, "approval", state="asked")
+        [denied] = await _seen(c, "approval", state="denied")
+        assert ask.agent == "queen" and ask.others == ("scout2",)
+        assert denied.detail["resolution"] == "not now" and "queen" in denied.others
+        async with agent(c.paths, "queen") as q:
+            again = await agent_call(q, "request_init_config", name="scout3", config="")
+        assert isinstance(again, dict)
+        async with operator(c.paths) as op:
+            await op_call(op, "cancel_loose_end", kind="approval", row_id=again["approval_id"])
+        [cancelled] = await _seen(c, "approval", state="cancelled")
+        assert cancelled.detail["approval_id"] == again["approval_id"]
+        assert "(by the operator)" in cancelled.title
+
+        # A crash and a lost login, from turns that really ran.
+        async with operator(c.paths) as op:
+            await op_call(op, "send", to="broken", body="wake up")
+            await op_call(op, "send", to="nologin", body="wake up")
+        crash = (await _seen(c, "crash"))[0]
+        assert crash.agent == "broken" and crash.detail["reason"]
+        [login] = await _seen(c, "needs_login")
+        assert login.agent == "nologin" and "hivectl login nologin" in login.title
+
+        # Every id is unique and the log is in time order, as the feed pages it.
+        rows = await _events(c)
+        assert len({r.id for r in rows}) == len(rows)
+        assert [r.at for r in rows] == sorted(r.at for r in rows)
