@@ -325,7 +325,9 @@ class HiveConfig(_Strict):
     max_frame_bytes: int = Field(default=1 << 20, ge=1024)
     max_body_bytes: int = Field(default=64 << 10, ge=64)
     remind_max_pending: int = Field(default=50, ge=1)
-    reminder_spill_bytes: int = Field(default=4096, ge=64)
+    # Ignored: reminders are delivered whole (at most 64 KiB), never spilled to a file;
+    # kept so a hive.toml from before still loads.
+    reminder_spill_bytes: int | None = Field(default=None, ge=64)
     compact_watermark: float = Field(default=0.75, gt=0, lt=1)
     context_window: int = Field(default=200_000, ge=1000)
     # How many claude processes the agent host runs at once (turns, compactions,

@@ -1,7 +1,7 @@
 """Writing and reading inside a directory an agent controls, without following its links.
 
 The coordinator and the host run as root and must touch files in an agent's
-``state/`` (task output, task and session tables, reminder spills). The agent
+``state/`` (task output, task and session tables). The agent
 can replace any name there with a symlink; a plain ``open`` would then write
 (or read) whatever the link points at, as root. Every path component below
 the trusted root is opened with ``O_NOFOLLOW`` relative to its parent's fd,

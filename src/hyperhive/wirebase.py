@@ -160,6 +160,9 @@ class CompactQueued(_Out):
 class LogTail(_Out):
     agent: str
     lines: list[str]
+    # Where a follower goes on from (``logs -f``), and the agent host the log is on.
+    cursor: str | None = None
+    host: str | None = None
 
 
 class ApprovalRequested(_Out):

@@ -106,8 +106,8 @@ def test_read_commands_json_shapes(hive: Path) -> None:
     assert {"tool_groups", "capabilities", "tools_arg", "allowed_tools_arg"} <= set(perms)
     assert "Bash" not in perms["tools_arg"].split(",")
 
-    logs = ok_json(hive, "logs", "alice", "-n", "5")
-    assert logs == {"agent": "alice", "lines": []}
+    # An agent's log is on the disk of the host that runs it; this hive has no host.
+    one_line_error(hivectl(hive, "logs", "alice", "-n", "5"), "no agent host is connected")
 
     tools = ok_json(hive, "tools", "--groups", "messaging,web_tools")
     assert tools["tool_groups"] == ["messaging", "web_tools"]

@@ -1,6 +1,6 @@
-"""The dashboard reads each agent's state from the host that holds it, and the work of
-every host it can reach: a local host and a second one (dialled over the network link,
-with a run dir of its own) in-process, real HTTP between them."""
+"""The dashboard reads each agent's state from the host that holds it (over that host's
+link), and the work of every host it can reach (real HTTP): a local host and a second
+one (dialled over the network link, with a run dir of its own) in-process."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ async def test_state_comes_from_the_agents_own_host_and_work_from_every_host(
             await op.call(OpLifecycleReq(cmd="agent_kill", agent="bob"))
             await op.call(OpLifecycleReq(cmd="agent_start", agent="bob"))
             await until(lambda: "bob" in second.runtimes, 30)
-            proxy = HostProxy(c.paths.run, c.hostlink.host_of)
+            proxy = HostProxy(c.paths.run, c.hostlink)
             assert (await proxy.state("bob"))["agent"] == "bob"
             assert (await proxy.state("alice"))["agent"] == "alice"
             # The local host alone does not know bob; the proxy asked h2.

@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from hyperhive.config import AgentConfig, load_agent_config
+from hyperhive.config import AgentConfig, HivePaths, load_agent_config
 from hyperhive.core.meta import GitRepo
 from hyperhive.errors import (
     Conflict,
@@ -20,7 +20,16 @@ from hyperhive.errors import (
 )
 from hyperhive.permissions import Capability, ToolGroup
 from hyperhive.topology import MAX_DEPTH
-from tests.support.hive import agent, agent_call, coordinator, op_call, operator, seed_home
+from tests.support.hive import (
+    agent,
+    agent_call,
+    coordinator,
+    op_call,
+    operator,
+    running_hive,
+    seed_home,
+)
+from tests.support.surfaces import until
 
 pytestmark = pytest.mark.anyio
 
@@ -91,15 +100,20 @@ async def test_destroy_never_self_or_an_ancestor(
         assert not c.paths.agent_sock("carol").exists()
 
 
-async def test_diagnostics_and_capabilities(tmp_path: Path, hive_store_url: str | None) -> None:
+async def test_diagnostics_and_capabilities(
+    tmp_path: Path, hive_store_url: str | None, claude_bin: Path
+) -> None:
     journal = AgentConfig(
         tool_groups=list(ToolGroup.MANAGER_DEFAULT), capabilities=[Capability.READ_HOST_JOURNAL]
     )
-    async with coordinator(_seed(tmp_path, hive_store_url, queen=journal)) as c:
-        log = c.paths.logs / "agents" / "carol.log"
-        log.parent.mkdir(parents=True)
-        log.write_text("".join(f"line {i}\n" for i in range(500)))
-        (c.paths.logs / "host.log").write_text("host says hi\n")
+    home = _seed(tmp_path, hive_store_url, queen=journal)
+    # The logs are the host's: it reads them from its disk when the coordinator asks.
+    log = HivePaths(home).logs / "agents" / "carol.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("".join(f"line {i}\n" for i in range(500)))
+    (HivePaths(home).logs / "host.log").write_text("host says hi\n")
+    async with running_hive(home, claude_bin) as (c, _host):
+        await until(lambda: {"queen", "alice", "carol"} <= set(c.hostlink.placement))
         async with agent(c.paths, "alice") as alice:
             tail = await agent_call(alice, "get_logs", agent="carol", lines=3)
             assert isinstance(tail, dict) and tail["lines"] == ["line 497", "line 498", "line 499"]

@@ -16,7 +16,6 @@ import os
 import secrets
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -351,28 +350,6 @@ async def test_a_bash_task_cannot_write_through_a_planted_symlink(
                 "run", {"cmd": "echo PWNED-BY-MALLORY", "name": "pwn", "wait_seconds": 20}
             )
     assert notes.read_text() == "victim's private notes\n", "victim's notes were overwritten"
-
-
-async def test_a_long_reminder_cannot_spill_through_a_planted_symlink(
-    home: Path, claude_bin: Path, model_server: ModelServer
-) -> None:
-    model_server.set_script(always(text("ok")))
-    async with live_hive(home, claude_bin, model_server, MALLORY_GROUPS, "bwrap") as (c, host):
-        own_state, notes = _exploit_ids(home)
-        script = f"""
-import json, os, socket
-os.symlink({str(notes.parent)!r}, {str(own_state / "reminders")!r})
-s = socket.socket(socket.AF_UNIX); s.connect({str(c.paths.agent_sock(ATTACKER))!r})
-s.sendall(json.dumps({{"id": 1, "cmd": "remind", "message": "OBEY MALLORY " * 500,
-                       "delay_seconds": 0}}).encode() + b"\\n")
-print(s.makefile().readline().strip())
-"""
-        reply = await run_in(host.runtimes[ATTACKER], script)
-        assert reply["ok"], reply
-        await c.scheduler.fire_due(time.time())
-        planted = notes.parent / f"{reply['result']['id']}.md"
-        exists = planted.exists()
-    assert not exists, f"{planted} was written into victim's state by the coordinator"
 
 
 async def test_git_in_a_childs_repo_never_runs_what_the_parent_planted(

@@ -61,6 +61,11 @@ class Backend(Protocol):
         """Record ``version`` as applied, raw: how a newer hyperhive's database looks."""
         ...
 
+    def forget_schema_version(self, version: int) -> None:
+        """Drop ``version``'s record, raw: the next open applies that migration again
+        (how a database from before it looks, with today's rows in it)."""
+        ...
+
 
 class SqliteBackend:
     name = "sqlite"
@@ -76,6 +81,11 @@ class SqliteBackend:
             conn.execute(
                 "INSERT INTO schema_migrations(version, applied_at) VALUES (?, 0)", (version,)
             )
+        conn.close()
+
+    def forget_schema_version(self, version: int) -> None:
+        with sqlite3.connect(self.path) as conn:
+            conn.execute("DELETE FROM schema_migrations WHERE version = ?", (version,))
         conn.close()
 
 
@@ -98,6 +108,10 @@ class PostgresBackend:
             conn.execute(
                 "INSERT INTO schema_migrations(version, applied_at) VALUES (%s, 0)", (version,)
             )
+
+    def forget_schema_version(self, version: int) -> None:
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute("DELETE FROM schema_migrations WHERE version = %s", (version,))
 
 
 @asynccontextmanager

@@ -32,6 +32,7 @@ from pydantic import TypeAdapter, ValidationError
 from hyperhive.agent.admission import Admission, machine_slots, meminfo
 from hyperhive.agent.events import EventsBus
 from hyperhive.agent.harness import run_agent
+from hyperhive.agent.hostreads import HostReads
 from hyperhive.agent.hyperhive_tools import hyperhive_surface
 from hyperhive.agent.launch import SUBAGENT_CONTROL_SERVER
 from hyperhive.agent.runtime import AgentRuntime
@@ -64,6 +65,13 @@ from hyperhive.protocol import (
     LinkRegisterReq,
     MetaChangedCmd,
     PlaceCmd,
+)
+from hyperhive.protocol.hostreads import (
+    AgentSnapshotAsk,
+    EventsFollowCmd,
+    HostJournalAsk,
+    LogTailAsk,
+    StreamStopCmd,
 )
 from hyperhive.subagent.mcp import control_surface, subagent_surface
 from hyperhive.sysusers import ensure_user
@@ -155,13 +163,19 @@ class AgentHost:
                 log.error("%s", self.matrix_problem)
         self._link: RpcClient | None = None
         self._tg: TaskGroup | None = None
+        # The coordinator reads this host's agents' logs and turn streams over the link.
+        self.reads = HostReads(
+            self.host_id, paths.logs, self.runtimes.get, self.hive.max_frame_bytes
+        )
 
     # ---- lifespan -----------------------------------------------------------------
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        logging.getLogger().addHandler(self.reads.journal)
         try:
             await self._run(task_status)
         finally:
+            logging.getLogger().removeHandler(self.reads.journal)
             with anyio.CancelScope(shield=True):
                 if self.forge is not None:
                     await self.forge.aclose()
@@ -292,6 +306,7 @@ class AgentHost:
                     beats.cancel_scope.cancel()
             finally:
                 self._link = None
+                self.reads.stop_all()
 
     def capacity(self) -> HostCapacity:
         """What this host can take now: its claude slots and memory."""
@@ -343,6 +358,11 @@ class AgentHost:
         elif isinstance(cmd, MetaChangedCmd):
             if (rt := self.runtimes.get(cmd.agent)) is not None:
                 rt.meta.forget()
+        elif isinstance(
+            cmd, LogTailAsk | HostJournalAsk | AgentSnapshotAsk | EventsFollowCmd | StreamStopCmd
+        ):
+            if self._link is not None and self._tg is not None:
+                self.reads.start(cmd, self._link, self._tg)
 
     # ---- agents ----------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from hyperhive.agent.hostreads import snapshot_of
 from hyperhive.agent.mcp_surface import AGENT_SCOPE_KEY, Surface, agent_token
 from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.protocol.hostapi import AgentWork, HostWork
@@ -114,8 +115,7 @@ def build_app(
         got = authorized(request)
         if isinstance(got, Response):
             return got
-        matrix = got.matrix.view().model_dump(mode="json") if got.matrix is not None else None
-        return JSONResponse({"agent": got.name, **got.bus.snapshot(), "matrix": matrix})
+        return JSONResponse(snapshot_of(got))
 
     async def events(request: Request) -> Response:
         got = authorized(request)

@@ -11,7 +11,7 @@ import click
 from hyperhive.cli.base import _Ctx, _emit, _jsonable, json_option, main, pass_ctx
 from hyperhive.config import AgentConfig, load_agent_config
 from hyperhive.credentials import LOGIN_REMEDY
-from hyperhive.errors import NotFound
+from hyperhive.errors import HiveError, NotFound
 from hyperhive.forge.view import AgentForgeView
 from hyperhive.protocol import (
     AgentConfigView,
@@ -259,7 +259,8 @@ for _verb, _summary in (
 @json_option
 @pass_ctx
 def logs(obj: _Ctx, name: str, lines: int, follow: bool, as_json: bool) -> None:
-    """Tail agent NAME's log (its claude turns, bash tasks, subagents)."""
+    """Tail agent NAME's log (its claude turns, bash tasks, subagents), read from the
+    agent host that runs it; -f keeps following it there."""
     result = obj.call(OpLogsReq(cmd="logs", agent=name, lines=lines))
     if as_json:
         click.echo(json.dumps(_jsonable(result), indent=2))
@@ -267,21 +268,26 @@ def logs(obj: _Ctx, name: str, lines: int, follow: bool, as_json: bool) -> None:
     for line in result.lines:
         click.echo(line)
     if follow:
-        path = obj.paths.logs / "agents" / f"{name}.log"
-        _follow(path)
+        _follow(obj, name, result.cursor)
 
 
-def _follow(path: Path) -> None:
-    import time
+# A follow step waits this long on the host for a new line before asking again.
+FOLLOW_WAIT_S = 10.0
 
-    with path.open("rb") as fh:
-        fh.seek(0, 2)
-        while True:
-            line = fh.readline()
-            if line:
-                click.echo(line.decode("utf-8", "replace").rstrip("\n"))
-            else:
-                time.sleep(0.2)
+
+def _follow(obj: _Ctx, name: str, cursor: str | None) -> None:
+    """Long-poll the agent's host through the coordinator: each answer carries the cursor
+    for the next, so nothing is buffered for a slow reader and a rotation loses no line."""
+    while True:
+        try:
+            got = obj.call(
+                OpLogsReq(cmd="logs", agent=name, lines=1, after=cursor or "", wait=FOLLOW_WAIT_S)
+            )
+        except HiveError as exc:
+            raise click.ClickException(f"stopped following {name}'s log: {exc.message}") from exc
+        for line in got.lines:
+            click.echo(line)
+        cursor = got.cursor
 
 
 @main.command()

@@ -446,11 +446,11 @@ class AgentApi:
     @on(GetLogsReq)
     async def _get_logs(self, req: GetLogsReq) -> LogTail:
         self.lifecycle.check_manage(self.name, "get_logs", req.agent)
-        return LogTail(agent=req.agent, lines=await self.logs.agent(req.agent, req.lines))
+        return await self.logs.agent(req.agent, req.lines)
 
     @on(GetHostJournalReq)
     async def _get_host_journal(self, req: GetHostJournalReq) -> HostJournal:
-        return await self.logs.host_journal(req.lines)
+        return await self.logs.host_journal(self.name, req.lines)
 
     @on(CancelScheduleReq)
     async def _cancel_schedule(self, req: CancelScheduleReq) -> Cancelled:

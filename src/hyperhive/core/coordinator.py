@@ -74,14 +74,13 @@ class Coordinator:
         self.background = background = Background()
         self.broker = broker = Broker(store, notifier, config.max_body_bytes)
         self.loose_ends = loose_ends = LooseEnds(store, config.remind_max_pending)
-        self.scheduler = scheduler = Scheduler(store, paths, config.reminder_spill_bytes)
+        self.scheduler = scheduler = Scheduler(store)
         # The tree, applied configs and deploy log live in the store (loaded at run);
         # meta/ is their git mirror.
         self.registry = registry = AgentRegistry(paths, store.meta)
         self.topology_store = topo = TopologyStore(store.topology)
         self.mirror = mirror = MetaMirror(paths, store.meta)
         self.meta = meta = MetaStore(paths, isolated=config.runtime == "bwrap")
-        self.logs = logs = LogTails(paths)
         self.notices = notices = Notices(topo, registry, broker, loose_ends, config.root_agent)
         self.agent_state = agent_state = AgentState(store, bus, notices)
         self.budgets = budgets = Budgets(store, registry, config.budget, broker, notifier, bus)
@@ -97,6 +96,7 @@ class Coordinator:
             lease_seconds=config.hostlink.lease_seconds if config.hostlink else 15.0,
         )
         self.host_admin = host_admin = HostAdmin(store.hosts, hostlink)
+        self.logs = logs = LogTails(paths, hostlink)
         self.placement = placement = Placement(registry, topo, hostlink, agent_state, notices)
         self.sockets = sockets = AgentSockets(
             paths, config, background, lambda name: self._agent_api(name)

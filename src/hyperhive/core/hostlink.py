@@ -41,6 +41,7 @@ from hyperhive.protocol import (
     error_response,
     ok_response,
 )
+from hyperhive.protocol.hostreads import LinkStreamItemsReq
 from hyperhive.streams import ByteStream
 from hyperhive.unixsock import serve_unix_streams
 
@@ -75,6 +76,7 @@ class HostLink(LinkBook):
         target = self.hosts[host_id]
         target.agents.add(cmd.agent)
         self.placement[cmd.agent] = host_id
+        self.last_host[cmd.agent] = host_id
         self.incarnations[cmd.agent] = cmd.incarnation
         self.draining.pop(cmd.agent, None)
         self.lost.pop(cmd.agent, None)
@@ -169,6 +171,11 @@ class HostLink(LinkBook):
                             await conn.reply(error_response(None, frame))
                             continue
                         rid, req = self._decode(frame)
+                        if isinstance(req, LinkStreamItemsReq):
+                            # Concurrent: held while the stream's reader is behind.
+                            await slots.acquire()
+                            tg.start_soon(self._answer_items, conn, rid, req, slots)
+                            continue
                         if isinstance(req, LinkForwardReq):
                             # Concurrent: an agent's long-poll must not hold up the link.
                             await slots.acquire()
@@ -227,6 +234,15 @@ class HostLink(LinkBook):
         if response is not None:  # abandoned: nobody waits for it
             await conn.reply(response)
 
+    async def _answer_items(
+        self, conn: LinkConn, rid: Any, req: LinkStreamItemsReq, slots: anyio.Semaphore
+    ) -> None:
+        try:
+            response = await self._handle(rid, req, conn)
+        finally:
+            slots.release()
+        await conn.reply(response)
+
     async def _registered(self, host: LinkedHost, reported: list[str]) -> None:
         """After a registration's reply: fence what the host may no longer run, let
         placement start what should run, then fence whatever it still runs unasked."""
@@ -284,6 +300,8 @@ class HostLink(LinkBook):
         if self.hosts.get(host.host_id) is not host:
             return  # superseded by its own new link, or its lease already expired
         del self.hosts[host.host_id]
+        # Whatever was asked of it on this connection has no one to answer now.
+        self.calls.host_gone(host.host_id)
         if (
             host.remote
             and not host.leaving
@@ -311,6 +329,7 @@ class HostLink(LinkBook):
                 self.lost[agent] = host.host_id
             self.bus.emit("agent", agent=agent, running=False, lost=lease_expired)
         host.agents.clear()
+        self.calls.host_gone(host.host_id)
         for agent, (holder, _) in list(self.draining.items()):
             if holder == host.host_id:
                 del self.draining[agent]

@@ -30,6 +30,7 @@ from hyperhive.protocol import (
     Response,
     encode,
 )
+from hyperhive.protocol.hostreads import LinkAnswerReq, LinkStreamEndReq, LinkStreamItemsReq
 from hyperhive.streams import ByteStream
 
 __all__ = ["LINK_TABLE", "LinkConn"]
@@ -200,6 +201,21 @@ async def _abandon(conn: LinkConn, req: LinkAbandonReq) -> None:
     conn.registered()
     for scope in conn.inflight.pop((req.agent, req.conn), set()):
         scope.cancel()
+
+
+@LINK_TABLE.on(LinkAnswerReq)
+async def _answer(conn: LinkConn, req: LinkAnswerReq) -> None:
+    conn.link.calls.answered(conn.registered().host_id, req)
+
+
+@LINK_TABLE.on(LinkStreamItemsReq)
+async def _stream_items(conn: LinkConn, req: LinkStreamItemsReq) -> None:
+    await conn.link.calls.items(conn.registered().host_id, req)
+
+
+@LINK_TABLE.on(LinkStreamEndReq)
+async def _stream_end(conn: LinkConn, req: LinkStreamEndReq) -> None:
+    conn.link.calls.ended(conn.registered().host_id, req)
 
 
 LINK_TABLE.seal()

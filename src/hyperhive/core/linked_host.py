@@ -9,12 +9,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import anyio
+from pydantic import BaseModel
 
+from hyperhive.core.hostcalls import HostCalls
 from hyperhive.core.notify import EventBus
 from hyperhive.core.sockets import Dispatch
 from hyperhive.errors import Unavailable
 from hyperhive.netlink import lease
-from hyperhive.protocol import HostCapacity
+from hyperhive.protocol import HostCapacity, encode
 from hyperhive.store.base import HostRepo
 from hyperhive.streams import ByteStream
 
@@ -96,6 +98,19 @@ class LinkBook:
         self.on_register = on_register
         self.on_crash = on_crash
         self.on_host_lost = on_host_lost
+        # The host each agent last ran on: its log stays on that host's disk after it stops.
+        self.last_host: dict[str, str] = {}
+        # Reads of a host's disk and memory (logs, turn state and stream): #14, no shared disk.
+        self.calls = HostCalls(self._push_to)
+
+    async def _push_to(self, host_id: str, cmd: BaseModel) -> None:
+        host = self.hosts.get(host_id)
+        if host is None:
+            raise Unavailable(f"agent host {host_id} is not connected")
+        try:
+            await host.push(encode(cmd))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            raise Unavailable(f"agent host {host_id} went away") from exc
 
     def running(self, agent: str) -> bool:
         return agent in self.placement

@@ -309,7 +309,7 @@ class OperatorApi:
     @on(OpLogsReq)
     async def _logs(self, req: OpLogsReq) -> LogTail:
         self.registry.require(req.agent)
-        return LogTail(agent=req.agent, lines=await self.logs.agent(req.agent, req.lines))
+        return await self.logs.agent(req.agent, req.lines, req.after, req.wait)
 
     @on(OpCompactReq)
     async def _compact(self, req: OpCompactReq) -> CompactQueued:

@@ -15,11 +15,9 @@ import time
 
 import anyio
 
-from hyperhive.config import HivePaths
 from hyperhive.core.loose_ends import next_cron
 from hyperhive.errors import StorageError, Unavailable
 from hyperhive.names import REMINDER
-from hyperhive.safefs import atomic_write_beneath
 from hyperhive.store import Store
 from hyperhive.store.rows import FireReminder, FireSchedule, ReminderRow, ScheduleRow
 
@@ -33,10 +31,8 @@ RETRY_S = 1.0
 
 
 class Scheduler:
-    def __init__(self, store: Store, paths: HivePaths, spill_bytes: int) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
-        self.paths = paths
-        self.spill_bytes = spill_bytes
         self._poke = anyio.Event()
 
     def poke(self) -> None:
@@ -57,30 +53,12 @@ class Scheduler:
             with anyio.move_on_after(min(delay, IDLE_RECHECK)):
                 await self._poke.wait()
 
-    def _reminder_body(self, row: ReminderRow) -> str:
-        """The reminder's message text; a long one is spilled to a file (with fsync).
-
-        Runs on a worker thread, never on the event loop nor inside a store
-        transaction: the file is durable before the message naming it commits.
-        """
-        message = row.message
-        if len(message.encode("utf-8")) <= self.spill_bytes:
-            return f"[reminder #{row.id}] {message}"
-        state = self.paths.agent_state(row.agent)
-        path = state / "reminders" / f"{row.id}.md"
-        try:
-            state.mkdir(parents=True, exist_ok=True, mode=0o700)
-            # The state dir is the agent's: never follow a link it planted there.
-            atomic_write_beneath(state, path, message.encode())
-        except StorageError as exc:
-            # Deliver it anyway, cut short: a reminder is never lost to a bad spill.
-            log.warning("reminder #%s of %s not spilled: %s", row.id, row.agent, exc)
-            head = message[: self.spill_bytes]
-            return (
-                f"[reminder #{row.id}] (could not be written to {path}: {exc.message}; "
-                f"first {len(head)} of {len(message)} characters follow) {head}"
-            )
-        return f"[reminder #{row.id}] ({len(message)} characters, too long to inline) Read({path})"
+    @staticmethod
+    def _reminder_body(row: ReminderRow) -> str:
+        """The reminder's message, whole: a reminder is at most 64 KiB (``remind``
+        refuses more), so it fits a message and no file in the agent's directory is
+        needed (its host may be another machine)."""
+        return f"[reminder #{row.id}] {row.message}"
 
     @staticmethod
     def _next_at(row: ScheduleRow, now: float) -> float:
@@ -95,10 +73,7 @@ class Scheduler:
         due = await self.store.schedules.due(now)
         if not due.reminders and not due.schedules:
             return due.next_due
-        reminders = [
-            FireReminder(r.id, await anyio.to_thread.run_sync(self._reminder_body, r))
-            for r in due.reminders
-        ]
+        reminders = [FireReminder(r.id, self._reminder_body(r)) for r in due.reminders]
         schedules = [
             FireSchedule(
                 s.id,

@@ -279,9 +279,14 @@ class OpLifecycleReq(Req[LifecycleResult]):
 
 
 class OpLogsReq(Req[LogTail]):
+    """The last ``lines`` of an agent's log; with ``after`` (a previous answer's
+    ``cursor``), the lines written since, waiting up to ``wait`` seconds for one."""
+
     cmd: Literal["logs"]
     agent: str
     lines: int = Field(default=100, ge=1, le=5000)
+    after: str | None = Field(default=None, max_length=300)
+    wait: float = Field(default=0.0, ge=0.0, le=25.0)
 
 
 class OpCompactReq(Req[CompactQueued]):

@@ -11,6 +11,16 @@ from pydantic import (
 
 from hyperhive.config import AgentConfig
 from hyperhive.protocol.base import Req, TurnStateName, _Out, _Req
+from hyperhive.protocol.hostreads import (
+    AgentSnapshotAsk,
+    EventsFollowCmd,
+    HostJournalAsk,
+    LinkAnswerReq,
+    LinkStreamEndReq,
+    LinkStreamItemsReq,
+    LogTailAsk,
+    StreamStopCmd,
+)
 from hyperhive.protocol.wire import Response
 
 # ---- agent-host link ------------------------------------------------------
@@ -114,7 +124,11 @@ LinkRequest = Annotated[
     | LinkGoodbyeReq
     | LinkForwardReq
     | LinkAbandonReq
-    | LinkHeartbeatReq,
+    | LinkHeartbeatReq
+    # The coordinator's reads of the host (protocol.hostreads):
+    | LinkAnswerReq
+    | LinkStreamItemsReq
+    | LinkStreamEndReq,
     Field(discriminator="cmd"),
 ]
 
@@ -156,5 +170,15 @@ class MetaChangedCmd(_Req):
 
 
 LinkCommand = Annotated[
-    ActivateCmd | DeactivateCmd | PlaceCmd | MetaChangedCmd, Field(discriminator="cmd")
+    ActivateCmd
+    | DeactivateCmd
+    | PlaceCmd
+    | MetaChangedCmd
+    # The coordinator's reads of the host (protocol.hostreads):
+    | LogTailAsk
+    | HostJournalAsk
+    | AgentSnapshotAsk
+    | EventsFollowCmd
+    | StreamStopCmd,
+    Field(discriminator="cmd"),
 ]

@@ -367,8 +367,7 @@ class ScheduleRepo(ABC):
     async def due(self, now: float) -> DueWork:
         """Unfired reminders and uncancelled schedules due at ``now``, and the next due time.
 
-        Read only: the caller renders bodies (and writes any spill file)
-        outside a transaction, then calls :meth:`fire`.
+        Read only: the caller renders bodies, then calls :meth:`fire`.
         """
 
     @abstractmethod

@@ -231,7 +231,7 @@ class DueWork:
 
 @dataclass(frozen=True, slots=True)
 class FireReminder:
-    """Deliver reminder ``id`` as ``body`` (rendered, and spilled, by the caller)."""
+    """Deliver reminder ``id`` as ``body`` (rendered by the caller)."""
 
     id: int
     body: str

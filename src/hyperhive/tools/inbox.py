@@ -22,8 +22,8 @@ __all__ = [
     "Reminded",
 ]
 
-# A reminder is a note to self, stored until it fires (longer ones spill to a file
-# in the agent's state/): held to a stated size so an agent cannot park megabytes.
+# A reminder is a note to self, stored until it fires and then delivered whole as a
+# message: held to a stated size so an agent cannot park megabytes.
 REMIND_MAX_BYTES = 64 * 1024
 
 

@@ -2,8 +2,8 @@
 
 Nothing here polls. The hive stream forwards the coordinator's event bus
 and wakes on the operator's mailbox notifier; the agent stream relays the
-agent host's SSE and, while the agent is down, waits on the bus for it to
-come back.
+turn events its host streams over the host link and, while the agent is
+down, waits on the bus for it to come back.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from hyperhive.core.dashboard.hostproxy import HostProxy
+from hyperhive.core.hostcalls import StreamEnded
 from hyperhive.core.hostlink import HostLink
 from hyperhive.core.notify import ANY, EventBus, Notifier
 from hyperhive.errors import Unavailable
@@ -133,7 +134,7 @@ async def agent_events(
                     retries = 0
                     await emit(str(event.get("kind", "event")), event)
                 why = "the agent host closed the stream"
-            except Unavailable as exc:
+            except (Unavailable, StreamEnded) as exc:
                 why = exc.message
             if retries == 0:
                 await emit("offline", {"kind": "offline", "message": why})

@@ -89,10 +89,19 @@ async def agent_page(request: Request, d: Dash, name: str) -> Response:
         compact_rule=compact_rule(a.get("last_context_usage"), COMPACT_THRESHOLD),
         box=await d.ops.view(OpMessagesReq, agent=name, limit=20),
         loose=await d.ops.view(OpLooseEndsReq, agent=name),
-        log=(await d.ops.request(OpLogsReq, agent=name, lines=60)).lines,
+        log=await _log(d, name),
         forge=await d.ops.view(OpAgentForgeReq, agent=name),
         matrix=await _matrix(d, name),
     )
+
+
+async def _log(d: Dashboard, name: str) -> list[str]:
+    """The tail of the agent's log from its host; the reason instead, if no host has it
+    to give (the page must not fail for that)."""
+    try:
+        return (await d.ops.request(OpLogsReq, agent=name, lines=60)).lines
+    except HiveError as exc:
+        return [f"(the log cannot be read now: {exc.message})"]
 
 
 async def _matrix(d: Dashboard, name: str) -> dict[str, Any] | None:

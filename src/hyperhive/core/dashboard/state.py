@@ -50,7 +50,7 @@ class Dashboard:
     def __init__(self, parts: DashboardParts, security: Security) -> None:
         self.parts = parts
         self.ops = Ops(parts.ops)
-        self.proxy = HostProxy(parts.paths.run, parts.hostlink.host_of)
+        self.proxy = HostProxy(parts.paths.run, parts.hostlink)
         self.security = security
         self.codes = None if security.token is None else LoginCodes(security.token, time.time())
         self.templates = Jinja2Templates(directory=HERE / "templates")

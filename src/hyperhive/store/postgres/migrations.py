@@ -244,6 +244,17 @@ ON CONFLICT DO NOTHING;
 INSERT INTO activity_agents(agent, kind, at, id)
 SELECT others::json->>0, kind, at, id FROM activity ON CONFLICT DO NOTHING
 """,
+    # 10 (nodisk-logs, #14; positional, after what main has): reminders are delivered
+    # whole, never spilled to a file in the agent's state/ (its host may be another
+    # machine). A spilled reminder still waiting in an inbox gets its whole text back
+    # from the reminders table, once; the old files stay where they are (the agent's).
+    """
+UPDATE messages SET body = '[reminder #' || r.id || '] ' || r.message
+FROM reminders AS r
+WHERE messages.sender = 'reminder' AND messages.acked_at IS NULL
+  AND (messages.body LIKE '[reminder #' || r.id || '] (% characters, too long to inline) Read(%'
+    OR messages.body LIKE '[reminder #' || r.id || '] (could not be written to %')
+""",
 ]
 
 

@@ -1,0 +1,242 @@
+"""An agent on a remote host whose disk the coordinator never sees: logs, live stream, reminders.
+
+The coordinator (``hivectl serve``) runs in one network namespace, agent
+host h1 (``hivectl host --coordinator wss://…``) in another, with a hive home
+of its own: the agent's log, state and session are on h1's disk only. So
+``hivectl logs``, ``logs -f``, the dashboard's live turn stream and a long
+reminder all have to travel the host link (#14: no shared disk). The real
+claude CLI runs each turn against the scripted model server.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import trustme
+
+from hyperhive.config import AgentConfig, HivePaths
+from hyperhive.core.dashboard.security import TOKEN_FILE
+from hyperhive.tools.inbox import REMIND_MAX_BYTES
+from tests.support.hive import agent_env, hivectl_env, seed_home, start_serve
+from tests.support.hostlink import credential_from, start_remote_host, write_credential
+from tests.support.model_server import ModelServer, text, tool_call
+from tests.support.netns import Lan, lan, netns_available
+from tests.support.procs import agent_rows, hivectl, stop, wait_until
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.timeout(240),
+    pytest.mark.skipif(netns_available() is not None, reason=str(netns_available())),
+]
+
+
+@dataclass
+class Hive:
+    home: Path
+    host_home: Path
+    net: Lan
+    ca_file: Path
+    url: str = ""
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def logs(self) -> str:
+        files = [*self.home.glob("*.log"), *self.host_home.glob("*.log")]
+        return "\n".join(f"--- {f}\n{f.read_text(errors='replace')[-3000:]}" for f in files)
+
+    def dashboard(self) -> tuple[str, dict[str, str]]:
+        record = json.loads((HivePaths(self.home).run / "dashboard.json").read_text())
+        token = (HivePaths(self.home).run / TOKEN_FILE).read_text().strip()
+        return record["url"].rstrip("/"), {"authorization": f"Bearer {token}"}
+
+
+@pytest.fixture
+def hive(tmp_path: Path, claude_bin: Path) -> Iterator[tuple[Hive, ModelServer]]:
+    with lan(["coord", "h1"]) as net, ModelServer(host=net.own_address) as model:
+        ca = trustme.CA()
+        tls = tmp_path / "coord" / "tls"
+        tls.mkdir(parents=True, mode=0o700)
+        ca.issue_cert(net.addresses["coord"]).private_key_and_cert_chain_pem.write_to_path(
+            str(tls / "link.pem")
+        )
+        (tls / "link.pem").chmod(0o600)
+        ca_file = tmp_path / "ca.pem"
+        ca.cert_pem.write_to_path(str(ca_file))
+        home, host_home = tmp_path / "coord", tmp_path / "h1"
+        seed_home(
+            home,
+            {"alice": AgentConfig(env=agent_env(model.url))},
+            hive_toml=(
+                # The dashboard on the coordinator's LAN address: the test reaches it there.
+                f'claude_bin = "{claude_bin}"\nbind = "{net.addresses["coord"]}"\n'
+                f'dashboard_port = 0\n[hostlink]\nlisten = "{net.addresses["coord"]}:0"\n'
+                'tls_cert = "tls/link.pem"\ntls_key = "tls/link.pem"\n'
+            ),
+        )
+        host_home.mkdir()
+        (host_home / "hive.toml").write_text(
+            f'claude_bin = "{claude_bin}"\nruntime = "unsandboxed"\n'
+        )
+        made = Hive(home, host_home, net, ca_file)
+        try:
+            made.procs.append(start_serve(home, argv_prefix=net.exec_prefix("coord")))
+            info = HivePaths(home).run / "hostlink.json"
+            made.url = wait_until(
+                lambda: json.loads(info.read_text())["url"] if info.exists() else None,
+                30,
+                "the host link listening",
+            )
+            yield made, model
+        finally:
+            for proc in made.procs:
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGTERM)
+            for proc in reversed(made.procs):
+                stop(proc)
+
+
+class Follower:
+    """``hivectl logs NAME -f`` as a real process, its lines collected as they come."""
+
+    def __init__(self, home: Path, agent: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "hyperhive", "logs", agent, "-n", "1", "-f"],
+            env=hivectl_env(home),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def finish(self, within: float) -> tuple[int, str]:
+        """Its exit code and stderr once it exits by itself (killed if it does not)."""
+        try:
+            code = self.proc.wait(timeout=within)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+            self._reader.join(timeout=10)
+            assert self.proc.stdout is not None and self.proc.stderr is not None
+            err = self.proc.stderr.read()
+            self.proc.stdout.close()
+            self.proc.stderr.close()
+        return code, err
+
+
+class LiveStream:
+    """The dashboard's ``/api/agents/NAME/events`` (SSE), read on a thread."""
+
+    def __init__(self, url: str, headers: dict[str, str]) -> None:
+        self.events: list[dict[str, Any]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._read, args=(url, headers), daemon=True)
+        self._thread.start()
+
+    def _read(self, url: str, headers: dict[str, str]) -> None:
+        with (
+            httpx.Client(timeout=httpx.Timeout(10, read=None)) as http,
+            http.stream("GET", url, headers=headers) as resp,
+        ):
+            for line in resp.iter_lines():
+                if line.startswith("data: "):
+                    self.events.append(json.loads(line[6:]))
+                if self._stop.is_set():
+                    return
+
+    def close(self) -> None:
+        self._stop.set()
+
+
+def test_logs_follow_live_stream_and_a_long_reminder_cross_the_link(
+    hive: tuple[Hive, ModelServer],
+) -> None:
+    h, model = hive
+    big = ("remember this, all of it. " * 3000)[: REMIND_MAX_BYTES - 100]
+    model.set_script(
+        [
+            tool_call("mcp__hyperhive__remind", {"message": big, "delay_seconds": 0}),
+            text("reminder set on h1"),
+            text("read my reminder"),
+        ]
+    )
+    made = hivectl(h.home, "hosts", "add", "h1")
+    cred = write_credential(h.host_home / "creds" / "h1", credential_from(made.stdout))
+    h.procs.append(
+        start_remote_host(h.host_home, "h1", h.url, cred, h.ca_file, h.net.exec_prefix("h1"))
+    )
+    try:
+        wait_until(
+            lambda: (
+                agent_rows(h.home)["alice"]["host"] == "h1"
+                and agent_rows(h.home)["alice"]["running"]
+            ),
+            60,
+            "alice running on h1",
+        )
+        url, headers = h.dashboard()
+        live = LiveStream(f"{url}/api/agents/alice/events", headers)
+
+        hivectl(h.home, "send", "alice", "set yourself a long reminder")
+        # Turn one: remind, then text; turn two, woken by the reminder: text.
+        mains = wait_until(lambda: model.main_requests[2:] or None, 120, "alice's second turn")
+    except TimeoutError as exc:
+        raise AssertionError(f"{exc}\n{h.logs()}") from None
+    # The reminder came back whole in the message that woke alice's second turn.
+    assert "from reminder: [reminder #" in json.dumps(mains[0].messages)
+    assert big in "".join(
+        block.get("text", "") if isinstance(block, dict) else str(block)
+        for message in mains[0].messages
+        for block in (
+            message["content"] if isinstance(message["content"], list) else [message["content"]]
+        )
+    )
+    # The live stream relayed alice's turns from h1, through the coordinator.
+    wait_until(
+        lambda: any(e.get("text") == "reminder set on h1" for e in live.events),
+        30,
+        "the turn's text on the dashboard's live stream",
+    )
+    live.close()
+    assert any(e.get("kind") == "state" and e.get("turn_state") == "thinking" for e in live.events)
+
+    # alice's log is on h1's disk alone; the coordinator's home has none.
+    host_log = h.host_home / "logs" / "agents" / "alice.log"
+    assert host_log.exists()
+    assert not (h.home / "logs" / "agents" / "alice.log").exists()
+    tail = hivectl(h.home, "logs", "alice", "-n", "50").stdout
+    assert "turn start: You were woken by these messages:" in tail
+
+    follower = Follower(h.home, "alice")
+    try:
+        wait_until(lambda: follower.lines, 30, "the follower's first line")
+        with host_log.open("a") as fh:
+            fh.write("a line written on h1 after the follow began\n")
+        wait_until(
+            lambda: "a line written on h1 after the follow began" in follower.lines,
+            30,
+            "the new line on hivectl logs -f",
+        )
+        # h1 goes away mid-follow: the follow ends with the reason, not a hang.
+        h.procs[-1].send_signal(signal.SIGTERM)
+    finally:
+        code, err = follower.finish(60)
+    assert code != 0
+    assert "stopped following alice's log" in err and "agent host h1" in err, err
