@@ -9,6 +9,7 @@ pytest_plugins = [
     "tests.support.postgres",
     "tests.support.spans",
     "tests.support.stores",
+    "tests.support.store_switch",
     "tests.support.synapse",
 ]
 

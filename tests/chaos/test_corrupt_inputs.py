@@ -160,6 +160,7 @@ def _real_db(home: Path) -> bytes:
     return (home / "hive.db").read_bytes()
 
 
+@pytest.mark.sqlite_only  # a corrupt hive.db file
 @pytest.mark.parametrize("kind", ["truncated", "garbage"])
 def test_a_corrupt_hive_db_stops_the_coordinator_with_the_file_and_the_fix(
     tmp_path: Path, kind: str

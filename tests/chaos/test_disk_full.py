@@ -44,7 +44,8 @@ from tests.support.hive import seed_home, start_serve
 from tests.support.procs import hivectl, log_tail, stop
 from tests.support.stores import read_hive
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
+# The disk that fills is the home's: SQLite's (see above).
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300), pytest.mark.sqlite_only]
 
 FS_SIZE = "24m"
 FREE_DISK = "free disk space"

@@ -207,6 +207,7 @@ async def test_a_frozen_active_coordinator_wakes_up_fenced_and_stops(
             stop(proc)
 
 
+@pytest.mark.sqlite_only
 async def test_a_second_serve_on_a_sqlite_home_is_still_refused(tmp_path: Path) -> None:
     seed_home(tmp_path, {"alice": AgentConfig()}, hive_toml="dashboard_port = 0\n")
     first = start_serve(tmp_path)

@@ -24,7 +24,7 @@ from hyperhive.core.dashboard.server import serve_dashboard
 from tests.support.hive import agent_env, op_call, operator, running_hive, seed_home
 from tests.support.model_server import Answer, ModelServer, Stall, Usage, text
 from tests.support.procs import hivectl
-from tests.support.surfaces import eventually, result_text, surface_client, until
+from tests.support.surfaces import eventually, result_text, surface_client, until, until_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(180)]
 
@@ -165,7 +165,8 @@ async def test_a_herd_of_wakes_runs_within_the_slots_in_wake_order(
                 await until(lambda name=name: host.runtimes[name].bus.last_turn, within=60)
             assert [host.runtimes[n].bus.last_turn["outcome"] for n in names] == ["ok"] * 6
             for name in names:
-                assert await _acked(c, name)
+                # The ack follows last_turn (the host reports the turn's end after it).
+                await until_async(lambda name=name: _acked(c, name))
             assert host.admission.in_use == 0 and host.admission.waiting() == []
     finally:
         for gate in gates.values():
@@ -207,7 +208,7 @@ async def test_stopping_an_agent_that_waits_for_a_slot_takes_it_out_of_the_queue
 
             gates["busy"].set()
             await until(lambda: host.runtimes["busy"].bus.last_turn, within=60)
-            assert await _acked(c, "busy")
+            await until_async(lambda: _acked(c, "busy"))  # the ack follows last_turn
     finally:
         for gate in gates.values():
             gate.set()

@@ -19,10 +19,10 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from hyperhive.agent.host import AgentHost
 from hyperhive.agent.sandbox import process_identity
-from hyperhive.config import AgentConfig, HivePaths, load_hive_config
+from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.permissions import ToolGroup
-from tests.support.hive import agent_env, seed_home
+from tests.support.hive import agent_env, hive_config, seed_home
 from tests.support.model_server import ModelServer, always, text
 from tests.support.surfaces import eventually, loose_todos, result_text, surface_client, until
 
@@ -37,7 +37,7 @@ def _seed(home: Path, model: ModelServer, **agents: AgentConfig) -> HivePaths:
 
 async def start_host(tg: TaskGroup, home: Path, host_id: str) -> tuple[AgentHost, CancelScope]:
     """An agent host in ``tg`` under a scope of its own: cancelling it is the host exiting."""
-    host = AgentHost(HivePaths(home), load_hive_config(home, {}), host_id=host_id)
+    host = AgentHost(HivePaths(home), hive_config(home), host_id=host_id)
     scope = CancelScope()
 
     async def run(*, task_status: TaskStatus[None]) -> None:
@@ -57,7 +57,7 @@ async def coordinator_and_host(
     (home / "hive.toml").write_text(
         f'claude_bin = "{claude_bin}"\nruntime = "unsandboxed"\n{extra_toml}'
     )
-    coord = Coordinator(HivePaths(home), load_hive_config(home, {}))
+    coord = await Coordinator.open(HivePaths(home), hive_config(home))
     async with anyio.create_task_group() as tg:
         await tg.start(coord.run)
         host, scope = await start_host(tg, home, "test-host")

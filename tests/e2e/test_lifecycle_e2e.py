@@ -119,6 +119,7 @@ def open_home() -> Iterator[Path]:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="per-agent users need root (CI runs as root)")
+@pytest.mark.xdist_group("sysusers")  # one worker for every test making system users
 async def test_a_turn_under_bubblewrap_as_the_agents_user(
     open_home: Path, model_server: ModelServer, claude_bin: Path
 ) -> None:

@@ -14,11 +14,11 @@ import anyio
 import pytest
 
 from hyperhive.agent.host import AgentHost
-from hyperhive.config import AgentConfig, HivePaths, load_hive_config
+from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.netlink.dialer import LinkTarget
 from hyperhive.protocol import OpInboxReq, OpSendReq
-from tests.support.hive import agent_env, operator, seed_home
+from tests.support.hive import agent_env, hive_config, operator, seed_home
 from tests.support.hostlink import add_host, link_url
 from tests.support.model_server import ModelServer, text, tool_call
 from tests.support.surfaces import until, until_async
@@ -39,7 +39,7 @@ async def test_a_remote_hosts_agent_answers_through_its_forwarded_socket(
         '[hostlink]\nlisten = "127.0.0.1:0"\n',
     )
     paths = HivePaths(tmp_path)
-    hive = load_hive_config(tmp_path, {})
+    hive = hive_config(tmp_path)
     coord = await Coordinator.open(paths, hive)
     async with anyio.create_task_group() as tg:
         await tg.start(coord.run)

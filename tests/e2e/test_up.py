@@ -183,6 +183,9 @@ def test_a_closed_terminal_stops_the_hive(up: Up) -> None:
     assert process_gone(coordinator) and process_gone(host)
 
 
+# On PostgreSQL a second serve on a held home stands by for failover instead of
+# refusing (tests/chaos/test_failover.py): the refusal below is SQLite's.
+@pytest.mark.sqlite_only
 def test_a_held_home_is_refused_naming_the_holder(up: Up) -> None:
     coordinator, host = _running(up)
     assert holder(HivePaths(up.home), "coordinator") == coordinator

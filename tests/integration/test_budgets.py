@@ -25,8 +25,16 @@ from hyperhive.core.registry import AgentRegistry
 from hyperhive.errors import InvalidRequest
 from hyperhive.names import OPERATOR
 from hyperhive.protocol import RunSpend, TurnEndReq
-from hyperhive.store.sqlite import SqliteStore
-from tests.support.hive import agent, agent_call, coordinator, op_call, operator, seed_home
+from hyperhive.store import open_store
+from tests.support.hive import (
+    agent,
+    agent_call,
+    coordinator,
+    hive_config,
+    op_call,
+    operator,
+    seed_home,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -176,7 +184,7 @@ async def test_a_new_day_in_the_operators_zone_lifts_a_daily_limit(tmp_path: Pat
     paths = seed_home(tmp_path, {"alice": "budget = { usd_per_day = 1.0, usd_total = 5.0 }\n"})
     zone = dt.timezone(dt.timedelta(hours=-5))
     now = [dt.datetime(2026, 12, 1, 23, 50, tzinfo=zone).timestamp()]
-    store = await SqliteStore.open(paths.db)
+    store = await open_store(paths.home, hive_config(paths.home).store)
     try:
         notifier = Notifier()
         bus = EventBus()

@@ -22,6 +22,9 @@ from hyperhive.sysusers import agent_user, remove_user
 from tests.support.hive import seed_home
 
 pytestmark = [
+    # Makes system users: one xdist worker for all such tests (concurrent useradd/userdel
+    # contend for /etc/passwd's lock).
+    pytest.mark.xdist_group("sysusers"),
     pytest.mark.anyio,
     pytest.mark.skipif(os.geteuid() != 0, reason="per-agent users need root (CI runs as root)"),
 ]

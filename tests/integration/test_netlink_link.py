@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import trustme
 
-from hyperhive.config import HivePaths, load_hive_config
+from hyperhive.config import HivePaths
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.errors import ConfigError, Unavailable
 from hyperhive.netlink.dialer import LinkTarget, dial
-from tests.support.hive import coordinator, operator, seed_home
+from tests.support.hive import coordinator, hive_config, operator, seed_home
 from tests.support.hostlink import add_host, link_url, registered
 
 pytestmark = pytest.mark.anyio
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.anyio
 
 async def test_plain_tcp_off_loopback_is_refused_at_start_with_the_reason(tmp_path: Path) -> None:
     seed_home(tmp_path, {}, hive_toml='[hostlink]\nlisten = "0.0.0.0:0"\n')
-    coord = await Coordinator.open(HivePaths(tmp_path), load_hive_config(tmp_path, {}))
+    coord = await Coordinator.open(HivePaths(tmp_path), hive_config(tmp_path))
     with pytest.raises(ConfigError, match="not a loopback address.*tls_cert and tls_key"):
         await coord.run()
     assert not HivePaths(tmp_path).host_sock.exists()  # refused before serving anything

@@ -24,7 +24,11 @@ from hyperhive.sysusers import agent_user, ensure_user, hive_id, owner_comment, 
 from tests.support.hive import seed_home
 from tests.support.procs import wait_until
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="creating system users needs root")
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="creating system users needs root"),
+    # One xdist worker for all tests that make system users (/etc/passwd's lock).
+    pytest.mark.xdist_group("sysusers"),
+]
 
 TAG = f"hhtu-{os.getpid() % 100000}"
 
@@ -131,6 +135,8 @@ def operator_user(made: list[str]) -> pwd.struct_passwd:
     return pwd.getpwnam(name)
 
 
+# serve runs as another user, who cannot reach the test cluster's socket (0700, root's).
+@pytest.mark.sqlite_only
 def test_a_non_root_operator_runs_agents_as_itself_whatever_users_exist(
     two_homes: tuple[HivePaths, HivePaths], made: list[str], operator_user: pwd.struct_passwd
 ) -> None:

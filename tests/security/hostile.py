@@ -36,12 +36,20 @@ import pytest
 
 from hyperhive.agent.host import AgentHost
 from hyperhive.client import RpcClient, connect
-from hyperhive.config import AgentConfig, HivePaths, load_hive_config
+from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.errors import HiveError
 from hyperhive.permissions import ToolGroup
 from hyperhive.sysusers import agent_user
-from tests.support.hive import agent_call, agent_env, coordinator, op_call, operator, seed_home
+from tests.support.hive import (
+    agent_call,
+    agent_env,
+    coordinator,
+    hive_config,
+    op_call,
+    operator,
+    seed_home,
+)
 from tests.support.model_server import ModelServer
 from tests.support.stores import read_hive_sync
 from tests.support.surfaces import until
@@ -210,8 +218,8 @@ async def live_hive(
     _give(HivePaths(home), HivePaths(home).agent_state("victim") / "notes.md", "victim")
 
     paths = HivePaths(home)
-    hive = load_hive_config(home, {})
-    coord = Coordinator(paths, hive)
+    hive = hive_config(home)
+    coord = await Coordinator.open(paths, hive)
     host = AgentHost(paths, hive, host_id="sec-host")
     async with anyio.create_task_group() as tg:
         await tg.start(functools.partial(coord.run, dashboard=True))

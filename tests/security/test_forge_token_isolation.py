@@ -17,7 +17,7 @@ import anyio
 import pytest
 
 from hyperhive.agent.runtime import AgentRuntime
-from hyperhive.config import AgentConfig, HivePaths, load_hive_config
+from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.forge.agent import AgentForge
 from hyperhive.forge.identity import TOKEN_FILE
@@ -25,9 +25,12 @@ from hyperhive.forge.service import Forge
 from hyperhive.permissions import ToolGroup
 from hyperhive.sysusers import remove_user
 from tests.support.forgejo_server import FakeForgejo
-from tests.support.hive import seed_home
+from tests.support.hive import hive_config, seed_home
 
 pytestmark = [
+    # Makes system users: one xdist worker for all such tests (concurrent useradd/userdel
+    # contend for /etc/passwd's lock).
+    pytest.mark.xdist_group("sysusers"),
     pytest.mark.anyio,
     pytest.mark.skipif(os.geteuid() != 0, reason="per-agent users need root (CI runs as root)"),
 ]
@@ -58,7 +61,7 @@ async def hive(home: Path, forgejo: FakeForgejo) -> AsyncIterator[Coordinator]:
         hive_toml=f'runtime = "bwrap"\n[forge]\nurl = "{forgejo.url}"\n'
         f'admin_token_file = "{token_file}"\n',
     )
-    coord = Coordinator(HivePaths(home), load_hive_config(home, {}))
+    coord = await Coordinator.open(HivePaths(home), hive_config(home))
     async with anyio.create_task_group() as tg:
         await tg.start(coord.run)
         try:

@@ -40,6 +40,9 @@ from tests.support.model_server import ModelServer, always, text
 from tests.support.surfaces import mcp_client, result_text
 
 pytestmark = [
+    # Makes system users: one xdist worker for all such tests (concurrent useradd/userdel
+    # contend for /etc/passwd's lock).
+    pytest.mark.xdist_group("sysusers"),
     pytest.mark.anyio,
     pytest.mark.e2e,
     pytest.mark.timeout(120),

@@ -24,6 +24,9 @@ from hyperhive.sysusers import remove_user
 from tests.support.postgres import PgCluster
 
 pytestmark = [
+    # Makes system users: one xdist worker for all such tests (concurrent useradd/userdel
+    # contend for /etc/passwd's lock).
+    pytest.mark.xdist_group("sysusers"),
     pytest.mark.anyio,
     pytest.mark.timeout(120),
     pytest.mark.skipif(os.geteuid() != 0, reason="per-agent users need root (CI runs as root)"),

@@ -17,8 +17,8 @@ from hyperhive.client import RpcClient
 from hyperhive.config import HivePaths
 from hyperhive.netlink.dialer import LinkTarget, dial
 from hyperhive.protocol import HostCredential, LinkRegisterReq, OpHostsAddReq
-from tests.support.hive import hivectl_env
-from tests.support.procs import wait_until
+from tests.support.hive import SERVE_START_WITHIN_S, hivectl_env
+from tests.support.procs import stop, wait_until
 
 
 def write_credential(path: Path, credential: str) -> Path:
@@ -126,7 +126,11 @@ def start_remote_host(
         except (OSError, ValueError):
             return False
 
-    wait_until(up, 30, f"remote host {name} listening")
+    try:
+        wait_until(up, SERVE_START_WITHIN_S, f"remote host {name} listening")
+    except BaseException:
+        stop(proc)  # reaped here, not left to warn in whichever test runs next
+        raise
     return proc
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tests.support.hive import hivectl_env
+from tests.support.hive import SERVE_START_WITHIN_S, hivectl_env
 
 __all__ = [
     "ExecRecord",
@@ -92,7 +92,11 @@ def start_host(home: Path) -> subprocess.Popen[bytes]:
         except (OSError, ValueError):
             return False
 
-    wait_until(up, 30, "hivectl host listening")
+    try:
+        wait_until(up, SERVE_START_WITHIN_S, "hivectl host listening")
+    except BaseException:
+        stop(proc)  # reaped here, not left to warn in whichever test runs next
+        raise
     return proc
 
 

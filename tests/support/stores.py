@@ -5,9 +5,9 @@ Backend``; adding one is one line in ``BACKENDS`` (the PostgreSQL fixture
 lives in ``tests/support/postgres.py``). ``Backend.open()`` opens a new
 ``Store`` on the same database each time, so tests can reopen it.
 
-Suites that run a whole coordinator take the ``hive_store_url`` fixture
-instead (parametrized over both backends) and hand it to ``seed_home``;
-``read_hive`` reads whichever store the hive's ``hive.toml`` names.
+Which store a test's *hive* (a whole coordinator) runs on is chosen in
+``tests/support/store_switch.py``; ``read_hive`` reads whichever store the
+hive's ``hive.toml`` (or ``HIVE_STORE_URL``) names.
 """
 
 from __future__ import annotations
@@ -45,7 +45,6 @@ __all__ = [
     "HiveRows",
     "PostgresBackend",
     "SqliteBackend",
-    "hive_store_url",
     "read_hive",
     "read_hive_sync",
 ]
@@ -129,16 +128,6 @@ BACKENDS: dict[str, BackendFactory] = {
     "sqlite": sqlite_backend,
     "postgresql": postgres_backend,
 }
-
-
-@pytest.fixture(params=list(BACKENDS))
-def hive_store_url(request: pytest.FixtureRequest) -> str | None:
-    """The ``store`` a seeded hive uses: ``None`` (SQLite in its home) or a fresh
-    PostgreSQL database of the session's cluster. Pass it to ``seed_home``."""
-    if request.param == "sqlite":
-        return None
-    url: str = request.getfixturevalue("pg_url")
-    return url
 
 
 @dataclass(frozen=True)
