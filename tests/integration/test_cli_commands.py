@@ -160,6 +160,8 @@ def test_send_reply_and_questions(hive: Path) -> None:
 # ---- agents: spawn, set-parent, lifecycle, compact, perms, approvals -----------------------
 
 
+# About 30 hivectl processes in one scenario: each start costs seconds on a loaded machine.
+@pytest.mark.timeout(300)
 def test_agent_commands_without_a_host(hive: Path) -> None:
     spawned = hivectl(hive, "agents", "spawn", "worker", "--parent", "queen")
     assert spawned.returncode == 0, spawned.stderr

@@ -82,6 +82,8 @@ async def _consumer(paths: HivePaths, acked: set[int], stop: anyio.Event) -> Non
             await anyio.sleep(0.02)
 
 
+# Several kill -9 and restart rounds of a real coordinator (PostgreSQL starts slower).
+@pytest.mark.timeout(300)
 async def test_kill_9_mid_run_loses_no_confirmed_send(
     tmp_path: Path, hive_store_url: str | None
 ) -> None:
