@@ -85,12 +85,12 @@ def _seed(home: Path, model: ModelServer, names: list[str], slots: int) -> None:
 
 
 async def _dashboard_tree(c: Any) -> str:
-    """The dashboard's front page (the agent tree), as the operator's browser gets it."""
+    """The dashboard's agent tree page, as the operator's browser gets it."""
     async with anyio.create_task_group() as tg:
         url = await tg.start(serve_dashboard, c.dashboard_parts())
         token = (c.paths.run / "dashboard-token").read_text().strip()
         async with httpx.AsyncClient(base_url=url) as http:
-            page = await http.get("/", headers={"authorization": f"Bearer {token}"})
+            page = await http.get("/tree", headers={"authorization": f"Bearer {token}"})
         tg.cancel_scope.cancel()
     assert page.status_code == 200, page.text
     return page.text

@@ -13,7 +13,7 @@ from hyperhive.agent.host import AgentHost
 from hyperhive.config import AgentConfig, HivePaths, load_hive_config
 from hyperhive.core.dashboard.hostproxy import HostProxy
 from hyperhive.netlink.dialer import LinkTarget
-from hyperhive.protocol import OpLifecycleReq
+from hyperhive.protocol import OpSpawnReq
 from tests.support.hive import operator, running_hive, seed_home
 from tests.support.hostlink import add_host, link_url
 from tests.support.surfaces import until
@@ -41,17 +41,16 @@ async def test_state_comes_from_the_agents_own_host_and_work_from_every_host(
         async with anyio.create_task_group() as tg:
             await tg.start(second.run)
             await until(lambda: "h2" in c.hostlink.hosts, 30)
-            # bob, started again, goes to the emptier host.
-            await op.call(OpLifecycleReq(cmd="agent_kill", agent="bob"))
-            await op.call(OpLifecycleReq(cmd="agent_start", agent="bob"))
-            await until(lambda: "bob" in second.runtimes, 30)
+            # carol is pinned to h2 by the operator; alice and bob stay on the local host.
+            await op.call(OpSpawnReq(cmd="spawn", name="carol", host="h2"))
+            await until(lambda: "carol" in second.runtimes, 30)
             proxy = HostProxy(c.paths.run, c.hostlink)
-            assert (await proxy.state("bob"))["agent"] == "bob"
+            assert (await proxy.state("carol"))["agent"] == "carol"
             assert (await proxy.state("alice"))["agent"] == "alice"
-            # The local host alone does not know bob; the proxy asked h2.
-            assert "bob" not in local.runtimes
+            # The local host alone does not know carol; the proxy asked h2.
+            assert "carol" not in local.runtimes
             work = await proxy.work()
-            assert {"alice", "bob"} <= set(work.agents)
+            assert {"alice", "bob", "carol"} <= set(work.agents)
             with anyio.move_on_after(10):
                 await second.stop_all(graceful=False)
             tg.cancel_scope.cancel()

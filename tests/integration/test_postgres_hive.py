@@ -117,7 +117,11 @@ async def test_a_host_registering_while_the_database_is_away_is_served_once_it_i
         await anyio.to_thread.run_sync(
             lambda: wait_until(
                 lambda: (
-                    "cannot activate agents yet" in log_tail(tmp_path, "serve.log", 50_000)
+                    # Resolving unfinished moves comes first, then activation: either waits.
+                    any(
+                        f"cannot {what} yet" in log_tail(tmp_path, "serve.log", 50_000)
+                        for what in ("resolve moves", "activate agents")
+                    )
                     or serve.poll() is not None
                 ),
                 60,

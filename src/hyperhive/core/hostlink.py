@@ -49,6 +49,9 @@ __all__ = ["LINK_TABLE", "HostLink", "LinkedHost", "TurnState"]
 
 log = logging.getLogger(__name__)
 
+# How long a host connection's end may take to book its agents out.
+ENDED_WITHIN = 30.0
+
 # Forwarded frames in flight per host connection: every agent's long-poll holds one.
 MAX_FORWARDS = 4096
 
@@ -205,7 +208,9 @@ class HostLink(LinkBook):
             pass
         finally:
             if conn.host is not None:
-                with anyio.CancelScope(shield=True):
+                # Shielded so a coordinator shutting down still books the host out, but
+                # bounded: what it calls may wait for a store that is itself going away.
+                with anyio.CancelScope(shield=True, deadline=anyio.current_time() + ENDED_WITHIN):
                     await self._ended(conn.host)
 
     @staticmethod

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import stamina
 
 from hyperhive.config import HivePaths
 from hyperhive.core.agent_state import AgentState
@@ -330,6 +331,20 @@ class Mover:
         """Resolve moves this coordinator did not see through: a move not committed is
         undone (the agent belongs on its source); a committed one whose source is this
         host tells it to drop its copy."""
+        # The store may be away (a database restart, a failover): wait for it with
+        # jittered backoff, as placement does, rather than take the coordinator down.
+        # A retry after a partial pass is safe: resolved rows no longer carry a move.
+        async for attempt in stamina.retry_context(
+            on=Unavailable, attempts=None, timeout=None, wait_initial=0.5, wait_max=5.0
+        ):
+            with attempt:
+                try:
+                    await self._resolve_moves(host)
+                except Unavailable as exc:
+                    log.warning("agent host %s: cannot resolve moves yet: %s", host, exc)
+                    raise
+
+    async def _resolve_moves(self, host: str) -> None:
         for row in await self.assignments.all():
             if row.move_id is None or row.agent in self.active:
                 continue

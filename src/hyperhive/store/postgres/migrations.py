@@ -289,7 +289,8 @@ async def migrate(conn: AsyncConnection[Any], migrations: list[str] | None = Non
             "CREATE TABLE IF NOT EXISTS schema_migrations ("
             "version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
         )
-        current = await _current(conn)
+        applied = await _applied(conn)
+    current = max(applied, default=0)
     if current > len(steps):
         raise SchemaTooNew(
             f"the hive database is at schema version {current}, newer than this hyperhive "
@@ -297,12 +298,12 @@ async def migrate(conn: AsyncConnection[Any], migrations: list[str] | None = Non
             "it, or upgrade this one"
         )
     for version, sql in enumerate(steps, start=1):
-        if version <= current:
+        if version in applied:
             continue
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
             # Another coordinator may have applied it while this one waited for the lock.
-            if await _current(conn) >= version:
+            if version in await _applied(conn):
                 continue
             for statement in sql.split(";\n"):
                 if statement.strip():
@@ -314,7 +315,8 @@ async def migrate(conn: AsyncConnection[Any], migrations: list[str] | None = Non
     return len(steps)
 
 
-async def _current(conn: AsyncConnection[Any]) -> int:
-    cur = await conn.execute("SELECT max(version) FROM schema_migrations")
-    row = await cur.fetchone()
-    return int(row[0]) if row and row[0] is not None else 0
+async def _applied(conn: AsyncConnection[Any]) -> set[int]:
+    # A set, not max(version): like SQLite's, a migration missing below the newest is
+    # still applied (two branches' migrations can land in either order).
+    cur = await conn.execute("SELECT version FROM schema_migrations")
+    return {int(row[0]) for row in await cur.fetchall()}
