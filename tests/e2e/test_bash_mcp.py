@@ -22,7 +22,7 @@ from hyperhive.agent.sandbox import process_identity
 from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.permissions import ToolGroup
-from tests.support.hive import agent_env, hive_config, seed_home
+from tests.support.hive import agent_env, hive_config, host_config, seed_home
 from tests.support.model_server import ModelServer, always, text
 from tests.support.surfaces import eventually, loose_todos, result_text, surface_client, until
 
@@ -37,7 +37,8 @@ def _seed(home: Path, model: ModelServer, **agents: AgentConfig) -> HivePaths:
 
 async def start_host(tg: TaskGroup, home: Path, host_id: str) -> tuple[AgentHost, CancelScope]:
     """An agent host in ``tg`` under a scope of its own: cancelling it is the host exiting."""
-    host = AgentHost(HivePaths(home), hive_config(home), host_id=host_id)
+    # Without the admin credentials the coordinator's hive.toml names (issue #14).
+    host = AgentHost(HivePaths(home), host_config(home), host_id=host_id)
     scope = CancelScope()
 
     async def run(*, task_status: TaskStatus[None]) -> None:

@@ -62,3 +62,56 @@ async def test_a_remote_hosts_agent_answers_through_its_forwarded_socket(
             with anyio.move_on_after(10):
                 await host.stop_all(graceful=False)
         tg.cancel_scope.cancel()
+
+
+async def test_a_remote_host_holding_no_admin_token_gets_its_agents_forge_identity(
+    tmp_path: Path, claude_bin: Path
+) -> None:
+    """Issue #14: the remote host's hive.toml names the forge's URL only; the coordinator
+    provisions the agent's forge user and hands the host that agent's token over the link
+    (the forwarded socket), and carries out its create_repo."""
+    from hyperhive.forge.identity import TOKEN_FILE, read_token
+    from hyperhive.permissions import ToolGroup
+    from tests.support.forgejo_server import FakeForgejo
+    from tests.support.hive import host_config
+    from tests.support.surfaces import result_text, surface_client
+
+    with FakeForgejo() as forgejo:
+        forgejo.add_org("agents")
+        token_file = tmp_path / "forge-admin-token"
+        token_file.write_text(forgejo.admin_token)
+        token_file.chmod(0o600)
+        seed_home(
+            tmp_path,
+            {"alice": AgentConfig(tool_groups=[*ToolGroup.AGENT_DEFAULT, ToolGroup.FORGE])},
+            hive_toml=f'claude_bin = "{claude_bin}"\ndashboard_port = 0\n'
+            '[hostlink]\nlisten = "127.0.0.1:0"\n'
+            f'[forge]\nurl = "{forgejo.url}"\nadmin_token_file = "{token_file}"\n'
+            "poll_seconds = 60\n",
+        )
+        paths = HivePaths(tmp_path)
+        coord = await Coordinator.open(paths, hive_config(tmp_path))
+        async with anyio.create_task_group() as tg:
+            await tg.start(coord.run)
+            async with operator(paths) as op:
+                cred = await add_host(op, "h1", tmp_path / "creds")
+                host_paths = HivePaths(tmp_path, tmp_path / "run" / "hosts" / "h1")
+                host_hive = host_config(tmp_path)
+                assert host_hive.forge is not None and host_hive.forge.admin_token_file is None
+                host = AgentHost(
+                    host_paths, host_hive, remote=LinkTarget(link_url(paths), "h1", cred)
+                )
+                await tg.start(host.run)
+                await until(lambda: coord.hostlink.host_of("alice") == "h1", 30)
+                state = host_paths.agent_state("alice")
+                await until(lambda: (state / TOKEN_FILE).exists(), 30)
+                token = read_token(state)
+                assert token is not None and forgejo.tokens_of("alice")[0].sha1 == token
+                async with surface_client(host, "alice", "hyperhive") as hh:
+                    made = await hh.call_tool("create_repo", {"name": "from-afar"})
+                assert not made.is_error, result_text(made)
+                assert forgejo.repos["agents/from-afar"].collaborators == {"alice": "write"}
+                with anyio.move_on_after(10):
+                    await host.stop_all(graceful=False)
+            tg.cancel_scope.cancel()
+        assert forgejo.rejected == []

@@ -82,6 +82,7 @@ def test_hive_toml_forge_url_must_be_http(tmp_path: Path) -> None:
 
 def test_admin_token_file_readable_by_others_is_refused_with_the_fix(tmp_path: Path) -> None:
     config = _config("http://127.0.0.1:1", tmp_path, "secret")
+    assert config.admin_token_file is not None
     config.admin_token_file.chmod(0o644)
     with pytest.raises(ConfigError, match=r"mode 0o644.*chmod 600"):
         read_admin_token(config)
@@ -91,11 +92,24 @@ def test_admin_token_file_readable_by_others_is_refused_with_the_fix(tmp_path: P
 
 def test_missing_or_empty_admin_token_file_is_refused(tmp_path: Path) -> None:
     config = _config("http://127.0.0.1:1", tmp_path, "")
+    assert config.admin_token_file is not None
     with pytest.raises(ConfigError, match="empty"):
         read_admin_token(config)
     config.admin_token_file.unlink()
     with pytest.raises(ConfigError, match="cannot be read"):
         read_admin_token(config)
+
+
+def test_an_agent_hosts_forge_section_needs_no_admin_token(tmp_path: Path) -> None:
+    """Issue #14: a host's hive.toml names the forge's URL only; the coordinator, which
+    administers the forge, refuses to without the token file and says so."""
+    (tmp_path / "hive.toml").write_text('[forge]\nurl = "https://git.example/"\n')
+    config = load_hive_config(tmp_path, env={})
+    assert config.forge is not None and config.forge.admin_token_file is None
+    with pytest.raises(ConfigError, match="admin_token_file is not set in the coordinator"):
+        read_admin_token(config.forge)
+    with pytest.raises(ConfigError, match="admin_token_file is not set"):
+        Forge.from_config(config.forge)
 
 
 # ---- the scripted server's own contract ----------------------------------------------

@@ -191,3 +191,28 @@ async def test_watcher_accepts_invites_wakes_in_wake_rooms_and_signs_in_again_af
         await matrix.aclose()
         await person.close()
         await admin.aclose()
+
+
+async def test_signing_out_kills_every_token_and_keeps_the_account(
+    synapse: Synapse, tmp_path: Path
+) -> None:
+    """[matrix] taken away from an agent: the coordinator signs its account out everywhere
+    (the tokens its host kept die); enabling it again signs in afresh."""
+    from hyperhive.matrix.admin import sign_out_agent
+
+    secret = synapse.write_secret(tmp_path / "secret")
+    config = _config(synapse, tmp_path, registration_shared_secret_file=secret)
+    admin = MatrixAdmin(config)
+    try:
+        first = await admin.provision("eve")
+        second = await admin.provision("eve")
+        assert await admin.sign_out("eve") == 2
+        assert _whoami(synapse, first.access_token) == 401
+        assert _whoami(synapse, second.access_token) == 401
+        again = await admin.provision("eve")  # enabled again: the account is still its own
+        assert again.user_id == first.user_id and _whoami(synapse, again.access_token) == 200
+        assert await sign_out_agent(config, "eve") is None
+        assert _whoami(synapse, again.access_token) == 401
+        assert await admin.sign_out("nobody-here") == 0
+    finally:
+        await admin.aclose()

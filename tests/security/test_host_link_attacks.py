@@ -181,3 +181,65 @@ async def test_an_abandoned_long_poll_takes_no_mail_and_a_stopping_agent_can_fen
             assert fenced.ok, fenced
             with pytest.raises(PermissionDenied, match="held by another host"):
                 await other.call(forward("alice", inc, {"cmd": "fence", "id": 5}, conn=1))
+
+
+async def test_a_host_gets_only_its_own_agents_forge_token_never_anothers(
+    tmp_path: Path,
+) -> None:
+    """Issue #14: the coordinator holds the forge's admin token and hands a host only the
+    token of an agent it holds, at its incarnation; a host asking for another host's
+    agent (or for its own at a stale incarnation) gets nothing and mints nothing."""
+    from hyperhive.permissions import ToolGroup
+    from tests.support.forgejo_server import FakeForgejo
+
+    with FakeForgejo() as forgejo:
+        forgejo.add_org("agents")
+        token_file = tmp_path / "forge-admin-token"
+        token_file.write_text(forgejo.admin_token)
+        token_file.chmod(0o600)
+        forge = [*ToolGroup.AGENT_DEFAULT, ToolGroup.FORGE]
+        seed_home(
+            tmp_path,
+            {"alice": AgentConfig(tool_groups=forge), "bob": AgentConfig(tool_groups=forge)},
+            hive_toml=HIVE_TOML
+            + f'[forge]\nurl = "{forgejo.url}"\nadmin_token_file = "{token_file}"\n',
+        )
+        async with coordinator(tmp_path) as c, operator(c.paths) as op:
+            url = link_url(c.paths)
+            h1 = LinkTarget(url, "h1", await add_host(op, "h1", tmp_path / "creds"))
+            h2 = LinkTarget(url, "h2", await add_host(op, "h2", tmp_path / "creds"))
+            pushes = Pushes()
+            async with registered(h1, pushes) as link1:
+                inc = (await pushes.activation("alice"))["incarnation"]
+                await pushes.activation("bob")
+                # alice's host gets alice's own token, which works as alice only.
+                got = await link1.call(forward("alice", inc, {"cmd": "forge_token", "id": 1}, 1))
+                assert got.ok and isinstance(got.result, dict), got
+                token = got.result["token"]
+                assert [t.sha1 for t in forgejo.tokens_of("alice")] == [token]
+                assert forgejo.tokens[token].user == "alice"
+                assert forgejo.admin_token not in json.dumps(got.result)
+                async with registered(h2) as link2:
+                    before = dict(forgejo.tokens)
+                    for agent in ("alice", "bob"):
+                        with pytest.raises(PermissionDenied, match="held by another host"):
+                            await link2.call(
+                                forward(agent, inc, {"cmd": "forge_token", "id": 2}, 1)
+                            )
+                        with pytest.raises(PermissionDenied, match="held by another host"):
+                            await link2.call(
+                                forward(
+                                    agent,
+                                    inc,
+                                    {"cmd": "forge_create_repo", "name": "x", "id": 3},
+                                    1,
+                                )
+                            )
+                    # A stale incarnation of its own agent is refused too.
+                    with pytest.raises(PermissionDenied, match="stale"):
+                        await link1.call(
+                            forward("alice", inc - 1, {"cmd": "forge_token", "id": 4}, 1)
+                        )
+                    # Nothing was minted or made for the refused asks; alice's token lives.
+                    assert forgejo.tokens == before
+                    assert "agents/x" not in forgejo.repos

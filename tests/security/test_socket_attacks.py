@@ -317,6 +317,26 @@ def attempts(p: Planted) -> list[Attempt]:
             "not a descendant",
         ),
         # ---- groups and capabilities it lacks ---------------------------------------------
+        # Issue #14: the coordinator issues forge and Matrix credentials on the agent's
+        # socket; without the group (or [matrix]) it mints and makes nothing.
+        (
+            "a forge token without the forge group",
+            {"cmd": "forge_token"},
+            "tool_group_denied",
+            "'forge' tool group",
+        ),
+        (
+            "a forge repository without the forge group",
+            {"cmd": "forge_create_repo", "name": "loot"},
+            "tool_group_denied",
+            "'forge' tool group",
+        ),
+        (
+            "a Matrix account without [matrix]",
+            {"cmd": "matrix_account"},
+            "permission_denied",
+            "[matrix] enabled = false",
+        ),
         (
             "get_logs without diagnostics",
             {"cmd": "get_logs", "agent": "minion"},

@@ -76,6 +76,21 @@ def hive_config(home: Path) -> HiveConfig:
     return load_hive_config(home, {STORE_URL_ENV: url} if url else {})
 
 
+def host_config(home: Path) -> HiveConfig:
+    """``home``'s hive.toml as an agent host reads it, without the forge's and homeserver's
+    admin credentials: a host holds none (issue #14); the coordinator provisions each
+    agent's identity and hands the host that agent's own token."""
+    hive = hive_config(home)
+    update: dict[str, Any] = {}
+    if hive.forge is not None:
+        update["forge"] = hive.forge.model_copy(update={"admin_token_file": None})
+    if hive.matrix is not None:
+        update["matrix"] = hive.matrix.model_copy(
+            update={"registration_shared_secret_file": None, "admin_token_file": None}
+        )
+    return hive.model_copy(update=update)
+
+
 @asynccontextmanager
 async def coordinator(home: Path) -> AsyncIterator[Coordinator]:
     """A coordinator serving on ``home`` for the block, then cancelled."""
@@ -186,7 +201,7 @@ async def running_hive(
     paths = HivePaths(home)
     hive = hive_config(home)
     coord = await Coordinator.open(paths, hive)
-    host = AgentHost(paths, hive, host_id="test-host")
+    host = AgentHost(paths, host_config(home), host_id="test-host")
     async with anyio.create_task_group() as tg:
         await tg.start(coord.run)
         await tg.start(host.run)

@@ -73,16 +73,19 @@ def test_a_flood_is_summarised_not_pasted() -> None:
     assert "and 5 more" in body
 
 
-def test_hive_config_wants_exactly_one_credential() -> None:
-    with pytest.raises(ValueError, match="exactly one"):
-        MatrixConfig(homeserver="https://m.example")
-    with pytest.raises(ValueError, match="exactly one"):
+def test_hive_config_takes_at_most_one_credential_and_the_coordinator_needs_one() -> None:
+    # An agent host's [matrix] names no credential (issue #14); the coordinator needs one.
+    host_side = MatrixConfig(homeserver="https://m.example")
+    with pytest.raises(ConfigError, match="names no credential: set exactly one"):
+        host_side.require_credential()
+    with pytest.raises(ValueError, match="only one"):
         MatrixConfig(
             homeserver="https://m.example",
             registration_shared_secret_file="/s",  # type: ignore[arg-type]
             admin_token_file="/t",  # type: ignore[arg-type]
         )
     config = MatrixConfig(homeserver="https://m.example/", admin_token_file="/t")  # type: ignore[arg-type]
+    config.require_credential()
     assert config.user_id("ana") == "@hive-ana:m.example"
     with pytest.raises(ValueError, match="not a Matrix user ID"):
         MatrixConfig(homeserver="https://m.example", admin_token_file="/t", operator="me")  # type: ignore[arg-type]

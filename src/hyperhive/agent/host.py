@@ -34,6 +34,7 @@ from hyperhive.agent.events import EventsBus
 from hyperhive.agent.harness import run_agent
 from hyperhive.agent.hostreads import HostReads
 from hyperhive.agent.hyperhive_tools import hyperhive_surface
+from hyperhive.agent.identities import CoordinatorForge, CoordinatorMatrix
 from hyperhive.agent.launch import SUBAGENT_CONTROL_SERVER
 from hyperhive.agent.moving import HostMoves
 from hyperhive.agent.runtime import AgentRuntime
@@ -43,10 +44,8 @@ from hyperhive.atomic import atomic_write_text
 from hyperhive.bash.mcp import bash_surface
 from hyperhive.client import RpcClient, connect
 from hyperhive.config import MATRIX_SERVER, SUBAGENT_SERVER, HiveConfig, HivePaths
-from hyperhive.errors import ConfigError, HiveError, Unavailable
+from hyperhive.errors import HiveError, Unavailable
 from hyperhive.forge.agent import AgentForge
-from hyperhive.forge.service import Forge
-from hyperhive.matrix.admin import MatrixAdmin
 from hyperhive.matrix.agent import AgentMatrix
 from hyperhive.matrix.tools import matrix_surface
 from hyperhive.netlink.dialer import LinkRefused, LinkTarget, dial
@@ -148,23 +147,8 @@ class AgentHost:
             lambda: tuple(self.runtimes.values()),
         )
         self.base_url = ""
-        self.forge: Forge | None = None
-        self.forge_problem: str | None = None
-        if self.hive.forge is not None:
-            try:
-                self.forge = Forge.from_config(self.hive.forge)
-            except ConfigError as exc:
-                # Refused, with the fix; the agents still run, create_repo says why it cannot.
-                self.forge_problem = f"the hive's forge is not usable: {exc.message}"
-                log.error("%s", self.forge_problem)
-        self.matrix: MatrixAdmin | None = None
-        self.matrix_problem: str | None = None
-        if self.hive.matrix is not None:
-            try:
-                self.matrix = MatrixAdmin(self.hive.matrix)
-            except ConfigError as exc:
-                self.matrix_problem = f"the hive's homeserver is not usable: {exc.message}"
-                log.error("%s", self.matrix_problem)
+        # No admin credential of the forge or the homeserver is read here (issue #14):
+        # the coordinator provisions each agent's identity and hands back its own token.
         self._link: RpcClient | None = None
         self._tg: TaskGroup | None = None
         self.moves = HostMoves(paths, self.hive.runtime, lambda: self._link, self._stopped)
@@ -181,11 +165,6 @@ class AgentHost:
             await self._run(task_status)
         finally:
             logging.getLogger().removeHandler(self.reads.journal)
-            with anyio.CancelScope(shield=True):
-                if self.forge is not None:
-                    await self.forge.aclose()
-                if self.matrix is not None:
-                    await self.matrix.aclose()
 
     async def _run(self, task_status: TaskStatus[None]) -> None:
         async with anyio.create_task_group() as tg:
@@ -414,15 +393,21 @@ class AgentHost:
         )
         rt.base_url = self.base_url
         if ToolGroup.FORGE in rt.groups:
-            if self.forge is not None:
-                rt.forge = AgentForge(self.forge, rt.name, rt.state_dir, owner=None)
+            if self.hive.forge is not None:
+                issuer = CoordinatorForge(rt, self.hive.forge)
+                rt.forge = AgentForge(issuer, rt.name, rt.state_dir, owner=None)
             else:
-                rt.forge_problem = self.forge_problem
+                rt.forge_problem = (
+                    f"{rt.name} has the forge group, but this agent host's hive.toml has no "
+                    "[forge] url; the operator adds it (README, 'Forge')"
+                )
         if rt.config.matrix.enabled:
-            if self.matrix is not None:
-                rt.matrix = AgentMatrix(self.matrix, rt.name, rt.state_dir, rt.config.matrix)
+            if self.hive.matrix is not None:
+                rt.matrix = AgentMatrix(
+                    CoordinatorMatrix(rt, self.hive.matrix), rt.name, rt.state_dir, rt.config.matrix
+                )
             else:
-                rt.matrix_problem = self.matrix_problem or (
+                rt.matrix_problem = (
                     f"{rt.name}'s agent.toml enables [matrix], but hive.toml has no [matrix] "
                     "homeserver; the operator adds one (README, 'Talk to your agents from Matrix')"
                 )

@@ -20,6 +20,7 @@ from hyperhive.core.broker import Broker
 from hyperhive.core.budgets import Budgets
 from hyperhive.core.dispatch import Dispatcher
 from hyperhive.core.hostlink import HostLink
+from hyperhive.core.identities import AgentIdentities
 from hyperhive.core.lifecycle import Lifecycle
 from hyperhive.core.logs import LogTails
 from hyperhive.core.loose_ends import LooseEnds, owner_of
@@ -37,7 +38,7 @@ from hyperhive.errors import (
 )
 from hyperhive.matrix.config import MatrixConfig
 from hyperhive.names import OPERATOR, PARENT_SENTINEL, RESERVED_NAMES, validate_task_name
-from hyperhive.permissions import HYPERHIVE_SERVER, Capability, declaration
+from hyperhive.permissions import HYPERHIVE_SERVER, Capability, ToolGroup, declaration
 from hyperhive.protocol import (
     Acked,
     AckUntilReq,
@@ -56,7 +57,10 @@ from hyperhive.protocol import (
     CompactQueued,
     CompactReq,
     Created,
+    CreateRepoReq,
     FenceReq,
+    ForgeTokenIssued,
+    ForgeTokenReq,
     GetAgentMetaReq,
     GetHostJournalReq,
     GetLogsReq,
@@ -68,11 +72,14 @@ from hyperhive.protocol import (
     LogTail,
     LooseEnd,
     MatrixAccount,
+    MatrixAccountReq,
+    MatrixSignedIn,
     Message,
     RecordSpendReq,
     RecvReq,
     Reminded,
     RemindReq,
+    RepoCreated,
     ReportActivityReq,
     RequestApplyCommitReq,
     RequestInitConfigReq,
@@ -138,6 +145,7 @@ class AgentApi:
         hive_name: str,
         budgets: Budgets,
         matrix: MatrixConfig | None = None,
+        identities: AgentIdentities | None = None,
     ) -> None:
         self.name = name
         self.hive_name = hive_name
@@ -154,6 +162,7 @@ class AgentApi:
         self.bus = bus
         self.budgets = budgets
         self.matrix = matrix
+        self.identities = identities or AgentIdentities(None, matrix)
 
     async def __call__(self, req: Any) -> Any:
         gate(req.cmd, self.name, self.registry.config(self.name))
@@ -404,6 +413,36 @@ class AgentApi:
                 name=name, user_id=self.matrix.user_id(name), homeserver=self.matrix.homeserver
             )
         ]
+
+    # ---- its forge and Matrix identities (issue #14: admin credentials stay here) ----------
+
+    def _require_forge(self) -> None:
+        # Checked against the applied config: an agent whose group was taken away (and
+        # its identity revoked) cannot mint itself a new one.
+        if ToolGroup.FORGE not in self.registry.config(self.name).tool_groups:
+            raise ToolGroupDenied(
+                f"{self.name} has no 'forge' tool group, so no forge identity; the operator "
+                "can grant it in the permissions tab (hivectl perms set)"
+            )
+
+    @on(ForgeTokenReq)
+    async def _forge_token(self, req: ForgeTokenReq) -> ForgeTokenIssued:
+        self._require_forge()
+        return await self.identities.forge_token(self.name)
+
+    @on(CreateRepoReq)
+    async def _create_repo(self, req: CreateRepoReq) -> RepoCreated:
+        self._require_forge()
+        return await self.identities.create_repo(self.name, req.name, req.description, req.private)
+
+    @on(MatrixAccountReq)
+    async def _matrix_account(self, req: MatrixAccountReq) -> MatrixSignedIn:
+        if not self.registry.config(self.name).matrix.enabled:
+            raise PermissionDenied(
+                f"{self.name} has no Matrix identity ([matrix] enabled = false in its "
+                "applied agent.toml)"
+            )
+        return await self.identities.matrix_account(self.name)
 
     # ---- scheduling --------------------------------------------------------
 

@@ -23,6 +23,7 @@ from hyperhive.core.broker import Broker
 from hyperhive.core.budgets import Budgets
 from hyperhive.core.host_admin import HostAdmin
 from hyperhive.core.hostlink import HostLink
+from hyperhive.core.identities import AgentIdentities
 from hyperhive.core.lifecycle import Lifecycle
 from hyperhive.core.logs import LogTails
 from hyperhive.core.loose_ends import LooseEnds
@@ -107,6 +108,8 @@ class Coordinator:
         self.sockets = sockets = AgentSockets(
             paths, config, background, lambda name: self._agent_api(name)
         )
+        # The forge's and homeserver's admin credentials are used here only (issue #14).
+        self.identities = AgentIdentities(config.forge, config.matrix)
         self.lifecycle = lifecycle = Lifecycle(
             paths,
             registry,
@@ -142,6 +145,7 @@ class Coordinator:
             hive_name=config.name or hive_id(paths),
             budgets=budgets,
             matrix=config.matrix,
+            identities=self.identities,
         )
         self.operator_api = OperatorApi(
             paths=paths,
@@ -190,6 +194,8 @@ class Coordinator:
         fd_problem = check_fd_limit(len(self.registry.known()))
         if fd_problem is not None:
             log.warning("%s", fd_problem)
+        for problem in self.identities.problems():
+            log.error("%s", problem)
         await self.agent_state.ensure(self.registry.known())
         try:
             async with anyio.create_task_group() as tg:

@@ -35,7 +35,7 @@ from hyperhive.core.registry import AgentRegistry
 from hyperhive.errors import Conflict, HiveError, PermissionDenied, Unavailable
 from hyperhive.forge.config import ForgeConfig
 from hyperhive.forge.service import revoke_agent
-from hyperhive.matrix.admin import deactivate_agent
+from hyperhive.matrix.admin import deactivate_agent, sign_out_agent
 from hyperhive.matrix.config import MatrixConfig
 from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import (
@@ -177,6 +177,11 @@ class Lifecycle:
             # Losing the group must cost the forge identity too: its token still works
             # from the agent's state otherwise. Granting it again provisions afresh.
             await self._revoke_forge(name, "lost the forge group")
+        if before is not None and before.matrix.enabled and not config.matrix.enabled:
+            # Likewise its Matrix tokens (the account stays: enabling it signs in afresh).
+            problem = await sign_out_agent(self.matrix, name)
+            if problem is not None:
+                log.error("%s lost [matrix]; its Matrix account: %s", name, problem)
         return commit
 
     async def _revoke_forge(self, name: str, why: str) -> None:

@@ -4,7 +4,9 @@ Forgejo and Gitea speak the same v1 REST API; the hive needs an admin token
 for it (to create agents' users, their repositories and protections). The
 token lives in a file of its own, never in ``hive.toml``, and that file must
 be private to the hive's owner: a token anyone on the machine could read
-would hand every agent the forge.
+would hand every agent the forge. Only the coordinator reads it (issue #14:
+hosts hold no hive-wide credentials), so an agent host's ``hive.toml`` needs
+``url`` only; agents' hosts get each agent's own token from the coordinator.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from hyperhive.errors import ConfigError
 from hyperhive.secretfile import read_secret_file
 
 __all__ = ["ForgeConfig", "read_admin_token"]
@@ -25,7 +28,10 @@ class ForgeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     url: str = Field(description="Base URL of the Forgejo/Gitea instance, e.g. https://git.example")
-    admin_token_file: Path = Field(description="File holding an admin token (mode 0600).")
+    admin_token_file: Path | None = Field(
+        default=None,
+        description="File holding an admin token (mode 0600); read by the coordinator only.",
+    )
     org: str = "agents"
     operator_team: str = "Owners"
     user_prefix: str = ""
@@ -51,6 +57,12 @@ class ForgeConfig(BaseModel):
 
 def read_admin_token(config: ForgeConfig) -> str:
     """The admin token, refused unless its file is a regular file only its owner can read."""
+    if config.admin_token_file is None:
+        raise ConfigError(
+            "[forge] admin_token_file is not set in the coordinator's hive.toml: the "
+            "coordinator administers the forge (agents' users, tokens, repositories) and needs "
+            "a file (mode 0600) holding an admin token of it"
+        )
     return read_secret_file(
         config.admin_token_file, "[forge] admin_token_file", "an admin token of the forge"
     )

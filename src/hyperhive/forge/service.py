@@ -1,6 +1,8 @@
 """The hive's forge operations: agents' users and tokens, and their repositories.
 
-Holds the admin credential. An agent never sees it: it gets a forge user of
+Holds the admin credential, and so runs on the coordinator only (issue #14:
+an agent's host asks it for that agent's token and repositories, see
+:mod:`hyperhive.core.identities`). An agent never sees it: it gets a forge user of
 its own and a personal token (see :mod:`hyperhive.forge.identity`), and asks
 for repositories through ``create_repo``, which this module carries out with
 the admin token — so the org's rules (a collaborator with write, a protected
@@ -12,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-from dataclasses import dataclass
 
 import httpx
 from pyforgejo.core.api_error import ApiError
@@ -22,6 +23,7 @@ from hyperhive.forge.client import ForgeApi, basic_auth
 from hyperhive.forge.config import ForgeConfig, read_admin_token
 from hyperhive.forge.errors import ForgeError, RepoNameTaken
 from hyperhive.forge.rules import validate_repo_name
+from hyperhive.protocol import RepoCreated
 
 __all__ = [
     "AGENT_TOKEN_SCOPES",
@@ -46,15 +48,6 @@ AGENT_TOKEN_SCOPES = (
     "read:organization",
 )
 _MARK = "hyperhive agent "
-
-
-@dataclass(frozen=True, slots=True)
-class RepoCreated:
-    full_name: str
-    clone_url: str
-    web_url: str
-    default_branch: str
-    private: bool
 
 
 class Forge:
@@ -244,7 +237,13 @@ class Forge:
             raise
         if not repo.clone_url or not repo.html_url or not repo.full_name:
             raise ForgeError(f"the forge at {self.config.url} created {org}/{name} without URLs")
-        return RepoCreated(repo.full_name, repo.clone_url, repo.html_url, branch, private)
+        return RepoCreated(
+            full_name=repo.full_name,
+            clone_url=repo.clone_url,
+            web_url=repo.html_url,
+            default_branch=branch,
+            private=private,
+        )
 
     async def repos_of(self, agent: str) -> list[str]:
         """The org's repositories ``agent``'s user can push to (for the operator's view)."""

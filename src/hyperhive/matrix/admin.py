@@ -6,8 +6,11 @@ token, ``PUT /_synapse/admin/v2/users/<id>``; Matrix client libraries do not
 cover the admin API, so these few calls are plain HTTP. Signing in is the
 client API, through matrix-nio.
 
+This runs on the coordinator only (issue #14: hosts hold no hive-wide
+credential); an agent's host gets the agent's own access token from it.
+
 An agent's password is derived from the hive's credential (HMAC of the user
-ID): the host can sign an agent in again after its token file was lost
+ID): the coordinator can sign an agent in again after its token file was lost
 without keeping passwords anywhere, and a user of that name that the hive
 did not make (whose password is not that) is refused, never taken over.
 """
@@ -28,7 +31,7 @@ from hyperhive.matrix.config import MatrixConfig, read_admin_token, read_shared_
 from hyperhive.matrix.errors import MatrixError, MatrixUnreachable
 from hyperhive.matrix.identity import Account
 
-__all__ = ["MatrixAdmin", "deactivate_agent", "password_for"]
+__all__ = ["MatrixAdmin", "deactivate_agent", "password_for", "sign_out_agent"]
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +57,7 @@ class MatrixAdmin:
     """One homeserver, administered with the hive's shared secret or admin token."""
 
     def __init__(self, config: MatrixConfig, transport: httpx.AsyncBaseTransport | None = None):
+        config.require_credential()
         self.config = config
         self.secret = read_shared_secret(config)
         self.admin_token = read_admin_token(config)
@@ -205,12 +209,25 @@ class MatrixAdmin:
         account = made or await self.login(user_id, password)
         return account.access_token, True
 
-    async def deactivate(self, agent: str) -> bool:
-        """Deactivate ``agent``'s account; False if it had none."""
-        user_id = self.config.user_id(agent)
+    @asynccontextmanager
+    async def _as_admin(self) -> AsyncIterator[dict[str, str]]:
+        """Headers of an admin session for the block (a session of ours is logged out after)."""
         token, ours = await self._admin_token()
         headers = {"Authorization": f"Bearer {token}"}
         try:
+            yield headers
+        finally:
+            if ours:
+                try:
+                    async with self.guard("logging the admin session out"):
+                        await self._http.post("/_matrix/client/v3/logout", headers=headers)
+                except HiveError:
+                    pass
+
+    async def deactivate(self, agent: str) -> bool:
+        """Deactivate ``agent``'s account; False if it had none."""
+        user_id = self.config.user_id(agent)
+        async with self._as_admin() as headers:
             async with self.guard(f"deactivating {user_id}"):
                 resp = await self._http.post(
                     f"/_synapse/admin/v1/deactivate/{quote(user_id)}",
@@ -223,13 +240,30 @@ class MatrixAdmin:
                 raise self._refused(f"deactivating {user_id}", resp)
             log.info("matrix account %s deactivated (agent %s destroyed)", user_id, agent)
             return True
-        finally:
-            if ours:
-                try:
-                    async with self.guard("logging the admin session out"):
-                        await self._http.post("/_matrix/client/v3/logout", headers=headers)
-                except HiveError:
-                    pass
+
+    async def sign_out(self, agent: str) -> int:
+        """Sign ``agent``'s account out everywhere: its devices deleted, so every access
+        token it had is dead. The account stays: enabling it again signs it in afresh.
+        How many devices it had (0 also when there is no account)."""
+        user_id = self.config.user_id(agent)
+        path = f"/_synapse/admin/v2/users/{quote(user_id)}"
+        async with self._as_admin() as headers:
+            async with self.guard(f"listing {user_id}'s devices"):
+                got = await self._http.get(f"{path}/devices", headers=headers)
+            if got.status_code == 404:
+                return 0
+            if got.status_code != 200:
+                raise self._refused(f"listing {user_id}'s devices", got)
+            ids = [str(d["device_id"]) for d in got.json().get("devices", [])]
+            if ids:
+                async with self.guard(f"signing {user_id} out"):
+                    resp = await self._http.post(
+                        f"{path}/delete_devices", headers=headers, json={"devices": ids}
+                    )
+                if resp.status_code != 200:
+                    raise self._refused(f"signing {user_id} out", resp)
+            log.info("matrix account %s signed out of %d device(s)", user_id, len(ids))
+            return len(ids)
 
 
 async def deactivate_agent(config: MatrixConfig | None, agent: str, enabled: bool) -> str | None:
@@ -248,6 +282,24 @@ async def deactivate_agent(config: MatrixConfig | None, agent: str, enabled: boo
         await admin.deactivate(agent)
     except HiveError as exc:
         return f"{exc.message}; deactivate {config.user_id(agent)} on the homeserver by hand"
+    finally:
+        await admin.aclose()
+    return None
+
+
+async def sign_out_agent(config: MatrixConfig | None, agent: str) -> str | None:
+    """``[matrix]`` taken away from ``agent``: its tokens revoked, its account kept. What
+    went wrong, if anything (never raises, like :func:`deactivate_agent`)."""
+    if config is None:
+        return None
+    try:
+        admin = MatrixAdmin(config)
+    except HiveError as exc:
+        return exc.message
+    try:
+        await admin.sign_out(agent)
+    except HiveError as exc:
+        return f"{exc.message}; sign {config.user_id(agent)} out on the homeserver by hand"
     finally:
         await admin.aclose()
     return None

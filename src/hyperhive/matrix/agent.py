@@ -3,20 +3,23 @@
 The watcher's ``/sync`` loop and the agent's tools share one matrix-nio
 client, so the tools see the rooms, names and unread counts the last sync
 brought. The account file is the record that an identity exists; losing it
-only means the host signs the agent in again (see :mod:`.admin`).
+only means the agent is signed in again. Making the account and signing it in
+need the homeserver's admin credential, so they are the ``issuer``'s: on an
+agent host the coordinator, asked on the agent's own socket
+(``agent.identities``); the coordinator's own :class:`~.admin.MatrixAdmin` is
+one too.
 """
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
 from hyperhive.errors import HiveError
-from hyperhive.matrix.admin import MatrixAdmin, password_for
-from hyperhive.matrix.config import AgentMatrixConfig
+from hyperhive.matrix.config import AgentMatrixConfig, MatrixConfig
 from hyperhive.matrix.errors import MatrixError, MatrixTokenRejected, MatrixUnreachable
 from hyperhive.matrix.identity import (
     Account,
@@ -32,7 +35,19 @@ from hyperhive.protocol import MatrixAccountView
 if TYPE_CHECKING:
     from nio import AsyncClient
 
-__all__ = ["AgentMatrix", "nio_call"]
+__all__ = ["AgentMatrix", "MatrixIssuer", "nio_call"]
+
+
+class MatrixIssuer(Protocol):
+    """Who makes an agent's account and signs it in (it holds the admin credential)."""
+
+    @property
+    def config(self) -> MatrixConfig: ...
+
+    async def provision(self, agent: str) -> Account:
+        """``agent``'s account (made if missing) and a new device's access token."""
+        ...
+
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +80,7 @@ async def nio_call(homeserver: str, doing: str, call: Any) -> Any:
 class AgentMatrix:
     def __init__(
         self,
-        admin: MatrixAdmin,
+        admin: MatrixIssuer,
         agent: str,
         state_dir: Path,
         config: AgentMatrixConfig,
@@ -134,8 +149,7 @@ class AgentMatrix:
             )
             await current.close()
             self._client = None
-            password = password_for(self.admin.credential, self.user_id)
-            account = await self.admin.login(self.user_id, password)
+            account = await self.admin.provision(self.agent)
             write_account(self.state_dir, account, self.owner)
             self._client = self._new_client(account)
 

@@ -3,6 +3,8 @@
 The hive administers the homeserver with either its registration shared
 secret or an admin access token, each in a file of its own that only the
 hive's user can read (never in ``hive.toml``, which agents' users may read).
+Only the coordinator reads it (issue #14): an agent host's ``hive.toml`` may
+name neither, and gets each agent's own access token from the coordinator.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from hyperhive.errors import ConfigError
 from hyperhive.secretfile import read_secret_file
 
 __all__ = [
@@ -70,13 +73,24 @@ class MatrixConfig(BaseModel):
 
     @model_validator(mode="after")
     def _one_credential(self) -> MatrixConfig:
-        both = (self.registration_shared_secret_file, self.admin_token_file)
-        if all(p is None for p in both) or all(p is not None for p in both):
+        # Neither is an agent host's hive.toml (it holds no admin credential); the
+        # coordinator refuses that when it first needs one (``require_credential``).
+        if self.registration_shared_secret_file and self.admin_token_file:
             raise ValueError(
-                "set exactly one of registration_shared_secret_file (Synapse's "
+                "set only one of registration_shared_secret_file (Synapse's "
                 "registration_shared_secret) or admin_token_file (a server admin's token)"
             )
         return self
+
+    def require_credential(self) -> None:
+        """Refuse, with the fix, a coordinator whose ``[matrix]`` names no admin credential."""
+        if self.registration_shared_secret_file is None and self.admin_token_file is None:
+            raise ConfigError(
+                "[matrix] in the coordinator's hive.toml names no credential: set exactly one "
+                "of registration_shared_secret_file (Synapse's registration_shared_secret) or "
+                "admin_token_file (a server admin's token); the coordinator makes agents' "
+                "accounts with it"
+            )
 
     @property
     def domain(self) -> str:

@@ -70,6 +70,12 @@ __all__ = [
     "SetStatusReq",
     "StatusSet",
     "ActivityReported",
+    "CreateRepoReq",
+    "ForgeTokenIssued",
+    "ForgeTokenReq",
+    "MatrixAccountReq",
+    "MatrixSignedIn",
+    "RepoCreated",
     "ReportActivityReq",
     "TodoClearReq",
     "TodoUpsertReq",
@@ -174,6 +180,59 @@ class WakeReq(Req[Created]):
     key: str | None = Field(default=None, min_length=1, max_length=256)
 
 
+# ---- the agent's own identities, issued by the coordinator (issue #14) -------
+#
+# The coordinator alone holds the forge's admin token and the homeserver's admin
+# secret. An agent's host asks on the agent's socket (so for that agent only, and
+# for a remote host only while it holds the agent at its incarnation) and gets back
+# that agent's own credential, nothing hive-wide.
+
+
+class ForgeTokenIssued(_Out):
+    user: str
+    token: str
+
+
+class ForgeTokenReq(Req[ForgeTokenIssued]):
+    """Provision the agent's forge user (made, or taken back) and issue it a fresh token;
+    the previous one stops working. Needs the ``forge`` group."""
+
+    cmd: Literal["forge_token"]
+
+
+class RepoCreated(_Out):
+    full_name: str
+    clone_url: str
+    web_url: str
+    default_branch: str
+    private: bool
+
+
+class CreateRepoReq(Req[RepoCreated]):
+    """``create_repo``'s administrative half (the org's repository, the agent a write
+    collaborator, the default branch protected). Its own name, not the tool's: the tool
+    runs on the host (it provisions the identity first). Needs the ``forge`` group."""
+
+    cmd: Literal["forge_create_repo"]
+    name: str = Field(min_length=1, max_length=100)
+    description: str = Field(default="", max_length=2048)
+    private: bool = False
+
+
+class MatrixSignedIn(_Out):
+    user_id: str
+    device_id: str
+    access_token: str
+    homeserver: str
+
+
+class MatrixAccountReq(Req[MatrixSignedIn]):
+    """The agent's Matrix account (made if missing) and a new device's access token.
+    Needs ``[matrix] enabled`` in its applied config."""
+
+    cmd: Literal["matrix_account"]
+
+
 _OWN: tuple[type[Req[Any]], ...] = (
     WaitReq,
     AttachReq,
@@ -184,6 +243,9 @@ _OWN: tuple[type[Req[Any]], ...] = (
     WakeReq,
     RecordSpendReq,
     ReportActivityReq,
+    ForgeTokenReq,
+    CreateRepoReq,
+    MatrixAccountReq,
 )
 
 # Built at import from the catalog: a tool declared with a ``wire`` request is
