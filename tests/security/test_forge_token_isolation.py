@@ -1,7 +1,9 @@
 """An agent's forge token under bubblewrap: its own user reads it, no other agent can.
 
 Real per-agent system users (root only), the scripted Forgejo on loopback,
-and git inside each sandbox using the credential helper.
+and git inside each sandbox using the credential helper. The token is issued
+the way a host gets it: asked of the coordinator on the agent's own socket
+(the host side holds no admin token, issue #14).
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ from pathlib import Path
 import anyio
 import pytest
 
+from hyperhive.agent.identities import CoordinatorForge
 from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.forge.agent import AgentForge
 from hyperhive.forge.identity import TOKEN_FILE
-from hyperhive.forge.service import Forge
 from hyperhive.permissions import ToolGroup
 from hyperhive.sysusers import remove_user
 from tests.support.forgejo_server import FakeForgejo
@@ -70,7 +72,7 @@ async def hive(home: Path, forgejo: FakeForgejo) -> AsyncIterator[Coordinator]:
             tg.cancel_scope.cancel()
 
 
-async def provisioned(coord: Coordinator, forge: Forge, name: str) -> AgentRuntime:
+async def provisioned(coord: Coordinator, name: str) -> AgentRuntime:
     rt = AgentRuntime(
         name=name,
         config=coord.registry.config(name),
@@ -81,7 +83,11 @@ async def provisioned(coord: Coordinator, forge: Forge, name: str) -> AgentRunti
     rt.prepare_dirs()
     iso = rt.isolation
     assert iso is not None and iso.uid is not None and iso.gid is not None
-    rt.forge = AgentForge(forge, name, rt.state_dir, owner=(iso.uid, iso.gid))
+    assert coord.config.forge is not None
+    host_side = coord.config.forge.model_copy(update={"admin_token_file": None})
+    rt.forge = AgentForge(
+        CoordinatorForge(rt, host_side), name, rt.state_dir, owner=(iso.uid, iso.gid)
+    )
     await rt.forge.token()
     return rt
 
@@ -101,14 +107,10 @@ async def test_only_the_agents_own_sandbox_can_use_its_forge_token(home: Path) -
     with FakeForgejo() as forgejo:
         forgejo.add_org("agents")
         async with hive(home, forgejo) as coord:
-            forge = Forge.from_config(coord.config.forge)  # type: ignore[arg-type]
-            try:
-                owner = await provisioned(coord, forge, OWNER)
-                other = await provisioned(coord, forge, OTHER)
-                assert owner.forge is not None
-                repo = await owner.forge.create_repo("secret-plans", "", private=True)
-            finally:
-                await forge.aclose()
+            owner = await provisioned(coord, OWNER)
+            other = await provisioned(coord, OTHER)
+            assert owner.forge is not None
+            repo = await owner.forge.create_repo("secret-plans", "", private=True)
             token_path = owner.state_dir / TOKEN_FILE
             st = token_path.stat()
             assert st.st_mode & 0o777 == 0o600
