@@ -10,11 +10,13 @@ MCP surface. The e2e suites (forge, Matrix) run their hosts the same way
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 
 from hyperhive.agent.host import AgentHost
@@ -22,10 +24,19 @@ from hyperhive.config import AgentConfig, HiveConfig, HivePaths
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.errors import PermissionDenied, ToolGroupDenied
 from hyperhive.forge.identity import TOKEN_FILE, read_token
+from hyperhive.matrix.config import AgentMatrixConfig
 from hyperhive.permissions import ToolGroup
 from tests.support.forgejo_server import FakeForgejo
-from tests.support.hive import agent, agent_call, hive_config, host_config, seed_home
+from tests.support.hive import (
+    agent,
+    agent_call,
+    coordinator,
+    hive_config,
+    host_config,
+    seed_home,
+)
 from tests.support.surfaces import result_text, surface_client, until
+from tests.support.synapse import Synapse
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -142,3 +153,46 @@ async def test_an_agent_without_the_group_or_matrix_gets_no_identity(
                 await agent_call(sock, "matrix_account")
         assert forgejo.tokens_of(PLAIN) == [] and PLAIN not in forgejo.users
         assert "agents/sneaky" not in forgejo.repos
+
+
+async def test_matrix_accounts_are_issued_and_signed_out_by_the_coordinator(
+    tmp_path: Path, synapse: Synapse
+) -> None:
+    """The coordinator makes the agent's account and hands its socket a token; taking
+    [matrix] away (an applied config) signs the account out there, so the token its host
+    kept dies, and the socket issues no new one; enabling it again signs in afresh."""
+    secret = synapse.write_secret(tmp_path / "matrix-secret")
+    hive = f"t{secrets.token_hex(3)}"
+    on = AgentConfig(matrix=AgentMatrixConfig(enabled=True))
+    seed_home(
+        tmp_path,
+        {"idc-mia": on},
+        hive_toml=f'[matrix]\nhomeserver = "{synapse.url}"\n'
+        f'server_name = "{synapse.server_name}"\nhive = "{hive}"\n'
+        f'registration_shared_secret_file = "{secret}"\n',
+    )
+    async with coordinator(tmp_path) as c, agent(c.paths, "idc-mia") as sock:
+        issued = await agent_call(sock, "matrix_account")
+        assert isinstance(issued, dict)
+        assert issued["user_id"] == f"@{hive}-idc-mia:{synapse.server_name}"
+        token = str(issued["access_token"])
+        assert _whoami(synapse, token) == 200
+
+        await c.lifecycle.apply("idc-mia", AgentConfig(), "take [matrix] away")
+        assert _whoami(synapse, token) == 401
+        with pytest.raises(PermissionDenied, match=r"\[matrix\] enabled = false"):
+            await agent_call(sock, "matrix_account")
+
+        await c.lifecycle.apply("idc-mia", on, "give [matrix] back")
+        again = await agent_call(sock, "matrix_account")
+        assert isinstance(again, dict) and again["user_id"] == issued["user_id"]
+        assert _whoami(synapse, str(again["access_token"])) == 200
+
+
+def _whoami(synapse: Synapse, token: str) -> int:
+    got = httpx.get(
+        f"{synapse.url}/_matrix/client/v3/account/whoami",
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=10,
+    )
+    return got.status_code
