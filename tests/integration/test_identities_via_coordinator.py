@@ -22,7 +22,7 @@ import pytest
 from hyperhive.agent.host import AgentHost
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths
 from hyperhive.core.coordinator import Coordinator
-from hyperhive.errors import PermissionDenied, ToolGroupDenied
+from hyperhive.errors import ConfigError, PermissionDenied, ToolGroupDenied
 from hyperhive.forge.identity import TOKEN_FILE, read_token
 from hyperhive.matrix.config import AgentMatrixConfig
 from hyperhive.permissions import ToolGroup
@@ -196,3 +196,23 @@ def _whoami(synapse: Synapse, token: str) -> int:
         timeout=10,
     )
     return got.status_code
+
+
+async def test_a_coordinator_without_the_admin_token_says_so_to_the_asking_host(
+    tmp_path: Path, forgejo: FakeForgejo, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Bad config: the coordinator's own [forge] lacks admin_token_file (its [matrix] names
+    no credential). It says so at start, and each ask gets the fix, not a crash."""
+    seed_home(
+        tmp_path,
+        {FORGER: AgentConfig(tool_groups=[*ToolGroup.AGENT_DEFAULT, ToolGroup.FORGE])},
+        hive_toml=f'[forge]\nurl = "{forgejo.url}"\n[matrix]\nhomeserver = "http://127.0.0.1:9"\n',
+    )
+    with caplog.at_level("ERROR"):
+        async with coordinator(tmp_path) as c, agent(c.paths, FORGER) as sock:
+            with pytest.raises(ConfigError, match="admin_token_file is not set in the coordinator"):
+                await agent_call(sock, "forge_token")
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "[forge] has no admin_token_file" in logged
+    assert "[matrix] in the coordinator's hive.toml names no credential" in logged
+    assert forgejo.users.get(FORGER) is None

@@ -6,7 +6,10 @@ host's structured concurrency: entered before the turn loop starts, left
 also where a restart is noticed: tasks and subagents a previous host left
 running are marked ``interrupted`` and reported as todos. An agent with the
 ``forge`` group gets its forge identity and a notification poller here, and
-one with ``[matrix]`` enabled its Matrix account and ``/sync`` watcher.
+one with ``[matrix]`` enabled its Matrix account and ``/sync`` watcher. The
+identities are the coordinator's to issue (``agent.identities``); the poller and
+the watcher stay here, on the agent's host, because they use only the agent's
+own token.
 """
 
 from __future__ import annotations
