@@ -235,6 +235,10 @@ async def test_a_host_gets_only_its_own_agents_forge_token_never_anothers(
                                     1,
                                 )
                             )
+                        with pytest.raises(PermissionDenied, match="held by another host"):
+                            await link2.call(
+                                forward(agent, inc, {"cmd": "matrix_account", "id": 5}, 1)
+                            )
                     # A stale incarnation of its own agent is refused too.
                     with pytest.raises(PermissionDenied, match="stale"):
                         await link1.call(
