@@ -274,7 +274,7 @@ class AgentApi:
         # The host runs this agent's tasks; what it reports lands on this socket's agent.
         what = "bash task" if req.kind == "bash" else "subagent"
         end = ""
-        if req.phase == "finished":
+        if req.phase != "started":
             end = f" ({req.status or 'done'}" + (
                 f", exit {req.exit_code})" if req.exit_code is not None else ")"
             )
