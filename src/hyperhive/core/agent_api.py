@@ -202,6 +202,7 @@ class AgentApi:
         self.broker.check_body(req.question)
         qid, mid = await self.loose_ends.ask_operator(self.name, req.question)
         self.bus.emit("question", question_id=qid, state="open", asker=self.name)
+        await self.agent_state.activity.question_asked(self.name, qid, req.question)
         return Asked(question_id=qid, message_id=mid)
 
     # ---- harness -----------------------------------------------------------
