@@ -5,8 +5,8 @@ each lands once with the fields the feed needs.
 Turns with their cost and tokens, a budget warning then an over-budget hold,
 a bash task that ended inside its wait (one event), another and a subagent
 started and finished (reported by the host),
-a spawn, a reparent and a destroy, an approval asked and resolved, a crash
-and a lost login.
+a spawn, a reparent and a destroy, an approval asked and resolved, a question
+to the operator and its answer, a crash and a lost login.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from hyperhive.config import AgentConfig
+from hyperhive.core.activity import KINDS
 from hyperhive.permissions import ToolGroup
 from hyperhive.store.rows import ActivityRow
 from tests.support.hive import (
@@ -153,6 +154,19 @@ async def test_a_live_hive_logs_every_kind_once_with_its_fields(
         assert cancelled.detail["approval_id"] == again["approval_id"]
         assert "(by the operator)" in cancelled.title
 
+        # A question to the operator, and the operator's answer.
+        async with agent(c.paths, "queen") as q:
+            question_asked = await agent_call(q, "ask_operator", question="Deploy now?")
+        assert isinstance(question_asked, dict)
+        qid = question_asked["question_id"]
+        async with operator(c.paths) as op:
+            await op_call(op, "answer_question", question_id=qid, answer="Yes, go.")
+        [question] = await _seen(c, "question")
+        [answer] = await _seen(c, "answer")
+        assert question.agent == answer.agent == "queen"
+        assert question.detail["question_id"] == answer.detail["question_id"] == qid
+        assert question.title.endswith("Deploy now?") and answer.title.endswith("Yes, go.")
+
         # A crash and a lost login, from turns that really ran.
         async with operator(c.paths) as op:
             await op_call(op, "send", to="broken", body="wake up")
@@ -164,5 +178,6 @@ async def test_a_live_hive_logs_every_kind_once_with_its_fields(
 
         # Every id is unique and the log is in time order, as the feed pages it.
         rows = await _events(c)
+        assert {r.kind for r in rows} == set(KINDS)  # a new kind gets its place here
         assert len({r.id for r in rows}) == len(rows)
         assert [r.at for r in rows] == sorted(r.at for r in rows)
