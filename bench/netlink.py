@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
-import trustme
+from tests.support.hostlink import link_tls
 from tests.support.netns import Lan, lan, netns_available
 
 from bench._procs import seed_home
@@ -155,11 +155,7 @@ def cross_host_wake(ctx: Context) -> list[Row]:
     samples = 100 if ctx.quick else 1000
     home = ctx.scratch("nl")
     with lan(["coord", "h1", "h2"]) as net:
-        ca = trustme.CA()
-        ca.issue_cert(net.addresses["coord"]).private_key_and_cert_chain_pem.write_to_path(
-            str(home / "link.pem")
-        )
-        ca.cert_pem.write_to_path(str(home / "ca.pem"))
+        link_tls(home, net.addresses["coord"])
         paths = seed_home(home, ["a", "b"])
         with (home / "hive.toml").open("a") as toml:
             toml.write(

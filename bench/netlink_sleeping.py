@@ -20,9 +20,7 @@ per agent. Needs root (``ip netns``); namespaces and processes go in ``finally``
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -30,7 +28,7 @@ from pathlib import Path
 from time import perf_counter_ns
 from urllib.parse import urlsplit
 
-import trustme
+from tests.support.hostlink import link_tls, start_remote_host
 from tests.support.netns import Lan, lan, netns_available
 
 from bench._hostprocs import rss_bytes
@@ -52,29 +50,8 @@ WAIT_REPOLL_S = 60  # an asleep agent's wait re-polls this often (harness)
 def _remote_host(
     net: Lan, home: Path, url: str, name: str, credential: Path, ca: Path
 ) -> Iterator[subprocess.Popen[bytes]]:
-    argv = [
-        *net.exec_prefix(name),
-        sys.executable,
-        "-m",
-        "hyperhive",
-        "host",
-        "--coordinator",
-        url,
-        "--name",
-        name,
-        "--credential-file",
-        str(credential),
-        "--ca-file",
-        str(ca),
-    ]
-    with (home / f"host-{name}.log").open("ab") as log:
-        proc = subprocess.Popen(
-            argv,
-            env={**os.environ, "HIVE_HOME": str(home)},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-        )
+    """``hivectl host`` in ``name``'s namespace, started as the tests start one."""
+    proc = start_remote_host(home, name, url, credential, ca, argv_prefix=net.exec_prefix(name))
     try:
         yield proc
     finally:
@@ -162,12 +139,7 @@ def sleeping_over_three_hosts(ctx: Context) -> list[Row]:
     agents = [f"s{i:04d}" for i in range(n)]
     home = ctx.scratch("nls")
     with lan(["coord", *HOSTS]) as net, ExitStack() as stack:
-        ca = trustme.CA()
-        ca.issue_cert(net.addresses["coord"]).private_key_and_cert_chain_pem.write_to_path(
-            str(home / "link.pem")
-        )
-        (home / "link.pem").chmod(0o600)
-        ca.cert_pem.write_to_path(str(home / "ca.pem"))
+        link_tls(home, net.addresses["coord"])
         paths = seed_home(home, agents)
         _mirror_caught_up(paths)
         with (home / "hive.toml").open("a") as toml:

@@ -171,3 +171,49 @@ def test_the_front_page_shows_turns_with_cost_live_filters_by_kind_and_pages_acr
 def _key(cursor: str) -> tuple[float, int, int]:
     at, source, row = cursor.split("_")
     return float(at), int(source), int(row)
+
+
+def test_a_question_and_its_answer_are_feed_events_shown_live_and_filterable(
+    tmp_path: Path, page: Page
+) -> None:
+    seed(tmp_path)
+    with live_hive(tmp_path) as hive:
+        page.goto(f"{hive.url}/")
+        expect(page.locator("body")).to_have_attribute("data-live", "1")
+        questions = page.locator("#feed .feed-item.kind-question")
+        answers = page.locator("#feed .feed-item.kind-answer")
+        long = "May I delete the staging database?\n" + "context " * 40
+        asked = hive.as_agent("alice", "ask_operator", question=long)
+        qid = asked["question_id"]
+        expect(questions).to_have_count(1)
+        expect(questions).to_contain_text(f"alice asked the operator (question #{qid}): May I")
+        expect(questions.locator(".state")).to_have_text("asked")
+        expect(page.locator("[data-count=waiting]")).to_contain_text("1 questions")
+        answered = hive.op("answer_question", question_id=qid, answer="No, keep it.")
+        expect(answers).to_have_count(1)
+        expect(answers).to_contain_text(f"the operator answered alice's question #{qid}")
+        expect(answers).to_contain_text("No, keep it.")
+        expect(page.locator("[data-count=waiting]")).to_contain_text("0 questions")
+
+        # One row each, with what the feed needs; a long question is quoted, cut plainly.
+        rows = hive.call(hive.coord.store.activity.page)
+        [q] = [r for r in rows if r.kind == "question"]
+        [a] = [r for r in rows if r.kind == "answer"]
+        assert q.agent == a.agent == "alice"
+        assert q.detail == {"question_id": qid, "state": "asked"}
+        assert a.detail == {
+            "question_id": qid,
+            "state": "answered",
+            "message_id": answered["message_id"],
+        }
+        assert q.title.endswith("…") and "\n" not in q.title and len(q.title) < 240
+
+        # Filterable by kind, and by the asking agent.
+        for kind, shown in (("question", questions), ("answer", answers)):
+            page.select_option("select[name=kind]", kind)
+            page.click("#activity-filter button")
+            expect(page).to_have_url(f"{hive.url}/?agent=&kind={kind}")
+            expect(page.locator("#feed .feed-item")).to_have_count(1)
+            expect(shown).to_have_count(1)
+        page.goto(f"{hive.url}/?agent=bob&kind=question")
+        expect(page.locator("#feed .feed-item")).to_have_count(0)

@@ -11,11 +11,12 @@ import os
 import shlex
 import signal
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from hyperhive.config import HivePaths
-from tests.support.hive import start_serve
+from hyperhive.config import AgentConfig, HivePaths
+from tests.support.hive import agent_env, seed_home, start_serve
 from tests.support.procs import log_tail, process_gone, start_host, stop
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "kill_group",
     "kill_strays",
     "live_claudes",
+    "seed_soak_home",
 ]
 
 FULL = os.environ.get("HIVE_CHAOS_FULL", "") not in ("", "0")
@@ -48,6 +50,24 @@ def chaos_wrapper(directory: Path, real_claude: Path, record: Path) -> Path:
     )
     path.chmod(0o755)
     return path
+
+
+def seed_soak_home(
+    home: Path,
+    agents: Sequence[str],
+    model_url: str,
+    claude: Path,
+    store_url: str | None,
+) -> None:
+    """The soak's hive: ``agents`` on the scripted model at ``model_url``, claude behind
+    ``claude`` (a :func:`chaos_wrapper`), the dashboard on a free port."""
+    env = agent_env(model_url)
+    seed_home(
+        home,
+        {a: AgentConfig(env=env) for a in agents},
+        hive_toml=f'claude_bin = "{claude}"\ndashboard_port = 0\n',
+        store_url=store_url,
+    )
 
 
 def claude_pids(record: Path) -> dict[int, float]:

@@ -30,11 +30,11 @@ import anyio.to_thread
 import pytest
 
 from hyperhive.config import AgentConfig, HivePaths
-from tests.chaos.rig import ChaosProcs, chaos_wrapper, claude_pids, kill_strays
+from tests.chaos.rig import ChaosProcs, chaos_wrapper, claude_pids, kill_strays, seed_soak_home
 from tests.chaos.soak_model import SoakModel
 from tests.chaos.test_soak import PG_PLAN, Operator, Tally, _check_messages, _settle
 from tests.e2e.test_up import Up, _coordinator_pid, _finish
-from tests.support.hive import agent_env, seed_home, start_serve
+from tests.support.hive import seed_home, start_serve
 from tests.support.model_server import ModelServer
 from tests.support.procs import hivectl, start_host, stop, wait_until
 from tests.support.stores import read_hive
@@ -95,16 +95,8 @@ async def test_a_standby_takes_over_from_a_killed_coordinator_and_nothing_is_los
     tally = Tally(agents=len(agents), store="postgresql")
     try:
         async with ModelServer(model) as server:
-            env = agent_env(server.url)
-            seed_home(
-                home,
-                {a: AgentConfig(env=env) for a in agents},
-                hive_toml=(
-                    f'claude_bin = "{chaos_wrapper(tmp_path, claude_bin, record)}"\n'
-                    "dashboard_port = 0\n"
-                ),
-                store_url=pg_url,
-            )
+            claude = chaos_wrapper(tmp_path, claude_bin, record)
+            seed_soak_home(home, agents, server.url, claude, pg_url)
             active = start_serve(home, log_name="serve-1.log")
             standby = start_serve(home, wait=False, log_name="serve-2.log")
             host = start_host(home)

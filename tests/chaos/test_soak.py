@@ -46,7 +46,7 @@ import pytest
 from hyperhive.bash.records import TERMINAL, TaskTable
 from hyperhive.bash.tasks import TASKS_SUBDIR
 from hyperhive.client import call_once
-from hyperhive.config import AgentConfig, HivePaths
+from hyperhive.config import HivePaths
 from hyperhive.errors import HiveError
 from hyperhive.protocol import OpAckReq, OpInboxReq, OpSendReq
 from tests.chaos.rig import (
@@ -57,9 +57,9 @@ from tests.chaos.rig import (
     kill_group,
     kill_strays,
     live_claudes,
+    seed_soak_home,
 )
 from tests.chaos.soak_model import Ledger, SoakModel, task_wait
-from tests.support.hive import agent_env, seed_home
 from tests.support.model_server import ModelServer
 from tests.support.stores import HiveRows, read_hive, read_hive_sync
 
@@ -433,16 +433,8 @@ async def test_nothing_acknowledged_is_lost_under_kill_9(
     procs = ChaosProcs(home)
     try:
         async with ModelServer(model) as server:
-            env = agent_env(server.url)
-            seed_home(
-                home,
-                {a: AgentConfig(env=env) for a in agents},
-                hive_toml=(
-                    f'claude_bin = "{chaos_wrapper(tmp_path, claude_bin, record)}"\n'
-                    "dashboard_port = 0\n"
-                ),
-                store_url=hive_store_url,
-            )
+            claude = chaos_wrapper(tmp_path, claude_bin, record)
+            seed_soak_home(home, agents, server.url, claude, hive_store_url)
             await anyio.to_thread.run_sync(procs.start)
             operator = Operator(paths, agents, random.Random(rng.random()), plan)
             chaos = Chaos(procs, record, random.Random(rng.random()), plan)

@@ -6,7 +6,7 @@ import json
 import os
 import signal
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -34,19 +34,9 @@ from tests.support.model_server import (
     text,
     tool_call,
 )
-from tests.support.surfaces import until_async
+from tests.support.surfaces import until, until_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(90)]
-
-
-async def until(check: Callable[[], Any], within: float = 30.0) -> Any:
-    """Poll a cheap in-process condition under a deadline (no bare sleeps)."""
-    with anyio.fail_after(within):
-        while True:
-            value = check()
-            if value:
-                return value
-            await anyio.sleep(0.02)
 
 
 async def operator_inbox(c: Coordinator) -> list[dict[str, Any]]:

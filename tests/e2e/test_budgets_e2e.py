@@ -7,7 +7,6 @@ raising the limit delivers it, and a subagent's run counts to its parent.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -17,33 +16,13 @@ import pytest
 from hyperhive.config import AgentConfig
 from hyperhive.names import OPERATOR
 from tests.support.hive import agent_env, op_call, operator, running_hive, seed_home
-from tests.support.model_server import Answer, ModelServer, Usage, text, tool_call
-from tests.support.surfaces import result_text, surface_client, until, until_async
+from tests.support.model_server import ModelServer
+from tests.support.spend_script import BIG, SUB, spending, start_scout
+from tests.support.surfaces import until, until_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(180)]
 
-GOAL = "mcp__subagent_control__goal_reached"
-BIG = Usage(input_tokens=4000, output_tokens=40)
-SUB = Usage(input_tokens=300, output_tokens=7)
 LIMIT = 4000
-
-
-def _script(body: dict[str, Any]) -> Answer:
-    tools = [t["name"] for t in body.get("tools") or []]
-    if GOAL in tools:
-        return text("SUBAGENT DONE", SUB)
-    users = [m for m in body["messages"] if m.get("role") == "user"]
-    last = json.dumps(users[-1]) if users else ""
-    if '"tool_result"' in last:
-        return text("done", Usage(input_tokens=10, output_tokens=1))
-    for word in ("ping-1", "ping-2"):
-        if word in last:
-            return tool_call(
-                "mcp__hyperhive__send",
-                {"to": "operator", "body": word.replace("ping", "pong")},
-                BIG,
-            )
-    return text("noted", Usage(input_tokens=10, output_tokens=1))
 
 
 async def _inbox(paths: Any) -> list[dict[str, Any]]:
@@ -66,7 +45,7 @@ async def _arrives(c: Any, body_part: str, within: float = 90) -> dict[str, Any]
 async def test_scripted_spend_holds_an_agent_and_raising_the_limit_resumes_it(
     tmp_path: Path, model_server: ModelServer, claude_bin: Path
 ) -> None:
-    model_server.set_script(_script)
+    model_server.set_script(spending)
     config = AgentConfig.model_validate(
         {"env": agent_env(model_server.url), "budget": {"tokens_per_day": LIMIT}}
     )
@@ -76,9 +55,7 @@ async def test_scripted_spend_holds_an_agent_and_raising_the_limit_resumes_it(
         rt = host.runtimes["alice"]
 
         # A subagent's run counts to alice.
-        async with surface_client(host, "alice", "subagent") as sub:
-            started = await sub.call_tool("start", {"prompt": "look around", "name": "scout"})
-            assert result_text(started).startswith("subagent started: id=scout"), started
+        await start_scout(host, "alice")
 
         async def subagent_counted() -> list[Any]:
             entries = await c.store.spend.entries("alice")

@@ -3,20 +3,21 @@ CLI against the scripted model) produces every kind the front page shows, and
 each lands once with the fields the feed needs.
 
 Turns with their cost and tokens, a budget warning then an over-budget hold,
-a bash task and a subagent started and finished (reported by the host),
-a spawn, a reparent and a destroy, an approval asked and resolved, a crash
-and a lost login.
+a bash task that ended inside its wait (one event), another and a subagent
+started and finished (reported by the host),
+a spawn, a reparent and a destroy, an approval asked and resolved, a question
+to the operator and its answer, a crash and a lost login.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hyperhive.config import AgentConfig
+from hyperhive.core.activity import KINDS
 from hyperhive.permissions import ToolGroup
 from hyperhive.store.rows import ActivityRow
 from tests.support.hive import (
@@ -28,33 +29,13 @@ from tests.support.hive import (
     running_hive,
     seed_home,
 )
-from tests.support.model_server import Answer, ModelServer, Usage, text, tool_call
+from tests.support.model_server import ModelServer
+from tests.support.spend_script import BIG, spending, start_scout
 from tests.support.surfaces import result_text, surface_client, until, until_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(300)]
 
-GOAL = "mcp__subagent_control__goal_reached"
-BIG = Usage(input_tokens=4000, output_tokens=40)
-SUB = Usage(input_tokens=300, output_tokens=7)
 LIMIT = 5000  # the subagent and one big turn pass 80%; a second big turn passes 100%
-
-
-def _script(body: dict[str, Any]) -> Answer:
-    tools = [t["name"] for t in body.get("tools") or []]
-    if GOAL in tools:
-        return text("SUBAGENT DONE", SUB)
-    users = [m for m in body["messages"] if m.get("role") == "user"]
-    last = json.dumps(users[-1]) if users else ""
-    if '"tool_result"' in last:
-        return text("done", Usage(input_tokens=10, output_tokens=1))
-    for word in ("ping-1", "ping-2"):
-        if word in last:
-            return tool_call(
-                "mcp__hyperhive__send",
-                {"to": "operator", "body": word.replace("ping", "pong")},
-                BIG,
-            )
-    return text("noted", Usage(input_tokens=10, output_tokens=1))
 
 
 async def _events(c: Any) -> list[ActivityRow]:
@@ -82,7 +63,7 @@ async def test_a_live_hive_logs_every_kind_once_with_its_fields(
 ) -> None:
     for key in ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"):
         monkeypatch.delenv(key, raising=False)  # only nologin goes without one
-    model_server.set_script(_script)
+    model_server.set_script(spending)
     env = agent_env(model_server.url)
     seed_home(
         tmp_path,
@@ -97,17 +78,22 @@ async def test_a_live_hive_logs_every_kind_once_with_its_fields(
     async with running_hive(tmp_path, claude_bin) as (c, host):
         await until(lambda: "alice" in host.runtimes)
 
-        # A bash task and a subagent, started and finished: the host reports both.
+        # Bash tasks and a subagent, reported by the host: a task that ends inside its
+        # wait is one "ran" event; one that outlives it is started, then finished.
         async with surface_client(host, "alice", "bash") as bash:
             ran = await bash.call_tool("run", {"cmd": "exit 3", "wait_seconds": 10})
             assert "3" in result_text(ran)
+            later = await bash.call_tool("run", {"cmd": "sleep 1; exit 5", "wait_seconds": 0})
+            assert "started" in result_text(later), later
+        [inline] = await _seen(c, "bash", phase="ran")
+        assert inline.agent == "alice" and inline.detail["exit_code"] == 3
+        assert "ran (done, exit 3): exit 3" in inline.title
         [bash_start] = await _seen(c, "bash", phase="started")
         [bash_end] = await _seen(c, "bash", phase="finished")
         assert bash_start.agent == bash_end.agent == "alice"
-        assert bash_end.detail["exit_code"] == 3 and "exit 3" in bash_end.title
-        async with surface_client(host, "alice", "subagent") as sub:
-            started = await sub.call_tool("start", {"prompt": "look around", "name": "scout"})
-            assert result_text(started).startswith("subagent started: id=scout"), started
+        assert bash_start.detail["ref"] == bash_end.detail["ref"] != inline.detail["ref"]
+        assert bash_end.detail["exit_code"] == 5 and "exit 5" in bash_end.title
+        await start_scout(host, "alice")
         [sub_start] = await _seen(c, "subagent", phase="started")
         [sub_end] = await _seen(c, "subagent", phase="finished")
         assert sub_start.detail["ref"] == sub_end.detail["ref"] == "scout"
@@ -168,6 +154,19 @@ async def test_a_live_hive_logs_every_kind_once_with_its_fields(
         assert cancelled.detail["approval_id"] == again["approval_id"]
         assert "(by the operator)" in cancelled.title
 
+        # A question to the operator, and the operator's answer.
+        async with agent(c.paths, "queen") as q:
+            question_asked = await agent_call(q, "ask_operator", question="Deploy now?")
+        assert isinstance(question_asked, dict)
+        qid = question_asked["question_id"]
+        async with operator(c.paths) as op:
+            await op_call(op, "answer_question", question_id=qid, answer="Yes, go.")
+        [question] = await _seen(c, "question")
+        [answer] = await _seen(c, "answer")
+        assert question.agent == answer.agent == "queen"
+        assert question.detail["question_id"] == answer.detail["question_id"] == qid
+        assert question.title.endswith("Deploy now?") and answer.title.endswith("Yes, go.")
+
         # A crash and a lost login, from turns that really ran.
         async with operator(c.paths) as op:
             await op_call(op, "send", to="broken", body="wake up")
@@ -179,5 +178,6 @@ async def test_a_live_hive_logs_every_kind_once_with_its_fields(
 
         # Every id is unique and the log is in time order, as the feed pages it.
         rows = await _events(c)
+        assert {r.kind for r in rows} == set(KINDS)  # a new kind gets its place here
         assert len({r.id for r in rows}) == len(rows)
         assert [r.at for r in rows] == sorted(r.at for r in rows)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,11 +11,12 @@ from typing import Any
 import anyio
 import pytest
 
-from hyperhive.config import AgentConfig, HivePaths
+from hyperhive.config import AgentConfig
 from hyperhive.permissions import ToolGroup
-from hyperhive.sysusers import remove_user, traversal_problem
+from hyperhive.sysusers import traversal_problem
 from tests.support.hive import agent_env, op_call, operator, running_hive, seed_home
 from tests.support.model_server import ModelServer, Reply, text, tool_call
+from tests.support.sandboxed import traversable_home
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -110,12 +109,8 @@ async def test_a_manager_spawns_a_child_that_answers_through_its_parent(
 
 @pytest.fixture
 def open_home() -> Iterator[Path]:
-    """A home agent users can traverse (pytest's tmp dirs are 0700)."""
-    path = Path(tempfile.mkdtemp(prefix="hh-e2e-", dir="/tmp"))
-    path.chmod(0o755)
-    yield path
-    remove_user(HivePaths(path), "alice")  # before the home (and its hive id) goes
-    subprocess.run(["rm", "-rf", str(path)], check=False)
+    with traversable_home("hh-e2e-", ("alice",)) as path:
+        yield path
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="per-agent users need root (CI runs as root)")

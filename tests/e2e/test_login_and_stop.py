@@ -10,7 +10,6 @@ from __future__ import annotations
 import stat
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +23,9 @@ from hyperhive.names import OPERATOR
 from tests.support.hive import agent_env, op_call, operator, running_hive, seed_home
 from tests.support.model_server import ApiError, ModelServer, always, text, tool_call
 from tests.support.procs import hivectl
+from tests.support.surfaces import until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(120)]
-
-
-async def until(check: Callable[[], Any], within: float = 30.0) -> Any:
-    with anyio.fail_after(within):
-        while True:
-            value = check()
-            if value:
-                return value
-            await anyio.sleep(0.02)
 
 
 def _turns(rt: Any) -> int:

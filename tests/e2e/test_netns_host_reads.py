@@ -22,13 +22,17 @@ from typing import Any
 
 import httpx
 import pytest
-import trustme
 
 from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.core.dashboard.security import TOKEN_FILE
 from hyperhive.tools.inbox import REMIND_MAX_BYTES
 from tests.support.hive import agent_env, hivectl_env, seed_home, start_serve
-from tests.support.hostlink import credential_from, start_remote_host, write_credential
+from tests.support.hostlink import (
+    credential_from,
+    link_tls,
+    start_remote_host,
+    write_credential,
+)
 from tests.support.model_server import ModelServer, text, tool_call
 from tests.support.netns import Lan, lan, netns_available
 from tests.support.procs import agent_rows, hivectl, stop, wait_until
@@ -62,15 +66,7 @@ class Hive:
 @pytest.fixture
 def hive(tmp_path: Path, claude_bin: Path) -> Iterator[tuple[Hive, ModelServer]]:
     with lan(["coord", "h1"]) as net, ModelServer(host=net.own_address) as model:
-        ca = trustme.CA()
-        tls = tmp_path / "coord" / "tls"
-        tls.mkdir(parents=True, mode=0o700)
-        ca.issue_cert(net.addresses["coord"]).private_key_and_cert_chain_pem.write_to_path(
-            str(tls / "link.pem")
-        )
-        (tls / "link.pem").chmod(0o600)
-        ca_file = tmp_path / "ca.pem"
-        ca.cert_pem.write_to_path(str(ca_file))
+        ca_file = link_tls(tmp_path / "coord" / "tls", net.addresses["coord"], tmp_path / "ca.pem")
         home, host_home = tmp_path / "coord", tmp_path / "h1"
         seed_home(
             home,

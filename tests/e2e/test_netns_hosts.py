@@ -22,12 +22,16 @@ from typing import Any
 
 import anyio
 import pytest
-import trustme
 
 from hyperhive.client import connect
 from hyperhive.config import AgentConfig, HivePaths
 from tests.support.hive import agent_env, op_call, seed_home, start_serve
-from tests.support.hostlink import credential_from, start_remote_host, write_credential
+from tests.support.hostlink import (
+    credential_from,
+    link_tls,
+    start_remote_host,
+    write_credential,
+)
 from tests.support.model_server import ModelServer, Stall, text, tool_call
 from tests.support.netns import Lan, lan, netns_available
 from tests.support.procs import agent_rows, hivectl, hivectl_json, stop, wait_until
@@ -100,14 +104,7 @@ def lan_model(net: Lan) -> Iterator[ModelServer]:
 
 @pytest.fixture
 def hive(tmp_path: Path, net: Lan, lan_model: ModelServer, claude_bin: Path) -> Iterator[Hive]:
-    ca = trustme.CA()
-    cert = ca.issue_cert(net.addresses["coord"])
-    tls = tmp_path / "tls"
-    tls.mkdir(mode=0o700)
-    cert.private_key_and_cert_chain_pem.write_to_path(str(tls / "link.pem"))
-    (tls / "link.pem").chmod(0o600)
-    ca_file = tmp_path / "ca.pem"
-    ca.cert_pem.write_to_path(str(ca_file))
+    ca_file = link_tls(tmp_path / "tls", net.addresses["coord"], tmp_path / "ca.pem")
     env = agent_env(lan_model.url)
     seed_home(
         tmp_path,

@@ -7,7 +7,7 @@ import logging
 import math
 import os
 import signal
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +17,7 @@ import anyio
 import pytest
 from anyio.abc import Process
 
+from hyperhive.agent.activity import Phase
 from hyperhive.agent.sandbox import AgentSandbox, process_identity, signal_group
 from hyperhive.bash.tasks import TaskManager, TaskReport, TaskStarted
 from hyperhive.errors import (
@@ -27,6 +28,7 @@ from hyperhive.errors import (
     NotFound,
     Unavailable,
 )
+from tests.support.surfaces import until
 
 
 @pytest.fixture
@@ -69,6 +71,27 @@ class RecordingTodos:
         ]
 
 
+@dataclass
+class RecordingActivity:
+    """The ActivitySink plug-in point: records what the feed would be told."""
+
+    events: list[tuple[str, str, str | None, int | None]] = field(default_factory=list)
+
+    async def report(
+        self,
+        phase: Phase,
+        ref: str,
+        summary: str,
+        *,
+        status: str | None = None,
+        exit_code: int | None = None,
+    ) -> None:
+        self.events.append((phase, ref, status, exit_code))
+
+    def phases(self, ref: str) -> list[str]:
+        return [e[0] for e in self.events if e[1] == ref]
+
+
 @pytest.fixture
 def sandbox(tmp_path: Path) -> AgentSandbox:
     dirs = {d: tmp_path / d for d in ("work", "home", "state")}
@@ -86,13 +109,6 @@ async def manager(
     async with TaskManager(sandbox, sandbox.state, todos, **kwargs) as tm:
         await tm.report_recovered()  # as agent_services does once it has published tm
         yield tm
-
-
-async def until(predicate: Callable[[], bool]) -> None:
-    """Poll real state (/proc, a file) under a deadline: no event exists for it."""
-    with anyio.fail_after(10):
-        while not predicate():  # noqa: ASYNC110
-            await anyio.sleep(0.02)
 
 
 async def finished(tm: TaskManager, task_id: str) -> TaskReport:
@@ -249,6 +265,55 @@ async def test_unobserved_completion_stays_as_a_todo(sandbox: AgentSandbox) -> N
         report = await tm.status(started.id)
         assert (report.status, report.exit_code, report.stdout_tail) == ("done", 0, "ok\n")
         assert todos.open() == {}
+
+
+# ---- the feed: one event for an inline task, a started/finished pair otherwise ----
+
+
+async def test_a_task_that_ends_inline_is_one_ran_event(sandbox: AgentSandbox) -> None:
+    feed = RecordingActivity()
+    async with manager(sandbox, RecordingTodos(), activity=feed) as tm:
+        result = await tm.run("exit 3", wait_seconds=10)
+        assert isinstance(result, TaskReport)
+    assert feed.events == [("ran", result.id, "done", 3)]
+
+
+async def test_a_task_past_its_window_is_started_then_finished(sandbox: AgentSandbox) -> None:
+    feed = RecordingActivity()
+    async with manager(sandbox, RecordingTodos(), activity=feed) as tm:
+        gate = sandbox.work / "gate"
+        cmd = f"while [ ! -e {gate} ]; do sleep 0.01; done; exit 4"
+        # Started inside the window, still running when it ends: run() tells the start.
+        late = await tm.run(cmd, 60, wait_seconds=0.3)
+        # No window at all: the runner tells the start itself.
+        background = await tm.run(cmd, 60, wait_seconds=0)
+        assert isinstance(late, TaskStarted) and isinstance(background, TaskStarted)
+        await until(lambda: feed.phases(background.id) == ["started"])
+        assert feed.phases(late.id) == ["started"]
+        gate.touch()
+        for task in (late, background):
+            assert (await finished(tm, task.id)).exit_code == 4
+        await until(lambda: len(feed.events) == 4)
+    for task in (late, background):
+        assert [e for e in feed.events if e[1] == task.id] == [
+            ("started", task.id, None, None),
+            ("finished", task.id, "done", 4),
+        ]
+
+
+async def test_a_cut_off_inline_wait_tells_the_start(sandbox: AgentSandbox) -> None:
+    feed = RecordingActivity()
+    async with manager(sandbox, RecordingTodos(), activity=feed) as tm:
+        gate = sandbox.work / "gate"
+        cmd = f"while [ ! -e {gate} ]; do sleep 0.01; done"
+        async with anyio.create_task_group() as caller:
+            caller.start_soon(lambda: tm.run(cmd, 60, wait_seconds=20, name="cut"))
+            await until(lambda: "cut" in tm._entries and tm._entries["cut"].process is not None)
+            assert feed.events == []  # inside the window: nothing told yet
+            caller.cancel_scope.cancel()
+        assert feed.phases("cut") == ["started"]
+        gate.touch()
+        await until(lambda: feed.phases("cut") == ["started", "finished"])
 
 
 @pytest.mark.parametrize("force", [False, True])

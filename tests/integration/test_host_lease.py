@@ -8,8 +8,8 @@ the agents' frames are the harness's own (attach, wait, turn_end).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +36,7 @@ from hyperhive.protocol import (
     OpStatusReq,
     Registered,
 )
-from tests.support.hive import coordinator, operator, seed_home
-from tests.support.hostlink import Pushes, add_host, link_url
+from tests.support.hostlink import Linked, Pushes, linked_hive
 from tests.support.surfaces import until
 
 pytestmark = pytest.mark.anyio
@@ -70,14 +69,21 @@ async def beat(link: RpcClient, every: float) -> None:
         await anyio.sleep(every)
 
 
-async def command(pushes: Pushes, cmd: str, agent: str, within: float = 10) -> int:
-    """The index in ``pushes`` of the first ``cmd`` for ``agent`` (waiting for it)."""
-    with anyio.fail_after(within):
-        while True:
-            for i, frame in enumerate(pushes.frames):
-                if frame.get("cmd") == cmd and frame.get("agent") == agent:
-                    return i
-            await pushes.arrived.wait()
+Linker = Callable[..., AbstractAsyncContextManager[Linked]]
+
+
+@pytest.fixture
+def linked(tmp_path: Path) -> Linker:
+    """``linked(lease, configs=…, store_url=…)``: a hive serving the host link whose
+    host leases last ``lease`` seconds, with those agents (default: alice)."""
+
+    def make(
+        lease: float, configs: dict[str, AgentConfig] | None = None, store_url: str | None = None
+    ) -> AbstractAsyncContextManager[Linked]:
+        agents = configs or {"alice": AgentConfig()}
+        return linked_hive(tmp_path, agents, hive_toml(lease), store_url)
+
+    return make
 
 
 def forward(agent: str, incarnation: int, frame: dict[str, Any]) -> LinkForwardReq:
@@ -93,11 +99,10 @@ async def hosts(op: RpcClient) -> dict[str, HostView]:
 
 
 async def test_heartbeats_renew_the_lease_durably_and_report_capacity(
-    tmp_path: Path, hive_store_url: str | None
+    linked: Linker, hive_store_url: str | None
 ) -> None:
-    seed_home(tmp_path, {"alice": AgentConfig()}, hive_toml=hive_toml(30), store_url=hive_store_url)
-    async with coordinator(tmp_path) as c, operator(c.paths) as op:
-        target = LinkTarget(link_url(c.paths), "h1", await add_host(op, "h1", tmp_path / "c"))
+    async with linked(30, store_url=hive_store_url) as (c, op, add):
+        target = await add("h1")
         pushes = Pushes()
         async with host(target, pushes) as (link, reg):
             assert reg.epoch == 1 and reg.heartbeat_seconds == 10
@@ -118,11 +123,10 @@ async def test_heartbeats_renew_the_lease_durably_and_report_capacity(
 
 
 async def test_a_link_that_drops_inside_the_lease_keeps_its_agents_without_a_restart(
-    tmp_path: Path,
+    linked: Linker,
 ) -> None:
-    seed_home(tmp_path, {"alice": AgentConfig()}, hive_toml=hive_toml(60))
-    async with coordinator(tmp_path) as c, operator(c.paths) as op:
-        target = LinkTarget(link_url(c.paths), "h1", await add_host(op, "h1", tmp_path / "c"))
+    async with linked(60) as (c, op, add):
+        target = await add("h1")
         pushes = Pushes()
         async with host(target, pushes) as (link, _):
             inc = (await pushes.activation("alice"))["incarnation"]
@@ -146,11 +150,10 @@ async def test_a_link_that_drops_inside_the_lease_keeps_its_agents_without_a_res
 
 
 async def test_an_expired_lease_makes_agents_lost_and_the_returning_host_is_fenced(
-    tmp_path: Path, hive_store_url: str | None
+    linked: Linker, hive_store_url: str | None
 ) -> None:
-    seed_home(tmp_path, {"alice": AgentConfig()}, hive_toml=hive_toml(1), store_url=hive_store_url)
-    async with coordinator(tmp_path) as c, operator(c.paths) as op:
-        target = LinkTarget(link_url(c.paths), "h1", await add_host(op, "h1", tmp_path / "c"))
+    async with linked(1, store_url=hive_store_url) as (c, op, add):
+        target = await add("h1")
         pushes = Pushes()
         async with host(target, pushes) as (link, _):
             inc = (await pushes.activation("alice"))["incarnation"]
@@ -179,8 +182,8 @@ async def test_an_expired_lease_makes_agents_lost_and_the_returning_host_is_fenc
         ):
             tg.start_soon(beat, link, 0.2)
             # Fenced first (no graceful ack), then, waiting for its own host, started again.
-            fenced = await command(again, "deactivate", "alice")
-            started = await command(again, "activate", "alice")
+            fenced = await again.index("deactivate", "alice")
+            started = await again.index("activate", "alice")
             assert fenced < started
             assert again.frames[fenced]["graceful"] is False
             assert "lease expired" in again.frames[fenced]["fenced"]
@@ -208,11 +211,10 @@ async def test_an_expired_lease_makes_agents_lost_and_the_returning_host_is_fenc
 
 
 async def test_a_silent_connected_host_expires_and_its_redial_replaces_the_dead_link(
-    tmp_path: Path,
+    linked: Linker,
 ) -> None:
-    seed_home(tmp_path, {"alice": AgentConfig()}, hive_toml=hive_toml(6))
-    async with coordinator(tmp_path) as c, operator(c.paths) as op:
-        target = LinkTarget(link_url(c.paths), "h1", await add_host(op, "h1", tmp_path / "c"))
+    async with linked(6) as (c, op, add):
+        target = await add("h1")
         pushes = Pushes()
         async with host(target, pushes) as (old, _):
             inc = (await pushes.activation("alice"))["incarnation"]
@@ -237,17 +239,11 @@ async def test_a_silent_connected_host_expires_and_its_redial_replaces_the_dead_
 
 
 async def test_replace_moves_a_lost_agent_to_another_host_and_fences_the_old_one(
-    tmp_path: Path,
+    linked: Linker,
 ) -> None:
-    seed_home(
-        tmp_path,
-        {"alice": AgentConfig(on_host_loss="replace"), "bob": AgentConfig()},
-        hive_toml=hive_toml(1),
-    )
-    async with coordinator(tmp_path) as c, operator(c.paths) as op:
-        url = link_url(c.paths)
-        h1 = LinkTarget(url, "h1", await add_host(op, "h1", tmp_path / "c"))
-        h2 = LinkTarget(url, "h2", await add_host(op, "h2", tmp_path / "c"))
+    configs = {"alice": AgentConfig(on_host_loss="replace"), "bob": AgentConfig()}
+    async with linked(1, configs) as (c, op, add):
+        h1, h2 = await add("h1"), await add("h2")
         first, second = Pushes(), Pushes()
         async with dial(h2, on_push=second) as link2, anyio.create_task_group() as tg:
             async with host(h1, first) as _:
@@ -267,8 +263,8 @@ async def test_replace_moves_a_lost_agent_to_another_host_and_fences_the_old_one
             again = Pushes()
             async with host(h1, again, agents=("alice", "bob")) as (link1, _):
                 tg.start_soon(beat, link1, 0.1)
-                await command(again, "deactivate", "alice")
-                await command(again, "activate", "bob")
+                await again.index("deactivate", "alice")
+                await again.index("activate", "bob")
                 assert not [
                     f for f in again.frames if f["cmd"] == "activate" and f["agent"] == "alice"
                 ]
@@ -276,10 +272,9 @@ async def test_replace_moves_a_lost_agent_to_another_host_and_fences_the_old_one
                 tg.cancel_scope.cancel()
 
 
-async def test_a_killed_agents_api_is_evicted(tmp_path: Path) -> None:
-    seed_home(tmp_path, {"alice": AgentConfig()}, hive_toml=hive_toml(60))
-    async with coordinator(tmp_path) as c, operator(c.paths) as op:
-        target = LinkTarget(link_url(c.paths), "h1", await add_host(op, "h1", tmp_path / "c"))
+async def test_a_killed_agents_api_is_evicted(linked: Linker) -> None:
+    async with linked(60) as (c, op, add):
+        target = await add("h1")
         pushes = Pushes()
         async with host(target, pushes) as (link, _):
             inc = (await pushes.activation("alice"))["incarnation"]

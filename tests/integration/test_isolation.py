@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import pwd
-import subprocess
-import tempfile
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,63 +16,32 @@ from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.config import AgentConfig, HivePaths, ResourceLimits, load_hive_config
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.permissions import Capability
-from hyperhive.sysusers import agent_user, remove_user
-from tests.support.hive import seed_home
+from hyperhive.sysusers import agent_user
+from tests.support.hive import coordinator, seed_home
+from tests.support.sandboxed import SYSUSER_MARKS, agent_runtime, run_sandboxed, traversable_home
 
 pytestmark = [
-    # Makes system users: one xdist worker for all such tests (concurrent useradd/userdel
-    # contend for /etc/passwd's lock).
-    pytest.mark.xdist_group("sysusers"),
+    *SYSUSER_MARKS,  # makes system users
     pytest.mark.anyio,
-    pytest.mark.skipif(os.geteuid() != 0, reason="per-agent users need root (CI runs as root)"),
 ]
 
 
 @pytest.fixture
 def home() -> Iterator[Path]:
-    """A hive home other users can traverse (pytest's tmp dirs are 0700)."""
-    path = Path(tempfile.mkdtemp(prefix="hh-iso-", dir="/tmp"))
-    path.chmod(0o755)
-    yield path
-    for agent in ("alpha", "beta", "lim"):
-        remove_user(HivePaths(path), agent)  # before the home (and its hive id) goes
-    subprocess.run(["rm", "-rf", str(path)], check=False)
+    with traversable_home("hh-iso-", ("alpha", "beta", "lim")) as path:
+        yield path
 
 
 @asynccontextmanager
 async def hive(home: Path, **agents: AgentConfig) -> AsyncIterator[Coordinator]:
     seed_home(home, agents, hive_toml='runtime = "bwrap"\n')
-    coord = Coordinator(HivePaths(home), load_hive_config(home, {}))
-    async with anyio.create_task_group() as tg:
-        await tg.start(coord.run)
-        try:
-            yield coord
-        finally:
-            tg.cancel_scope.cancel()
-
-
-def runtime(coord: Coordinator, name: str, parent: str | None = None) -> AgentRuntime:
-    rt = AgentRuntime(
-        name=name,
-        config=coord.registry.config(name),
-        parent=parent,
-        paths=coord.paths,
-        hive=coord.config,
-    )
-    rt.prepare_dirs()
-    return rt
+    async with coordinator(home) as coord:
+        yield coord
 
 
 async def run_in(rt: AgentRuntime, script: str) -> tuple[int, str]:
     # Debian's python: reachable by any user, wherever this checkout lives.
-    proc = await rt.sandbox().open_process(
-        ["/usr/bin/python3", "-c", script], stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT
-    )
-    assert proc.stdout is not None
-    out = b""
-    async for chunk in proc.stdout:
-        out += chunk
-    return await proc.wait(), out.decode()
+    return await run_sandboxed(rt, ["/usr/bin/python3", "-c", script])
 
 
 PROBE = """
@@ -85,7 +52,7 @@ targets = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
 
 async def test_an_agent_cannot_reach_another_agent_or_the_hive(home: Path) -> None:
     async with hive(home, alpha=AgentConfig(), beta=AgentConfig()) as coord:
-        alpha, beta = runtime(coord, "alpha"), runtime(coord, "beta")
+        alpha, beta = agent_runtime(coord, "alpha"), agent_runtime(coord, "beta")
         secret = beta.state_dir / "notes.md"
         secret.write_text("beta's notes")
         assert beta.isolation is not None and beta.isolation.uid is not None
@@ -122,7 +89,7 @@ async def test_an_agent_reaches_its_own_dirs_socket_and_loopback(home: Path) -> 
     async with hive(
         home, alpha=AgentConfig(capabilities=[Capability.READ_HOST_JOURNAL]), beta=AgentConfig()
     ) as coord:
-        alpha = runtime(coord, "alpha", parent="beta")
+        alpha = agent_runtime(coord, "alpha", parent="beta")
         code, env = await run_in(alpha, "import os, json; print(json.dumps(dict(os.environ)))")
         seen = json.loads(env)
         assert seen["HIVE_AGENT"] == "alpha" and seen["HIVE_PARENT"] == "beta"
@@ -154,7 +121,7 @@ print(reply['result']['name'], os.getcwd())
 async def test_resource_limits_hold(home: Path) -> None:
     limited = AgentConfig(limits=ResourceLimits(pids=16))
     async with hive(home, lim=limited) as coord:
-        rt = runtime(coord, "lim")
+        rt = agent_runtime(coord, "lim")
         if rt.isolation is None or not rt.isolation.cgroups:
             pytest.fail(f"pids cgroup unavailable here: {rt.isolation_notes}")
         script = """
@@ -184,7 +151,7 @@ async def test_an_agent_and_its_ancestors_edit_its_proposed_config(home: Path) -
     coord = Coordinator(HivePaths(home), load_hive_config(home, {}))
     async with anyio.create_task_group() as tg:
         await tg.start(coord.run)
-        beta = runtime(coord, "beta", parent="alpha")
+        beta = agent_runtime(coord, "beta", parent="alpha")
         alpha = AgentRuntime(
             name="alpha",
             config=coord.registry.config("alpha"),

@@ -6,14 +6,13 @@ import socket
 from pathlib import Path
 
 import pytest
-import trustme
 
 from hyperhive.config import HivePaths
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.errors import ConfigError, Unavailable
 from hyperhive.netlink.dialer import LinkTarget, dial
 from tests.support.hive import coordinator, hive_config, operator, seed_home
-from tests.support.hostlink import add_host, link_url, registered
+from tests.support.hostlink import add_host, link_tls, link_url, registered
 
 pytestmark = pytest.mark.anyio
 
@@ -44,11 +43,7 @@ async def test_a_silent_coordinator_url_is_unavailable_with_the_address(tmp_path
 
 
 async def test_tls_link_verifies_the_coordinators_certificate(tmp_path: Path) -> None:
-    ca = trustme.CA()
-    ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(
-        str(tmp_path / "link.pem")
-    )
-    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    link_tls(tmp_path, "127.0.0.1")
     seed_home(
         tmp_path,
         {},

@@ -8,33 +8,26 @@ the way a host gets it: asked of the coordinator on the agent's own socket
 
 from __future__ import annotations
 
-import os
-import subprocess
-import tempfile
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import anyio
 import pytest
 
 from hyperhive.agent.identities import CoordinatorForge
 from hyperhive.agent.runtime import AgentRuntime
-from hyperhive.config import AgentConfig, HivePaths
+from hyperhive.config import AgentConfig
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.forge.agent import AgentForge
 from hyperhive.forge.identity import TOKEN_FILE
 from hyperhive.permissions import ToolGroup
-from hyperhive.sysusers import remove_user
 from tests.support.forgejo_server import FakeForgejo
-from tests.support.hive import hive_config, seed_home
+from tests.support.hive import coordinator, seed_home
+from tests.support.sandboxed import SYSUSER_MARKS, agent_runtime, run_sandboxed, traversable_home
 
 pytestmark = [
-    # Makes system users: one xdist worker for all such tests (concurrent useradd/userdel
-    # contend for /etc/passwd's lock).
-    pytest.mark.xdist_group("sysusers"),
+    *SYSUSER_MARKS,  # makes system users
     pytest.mark.anyio,
-    pytest.mark.skipif(os.geteuid() != 0, reason="per-agent users need root (CI runs as root)"),
 ]
 
 OWNER, OTHER = "fgiso-owner", "fgiso-other"
@@ -42,13 +35,8 @@ OWNER, OTHER = "fgiso-owner", "fgiso-other"
 
 @pytest.fixture
 def home() -> Iterator[Path]:
-    """A hive home other users can traverse (pytest's tmp dirs are 0700)."""
-    path = Path(tempfile.mkdtemp(prefix="hh-forge-iso-", dir="/tmp"))
-    path.chmod(0o755)
-    yield path
-    for agent in (OWNER, OTHER):
-        remove_user(HivePaths(path), agent)  # before the home (and its hive id) goes
-    subprocess.run(["rm", "-rf", str(path)], check=False)
+    with traversable_home("hh-forge-iso-", (OWNER, OTHER)) as path:
+        yield path
 
 
 @asynccontextmanager
@@ -63,24 +51,12 @@ async def hive(home: Path, forgejo: FakeForgejo) -> AsyncIterator[Coordinator]:
         hive_toml=f'runtime = "bwrap"\n[forge]\nurl = "{forgejo.url}"\n'
         f'admin_token_file = "{token_file}"\n',
     )
-    coord = await Coordinator.open(HivePaths(home), hive_config(home))
-    async with anyio.create_task_group() as tg:
-        await tg.start(coord.run)
-        try:
-            yield coord
-        finally:
-            tg.cancel_scope.cancel()
+    async with coordinator(home) as coord:
+        yield coord
 
 
 async def provisioned(coord: Coordinator, name: str) -> AgentRuntime:
-    rt = AgentRuntime(
-        name=name,
-        config=coord.registry.config(name),
-        parent=None,
-        paths=coord.paths,
-        hive=coord.config,
-    )
-    rt.prepare_dirs()
+    rt = agent_runtime(coord, name)
     iso = rt.isolation
     assert iso is not None and iso.uid is not None and iso.gid is not None
     assert coord.config.forge is not None
@@ -93,14 +69,7 @@ async def provisioned(coord: Coordinator, name: str) -> AgentRuntime:
 
 
 async def sh(rt: AgentRuntime, script: str) -> tuple[int, str]:
-    proc = await rt.sandbox().open_process(
-        ["/bin/sh", "-c", script], stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT
-    )
-    assert proc.stdout is not None
-    out = b""
-    async for chunk in proc.stdout:
-        out += chunk
-    return await proc.wait(), out.decode()
+    return await run_sandboxed(rt, ["/bin/sh", "-c", script])
 
 
 async def test_only_the_agents_own_sandbox_can_use_its_forge_token(home: Path) -> None:

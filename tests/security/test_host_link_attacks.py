@@ -30,7 +30,14 @@ from hyperhive.protocol import (
     encode,
 )
 from tests.support.hive import coordinator, operator, seed_home
-from tests.support.hostlink import Pushes, add_host, link_url, registered, write_credential
+from tests.support.hostlink import (
+    Pushes,
+    add_host,
+    link_url,
+    linked_hive,
+    registered,
+    write_credential,
+)
 from tests.support.surfaces import until
 
 pytestmark = pytest.mark.anyio
@@ -45,11 +52,8 @@ def meta_frame(rid: int = 7) -> dict[str, object]:
 async def test_a_host_speaks_only_for_its_own_agents_at_their_incarnation(
     tmp_path: Path,
 ) -> None:
-    seed_home(tmp_path, {"alice": AgentConfig()}, hive_toml=HIVE_TOML)
-    async with coordinator(tmp_path) as c, operator(c.paths) as op:
-        url = link_url(c.paths)
-        h1 = LinkTarget(url, "h1", await add_host(op, "h1", tmp_path / "creds"))
-        h2 = LinkTarget(url, "h2", await add_host(op, "h2", tmp_path / "creds"))
+    async with linked_hive(tmp_path, {"alice": AgentConfig()}, HIVE_TOML) as (c, op, add):
+        h1, h2 = await add("h1"), await add("h2")
         pushes = Pushes()
         async with registered(h1, pushes) as link1:
             activation = await pushes.activation("alice")
@@ -155,11 +159,8 @@ def forward(agent: str, incarnation: int, frame: dict[str, object], conn: int) -
 async def test_an_abandoned_long_poll_takes_no_mail_and_a_stopping_agent_can_fence(
     tmp_path: Path,
 ) -> None:
-    seed_home(tmp_path, {"alice": AgentConfig()}, hive_toml=HIVE_TOML)
-    async with coordinator(tmp_path) as c, operator(c.paths) as op:
-        url = link_url(c.paths)
-        h1 = LinkTarget(url, "h1", await add_host(op, "h1", tmp_path / "creds"))
-        h2 = LinkTarget(url, "h2", await add_host(op, "h2", tmp_path / "creds"))
+    async with linked_hive(tmp_path, {"alice": AgentConfig()}, HIVE_TOML) as (c, op, add):
+        h1, h2 = await add("h1"), await add("h2")
         pushes = Pushes()
         async with registered(h1, pushes) as link, registered(h2) as other:
             inc = (await pushes.activation("alice"))["incarnation"]

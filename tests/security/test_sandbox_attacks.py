@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +24,6 @@ import pytest
 from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.config import HivePaths
 from hyperhive.permissions import ToolGroup
-from hyperhive.sysusers import remove_user
 from tests.security.hostile import (
     ACTIVE,
     ATTACKER,
@@ -37,44 +35,28 @@ from tests.security.hostile import (
 )
 from tests.support.hive import op_call, operator
 from tests.support.model_server import ModelServer, always, text
+from tests.support.sandboxed import SYSUSER_MARKS, run_sandboxed, traversable_home
 from tests.support.surfaces import mcp_client, result_text
 
 pytestmark = [
-    # Makes system users: one xdist worker for all such tests (concurrent useradd/userdel
-    # contend for /etc/passwd's lock).
-    pytest.mark.xdist_group("sysusers"),
+    *SYSUSER_MARKS,  # makes system users
     pytest.mark.anyio,
     pytest.mark.e2e,
     pytest.mark.timeout(120),
-    pytest.mark.skipif(os.geteuid() != 0, reason="per-agent users need root (CI runs as root)"),
 ]
 
 
 @pytest.fixture
 def home() -> Iterator[Path]:
-    """A hive home other users can traverse (pytest's tmp dirs are 0700)."""
-    path = Path(tempfile.mkdtemp(prefix="hh-sec-", dir="/tmp"))
-    path.chmod(0o755)
-    yield path
-    for agent in TOPOLOGY:
-        remove_user(HivePaths(path), agent)  # before the home (and its hive id) goes
-    subprocess.run(["rm", "-rf", str(path)], check=False)
+    with traversable_home("hh-sec-", TOPOLOGY) as path:
+        yield path
 
 
 async def run_in(rt: AgentRuntime, script: str, *args: str) -> Any:
     """Run a Python probe in the agent's sandbox; it prints one JSON line."""
-    proc = await rt.sandbox().open_process(
-        ["/usr/bin/python3", "-c", script, *args],
-        stdin=subprocess.DEVNULL,
-        stderr=subprocess.STDOUT,
-    )
-    assert proc.stdout is not None
-    out = b""
-    async for chunk in proc.stdout:
-        out += chunk
-    code = await proc.wait()
-    assert code == 0, out.decode(errors="replace")
-    return json.loads(out.decode().strip().splitlines()[-1])
+    code, out = await run_sandboxed(rt, ["/usr/bin/python3", "-c", script, *args])
+    assert code == 0, out
+    return json.loads(out.strip().splitlines()[-1])
 
 
 PROBE = r"""

@@ -10,9 +10,6 @@ password is in a 0600 file only the coordinator can read. A real cluster
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,16 +17,13 @@ import pytest
 
 from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths
-from hyperhive.sysusers import remove_user
 from tests.support.postgres import PgCluster
+from tests.support.sandboxed import SYSUSER_MARKS, run_sandboxed, traversable_home
 
 pytestmark = [
-    # Makes system users: one xdist worker for all such tests (concurrent useradd/userdel
-    # contend for /etc/passwd's lock).
-    pytest.mark.xdist_group("sysusers"),
+    *SYSUSER_MARKS,  # makes system users
     pytest.mark.anyio,
     pytest.mark.timeout(120),
-    pytest.mark.skipif(os.geteuid() != 0, reason="per-agent users need root (CI runs as root)"),
 ]
 
 AGENT = "pgthief"
@@ -70,11 +64,8 @@ SASL = 10  # AuthenticationSASL: the server wants a SCRAM exchange (a password)
 
 @pytest.fixture
 def home() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="hh-sec-pg-", dir="/tmp"))
-    path.chmod(0o755)
-    yield path
-    remove_user(HivePaths(path), AGENT)  # before the home (and its hive id) goes
-    subprocess.run(["rm", "-rf", str(path)], check=False)
+    with traversable_home("hh-sec-pg-", (AGENT,)) as path:
+        yield path
 
 
 async def test_an_agent_cannot_reach_the_hive_database(home: Path, pg_cluster: PgCluster) -> None:
@@ -100,15 +91,10 @@ async def test_an_agent_cannot_reach_the_hive_database(home: Path, pg_cluster: P
         "user": pg_cluster.superuser,
         "db": db,
     }
-    proc = await rt.sandbox(agent_socket=False).open_process(
-        ["/usr/bin/python3", "-c", PROBE, json.dumps(spec)],
-        stdin=subprocess.DEVNULL,
-        stderr=subprocess.STDOUT,
-    )
-    assert proc.stdout is not None
-    raw = b"".join([chunk async for chunk in proc.stdout])
-    assert await proc.wait() == 0, raw.decode(errors="replace")
-    out = json.loads(raw.decode().strip().splitlines()[-1])
+    argv = ["/usr/bin/python3", "-c", PROBE, json.dumps(spec)]
+    code, raw = await run_sandboxed(rt, argv, agent_socket=False)
+    assert code == 0, raw
+    out = json.loads(raw.strip().splitlines()[-1])
 
     assert out["uid"] == rt.isolation.uid  # the probe really ran as the agent's user
     for path, result in out["unix"].items():

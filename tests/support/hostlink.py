@@ -5,20 +5,37 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
+import trustme
 
 from hyperhive.client import RpcClient
-from hyperhive.config import HivePaths
+from hyperhive.config import AgentConfig, HivePaths
+from hyperhive.core.coordinator import Coordinator
 from hyperhive.netlink.dialer import LinkTarget, dial
 from hyperhive.protocol import HostCredential, LinkRegisterReq, OpHostsAddReq
-from tests.support.hive import SERVE_START_WITHIN_S, hivectl_env
+from tests.support.hive import SERVE_START_WITHIN_S, coordinator, hivectl_env, operator, seed_home
 from tests.support.procs import stop, wait_until
+
+
+def link_tls(tls_dir: Path, address: str, ca_file: Path | None = None) -> Path:
+    """A throwaway CA's certificate for a coordinator's link listening on ``address``:
+    its key and chain in ``tls_dir/link.pem`` (0600, as a key should be; hive.toml's
+    ``tls_cert`` and ``tls_key`` both name it), the CA's in ``ca_file`` (default
+    ``tls_dir/ca.pem``), which a dialling host trusts. Returns the CA file."""
+    ca = trustme.CA()
+    tls_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    pem = tls_dir / "link.pem"
+    ca.issue_cert(address).private_key_and_cert_chain_pem.write_to_path(str(pem))
+    pem.chmod(0o600)
+    ca_file = ca_file or tls_dir / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    return ca_file
 
 
 def write_credential(path: Path, credential: str) -> Path:
@@ -42,6 +59,29 @@ def link_url(paths: HivePaths) -> str:
     return url
 
 
+# A hive serving the network host link: its coordinator, the operator's connection,
+# and ``add(NAME)``: ``hosts add NAME``, as the target that host dials.
+Linked = tuple[Coordinator, RpcClient, Callable[[str], Awaitable[LinkTarget]]]
+
+
+@asynccontextmanager
+async def linked_hive(
+    home: Path,
+    configs: Mapping[str, AgentConfig],
+    hive_toml: str,
+    store_url: str | None = None,
+) -> AsyncIterator[Linked]:
+    """A coordinator on ``home`` seeded with ``configs`` and ``hive_toml`` (which must
+    configure ``[hostlink]``); credentials go to ``home/creds``."""
+    seed_home(home, dict(configs), hive_toml=hive_toml, store_url=store_url)
+    async with coordinator(home) as c, operator(c.paths) as op:
+
+        async def add(name: str) -> LinkTarget:
+            return LinkTarget(link_url(c.paths), name, await add_host(op, name, home / "creds"))
+
+        yield c, op, add
+
+
 @dataclass
 class Pushes:
     """Commands the coordinator pushed to a dialled host."""
@@ -59,11 +99,16 @@ class Pushes:
 
     async def command(self, cmd: str, agent: str, within: float = 10) -> dict[str, Any]:
         """The first ``cmd`` pushed for ``agent`` (waiting up to ``within`` seconds)."""
+        return self.frames[await self.index(cmd, agent, within)]
+
+    async def index(self, cmd: str, agent: str, within: float = 10) -> int:
+        """Where in :attr:`frames` the first ``cmd`` for ``agent`` is (waiting for it):
+        what came before it is what the host was told first."""
         with anyio.fail_after(within):
             while True:
-                for frame in self.frames:
+                for i, frame in enumerate(self.frames):
                     if frame.get("cmd") == cmd and frame.get("agent") == agent:
-                        return frame
+                        return i
                 await self.arrived.wait()
 
 

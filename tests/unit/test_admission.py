@@ -36,23 +36,28 @@ def _holders(q: SlotQueue) -> list[str]:
     return [agent for agent, n in sorted(q.held.items()) for _ in range(n)]
 
 
+def _apply(q: SlotQueue, op: tuple[str, object]) -> None:
+    """One random step: ask for a slot, release a held one, or cancel a waiter."""
+    kind, arg = op
+    if kind == "ask":
+        assert isinstance(arg, str)
+        q.enqueue(arg, "turn", 0.0)
+    elif kind == "release" and q.held:
+        holders = _holders(q)
+        assert isinstance(arg, int)
+        q.release(holders[arg % len(holders)])
+    elif kind == "cancel" and q.waiting:
+        assert isinstance(arg, int)
+        assert q.cancel(sorted(q.waiting)[arg % len(q.waiting)])
+
+
 @given(st.integers(1, 4), OPS)
 def test_slots_are_never_exceeded_nor_left_idle_while_someone_waits(
     capacity: int, ops: list[tuple[str, object]]
 ) -> None:
     q = SlotQueue(capacity)
     for op in ops:
-        kind, arg = op
-        if kind == "ask":
-            assert isinstance(arg, str)
-            q.enqueue(arg, "turn", 0.0)
-        elif kind == "release" and q.held:
-            holders = _holders(q)
-            assert isinstance(arg, int)
-            q.release(holders[arg % len(holders)])
-        elif kind == "cancel" and q.waiting:
-            assert isinstance(arg, int)
-            assert q.cancel(sorted(q.waiting)[arg % len(q.waiting)])
+        _apply(q, op)
         q.admit()
         assert q.in_use <= capacity
         assert not q.waiting or q.in_use == capacity
@@ -65,17 +70,7 @@ def test_a_waiter_is_passed_over_only_by_an_earlier_ticket_or_a_less_served_agen
 ) -> None:
     q = SlotQueue(capacity)
     for op in ops:
-        kind, arg = op
-        if kind == "ask":
-            assert isinstance(arg, str)
-            q.enqueue(arg, "turn", 0.0)
-        elif kind == "release" and q.held:
-            holders = _holders(q)
-            assert isinstance(arg, int)
-            q.release(holders[arg % len(holders)])
-        elif kind == "cancel" and q.waiting:
-            assert isinstance(arg, int)
-            q.cancel(sorted(q.waiting)[arg % len(q.waiting)])
+        _apply(q, op)
         held = dict(q.held)
         passed_over = dict(q.waiting)
         for w in q.admit():

@@ -19,7 +19,8 @@ __all__ = ["ActivitySink", "CoordinatorActivity", "Phase"]
 
 log = logging.getLogger(__name__)
 
-Phase = Literal["started", "finished"]
+# "ran": a task that started and ended inside its inline window, told once.
+Phase = Literal["started", "finished", "ran"]
 CALL_TIMEOUT = 3.0
 
 

@@ -49,7 +49,7 @@ import anyio
 from anyio.abc import Process, TaskGroup
 from pydantic import ValidationError
 
-from hyperhive.agent.activity import ActivitySink
+from hyperhive.agent.activity import ActivitySink, Phase
 from hyperhive.agent.sandbox import AgentSandbox, process_identity, signal_group
 from hyperhive.agent.todos import TodoSink
 from hyperhive.bash.records import (
@@ -107,6 +107,8 @@ class _Entry:
     todo_cleared: bool = False
     # run() is still waiting inline: the runner files no todo, the caller gets the result.
     inline: bool = False
+    # The feed was told it started; a task that ends inline is told once, as "ran".
+    start_reported: bool = False
     # Serialises the "running" todo (filed by run()) with the completion one (the runner).
     todo_lock: anyio.Lock = field(default_factory=anyio.Lock)
 
@@ -245,6 +247,7 @@ class TaskManager:
             if entry.settled.is_set():
                 entry.todo_cleared = True  # none was filed: nothing for status() to clear
                 return self._report(entry)
+            await self._report_started(entry)
             # Past the window: from here on the task is a loose end the agent may forget.
             # Listed, not waking: this very turn started it; its completion wakes.
             rec = entry.record
@@ -263,6 +266,7 @@ class TaskManager:
                 rec.todo_synced = False  # _finish took it as reported inline
                 await self._upsert(entry, summary(rec, *self.paths(rec.id)))
             else:
+                await self._report_started(entry)
                 await self._upsert(entry, f"bash task {rec.id} running: {preview(rec.cmd)}")
 
     def running_count(self) -> int:
@@ -336,8 +340,8 @@ class TaskManager:
         entry.process = process
         rec.status, rec.started_at = "running", time.time()
         rec.pid, rec.identity = process.pid, process_identity(process.pid)
-        if self._activity is not None:
-            await self._activity.report("started", rec.id, preview(rec.cmd))
+        if not entry.inline:  # run() still waiting: it reports the start if the window ends
+            await self._report_started(entry)
         if entry.kill_requested:  # kill() came while spawning
             signal_group(process, signal.SIGKILL if entry.force else signal.SIGINT)
         try:
@@ -379,9 +383,18 @@ class TaskManager:
                 await anyio.sleep(0.05)
         signal_group(pgid, signal.SIGKILL)
 
+    async def _report_started(self, entry: _Entry) -> None:
+        """Tell the feed a task runs, once, and only once its process exists."""
+        if self._activity is None or entry.start_reported or entry.record.status != "running":
+            return
+        entry.start_reported = True
+        await self._activity.report("started", entry.record.id, preview(entry.record.cmd))
+
     async def _finish(self, entry: _Entry, status: TaskStatus) -> None:
         rec = entry.record
         async with entry.todo_lock:
+            # Ended inside run()'s window: one "ran" event, no started/finished pair.
+            phase: Phase = "ran" if entry.inline else "finished"
             rec.status, rec.ended_at = status, time.time()
             # Reported inline by run(): no todo, and none to re-file after a restart.
             rec.todo_synced = rec.todo_synced or entry.inline
@@ -393,7 +406,7 @@ class TaskManager:
                 entry.settled.set()
         if self._activity is not None:
             await self._activity.report(
-                "finished", rec.id, preview(rec.cmd), status=status, exit_code=rec.exit_code
+                phase, rec.id, preview(rec.cmd), status=status, exit_code=rec.exit_code
             )
 
     # ---- table, todos, restart ---------------------------------------------

@@ -2,10 +2,10 @@
 
 Each event the dashboard's feed shows (a turn with its cost, a spawn, a
 crash, a bash task or subagent started or finished, a budget notice, an
-approval asked or resolved) is one row in the store's activity log, written
-by the coordinator from what it already knows (the socket a report came in
-on names the agent). After the commit, an ``activity`` bus event lets the
-dashboard repaint its feed live.
+approval asked or resolved, a question to the operator and its answer) is
+one row in the store's activity log, written by the coordinator from what it
+already knows (the socket a report came in on names the agent). After the
+commit, an ``activity`` bus event lets the dashboard repaint its feed live.
 
 Recording never fails the action it reports: the action has happened.
 """
@@ -24,7 +24,7 @@ from hyperhive.errors import HiveError
 from hyperhive.protocol import RunSpend
 from hyperhive.store import Store
 
-__all__ = ["KINDS", "PRUNE_EVERY", "ActivityLog", "turn_title"]
+__all__ = ["KINDS", "PRUNE_EVERY", "ActivityLog", "quote", "turn_title"]
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,17 @@ KINDS = (
     "bash",
     "subagent",
     "budget",
+    "question",
+    "answer",
 )
+
+TITLE_TEXT = 160  # how much of a question or answer a title quotes (the inbox has it whole)
+
+
+def quote(text: str, limit: int = TITLE_TEXT) -> str:
+    """``text`` on one line, cut to ``limit`` characters with a mark where it was cut."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def turn_title(agent: str, outcome: str, spend: RunSpend | None) -> str:
@@ -107,6 +117,26 @@ class ActivityLog:
             others=[row.requester],
             detail={"approval_id": approval_id, "state": "cancelled"},
             key=f"approval:{approval_id}:resolved",
+        )
+
+    async def question_asked(self, asker: str, question_id: int, question: str) -> None:
+        await self.record(
+            "question",
+            asker,
+            f"{asker} asked the operator (question #{question_id}): {quote(question)}",
+            detail={"question_id": question_id, "state": "asked"},
+            key=f"question:{question_id}:asked",
+        )
+
+    async def question_answered(
+        self, asker: str, question_id: int, answer: str, message_id: int
+    ) -> None:
+        await self.record(
+            "answer",
+            asker,
+            f"the operator answered {asker}'s question #{question_id}: {quote(answer)}",
+            detail={"question_id": question_id, "state": "answered", "message_id": message_id},
+            key=f"question:{question_id}:answered",
         )
 
     async def prune_once(self, keep_days: float, now: float | None = None) -> int:

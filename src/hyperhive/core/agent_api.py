@@ -211,6 +211,7 @@ class AgentApi:
         self.broker.check_body(req.question)
         qid, mid = await self.loose_ends.ask_operator(self.name, req.question)
         self.bus.emit("question", question_id=qid, state="open", asker=self.name)
+        await self.agent_state.activity.question_asked(self.name, qid, req.question)
         return Asked(question_id=qid, message_id=mid)
 
     # ---- harness -----------------------------------------------------------
@@ -283,7 +284,7 @@ class AgentApi:
         # The host runs this agent's tasks; what it reports lands on this socket's agent.
         what = "bash task" if req.kind == "bash" else "subagent"
         end = ""
-        if req.phase == "finished":
+        if req.phase != "started":
             end = f" ({req.status or 'done'}" + (
                 f", exit {req.exit_code})" if req.exit_code is not None else ")"
             )

@@ -282,6 +282,9 @@ class OperatorApi:
         self.broker.check_body(req.answer)
         asker, msg_id = await self.loose_ends.answer_question(req.question_id, req.answer)
         self.bus.emit("question", question_id=req.question_id, state="answered")
+        await self.agent_state.activity.question_answered(
+            asker, req.question_id, req.answer, msg_id
+        )
         return Answered(asker=asker, message_id=msg_id)
 
     @on(OpSpawnReq)

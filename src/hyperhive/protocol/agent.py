@@ -159,7 +159,8 @@ class ReportActivityReq(Req[ActivityReported]):
 
     cmd: Literal["report_activity"]
     kind: Literal["bash", "subagent"]
-    phase: Literal["started", "finished"]
+    # "ran": started and finished inside the tool call's wait (one event, not two)
+    phase: Literal["started", "finished", "ran"]
     ref: str = Field(min_length=1, max_length=128)  # the task's or subagent's id
     summary: str = Field(max_length=300)  # the command or task, previewed
     status: str | None = Field(default=None, max_length=32)

@@ -6,22 +6,15 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hyperhive.store.activity import COLS, TOP, activity_row
 from hyperhive.store.base import ActivityRepo, FeedCursor
 from hyperhive.store.postgres._repo import Conn, PgRepo, now
 from hyperhive.store.rows import ActivityRow
 
 __all__ = ["PgActivity"]
 
-COLS = "a.id, a.at, a.kind, a.agent, a.others, a.title, a.detail"
 # Strictly before the cursor: the ``at <=`` bound is the index range, the rest a filter.
 BEFORE = "{t}.at <= %(t)s AND ({t}.at < %(t)s OR {t}.id < %(b)s)"
-TOP: FeedCursor = (float("inf"), 2**63 - 1)
-
-
-def _row(r: Sequence[Any]) -> ActivityRow:
-    return ActivityRow(
-        int(r[0]), float(r[1]), r[2], r[3], tuple(json.loads(r[4])), r[5], json.loads(r[6])
-    )
 
 
 class PgActivity(PgRepo, ActivityRepo):
@@ -80,7 +73,7 @@ class PgActivity(PgRepo, ActivityRepo):
             f"ORDER BY {t}.at DESC, {t}.id DESC LIMIT %(n)s",
             {"a": agent, "k": kind, "t": at, "b": below, "n": max(0, limit)},
         )
-        return [_row(r) for r in rows]
+        return [activity_row(r) for r in rows]
 
     async def prune(self, older_than: float) -> int:
         async def op(conn: Conn) -> int:

@@ -7,22 +7,15 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hyperhive.store.activity import COLS, TOP, activity_row
 from hyperhive.store.base import ActivityRepo, FeedCursor
 from hyperhive.store.rows import ActivityRow
 from hyperhive.store.sqlite.engine import Engine, Tx
 
-__all__ = ["SqliteActivity", "activity_row"]
+__all__ = ["SqliteActivity"]
 
-COLS = "a.id, a.at, a.kind, a.agent, a.others, a.title, a.detail"
 # Strictly before the cursor: the ``at <=`` bound is the index range, the rest a filter.
 BEFORE = "{t}.at <= ? AND ({t}.at < ? OR {t}.id < ?)"
-TOP: FeedCursor = (float("inf"), 2**63 - 1)
-
-
-def activity_row(r: Sequence[Any]) -> ActivityRow:
-    return ActivityRow(
-        int(r[0]), float(r[1]), r[2], r[3], tuple(json.loads(r[4])), r[5], json.loads(r[6])
-    )
 
 
 class SqliteActivity(ActivityRepo):
