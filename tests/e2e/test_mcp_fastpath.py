@@ -59,8 +59,8 @@ def headers(tool: str = "get_agent_meta", **extra: str) -> dict[str, str]:
     return {**base, **{k.replace("_", "-"): v for k, v in extra.items()}}
 
 
-# (what, agent, body (bytes or JSON), headers, answered by the fast path)
-CASES: list[tuple[str, str, Any, dict[str, str], bool]] = [
+# (what, agent, body (bytes, chunks or JSON), headers, answered by the fast path)
+CASES: list[tuple[str, str, Any, Any, bool]] = [
     ("own meta", "alice", call("get_agent_meta", {}), headers(), True),
     ("no arguments member", "alice", call("get_agent_meta"), headers(), True),
     ("string id", "alice", call("get_agent_meta", {}, rid="abc"), headers(), True),
@@ -176,6 +176,20 @@ CASES: list[tuple[str, str, Any, dict[str, str], bool]] = [
         False,
     ),
     (
+        "a repeated routing header",
+        "alice",
+        call("get_agent_meta", {}),
+        [*headers().items(), ("mcp-method", "tools/call")],
+        False,
+    ),
+    (
+        "a repeated header of another kind",
+        "alice",
+        call("get_agent_meta", {}),
+        [*headers().items(), ("x-note", "a"), ("x-note", "b")],
+        False,
+    ),
+    (
         "an Mcp-Param header",
         "alice",
         call("get_agent_meta", {}),
@@ -212,7 +226,7 @@ CASES: list[tuple[str, str, Any, dict[str, str], bool]] = [
 
 
 async def _post(
-    http: httpx.AsyncClient, url: str, token: str, body: Any, sent: dict[str, str]
+    http: httpx.AsyncClient, url: str, token: str, body: Any, sent: Any
 ) -> tuple[int, str | None, Any]:
     content: Any
     if isinstance(body, tuple):  # sent chunked, so only counting finds its size
@@ -224,8 +238,9 @@ async def _post(
         content = chunks()
     else:
         content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    lines = list(sent.items()) if isinstance(sent, dict) else list(sent)
     response = await http.post(
-        url, content=content, headers={**sent, "authorization": f"Bearer {token}"}
+        url, content=content, headers=[*lines, ("authorization", f"Bearer {token}")]
     )
     try:
         shown: Any = response.json() if response.content else None

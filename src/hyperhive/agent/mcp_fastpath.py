@@ -9,7 +9,8 @@ a well-formed ``tools/call`` to a tool the surface declares — with the SDK's
 own checks and serialization and none of that kit:
 
 - the same transport checks, by the SDK's own functions: content type, Host
-  and Origin (DNS rebinding), Accept, body size, duplicated routing headers,
+  and Origin (DNS rebinding), Accept, body size (a repeated header of any kind
+  goes to the SDK, which judges duplicated routing headers),
   the inbound ladder (``_meta`` envelope, ``mcp-method``/``mcp-name`` and
   protocol-version headers), the per-version request schema and the
   ``CallToolRequestParams`` model;
@@ -29,17 +30,14 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import mcp_types as types
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.transport_security import TransportSecurityMiddleware
-from mcp.shared.inbound import (
-    InboundLadderRejection,
-    classify_inbound_request,
-    find_duplicated_routing_header,
-)
-from mcp_types import SERVER_INFO_META_KEY, JSONRPCRequest, JSONRPCResponse
+from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
+from mcp_types import SERVER_INFO_META_KEY, JSONRPCRequest, RequestId
 from mcp_types import methods as _methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry import trace
@@ -65,6 +63,13 @@ def sdk_spans() -> bool:
     """
     provider = trace.get_tracer_provider()
     return not isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    id: RequestId
+    version: str
+    params: types.CallToolRequestParams
 
 
 class FastCall:
@@ -93,29 +98,35 @@ class FastCall:
         if scope["method"] != "POST":
             return receive
         request = Request(scope)
-        headers = request.headers
+        # One folded read of the headers; a repeated one (where first- and last-copy
+        # readers could disagree) is the SDK's to judge.
+        headers = dict(request.headers.items())
         if (
-            headers.get("mcp-protocol-version") not in MODERN_PROTOCOL_VERSIONS
+            len(headers) != len(scope["headers"])
+            or headers.get("mcp-protocol-version") not in MODERN_PROTOCOL_VERSIONS
             or headers.get("mcp-method") != _METHOD
             or sdk_spans()
             or await self._security.validate_request(request, is_post=True) is not None
             or not check_accept_headers(request)[0]
             or any(name.startswith(_PARAM_HEADER) for name in headers)
-            or find_duplicated_routing_header(headers.items()) is not None
         ):
             return receive
         body, replay = await _read_body(receive, headers.get("content-length"), self._limit)
         if body is None:
             return replay
-        answer = await self._answer(principal, body, headers)
-        if answer is None:
+        call = self._parse(body, headers)
+        agent = self.surface.agent(principal) if call is not None else None
+        if call is None or agent is None or call.params.name not in self._plain:
             return replay
+        result = await self.surface.answer(agent, call.params)
         self.answered += 1
+        answer = self._wire(call, result)
         await Response(answer, media_type="application/json")(scope, replay, send)
         return None
 
-    async def _answer(self, principal: str, body: bytes, headers: Mapping[str, str]) -> str | None:
-        """The response body, or None: not an ordinary call, the SDK answers it."""
+    @staticmethod
+    def _parse(body: bytes, headers: Mapping[str, str]) -> _Call | None:
+        """The call, or None: not an ordinary one, the SDK answers it."""
         try:
             decoded = json.loads(body)
         except (ValueError, RecursionError):
@@ -128,7 +139,7 @@ class FastCall:
             return None
         if req.method != _METHOD:
             return None
-        verdict = classify_inbound_request(decoded, headers=dict(headers))
+        verdict = classify_inbound_request(decoded, headers=headers)
         if isinstance(verdict, InboundLadderRejection):
             return None
         version = verdict.protocol_version
@@ -137,17 +148,17 @@ class FastCall:
             params = types.CallToolRequestParams.model_validate(req.params or {}, by_name=False)
         except (KeyError, ValueError):  # ValidationError is a ValueError
             return None
-        agent = self.surface.agent(principal)
-        if agent is None or params.name not in self._plain:
-            return None
-        result = await self.surface.answer(agent, params)
+        return _Call(req.id, version, params)
+
+    def _wire(self, call: _Call, result: types.CallToolResult) -> str:
+        """The response body, as the SDK shapes it at ``call``'s version."""
         dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-        wire = _methods.serialize_server_result(_METHOD, version, dumped)
+        wire = _methods.serialize_server_result(_METHOD, call.version, dumped)
         wire.setdefault("resultType", "complete")
         # Ours never sets _meta, so the stamp is the whole of it (the SDK's rule, simplified).
         wire["_meta"] = {SERVER_INFO_META_KEY: self._stamp}
-        envelope = JSONRPCResponse(jsonrpc="2.0", id=req.id, result=wire)
-        out = envelope.model_dump(mode="json", by_alias=True, exclude_none=True)
+        # JSONRPCResponse's dump, field for field (a request's id is never None).
+        out = {"jsonrpc": "2.0", "id": call.id, "result": wire}
         return json.dumps(out, separators=(",", ":"))
 
 
