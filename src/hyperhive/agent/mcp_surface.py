@@ -16,6 +16,10 @@ The tools are the surface's declarations (:mod:`hyperhive.tools`); the
 surface binds each one's handler by name and refuses to be built with a
 declared tool it cannot serve or a handler for a tool nobody declared.
 
+An ordinary ``tools/call`` at the single-exchange protocol claude speaks is
+answered by :mod:`hyperhive.agent.mcp_fastpath` (the same :meth:`Surface.answer`,
+without the SDK's per-request machinery); everything else is the SDK's.
+
 Two hooks let a surface differ from the default: ``authenticate`` decides
 which bearer token opens it and *who* the caller is (the agent itself by
 default; one subagent for ``subagent_control``), and ``gate`` refuses a whole
