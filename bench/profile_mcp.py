@@ -2,10 +2,11 @@
 
 Not a benchmark row: a tool for finding the next thing to cut. It drives the
 same real processes as ``agent_host.mcp`` (coordinator, host, one turn of the
-real claude to write the MCP config, then the SDK client calling
-``get_agent_meta``) with the host under cProfile timing CPU time, and prints
-each layer's CPU per call. Shares are what to compare: the profiler inflates
-Python-heavy code, and wall times on a loaded machine are mostly scheduling.
+real claude to write the MCP config, then raw ``tools/call get_agent_meta``
+POSTs in the protocol-2026-07-28 shape claude sends, the headline's client)
+with the host under cProfile timing CPU time, and prints each layer's CPU per
+call. Shares are what to compare: the profiler inflates Python-heavy code, and
+wall times on a loaded machine are mostly scheduling.
 
     .venv/bin/python -m bench.profile_mcp [CALLS] [--save FILE]
 """
@@ -24,7 +25,7 @@ from tests.support.model_server import ModelServer, always, text
 
 from bench._hostprocs import host
 from bench._procs import serve
-from bench.agent_host import WARMUP, _seed, alice_mcp_server, mcp_samples
+from bench.agent_host import WARMUP, _raw_mcp_samples, _seed, alice_mcp_server
 from bench.registry import Latency
 from hyperhive.agent.host import resolve_claude_bin
 from hyperhive.config import HivePaths
@@ -32,70 +33,80 @@ from hyperhive.config import HivePaths
 __all__ = ["layers", "main"]
 
 Key = tuple[str, int, str]
+Stats = dict[Key, tuple[Any, ...]]
 
-# (label, function) — a layer's own figure is its cumulative CPU minus the
-# layers listed after it that it contains.
+_FAST = "hyperhive/agent/mcp_fastpath.py"
+_SURFACE = "hyperhive/agent/mcp_surface.py"
+# label -> (file, function): a layer's own figure is its cumulative CPU minus the
+# layers it contains (see ``layers``).
 _FUNCS = {
     "read": ("uvicorn/protocols/http/h11_impl.py", "handle_events"),
     "asgi": ("starlette/applications.py", "__call__"),
     "web": ("hyperhive/agent/web.py", "__call__"),
-    "sdk": ("mcp/server/_streamable_http_modern.py", "handle_modern_request"),
-    "dispatch": ("mcp/server/_streamable_http_modern.py", "_to_jsonrpc_response"),
-    "write": ("mcp/server/_streamable_http_modern.py", "_write"),
-    "call": ("hyperhive/agent/mcp_surface.py", "_call"),
-    "run": ("hyperhive/agent/mcp_surface.py", "_run"),
-    "hop": ("hyperhive/agent/hyperhive_tools.py", "call"),
+    "fast": (_FAST, "__call__"),
+    "body": (_FAST, "_read_body"),
+    "parse": (_FAST, "_parse"),
+    "wire": (_FAST, "_wire"),
+    "sdk": ("mcp/server/streamable_http_manager.py", "handle_request"),
+    "answer": (_SURFACE, "answer"),
+    "run": (_SURFACE, "_run"),
+    "handler": ("hyperhive/agent/hyperhive_tools.py", "call"),
     "log": ("logging/__init__.py", "info"),
+    "emit": ("hyperhive/bus.py", "emit"),
 }
 
 
-def _find(stats: dict[Key, tuple[object, ...]], file: str, name: str) -> Key | None:
-    for key in stats:
-        if key[0].endswith(file) and key[2] == name:
-            return key
-    return None
+def _find(stats: Stats, file: str, name: str) -> Key | None:
+    """The busiest function ``name`` of ``file`` (several closures share a name)."""
+    found = [key for key in stats if key[0].endswith(file) and key[2] == name]
+    return max(found, key=lambda key: stats[key][1], default=None)
+
+
+def _from(stats: Stats, callee: Key | None, caller_file: str) -> float:
+    """``callee``'s cumulative CPU when called from ``caller_file``."""
+    if callee is None:
+        return 0.0
+    callers: dict[Key, tuple[float, ...]] = stats[callee][4]
+    return sum(got[3] for key, got in callers.items() if key[0].endswith(caller_file))
 
 
 def layers(profile: Path, calls: int) -> list[tuple[str, float]]:
     """(layer, CPU ms per tools/call) from a host profile of ``calls`` calls."""
-    raw: dict[Key, tuple[object, ...]] = pstats.Stats(str(profile)).stats  # type: ignore[attr-defined]
+    raw: Stats = pstats.Stats(str(profile)).stats  # type: ignore[attr-defined]
     keys = {label: _find(raw, *where) for label, where in _FUNCS.items()}
 
     def cum(label: str) -> float:
         key = keys[label]
-        return float(raw[key][3]) if key is not None else 0.0  # type: ignore[arg-type]
+        return float(raw[key][3]) if key is not None else 0.0
 
-    def log_from_surface() -> float:
-        log = keys["log"]
-        if log is None:
-            return 0.0
-        callers: dict[Key, tuple[float, ...]] = raw[log][4]  # type: ignore[assignment]
-        return sum(got[3] for key, got in callers.items() if key[0].endswith(_FUNCS["call"][0]))
-
-    log = log_from_surface()
-    # _run is the envelope inside _call's tracing span (absent before telemetry).
-    run = cum("run") if keys["run"] is not None else cum("call")
+    response = _from(raw, _find(raw, "starlette/responses.py", "__call__"), _FAST)
+    log = _from(raw, keys["log"], _SURFACE)
+    emit = _from(raw, keys["emit"], _SURFACE)
+    fast = cum("fast")
     rows = [
         ("uvicorn/h11: read and parse the request", cum("read")),
         ("Starlette app + router down to our endpoint", cum("asgi") - cum("web")),
-        ("web.py bearer auth + session manager routing", cum("web") - cum("sdk")),
+        ("web.py: bearer token, surface, scope", cum("web") - fast - cum("sdk")),
         (
-            "SDK: body, headers, DNS-rebinding check, JSON-RPC parse",
-            cum("sdk") - cum("dispatch") - cum("write"),
+            "fast path: transport checks (SDK's own: Host/Origin, Accept, headers)",
+            fast - cum("body") - cum("parse") - cum("answer") - cum("wire") - response,
         ),
-        ("SDK: dispatch (runner, otel span, result model)", cum("dispatch") - cum("call")),
-        ("ours: coordinator hop (get_agent_meta RPC)", cum("hop")),
-        ("ours: per-call log line (1 record)", log),
-        ("ours: tool span (OpenTelemetry)", cum("call") - run),
-        ("ours: rest of the envelope (args, bus, result)", run - cum("hop") - log),
-        ("SDK: serialize + Starlette response + h11 write", cum("write")),
+        ("fast path: read the body", cum("body")),
+        ("fast path: JSON-RPC, inbound ladder, request schema (SDK's)", cum("parse")),
+        ("ours: gate, arguments, envelope", cum("answer") - cum("handler") - log - emit),
+        ("ours: handler (get_agent_meta from the host's cache)", cum("handler")),
+        ("ours: per-call log record", log),
+        ("ours: events bus", emit),
+        ("fast path: result serialization (SDK's surface model)", cum("wire")),
+        ("Starlette response + h11 write", response),
+        ("SDK path (whatever the fast path handed over)", cum("sdk")),
     ]
     return [(label, seconds * 1000 / calls) for label, seconds in rows]
 
 
-async def _sdk_client_calls(paths: HivePaths, info: dict[str, Any], calls: int) -> Latency:
+async def _raw_calls(paths: HivePaths, info: dict[str, Any], calls: int) -> Latency:
     server = await alice_mcp_server(paths, info)
-    return await mcp_samples(server["url"], server["headers"], "get_agent_meta", calls)
+    return await _raw_mcp_samples(server["url"], server["headers"], "get_agent_meta", calls)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -109,14 +120,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         with ModelServer(always(text("done"))) as model:
             paths = _seed(home, ["alice"], model.url, resolve_claude_bin(None))
             with serve(paths, ["alice"]), host(paths, profile=out) as (_, info):
-                figure = anyio.run(_sdk_client_calls, paths, info, args.calls)
+                figure = anyio.run(_raw_calls, paths, info, args.calls)
         # + the warm-up calls the samples skip (the turn's own few calls are noise).
         rows = layers(out, args.calls + WARMUP)
     total = sum(ms for _, ms in rows)
     print(f"host CPU per tools/call under cProfile (wall p50 {figure.p50:.2f} ms, loaded):")
     for label, ms in rows:
-        print(f"  {label:<58} {ms:7.3f} ms  {ms / total:6.1%}")
-    print(f"  {'total':<58} {total:7.3f} ms")
+        print(f"  {label:<66} {ms:7.3f} ms  {ms / total:6.1%}")
+    print(f"  {'total':<66} {total:7.3f} ms")
 
 
 if __name__ == "__main__":

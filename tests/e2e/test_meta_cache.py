@@ -9,16 +9,31 @@ reach the host as pushes, and the very next call shows them.
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
-from hyperhive.config import AgentConfig
-from tests.support.hive import agent, agent_call, op_call, operator, running_hive, seed_home
-from tests.support.surfaces import result_text, surface_client, until
+from hyperhive.config import AgentConfig, HivePaths
+from hyperhive.core.hostlink import META_FORGET_WITHIN
+from hyperhive.protocol import OpAgentsReq
+from tests.support.hive import (
+    SERVE_START_WITHIN_S,
+    agent,
+    agent_call,
+    coordinator,
+    op_call,
+    operator,
+    running_hive,
+    seed_home,
+)
+from tests.support.procs import start_host, stop
+from tests.support.surfaces import result_text, surface_client, until, until_async
 
-pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(90)]
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(240)]
 
 
 async def meta(client: Any, **args: Any) -> dict[str, Any]:
@@ -65,3 +80,68 @@ async def test_the_next_call_sees_every_change_to_the_agents_own_meta(
             other = await meta(mcp, name="bob")
             assert (other["name"], other["status_text"]) == ("bob", "bob here")
             assert (await meta(mcp))["name"] == "alice"
+
+
+def _unsandboxed(home: Path, claude_bin: Path) -> None:
+    (home / "hive.toml").write_text(f'claude_bin = "{claude_bin}"\nruntime = "unsandboxed"\n')
+
+
+async def _until_running(paths: HivePaths, name: str) -> None:
+    async def running() -> bool:
+        async with operator(paths) as op:
+            rows = await op.call(OpAgentsReq(cmd="agents"))
+        return any(r.name == name and r.running for r in rows)
+
+    await until_async(running, within=SERVE_START_WITHIN_S)
+
+
+async def test_a_status_reply_waits_for_the_host_to_drop_its_kept_meta(
+    tmp_path: Path, claude_bin: Path
+) -> None:
+    """The agent's next MCP call reaches the host by another connection than the
+    coordinator's push, so it could overtake a push: the coordinator answers a
+    set_status only once the host has acknowledged dropping the kept meta.
+
+    The host is a real process, stopped (SIGSTOP) while the status is set: the
+    reply must come only after it runs again. Kept stopped past the bound, the
+    reply still comes (the status is stored; the wait is bounded).
+    """
+    seed_home(tmp_path, {"alice": AgentConfig()})
+    _unsandboxed(tmp_path, claude_bin)
+    async with coordinator(tmp_path) as c:
+        host = start_host(tmp_path)
+        try:
+            await _until_running(c.paths, "alice")
+            async with agent(c.paths, "alice") as sock:
+                await agent_call(sock, "set_status", text="warm")  # link and push path live
+                replied = anyio.Event()
+
+                async def set_status(text: str) -> None:
+                    await agent_call(sock, "set_status", text=text)
+                    replied.set()
+
+                async with anyio.create_task_group() as tg:
+                    os.kill(host.pid, signal.SIGSTOP)
+                    try:
+                        tg.start_soon(set_status, "held")
+                        with anyio.move_on_after(1.0):  # under the bound (5 s)
+                            await replied.wait()
+                    finally:
+                        os.kill(host.pid, signal.SIGCONT)
+                    assert not replied.is_set(), "answered while the host could not have acked"
+                    with anyio.fail_after(30):
+                        await replied.wait()
+
+                replied = anyio.Event()
+                os.kill(host.pid, signal.SIGSTOP)
+                try:
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(set_status, "unacked")
+                        with anyio.fail_after(META_FORGET_WITHIN + 30):
+                            await replied.wait()  # the bound, not the host, ends the wait
+                finally:
+                    os.kill(host.pid, signal.SIGCONT)
+                shown = await agent_call(sock, "get_agent_meta")
+                assert isinstance(shown, dict) and shown["status_text"] == "unacked"
+        finally:
+            stop(host)

@@ -14,11 +14,12 @@ import anyio
 import pytest
 
 from hyperhive.agent.host import AgentHost
+from hyperhive.client import connect
 from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.netlink.dialer import LinkTarget
 from hyperhive.protocol import OpInboxReq, OpSendReq
-from tests.support.hive import agent_env, hive_config, operator, seed_home
+from tests.support.hive import agent_call, agent_env, hive_config, operator, seed_home
 from tests.support.hostlink import add_host, link_url
 from tests.support.model_server import ModelServer, text, tool_call
 from tests.support.surfaces import until, until_async
@@ -27,7 +28,10 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(150)]
 
 
 async def test_a_remote_hosts_agent_answers_through_its_forwarded_socket(
-    tmp_path: Path, model_server: ModelServer, claude_bin: Path
+    tmp_path: Path,
+    model_server: ModelServer,
+    claude_bin: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     model_server.set_script(
         [tool_call("mcp__hyperhive__send", {"to": "operator", "body": "pong"}), text("done")]
@@ -59,6 +63,13 @@ async def test_a_remote_hosts_agent_answers_through_its_forwarded_socket(
 
             assert await until_async(replies, 90) == ["pong"]
             assert "from operator: ping" in str(model_server.main_requests[0].messages)
+            # A status set on the forwarded socket: the remote host acknowledges dropping
+            # its kept meta over the network link before the reply (not the bound).
+            async with connect(host_paths.agent_sock("alice")) as sock:
+                await agent_call(sock, "set_status", text="remote")
+                shown = await agent_call(sock, "get_agent_meta")
+            assert isinstance(shown, dict) and shown["status_text"] == "remote"
+            assert not [r for r in caplog.records if "old meta" in r.getMessage()]
             with anyio.move_on_after(10):
                 await host.stop_all(graceful=False)
         tg.cancel_scope.cancel()

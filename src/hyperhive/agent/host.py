@@ -73,6 +73,7 @@ from hyperhive.protocol.hostreads import (
     AgentSnapshotAsk,
     EventsFollowCmd,
     HostJournalAsk,
+    LinkAnswerReq,
     LogTailAsk,
     StreamStopCmd,
 )
@@ -353,11 +354,21 @@ class AgentHost:
         elif isinstance(cmd, MetaChangedCmd):
             if (rt := self.runtimes.get(cmd.agent)) is not None:
                 rt.meta.forget()
+            if cmd.ask is not None and self._link is not None and self._tg is not None:
+                self._tg.start_soon(self._forgotten, self._link, cmd.ask)
         elif isinstance(
             cmd, LogTailAsk | HostJournalAsk | AgentSnapshotAsk | EventsFollowCmd | StreamStopCmd
         ):
             if self._link is not None and self._tg is not None:
                 self.reads.start(cmd, self._link, self._tg)
+
+    @staticmethod
+    async def _forgotten(link: RpcClient, ask: int) -> None:
+        """Answer a meta change: forgotten (in a task: the command loop never waits)."""
+        try:
+            await link.call(LinkAnswerReq(cmd="answer", ask=ask))
+        except HiveError as exc:
+            log.debug("could not acknowledge a meta change: %s", exc)
 
     # ---- agents ----------------------------------------------------------------------
 

@@ -46,7 +46,7 @@ def own_meta(tool: Tool[Any, Any]) -> Handler:
         if args.name not in (None, rt.name) or rt.stopping.is_set():
             return await ask(rt, args)
         meta = await rt.meta.get(lambda: rt.call(tool.request(args)))
-        return tool.text(args, meta)
+        return rt.meta.rendered(meta, lambda m: tool.text(args, m))
 
     return call
 

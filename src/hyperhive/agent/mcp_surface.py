@@ -16,6 +16,10 @@ The tools are the surface's declarations (:mod:`hyperhive.tools`); the
 surface binds each one's handler by name and refuses to be built with a
 declared tool it cannot serve or a handler for a tool nobody declared.
 
+An ordinary ``tools/call`` at the single-exchange protocol claude speaks is
+answered by :mod:`hyperhive.agent.mcp_fastpath` (the same :meth:`Surface.answer`,
+without the SDK's per-request machinery); everything else is the SDK's.
+
 Two hooks let a surface differ from the default: ``authenticate`` decides
 which bearer token opens it and *who* the caller is (the agent itself by
 default; one subagent for ``subagent_control``), and ``gate`` refuses a whole
@@ -32,7 +36,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 import mcp_types as types
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -42,6 +46,7 @@ from pydantic import ValidationError
 
 from hyperhive import __version__
 from hyperhive.agent.events import EventsBus
+from hyperhive.agent.mcp_fastpath import FastCall, sdk_spans
 from hyperhive.config import AgentConfig
 from hyperhive.errors import HiveError
 from hyperhive.permissions import Capability, ToolGroup
@@ -173,8 +178,16 @@ class Surface:
         self._gate = gate
         self._described = {t.name: describe(t, text) for t in tools}
         self.server: Server[Any] = Server(
-            name, version=__version__, on_list_tools=self._list, on_call_tool=self._call
+            name,
+            version=__version__,
+            on_list_tools=self._list,
+            on_call_tool=self._call,
+            # Else the SDK lists every tool, per call with arguments, to find one schema.
+            get_tool_input_schema=self._input_schema,
         )
+        # The SDK's default middleware is its span, on OpenTelemetry's global provider,
+        # which the hive leaves unset (telemetry.tracing): a no-op span built per request.
+        self.server.middleware = [_WhenSdkSpans(m) for m in self.server.middleware]
         self.manager = StreamableHTTPSessionManager(
             app=self.server,
             json_response=True,
@@ -187,6 +200,8 @@ class Surface:
                 allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
             ),
         )
+        # None sends every request through the SDK (the fast path's equivalence test).
+        self.fast: FastCall | None = FastCall(self)
 
     def describe(self, name: str) -> types.Tool:
         """Tool ``name`` as ``tools/list`` shows it."""
@@ -196,6 +211,10 @@ class Surface:
         """The session manager's lifespan (enter once, in the web app's lifespan)."""
         return self.manager.run()
 
+    def agent(self, principal: str) -> SurfaceAgent | None:
+        """The caller the web layer authenticated as ``principal``, if still active."""
+        return self._lookup(principal)
+
     def _agent(self, ctx: ServerRequestContext[Any, Any]) -> SurfaceAgent:
         scope: Mapping[str, Any] = getattr(ctx.request, "scope", {}) or {}
         name = scope.get(AGENT_SCOPE_KEY)
@@ -203,6 +222,10 @@ class Surface:
         if agent is None:
             raise MCPError(types.INVALID_REQUEST, "no active agent for this request")
         return agent
+
+    def _input_schema(self, name: str) -> Any:
+        tool = self._described.get(name)
+        return tool.input_schema if tool is not None else None
 
     def refusal(self, agent: SurfaceAgent) -> str | None:
         """Why the whole surface is closed to ``agent`` (None: it is open)."""
@@ -222,7 +245,12 @@ class Surface:
     async def _call(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        agent = self._agent(ctx)
+        return await self.answer(self._agent(ctx), params)
+
+    async def answer(
+        self, agent: SurfaceAgent, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        """``agent``'s call: the tool's result, or MCPError for a tool this surface lacks."""
         spec = self.tools.get(params.name)
         if spec is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r} on {self.name}")
@@ -292,3 +320,18 @@ class Surface:
             result=_preview(text),
         )
         return ok, text
+
+
+class _WhenSdkSpans:
+    """An SDK middleware (its OpenTelemetry span) run only while :func:`sdk_spans`."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        if sdk_spans():
+            result: HandlerResult = await self.inner(ctx, call_next)
+            return result
+        return await call_next(ctx)

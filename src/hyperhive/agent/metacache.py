@@ -8,7 +8,8 @@ parent by ``place``, the status by ``meta_changed``, ``running`` by
 can be kept until one of those pushes :meth:`MetaCache.forget` it.
 
 Only the agent's own meta is kept: another agent's status or place is not
-pushed to this host.
+pushed to this host. Its rendering for the model is kept beside it: rendering
+(JSON by alias, indented) costs more than the rest of a cached call.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ __all__ = ["MetaCache"]
 class MetaCache:
     def __init__(self) -> None:
         self._meta: AgentMeta | None = None
+        self._text: tuple[AgentMeta, str] | None = None
         # Bumped by every forget: an answer fetched across one is already stale.
         self._generation = 0
 
     def forget(self) -> None:
         self._meta = None
+        self._text = None
         self._generation += 1
 
     async def get(self, fetch: Callable[[], Awaitable[AgentMeta]]) -> AgentMeta:
@@ -39,3 +42,9 @@ class MetaCache:
         if generation == self._generation:
             self._meta = meta
         return meta
+
+    def rendered(self, meta: AgentMeta, render: Callable[[AgentMeta], str]) -> str:
+        """``render(meta)``, kept while ``meta`` is the answer kept."""
+        if self._text is None or self._text[0] is not meta:
+            self._text = (meta, render(meta))
+        return self._text[1]

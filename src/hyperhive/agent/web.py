@@ -82,6 +82,11 @@ class _McpEndpoint:
             return
         scope = dict(scope)
         scope[AGENT_SCOPE_KEY] = principal
+        if surface.fast is not None:
+            got = await surface.fast(principal, scope, receive, send)
+            if got is None:
+                return
+            receive = got
         await surface.manager.handle_request(scope, receive, send)
 
 

@@ -54,6 +54,9 @@ ENDED_WITHIN = 30.0
 
 # Forwarded frames in flight per host connection: every agent's long-poll holds one.
 MAX_FORWARDS = 4096
+# How long a meta change's reply waits for the host to drop the answer it keeps: the
+# change is stored either way; past this a stale get_agent_meta is possible, and logged.
+META_FORGET_WITHIN = 5.0
 
 
 class HostLink(LinkBook):
@@ -112,14 +115,22 @@ class HostLink(LinkBook):
             pass  # the host is going; the agent's next activation carries its place
 
     async def meta_changed(self, agent: str) -> None:
-        """Tell the host running ``agent`` to drop the ``get_agent_meta`` it keeps."""
-        host = self.hosts.get(self.placement.get(agent, ""))
-        if host is None:
+        """Have the host running ``agent`` drop the ``get_agent_meta`` it keeps, and wait
+        (bounded) until it has: the agent's next MCP call reaches that host by another
+        connection, so a push alone could be overtaken by it."""
+        host_id = self.placement.get(agent)
+        if host_id is None or host_id not in self.hosts:
             return
         try:
-            await host.push(encode(MetaChangedCmd(cmd="meta_changed", agent=agent)))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass  # the host is going; its next activation of the agent starts empty
+            await self.calls.ask(
+                host_id,
+                lambda ask: MetaChangedCmd(cmd="meta_changed", agent=agent, ask=ask),
+                META_FORGET_WITHIN,
+                f"{agent}'s meta change",
+            )
+        except Unavailable as exc:
+            # Gone: its next activation of the agent starts empty. Slow: said, not fatal.
+            log.warning("%s's host may still show its old meta: %s", agent, exc.message)
 
     async def deactivate(self, agent: str, graceful: bool = True) -> bool:
         host_id = self.placement.pop(agent, None)

@@ -179,10 +179,12 @@ class PlaceCmd(_Req):
 
 class MetaChangedCmd(_Req):
     """Something the agent's ``get_agent_meta`` shows changed (its status): its host
-    drops the answer it keeps."""
+    drops the answer it keeps, then answers ask ``ask`` (``LinkAnswerReq``), so the
+    coordinator can hold the change's reply until no stale answer can follow it."""
 
     cmd: Literal["meta_changed"]
     agent: str
+    ask: int | None = None
 
 
 LinkCommand = Annotated[

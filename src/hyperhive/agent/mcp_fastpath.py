@@ -1,0 +1,202 @@
+"""``tools/call`` at a single-exchange protocol version, without the SDK's per-request kit.
+
+claude speaks protocol 2026-07-28 to our surfaces: every call is one
+self-contained POST (no session). The SDK answers it through a per-request
+``Connection``, runner, session and context, a middleware chain, a shielded
+cancel scope and a deep copy of the server-info stamp: about half of the host's
+CPU per call (``bench.profile_mcp``). This path answers the ordinary call —
+a well-formed ``tools/call`` to a tool the surface declares — with the SDK's
+own checks and serialization and none of that kit:
+
+- the same transport checks, by the SDK's own functions: content type, Host
+  and Origin (DNS rebinding), Accept, body size (a repeated header of any kind
+  goes to the SDK, which judges duplicated routing headers),
+  the inbound ladder (``_meta`` envelope, ``mcp-method``/``mcp-name`` and
+  protocol-version headers), the per-version request schema and the
+  ``CallToolRequestParams`` model;
+- the same result: ``serialize_server_result`` at the request's version,
+  ``resultType``, the ``serverInfo`` stamp, the JSON-RPC envelope, compact JSON.
+
+Anything else — another method, a notification, a batch, a request any check
+refuses, an unknown tool, an ``Mcp-Param-*`` header, a live OpenTelemetry
+provider (the SDK's span is kept then) — goes to the SDK unchanged, with the
+body already read replayed to it, so every error is the SDK's own.
+Authentication and the group gate are untouched: the web layer authenticated
+the request before either path, and the surface gates the call on both.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import mcp_types as types
+from mcp.server.streamable_http import check_accept_headers
+from mcp.server.transport_security import TransportSecurityMiddleware
+from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
+from mcp_types import SERVER_INFO_META_KEY, JSONRPCRequest, RequestId
+from mcp_types import methods as _methods
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from opentelemetry import trace
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
+
+if TYPE_CHECKING:
+    from hyperhive.agent.mcp_surface import Surface
+
+__all__ = ["FastCall", "sdk_spans"]
+
+_METHOD = "tools/call"
+_PARAM_HEADER = "mcp-param-"
+
+
+def sdk_spans() -> bool:
+    """Whether the SDK's own spans record: only once a global OpenTelemetry provider is set.
+
+    The hive keeps its tracer apart from the global one (``telemetry.tracing``),
+    so in a host the SDK's per-request span is otherwise a no-op that still costs.
+    """
+    provider = trace.get_tracer_provider()
+    return not isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    id: RequestId
+    version: str
+    params: types.CallToolRequestParams
+
+
+class FastCall:
+    """The fast path of one surface (see the module's docstring)."""
+
+    def __init__(self, surface: Surface) -> None:
+        self.surface = surface
+        manager = surface.manager
+        if not manager.json_response:  # an SSE-mode answer is the SDK's to shape
+            raise ValueError("the fast path answers in JSON-response mode only")
+        self._security = TransportSecurityMiddleware(manager.security_settings)
+        self._limit = manager.max_request_body_size
+        self._stamp = surface.server.server_info_stamp
+        # The SDK validates Mcp-Param-* headers against a schema that declares x-mcp-header;
+        # ours declare none, and a tool that ever does is left to the SDK.
+        self._plain = {
+            n for n, t in surface.tools.items() if "x-mcp-header" not in repr(t.schema())
+        }
+        self.answered = 0
+        """Calls this path answered itself (the rest went to the SDK)."""
+
+    async def __call__(
+        self, principal: str, scope: Scope, receive: Receive, send: Send
+    ) -> Receive | None:
+        """Answer the request (None), or the ``receive`` to hand the SDK instead."""
+        if scope["method"] != "POST":
+            return receive
+        request = Request(scope)
+        # One folded read of the headers; a repeated one (where first- and last-copy
+        # readers could disagree) is the SDK's to judge.
+        headers = dict(request.headers.items())
+        if (
+            len(headers) != len(scope["headers"])
+            or headers.get("mcp-protocol-version") not in MODERN_PROTOCOL_VERSIONS
+            or headers.get("mcp-method") != _METHOD
+            or sdk_spans()
+            or await self._security.validate_request(request, is_post=True) is not None
+            or not check_accept_headers(request)[0]
+            or any(name.startswith(_PARAM_HEADER) for name in headers)
+        ):
+            return receive
+        body, replay = await _read_body(receive, headers.get("content-length"), self._limit)
+        if body is None:
+            return replay
+        call = self._parse(body, headers)
+        agent = self.surface.agent(principal) if call is not None else None
+        if call is None or agent is None or call.params.name not in self._plain:
+            return replay
+        result = await self.surface.answer(agent, call.params)
+        self.answered += 1
+        answer = self._wire(call, result)
+        await Response(answer, media_type="application/json")(scope, replay, send)
+        return None
+
+    @staticmethod
+    def _parse(body: bytes, headers: Mapping[str, str]) -> _Call | None:
+        """The call, or None: not an ordinary one, the SDK answers it."""
+        try:
+            decoded = json.loads(body)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(decoded, dict) or "id" not in decoded:
+            return None
+        try:
+            req = JSONRPCRequest.model_validate(decoded)
+        except ValidationError:
+            return None
+        if req.method != _METHOD:
+            return None
+        verdict = classify_inbound_request(decoded, headers=headers)
+        if isinstance(verdict, InboundLadderRejection):
+            return None
+        version = verdict.protocol_version
+        try:
+            _methods.validate_client_request(_METHOD, version, req.params)
+            params = types.CallToolRequestParams.model_validate(req.params or {}, by_name=False)
+        except (KeyError, ValueError):  # ValidationError is a ValueError
+            return None
+        return _Call(req.id, version, params)
+
+    def _wire(self, call: _Call, result: types.CallToolResult) -> str:
+        """The response body, as the SDK shapes it at ``call``'s version."""
+        dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        wire = _methods.serialize_server_result(_METHOD, call.version, dumped)
+        wire.setdefault("resultType", "complete")
+        # Ours never sets _meta, so the stamp is the whole of it (the SDK's rule, simplified).
+        wire["_meta"] = {SERVER_INFO_META_KEY: self._stamp}
+        # JSONRPCResponse's dump, field for field (a request's id is never None).
+        out = {"jsonrpc": "2.0", "id": call.id, "result": wire}
+        return json.dumps(out, separators=(",", ":"))
+
+
+async def _read_body(
+    receive: Receive, content_length: str | None, limit: int
+) -> tuple[bytes | None, Receive]:
+    """The whole body if it is within ``limit``; and a receive replaying what was read.
+
+    A body over the limit (declared or counted) is not read further: the SDK's
+    own limit answers it from the replay (413).
+    """
+    read: deque[Message] = deque()
+
+    async def replay() -> Message:
+        return read.popleft() if read else await receive()
+
+    if content_length is not None:
+        try:
+            if int(content_length) > limit:
+                return None, receive
+        except ValueError:
+            pass
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        read.append(message)
+        if message["type"] != "http.request":
+            return None, replay
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None, replay
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    body = b"".join(chunks)
+    read.clear()
+    # The SDK's handler reads the request once more after this if it falls back.
+    read.append({"type": "http.request", "body": body, "more_body": False})
+    return body, replay
