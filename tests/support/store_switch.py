@@ -38,7 +38,9 @@ _MODES: dict[str, list[str]] = {
     "both": list(BACKENDS),
 }
 # Fixtures through which a test chooses its store itself.
-_OWN_STORE_FIXTURES = frozenset({"hive_store_url", "pg_url", "pg_private_cluster", "backend"})
+_OWN_STORE_FIXTURES = frozenset(
+    {"hive_store_url", "pg_url", "pg_cluster", "pg_private_cluster", "backend"}
+)
 # Suites that never start a hive: no database for them (a fresh one costs ~0.1-0.3 s).
 _HIVELESS_SUITES = frozenset({"unit", "store"})
 _TESTS_ROOT = Path(__file__).resolve().parents[1]
