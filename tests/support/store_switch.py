@@ -59,8 +59,15 @@ BOTH_WHEN_UNSET: frozenset[str] = frozenset(
     {
         "chaos",
         "integration/test_activity_retention.py",
+        "integration/test_bash_tasks.py",
+        "integration/test_cli_errors.py",
+        "integration/test_host_proxy.py",
+        "integration/test_host_reads.py",
+        "integration/test_isolation.py",
         "integration/test_move_resolve.py",
+        "integration/test_netlink_link.py",
         "integration/test_placement.py",
+        "integration/test_reparent_acl.py",
     }
 )
 
