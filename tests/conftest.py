@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 pytest_plugins = [
+    # First: postgres and synapse import it, and a plugin must be registered before its import.
+    "tests.support.strays",
     "tests.support.fixtures",
     "tests.support.postgres",
     "tests.support.spans",

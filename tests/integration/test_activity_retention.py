@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from hyperhive.config import AgentConfig, HivePaths
-from hyperhive.store.sqlite import SqliteStore
 from tests.support.hive import coordinator, seed_home
+from tests.support.stores import open_hive_store
 from tests.support.surfaces import until_async
 
 pytestmark = pytest.mark.anyio
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.anyio
 async def test_the_coordinator_drops_events_older_than_the_keep_days(tmp_path: Path) -> None:
     seed_home(tmp_path, {"alice": AgentConfig()}, hive_toml="activity_keep_days = 2\n")
     now = time.time()
-    store = await SqliteStore.open(HivePaths(tmp_path).db)
+    store = await open_hive_store(HivePaths(tmp_path))
     try:
         for days in (10, 3, 1, 0):
             await store.activity.record("turn", "alice", f"{days} days ago", at=now - days * 86400)

@@ -13,16 +13,16 @@ from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.errors import Conflict
 from hyperhive.netlink.dialer import LinkTarget
 from hyperhive.protocol import LinkMoveDroppedReq, LinkMovePutReq
-from hyperhive.store.sqlite import SqliteStore
 from tests.support.hive import coordinator, operator, seed_home
 from tests.support.hostlink import Pushes, add_host, link_url, registered
+from tests.support.stores import open_hive_store
 from tests.support.surfaces import until_async
 
 pytestmark = pytest.mark.anyio
 
 
 async def _store_edit(home: Path, *steps: str) -> None:
-    store = await SqliteStore.open(HivePaths(home).db)
+    store = await open_hive_store(HivePaths(home))
     try:
         await store.placements.begin_move("a", "a1", "h2")
         if "copying" in steps:
@@ -34,7 +34,7 @@ async def _store_edit(home: Path, *steps: str) -> None:
 
 
 async def _move_phase(home: Path) -> str | None:
-    store = await SqliteStore.open(HivePaths(home).db, readonly=True)
+    store = await open_hive_store(HivePaths(home), readonly=True)
     try:
         row = await store.placements.get("a")
         assert row is not None

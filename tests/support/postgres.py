@@ -28,6 +28,8 @@ from urllib.parse import quote
 import psycopg
 import pytest
 
+from tests.support.strays import OWNER_ENV, OWNER_FILE, PG_ROOT_PREFIX, owner_tag
+
 __all__ = [
     "PgCluster",
     "pg_bindir",
@@ -106,7 +108,12 @@ class PgCluster:
         done: subprocess.CompletedProcess[str] = subprocess.run(
             argv,
             cwd=self.root,
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C.UTF-8"},
+            env={
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                "LC_ALL": "C.UTF-8",
+                # The postmaster inherits it: a later session reaps it if this one is killed.
+                OWNER_ENV: owner_tag(),
+            },
             capture_output=True,
             text=True,
             timeout=START_TIMEOUT_S + 10,
@@ -181,7 +188,9 @@ def start_cluster(*, tcp: bool = False, fsync: bool = True) -> PgCluster:
         raise RuntimeError("no /usr/lib/postgresql/*/bin/initdb: run scripts/bootstrap --dev")
     owner = pwd.getpwnam("postgres") if os.geteuid() == 0 else None
     # /tmp rather than pytest's tmp dir: root's pytest dirs are 0700, unreachable to postgres.
-    root = Path(tempfile.mkdtemp(prefix="hh-pg-"))
+    root = Path(tempfile.mkdtemp(prefix=PG_ROOT_PREFIX))
+    # Who made it: a later session removes it, and stops its server, once this process is gone.
+    (root / OWNER_FILE).write_text(owner_tag() + "\n")
     cluster = PgCluster(bindir=bindir, root=root, port=_free_port(), tcp=tcp, _owner=owner)
     if owner is None:
         cluster.superuser = pwd.getpwuid(os.geteuid()).pw_name

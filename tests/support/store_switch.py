@@ -2,11 +2,12 @@
 
 Read here and nowhere else:
 
-- unset: the suites that take ``hive_store_url`` run on both backends, every other
-  hive on SQLite in its home (the quick default);
+- unset (what ``scripts/test``, so CI, runs): the suites that take ``hive_store_url``
+  and the suites in ``BOTH_WHEN_UNSET`` run on both backends, every other hive on
+  SQLite in its home;
 - ``sqlite`` / ``postgres``: every hive on that backend;
 - ``both``: every test that may start a hive runs twice, ``[sqlite]`` and
-  ``[postgresql]`` (what ``scripts/test`` runs in CI).
+  ``[postgresql]``.
 
 A test on PostgreSQL gets ``HIVE_STORE_URL`` (which beats hive.toml) set to a
 fresh database of the session's cluster, so every coordinator it starts, in
@@ -28,7 +29,14 @@ import pytest
 from hyperhive.config import STORE_URL_ENV
 from tests.support.stores import BACKENDS
 
-__all__ = ["STORE_SWITCH_ENV", "hive_store", "hive_store_url", "switched_backends"]
+__all__ = [
+    "BOTH_WHEN_UNSET",
+    "STORE_SWITCH_ENV",
+    "backends_for",
+    "hive_store",
+    "hive_store_url",
+    "switched_backends",
+]
 
 STORE_SWITCH_ENV = "HH_TEST_STORE"
 _MODES: dict[str, list[str]] = {
@@ -38,10 +46,30 @@ _MODES: dict[str, list[str]] = {
     "both": list(BACKENDS),
 }
 # Fixtures through which a test chooses its store itself.
-_OWN_STORE_FIXTURES = frozenset({"hive_store_url", "pg_url", "pg_private_cluster", "backend"})
+_OWN_STORE_FIXTURES = frozenset(
+    {"hive_store_url", "pg_url", "pg_cluster", "pg_private_cluster", "backend"}
+)
 # Suites that never start a hive: no database for them (a fresh one costs ~0.1-0.3 s).
 _HIVELESS_SUITES = frozenset({"unit", "store"})
 _TESTS_ROOT = Path(__file__).resolve().parents[1]
+# With the switch unset, the switchable tests of these suites (a directory or a module,
+# relative to tests/) run on both backends too: the store-touching suites that fit in
+# CI's time beside the rest on SQLite (README, "The suite on PostgreSQL").
+BOTH_WHEN_UNSET: frozenset[str] = frozenset(
+    {
+        "chaos",
+        "integration/test_activity_retention.py",
+        "integration/test_bash_tasks.py",
+        "integration/test_cli_errors.py",
+        "integration/test_host_proxy.py",
+        "integration/test_host_reads.py",
+        "integration/test_isolation.py",
+        "integration/test_move_resolve.py",
+        "integration/test_netlink_link.py",
+        "integration/test_placement.py",
+        "integration/test_reparent_acl.py",
+    }
+)
 
 
 def switched_backends() -> list[str] | None:
@@ -57,6 +85,24 @@ def switched_backends() -> list[str] | None:
     return _MODES[raw]
 
 
+def _suite_path(node: pytest.Item) -> str:
+    return node.path.relative_to(_TESTS_ROOT).as_posix()
+
+
+def _both_when_unset(node: pytest.Item) -> bool:
+    path = _suite_path(node)
+    return any(path == suite or path.startswith(f"{suite}/") for suite in BOTH_WHEN_UNSET)
+
+
+def backends_for(node: pytest.Item) -> list[str]:
+    """The backends a (switchable) test's hives run on: what ``HH_TEST_STORE`` names,
+    or, with it unset, both for the suites in ``BOTH_WHEN_UNSET`` and SQLite for the rest."""
+    backends = switched_backends()
+    if backends is not None:
+        return backends
+    return list(BACKENDS) if _both_when_unset(node) else ["sqlite"]
+
+
 def _switchable(node: pytest.Item, fixturenames: list[str] | tuple[str, ...]) -> bool:
     return not (
         node.get_closest_marker("sqlite_only")
@@ -68,20 +114,22 @@ def _switchable(node: pytest.Item, fixturenames: list[str] | tuple[str, ...]) ->
 def pytest_report_header() -> str:
     backends = switched_backends()
     if backends is None:
-        return f"hive store: {STORE_SWITCH_ENV} unset (hive_store_url on both, the rest sqlite)"
+        return (
+            f"hive store: {STORE_SWITCH_ENV} unset (hive_store_url and "
+            f"{', '.join(sorted(BOTH_WHEN_UNSET))} on both, the rest sqlite)"
+        )
     return (
         f"hive store: {STORE_SWITCH_ENV}={os.environ[STORE_SWITCH_ENV]} ({' and '.join(backends)})"
     )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    backends = switched_backends()
-    if (
-        backends is not None
-        and len(backends) > 1
-        and "hive_store" in metafunc.fixturenames
-        and _switchable(metafunc.definition, metafunc.fixturenames)
+    if "hive_store" not in metafunc.fixturenames or not _switchable(
+        metafunc.definition, metafunc.fixturenames
     ):
+        return
+    backends = backends_for(metafunc.definition)
+    if len(backends) > 1:
         metafunc.parametrize("hive_store", backends, indirect=True)
 
 
@@ -94,8 +142,7 @@ def hive_store(request: pytest.FixtureRequest) -> Iterator[str]:
     scratch, a ``Coordinator(...)`` without ``open``) onto SQLite.
     """
     monkeypatch: pytest.MonkeyPatch = request.getfixturevalue("monkeypatch")
-    backends = switched_backends() or ["sqlite"]
-    backend: str = getattr(request, "param", backends[0])
+    backend: str = getattr(request, "param", None) or backends_for(request.node)[0]
     if backend != "postgresql" or not _switchable(request.node, request.fixturenames):
         # A developer's own HIVE_STORE_URL is no place for a test's hive.
         monkeypatch.delenv(STORE_URL_ENV, raising=False)

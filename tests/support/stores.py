@@ -45,6 +45,7 @@ __all__ = [
     "HiveRows",
     "PostgresBackend",
     "SqliteBackend",
+    "open_hive_store",
     "read_hive",
     "read_hive_sync",
 ]
@@ -151,6 +152,17 @@ class HiveRows:
         return {m.id: m for m in self.messages}
 
 
+async def open_hive_store(paths: HivePaths, *, readonly: bool = False) -> Store:
+    """The store the hive's ``hive.toml`` (or ``HIVE_STORE_URL``) names, as its
+    coordinator would open it: for a test that seeds or inspects a hive's state
+    beside (or between) coordinator runs, on whichever backend the hive runs.
+    ``readonly`` holds on SQLite; PostgreSQL has no read-only open."""
+    url = load_hive_config(paths.home).store
+    if url is None:
+        return await SqliteStore.open(paths.db, readonly=readonly)
+    return await open_postgres(url)
+
+
 async def read_hive(paths: HivePaths) -> HiveRows:
     """The hive's rows, read through the store its ``hive.toml`` names (``store``,
     ``store_url_file`` or ``HIVE_STORE_URL``, as the coordinator reads them).
@@ -158,12 +170,7 @@ async def read_hive(paths: HivePaths) -> HiveRows:
     Safe beside a running coordinator: SQLite is opened read-only; on PostgreSQL
     the open's migration step finds nothing to do and only reads follow.
     """
-    url = load_hive_config(paths.home).store
-    store: Store
-    if url is None:
-        store = await SqliteStore.open(paths.db, readonly=True)
-    else:
-        store = await open_postgres(url)
+    store = await open_hive_store(paths, readonly=True)
     try:
         messages: list[MessageRow] = []
         while page := await store.messages.scan(messages[-1].id if messages else 0, 5000):

@@ -26,6 +26,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.strays import OWNER_ENV, owner_tag
+
 __all__ = [
     "START_WITHIN",
     "Synapse",
@@ -128,7 +130,11 @@ def run_synapse(d: Path) -> Iterator[Synapse]:
     base = [sys.executable, "-m", "synapse.app.homeserver", "-c", str(d / "homeserver.yaml")]
     subprocess.run([*base, "--generate-keys"], check=True, capture_output=True, timeout=60)
     log = (d / "stdout.log").open("wb")
-    proc = subprocess.Popen(base, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    # The owner in its environment: a later session stops it if this one is killed.
+    env = {**os.environ, OWNER_ENV: owner_tag()}
+    proc = subprocess.Popen(
+        base, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env
+    )
     server = Synapse(f"http://127.0.0.1:{port}", SERVER_NAME, secret, d, proc)
     try:
         deadline = time.monotonic() + START_WITHIN
