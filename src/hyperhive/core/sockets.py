@@ -25,13 +25,14 @@ from hyperhive.protocol import (
     Response,
     decode_frame,
     encode,
+    encode_ok,
     error_response,
     ok_response,
 )
 from hyperhive.telemetry import context_from, tracer
 from hyperhive.unixsock import UnixStream, serve_unix_streams
 
-__all__ = ["Dispatch", "Listeners", "answer", "serve_connection", "serve_unix"]
+__all__ = ["Dispatch", "Listeners", "answer", "answer_line", "serve_connection", "serve_unix"]
 
 log = logging.getLogger(__name__)
 
@@ -54,11 +55,9 @@ class _Writer:
         self.stream = stream
 
     async def send(self, response: Response) -> None:
-        try:
-            data = encode(response)
-        except Exception:  # a reply that cannot be encoded must not take the server down
-            log.exception("could not encode a reply; sending a generic error instead")
-            data = encode(error_response(None, HiveError("internal error: unencodable reply")))
+        await self.send_line(_encoded(response))
+
+    async def send_line(self, data: bytes) -> None:
         try:
             await self.stream.send(data)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -100,18 +99,49 @@ async def answer(
     try:
         rid, request = decode_frame(union, line)
         return ok_response(rid, await _traced(request, dispatch, identity))
-    except HiveError as exc:
+    except Exception as exc:
+        return _failure(exc, line, rid, request)
+
+
+async def answer_line(
+    line: bytes, union: Any, dispatch: Dispatch, identity: str | None = None
+) -> bytes:
+    """:func:`answer`, encoded: a success is written straight from its result model."""
+    rid: int | str | None = None
+    request: Any = None
+    try:
+        rid, request = decode_frame(union, line)
+        result = await _traced(request, dispatch, identity)
+    except Exception as exc:
+        return _encoded(_failure(exc, line, rid, request))
+    try:
+        return encode_ok(rid, result)
+    except Exception:  # a reply that cannot be encoded must not take the server down
+        log.exception("could not encode a reply; sending a generic error instead")
+        return _encoded(error_response(rid, HiveError("internal error: unencodable reply")))
+
+
+def _failure(exc: Exception, line: bytes, rid: int | str | None, request: Any) -> Response:
+    if isinstance(exc, HiveError):
         return error_response(exc.request_id if exc.request_id is not None else rid, exc)
-    except Exception as exc:  # a bug must answer, log, and spare the connection
-        log.exception("internal error handling %r", line[:200])
-        what = getattr(request, "cmd", None) if request is not None else None
-        return error_response(
-            rid,
-            InternalError(
-                f"internal error{f' in {what!r}' if what else ''}: "
-                f"{type(exc).__name__}: {exc} (the coordinator's log has the traceback)"
-            ),
-        )
+    # A bug must answer, log, and spare the connection.
+    log.error("internal error handling %r", line[:200], exc_info=exc)
+    what = getattr(request, "cmd", None) if request is not None else None
+    return error_response(
+        rid,
+        InternalError(
+            f"internal error{f' in {what!r}' if what else ''}: "
+            f"{type(exc).__name__}: {exc} (the coordinator's log has the traceback)"
+        ),
+    )
+
+
+def _encoded(response: Response) -> bytes:
+    try:
+        return encode(response)
+    except Exception:
+        log.exception("could not encode a reply; sending a generic error instead")
+        return encode(error_response(None, HiveError("internal error: unencodable reply")))
 
 
 class _Frames:
@@ -165,7 +195,7 @@ class _Frames:
 async def _handle(
     line: bytes, union: Any, dispatch: Dispatch, writer: _Writer, identity: str | None
 ) -> None:
-    await writer.send(await answer(line, union, dispatch, identity))
+    await writer.send_line(await answer_line(line, union, dispatch, identity))
 
 
 async def serve_connection(
