@@ -88,9 +88,14 @@ def capability_tools(capability: Capability) -> tuple[McpTool, ...]:
     return tuple(t.mcp for t in _GATED if t.capability is capability)
 
 
+_BY_NAME: dict[tuple[str, str], Tool[Any, Any]] = {}
+for _tool in CATALOG:
+    _BY_NAME.setdefault((_tool.server, _tool.name), _tool)  # the first wins, as the scan did
+
+
 def declaration(server: str, name: str) -> Tool[Any, Any] | None:
     """The declaration of ``server``'s tool ``name`` (None: no such tool)."""
-    return next((t for t in CATALOG if t.server == server and t.name == name), None)
+    return _BY_NAME.get((server, name))  # every request is gated by this: a dict, not a scan
 
 
 def effective_tool_groups(env: Mapping[str, str] | None = None) -> list[ToolGroup]:

@@ -30,12 +30,15 @@ from hyperhive.protocol import (
     RemindReq,
     Response,
     SendReq,
+    Sent,
     Spawned,
+    WaitResult,
     WakeReq,
     decode_request,
     decode_response,
     describe,
     encode,
+    encode_ok,
     error_response,
     ok_response,
     peek_id,
@@ -107,6 +110,31 @@ def test_responses() -> None:
     with pytest.raises(MalformedFrame):
         decode_response(b'{"ok": "maybe"}')
     assert Response.model_validate({"ok": True}).result is None
+
+
+@pytest.mark.parametrize("rid", [7, 'r-ü"1', None])
+@pytest.mark.parametrize(
+    "result",
+    [
+        Sent(id=41, to="bob"),
+        WaitResult(
+            messages=[Message(id=2, sender="a", recipient="b", body='é\n"x"', created_at=1.5)],
+            todo_version=3,
+        ),
+        Message(id=1, sender="a", recipient="b", body="x", created_at=1.0),
+        [Message(id=1, sender="a", recipient="b", body="x", created_at=1.0)],
+        None,
+        {"k": 1},
+    ],
+)
+def test_encode_ok_is_the_same_frame_as_encoding_the_response(rid: object, result: object) -> None:
+    """The direct encoder (the hot path) says exactly what the generic one says."""
+    fast = encode_ok(rid, result)  # type: ignore[arg-type]
+    slow = encode(ok_response(rid, result))  # type: ignore[arg-type]
+    assert fast.endswith(b"\n") and fast.count(b"\n") == 1
+    assert json.loads(fast) == json.loads(slow)
+    back = decode_response(fast)
+    assert back.ok and back.id == rid and back.error is None
 
 
 def test_peek_id_survives_bad_frames() -> None:

@@ -186,6 +186,7 @@ class HostLink(LinkBook):
         slots = anyio.Semaphore(MAX_FORWARDS)
         try:
             async with stream, anyio.create_task_group() as tg:
+                gone = False
                 while True:
                     try:
                         chunk = await stream.receive(65536)
@@ -213,7 +214,17 @@ class HostLink(LinkBook):
                         if before is None and conn.host is not None:
                             conn.host.end = tg.cancel_scope
                             # Activations are pushed only after the register reply.
-                            await self._registered(conn.host, conn.reported)
+                            try:
+                                await self._registered(conn.host, conn.reported)
+                            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                                # The host went while its agents were being pushed: its
+                                # connection ends here. (Raised inside the task group, this
+                                # reached the outer handler wrapped in an ExceptionGroup,
+                                # which it did not match, and stopped ``serve``.)
+                                gone = True
+                                break
+                    if gone:
+                        break
                 tg.cancel_scope.cancel()  # the host is gone: abandon its agents' long-polls
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass

@@ -56,6 +56,21 @@ def _jsonable(value: Any) -> JsonValue:
     return value  # type: ignore[no-any-return]
 
 
+def encode_ok(request_id: RequestId, result: Any = None) -> bytes:
+    """``encode(ok_response(request_id, result))``, without the intermediate dict.
+
+    A model result is serialised once, straight into the frame (the reply of
+    every send and wait takes this path).
+    """
+    if not isinstance(result, BaseModel):
+        return encode(ok_response(request_id, result))
+    body = result.__pydantic_serializer__.to_json(result, by_alias=True)
+    return b'{"id":%s,"ok":true,"result":%s,"error":null}\n' % (
+        json.dumps(request_id, ensure_ascii=False).encode(),
+        body,
+    )
+
+
 def encode(model: BaseModel) -> bytes:
     """One JSON line (aliases, no ``None``-noise for request ids)."""
     return (
@@ -66,12 +81,19 @@ def encode(model: BaseModel) -> bytes:
 _T = TypeVar("_T")
 
 _ADAPTERS: dict[Any, TypeAdapter[Any]] = {}
+# By identity first: hashing an ``Annotated`` union walks its members (per frame).
+_BY_ID: dict[int, tuple[Any, TypeAdapter[Any]]] = {}
 
 
 def _adapter(union: Any) -> TypeAdapter[Any]:
-    if union not in _ADAPTERS:
-        _ADAPTERS[union] = TypeAdapter(union)
-    return _ADAPTERS[union]
+    hit = _BY_ID.get(id(union))
+    if hit is not None and hit[0] is union:
+        return hit[1]
+    adapter = _ADAPTERS.get(union)
+    if adapter is None:
+        adapter = _ADAPTERS[union] = TypeAdapter(union)
+    _BY_ID[id(union)] = (union, adapter)  # holds ``union``, so its id is never reused
+    return adapter
 
 
 @functools.cache

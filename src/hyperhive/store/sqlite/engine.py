@@ -2,9 +2,10 @@
 
 Every operation is a function of a :class:`Tx`, run on a dedicated thread.
 The thread drains whatever is queued and runs it as one transaction, each
-operation inside its own savepoint, then commits once: group commit. A
-caller's await returns only after that commit, so an ``ok`` the coordinator
-sends has survived fsync — ``kill -9`` at any moment loses nothing answered.
+operation inside its own savepoint (a batch of one needs none), then
+commits once: group commit. A caller's await returns only after that
+commit, so an ``ok`` the coordinator sends has survived fsync — ``kill -9``
+at any moment loses nothing answered.
 One failing operation rolls back its savepoint (and its wake-ups) only.
 
 An operation may be *lazy* (``durable=False``): a batch made only of lazy
@@ -224,20 +225,38 @@ class Engine:
             self._conn.execute(f"PRAGMA synchronous={'FULL' if full else 'NORMAL'}")
             self._synchronous_full = full
 
+    def _run_alone(self, op: _Op) -> tuple[Any, BaseException | None, set[str]]:
+        """A batch of one needs no savepoint: its failure rolls back the whole transaction.
+
+        (Two statements fewer per operation: at one request in flight most batches
+        hold a single operation.)
+        """
+        tx = Tx(self._conn)
+        try:
+            return op(tx), None, tx.changed
+        except Exception as exc:  # the op's failure is its caller's, not the engine's
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            return None, _storage_error(exc), set()
+
     def _run_batch(self, batch: list[_Job]) -> None:
         conn = self._conn
         results: list[tuple[Any, BaseException | None, set[str]]] = []
         try:
             self._set_synchronous(any(durable for *_, durable in batch))
             conn.execute(self._begin)
-            for op, *_ in batch:
-                tx = Tx(conn)
-                try:
-                    with _savepoint(conn):
-                        results.append((op(tx), None, tx.changed))
-                except Exception as exc:  # one op's failure is its caller's, not the batch's
-                    results.append((None, _storage_error(exc), set()))
-            conn.execute("COMMIT")
+            if len(batch) == 1:
+                results.append(self._run_alone(batch[0][0]))
+            else:
+                for op, *_ in batch:
+                    tx = Tx(conn)
+                    try:
+                        with _savepoint(conn):
+                            results.append((op(tx), None, tx.changed))
+                    except Exception as exc:  # one op's failure is its caller's, not the batch's
+                        results.append((None, _storage_error(exc), set()))
+            if conn.in_transaction:
+                conn.execute("COMMIT")
         except sqlite3.Error as exc:
             try:
                 conn.execute("ROLLBACK")
