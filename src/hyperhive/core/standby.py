@@ -70,17 +70,18 @@ async def serve_with_lease(
     try:
 
         def home_held(pid: int | None) -> None:
+            # Loaded before it stands by, not at takeover: a standby has 10 s from the
+            # active one's death to serving. (Blocking the loop here delays nothing.)
+            preload(dashboard)
             log.info(
                 "standing by: this home's coordinator runs as %s; taking over when it exits",
                 f"pid {pid}" if pid else "another process",
             )
-            # Loaded while waiting, not at takeover: a standby has 10 s from the active
-            # one's death to serving. (Blocking the loop here delays nothing: it waits.)
-            preload(dashboard)
 
         await lock.wait_acquire(home_held)
 
         def standing_by(now: LeaseHolder) -> None:
+            preload(dashboard)
             log.info(
                 "standing by: %s is the active coordinator (lease epoch %d, %.1fs left); "
                 "taking over if it stops renewing",
@@ -88,7 +89,6 @@ async def serve_with_lease(
                 now.epoch,
                 max(0.0, now.expires_in),
             )
-            preload(dashboard)
 
         async def active(epoch: int) -> None:
             nonlocal served
