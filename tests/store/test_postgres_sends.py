@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import anyio
+import psycopg
 import pytest
 
-from hyperhive.errors import NotFound
-from hyperhive.store.postgres import open_postgres
+from hyperhive.errors import InvalidRequest, NotFound, StorageError
+from hyperhive.store.postgres import PostgresStore, open_postgres
+from tests.support.surfaces import until
 
 pytestmark = pytest.mark.anyio
 
@@ -33,6 +35,8 @@ async def test_a_bad_reply_in_a_batch_fails_alone(pg_url: str) -> None:
 
         assert sorted(refused) == [i for i in range(40) if i % 7 == 3]
         assert len(set(landed.values())) == len(landed) == 40 - len(refused)
+        # One batch, its ids drawn in the order the sends were queued.
+        assert sorted(landed, key=landed.__getitem__) == sorted(landed)
         rows = {m.id: m for m in await store.messages.scan(root)}
         assert set(rows) == set(landed.values())
         for i, msg_id in landed.items():
@@ -41,3 +45,99 @@ async def test_a_bad_reply_in_a_batch_fails_alone(pg_url: str) -> None:
         assert set(seen) == {"r0", "r1", "r2"}
     finally:
         await store.close()
+
+
+async def _send_all(
+    store: PostgresStore, bodies: list[str]
+) -> tuple[dict[int, int], dict[int, Exception]]:
+    """Send every body at once (one batch); each caller's id or error, by index."""
+    landed: dict[int, int] = {}
+    failed: dict[int, Exception] = {}
+
+    async def send(i: int, body: str) -> None:
+        try:
+            landed[i] = await store.messages.send("alice", "bob", body)
+        except (InvalidRequest, StorageError) as exc:
+            failed[i] = exc
+
+    async with anyio.create_task_group() as tg:
+        for i, body in enumerate(bodies):
+            tg.start_soon(send, i, body)
+    return landed, failed
+
+
+async def _bodies(store: PostgresStore) -> list[str]:
+    return [m.body for m in await store.messages.scan()]
+
+
+async def test_text_postgres_cannot_hold_fails_alone_as_bad_input(pg_url: str) -> None:
+    store = await open_postgres(pg_url)
+    try:
+        bodies = [f"m{i}" for i in range(30)]
+        bodies[4] = "a NUL \x00 here"
+        bodies[17] = "a lone surrogate \ud800 here"
+        landed, failed = await _send_all(store, bodies)
+
+        assert sorted(failed) == [4, 17]
+        assert "NUL" in str(failed[4]) and "Unicode" in str(failed[17])
+        assert all(isinstance(e, InvalidRequest) for e in failed.values())
+        assert await _bodies(store) == [b for i, b in enumerate(bodies) if i not in failed]
+    finally:
+        await store.close()
+
+
+async def test_a_batch_the_server_refuses_is_retried_send_by_send(pg_url: str) -> None:
+    # A rule only the server knows (a CHECK constraint): the batch's one statement
+    # is refused whole, so each send is retried alone and only the bad one fails.
+    store = await open_postgres(pg_url)
+    try:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("ALTER TABLE messages ADD CONSTRAINT no_poison CHECK (body <> 'poison')")
+        bodies = [f"m{i}" for i in range(30)]
+        bodies[11] = "poison"
+        landed, failed = await _send_all(store, bodies)
+
+        assert list(failed) == [11]
+        assert isinstance(failed[11], StorageError) and "no_poison" in str(failed[11])
+        assert len(set(landed.values())) == 29
+        assert await _bodies(store) == [b for b in bodies if b != "poison"]
+        rows = {m.id: m.body for m in await store.messages.scan()}
+        assert all(rows[landed[i]] == bodies[i] for i in landed)
+    finally:
+        await store.close()
+
+
+async def test_pooled_connections_whose_server_side_died_are_replaced_unseen(
+    pg_url: str,
+) -> None:
+    """A checkout skips the probe round trip only while the socket is quiet: a backend
+    that was terminated leaves its FATAL on the socket, and the pool replaces it."""
+    store = await open_postgres(pg_url)
+    try:
+        await store.messages.send("alice", "bob", "before")
+        listener = store.listener.backend_pid
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            cur = conn.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND application_name = 'hyperhive' "
+                "AND pid <> pg_backend_pid() AND pid <> %s",
+                (listener,),
+            )
+            row = cur.fetchone()
+            assert row is not None and row[0] >= 2  # the whole pool
+        await until(lambda: _backends(pg_url) == 1, within=10)  # the listener's alone
+        for i in range(4):  # more than the pool held: every dead one is met
+            await store.messages.send("alice", "bob", f"after {i}")
+        assert len(await store.messages.inbox("bob")) == 5
+    finally:
+        await store.close()
+
+
+def _backends(url: str) -> int:
+    """Server processes of the store's (``application_name`` hyperhive) on its database."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND application_name = 'hyperhive' AND pid <> pg_backend_pid()"
+        ).fetchone()
+    return int(row[0]) if row else 0

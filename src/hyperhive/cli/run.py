@@ -40,9 +40,6 @@ def serve(obj: _Ctx, no_dashboard: bool) -> None:
     """Run the coordinator in the foreground (logs to stderr)."""
     from functools import partial
 
-    from hyperhive.core.coordinator import Coordinator
-    from hyperhive.homelock import HomeLock
-
     die_with_supervisor()
     hive = load_hive_config(obj.home)
     refuse_unreachable_home(obj.home, hive.runtime)
@@ -62,6 +59,10 @@ def serve(obj: _Ctx, no_dashboard: bool) -> None:
 
         anyio.run(serve_standby)
         return
+    # Imported here, not above: on PostgreSQL they load after the lease (standby.py).
+    from hyperhive.core.coordinator import Coordinator
+    from hyperhive.homelock import HomeLock
+
     with HomeLock(obj.paths, "coordinator"):
         _setup_logging()
         stop_tracing = configure_tracing(hive.telemetry, "coordinator")

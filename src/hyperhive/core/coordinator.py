@@ -7,6 +7,7 @@ newcomer can read what a service touches from its constructor.
 from __future__ import annotations
 
 import functools
+import importlib
 import logging
 from typing import TYPE_CHECKING
 
@@ -227,6 +228,13 @@ class Coordinator:
                     self.agent_state.activity.prune_forever, self.config.activity_keep_days
                 )
                 if dashboard:
+                    # FastAPI's import costs seconds on a busy machine: in a thread, so the
+                    # sockets opened above answer meanwhile.
+                    await anyio.to_thread.run_sync(
+                        importlib.import_module,
+                        "hyperhive.core.dashboard.server",
+                        abandon_on_cancel=True,
+                    )
                     from hyperhive.core.dashboard.server import serve_dashboard
 
                     await tg.start(serve_dashboard, self.dashboard_parts())

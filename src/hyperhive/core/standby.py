@@ -11,7 +11,10 @@ gates before it serves:
    coordinator per hive. Its epoch fences every write from then on.
 
 Only then are the services built (what the previous active one left on the
-home's disk is read now, not when this process started). Losing the lease —
+home's disk is read now, not when this process started). A first start takes
+both gates before it loads the coordinator's modules (FastAPI's import alone
+costs seconds on a busy machine); a standby loads them as soon as it learns it
+must wait, so a takeover serves at once. Losing the lease —
 a renewal refused or unanswered, or any write refused as fenced — cancels
 the coordinator at once and raises :class:`LeaseLost`: ``hivectl serve``
 exits non-zero, and its supervisor (or the operator) starts it again, as a
@@ -29,7 +32,6 @@ import anyio
 from anyio.abc import TaskStatus
 
 from hyperhive.config import HiveConfig, HivePaths
-from hyperhive.core.coordinator import Coordinator
 from hyperhive.homelock import HomeLock
 from hyperhive.store.postgres import PostgresStore
 from hyperhive.store.postgres.lease import DEFAULT_TTL_S, Lease, LeaseHolder, LeaseLost
@@ -37,6 +39,13 @@ from hyperhive.store.postgres.lease import DEFAULT_TTL_S, Lease, LeaseHolder, Le
 __all__ = ["LeaseLost", "holder_name", "serve_with_lease"]
 
 log = logging.getLogger(__name__)
+
+
+def preload(dashboard: bool) -> None:
+    """Import what serving needs (idempotent): a standby does it before it waits."""
+    importlib.import_module("hyperhive.core.coordinator")
+    if dashboard:
+        importlib.import_module("hyperhive.core.dashboard.server")
 
 
 def holder_name(paths: HivePaths) -> str:
@@ -55,22 +64,24 @@ async def serve_with_lease(
 ) -> None:
     """Stand by, then serve while the lease holds; closes ``store`` whatever happens."""
     task_status.started()  # standing by is running: a signal stops it like a serve
-    if dashboard:
-        # Loaded now, not at takeover: FastAPI's import alone costs seconds on a busy
-        # machine, and a standby has 10 s from the active one's death to serving.
-        importlib.import_module("hyperhive.core.dashboard.server")
     served = False
     lock = HomeLock(paths, "coordinator")
     lease = Lease(store.db.url, holder_name(paths), ttl=ttl)
     try:
-        await lock.wait_acquire(
-            lambda pid: log.info(
+
+        def home_held(pid: int | None) -> None:
+            # Loaded before it stands by, not at takeover: a standby has 10 s from the
+            # active one's death to serving. (Blocking the loop here delays nothing.)
+            preload(dashboard)
+            log.info(
                 "standing by: this home's coordinator runs as %s; taking over when it exits",
                 f"pid {pid}" if pid else "another process",
             )
-        )
+
+        await lock.wait_acquire(home_held)
 
         def standing_by(now: LeaseHolder) -> None:
+            preload(dashboard)
             log.info(
                 "standing by: %s is the active coordinator (lease epoch %d, %.1fs left); "
                 "taking over if it stops renewing",
@@ -83,6 +94,8 @@ async def serve_with_lease(
             nonlocal served
             store.db.fence_with(epoch)
             log.info("active: %s holds the coordinator lease, epoch %d", lease.holder, epoch)
+            from hyperhive.core.coordinator import Coordinator  # a first start loads it now
+
             coordinator = Coordinator(paths, config, store)
             served = True  # the coordinator's lifespan closes the store from here on
             await coordinator.run(dashboard=dashboard)

@@ -2,9 +2,9 @@
 
 One :meth:`PgDatabase.tx` is one transaction on a pooled connection: it
 commits before it returns, so an ``ok`` the coordinator sends is durable on
-the server. Connections are checked on checkout, so a pool whose server
-restarted hands out fresh ones instead of failing a request per dead
-connection; a failure still in flight becomes :class:`Unavailable`.
+the server. Connections are checked on checkout (:func:`check_idle`), so a
+pool whose server restarted hands out fresh ones instead of failing a request
+per dead connection; a failure still in flight becomes :class:`Unavailable`.
 
 TCP keepalives are tuned (idle 3 s, 1 s apart, 3 probes) so that a peer
 that vanished — a dead coordinator holding a lease, a server behind a lost
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import select
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -27,7 +28,7 @@ from hyperhive.store.postgres.errors import RETRYABLE, Fenced, scrub, translate
 from hyperhive.store.postgres.migrations import migrate
 from hyperhive.store.url import mask_url
 
-__all__ = ["CONNECT_KWARGS", "PgDatabase", "connect"]
+__all__ = ["CONNECT_KWARGS", "PgDatabase", "check_idle", "connect"]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,22 @@ CONNECT_KWARGS: dict[str, Any] = {
 }
 # Serialization failures and deadlocks are retried this many times, then reported.
 TX_ATTEMPTS = 3
+
+
+async def check_idle(conn: Conn) -> None:
+    """The pool's checkout check, without a round trip when nothing says it is needed.
+
+    An idle connection in autocommit has nothing to read: a server that restarted
+    or crashed leaves its FATAL message or EOF on the socket, and only then is the
+    connection probed with an empty query (which fails it, and the pool takes or
+    makes another). Probing every checkout would cost a round trip per operation.
+    """
+    if conn.closed or conn.broken:
+        raise psycopg.OperationalError("the connection is closed")
+    poller = select.poll()
+    poller.register(conn.fileno(), select.POLLIN)
+    if poller.poll(0):
+        await AsyncConnectionPool.check_connection(conn)
 
 
 async def connect(url: str) -> Conn:
@@ -101,7 +118,7 @@ class PgDatabase:
             min_size=min_size,
             max_size=max_size,
             kwargs=CONNECT_KWARGS,
-            check=AsyncConnectionPool.check_connection,
+            check=check_idle,
             timeout=wait_s,
             reconnect_timeout=0,  # keep trying forever: the database may come back
             open=False,
@@ -163,6 +180,11 @@ class PgDatabase:
 
     async def read(self, op: Callable[[Conn], Awaitable[_T]]) -> _T:
         """Run ``op``, reads only, on a pooled connection in autocommit (never fenced)."""
+        return await self.autocommit(op)
+
+    async def autocommit(self, op: Callable[[Conn], Awaitable[_T]]) -> _T:
+        """Run ``op`` on a pooled connection in autocommit: each statement is its own
+        transaction, and a write must carry the fence itself (``sendbatch.BATCH``)."""
         try:
             async with self.pool.connection() as conn:
                 return await op(conn)

@@ -1,12 +1,20 @@
 """Group commit for sends on PostgreSQL.
 
-A commit costs a WAL flush, and a transaction that NOTIFYs takes a
+A commit costs a WAL flush, and a transaction that NOTIFYs holds a
 database-wide lock through its commit, so one transaction per send caps the
 hive at the disk's flush rate. Sends that arrive while a commit is under way
-queue up and go together in the next transaction: BEGIN, each INSERT with
-its NOTIFY, COMMIT, pipelined in one round trip. Every caller's
-await still returns only after that commit. A lone send is one statement,
-INSERT and NOTIFY together, in its own implicit transaction.
+queue up and go together in the next transaction, which is *one statement*
+(:data:`BATCH`, in autocommit: one round trip, one implicit transaction):
+the rows as arrays, unnested and inserted at once, one NOTIFY per distinct
+recipient, and, when a lease fences this store, ``hyperhive_fence(epoch)``.
+Every caller's await returns only after that commit.
+
+Each caller gets its own answer. A reply to a missing message is filtered out
+of the batch by the statement itself (that caller alone gets ``NotFound``);
+text PostgreSQL cannot store is refused before it joins a batch; and if the
+server refuses a batch's statement anyway, nothing of it was written, so each
+send is retried alone and only the bad one fails. A lost connection or a
+fenced write fails the whole batch with ``Unavailable``: nobody was told ok.
 """
 
 from __future__ import annotations
@@ -14,46 +22,86 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from psycopg import AsyncCursor
-
-from hyperhive.errors import HiveError, NotFound, Unavailable
+from hyperhive.errors import HiveError, InvalidRequest, NotFound, StorageError, Unavailable
 from hyperhive.store.postgres._repo import Conn, now
 from hyperhive.store.postgres.database import PgDatabase
 
-__all__ = ["MAX_BATCH", "SendBatcher"]
+__all__ = ["BATCH", "INSERT", "MAX_BATCH", "SendBatcher", "check_text"]
 
 log = logging.getLogger(__name__)
 
 # Bound a batch so one commit never holds a huge transaction open.
 MAX_BATCH = 256
 # Transactions of sends in flight at once: while one waits for its WAL flush, the
-# next gathers and writes, and the server flushes them together.
+# next gathers and executes, and commits as soon as the first releases the NOTIFY lock.
 WRITERS = 2
+# The largest BIGINT: a reply to anything above it names no message.
+MAX_ID = 2**63 - 1
 
+# One message in the caller's transaction (``messages.insert_message``).
 INSERT = """
 INSERT INTO messages(sender, recipient, body, in_reply_to, created_at)
 SELECT %(sender)s, %(recipient)s, %(body)s, %(reply)s, %(at)s
 WHERE %(reply)s::bigint IS NULL OR EXISTS (SELECT 1 FROM messages WHERE id = %(reply)s)
 RETURNING id
 """
-# The same, with its NOTIFY: one statement is one transaction and one round trip.
-SEND_ONE = f"""
-WITH ins AS ({INSERT.strip()})
-SELECT id, pg_notify(%(channel)s, %(origin)s || ':' || %(recipient)s) FROM ins
+
+
+def _batch_sql(fenced: bool) -> str:
+    # Ids are drawn in the callers' order (``ord``) and inserted explicitly, so the
+    # result maps each caller to its row; ``ok`` is materialized (referenced thrice,
+    # volatile), so each row draws one id. A reply to a missing row is filtered out.
+    fence = ", fence AS (SELECT hyperhive_fence(%(epoch)s))" if fenced else ""
+    return f"""
+WITH ok AS (
+    SELECT nextval('messages_id_seq') AS id, s.* FROM (
+        SELECT t.* FROM unnest(
+            %(senders)s::text[], %(recipients)s::text[], %(bodies)s::text[], %(replies)s::bigint[]
+        ) WITH ORDINALITY AS t(sender, recipient, body, reply, ord)
+        WHERE t.reply IS NULL OR EXISTS (SELECT 1 FROM messages m WHERE m.id = t.reply)
+        ORDER BY t.ord
+    ) AS s
+), ins AS (
+    INSERT INTO messages(id, sender, recipient, body, in_reply_to, created_at)
+    SELECT id, sender, recipient, body, reply, %(at)s FROM ok
+), woken AS (
+    SELECT count(pg_notify(%(channel)s, %(origin)s || ':' || r.recipient)) AS n
+    FROM (SELECT DISTINCT recipient FROM ok) AS r
+){fence}
+SELECT ok.ord, ok.id FROM ok, woken{", fence" if fenced else ""}
 """
 
 
-@dataclass
-class _Send:
-    params: dict[str, Any]
-    future: asyncio.Future[int] = field(repr=False)
+BATCH = _batch_sql(fenced=False)
+BATCH_FENCED = _batch_sql(fenced=True)
 
-    @property
-    def recipient(self) -> str:
-        return str(self.params["recipient"])
+
+class _Send(NamedTuple):
+    sender: str
+    recipient: str
+    body: str
+    reply: int | None
+    future: asyncio.Future[int]
+
+
+def check_text(*values: str) -> None:
+    """Refuse, as the caller's bad input, text a PostgreSQL ``text`` column cannot hold."""
+    for value in values:
+        if "\x00" in value:
+            raise InvalidRequest(
+                "text stored in the hive may not contain NUL (\\u0000) characters; remove "
+                "them and retry"
+            )
+        if not value.isascii():
+            try:
+                value.encode()
+            except UnicodeEncodeError as exc:
+                raise InvalidRequest(
+                    f"text stored in the hive must be valid Unicode: {exc.reason} at "
+                    f"character {exc.start}; remove it and retry"
+                ) from None
 
 
 def _missing(reply: object) -> NotFound:
@@ -61,7 +109,7 @@ def _missing(reply: object) -> NotFound:
 
 
 class SendBatcher:
-    """Queues concurrent sends and commits them together (one writer at a time)."""
+    """Queues concurrent sends and commits them together, ``WRITERS`` batches at a time."""
 
     def __init__(
         self, db: PgDatabase, channel: str, publish: Callable[[Iterable[str]], None]
@@ -71,17 +119,21 @@ class SendBatcher:
         self._publish = publish
         self._queue: list[_Send] = []
         self._drainers: set[asyncio.Task[None]] = set()
+        self.commits = 0  # batches committed (the bench reports sends per commit)
 
     async def send(self, sender: str, recipient: str, body: str, reply: int | None) -> int:
-        params = {"sender": sender, "recipient": recipient, "body": body, "reply": reply}
+        check_text(sender, recipient, body)
+        if reply is not None and reply > MAX_ID:
+            raise _missing(reply)
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Send(params, future))
+        self._queue.append(_Send(sender, recipient, body, reply, future))
         if len(self._drainers) < WRITERS:
             task = asyncio.create_task(self._drain(), name="pg-send-batcher")
             self._drainers.add(task)
             task.add_done_callback(self._drainers.discard)
-        # A caller that gives up does not undo its send: it may still commit.
-        return await asyncio.shield(future)
+        # A caller that gives up cancels only its future, not its send: the batch
+        # may still commit it (and skips the cancelled future). No shield needed.
+        return await future
 
     async def close(self) -> None:
         if self._drainers:
@@ -93,53 +145,57 @@ class SendBatcher:
             await self._commit(batch)
 
     async def _commit(self, batch: list[_Send]) -> None:
-        at = now()
-        for item in batch:
-            item.params["at"] = at
         try:
-            if len(batch) == 1 and self._db.fence_epoch is None:
-                ids = [await self._db.read(lambda c: self._one(c, batch[0]))]
-            else:
-                ids = await self._db.read(lambda c: self._many(c, batch))
-        except HiveError as exc:
+            ids = await self._db.autocommit(lambda c: self._insert(c, batch))
+        except Unavailable as exc:  # the connection, the pool or the lease: nothing written
             _fail(batch, exc)
+            return
+        except (HiveError, ValueError) as exc:
+            # The server (or the driver) refused the statement: rolled back whole, so
+            # each send is retried alone and only the bad one fails.
+            if len(batch) == 1:
+                _fail(batch, exc if isinstance(exc, HiveError) else _refused(exc))
+                return
+            log.warning(
+                "a batch of %d sends was refused (%s): retrying each alone", len(batch), exc
+            )
+            for item in batch:
+                await self._commit([item])
             return
         except BaseException:
             _fail(batch, Unavailable("the store closed before this send was committed"))
             raise
-        self._publish(
-            sorted({s.recipient for s, i in zip(batch, ids, strict=True) if i is not None})
-        )
-        for item, msg_id in zip(batch, ids, strict=True):
+        self.commits += 1
+        self._publish(sorted({batch[i].recipient for i in ids}))
+        for i, item in enumerate(batch):
             if item.future.done():
                 continue
+            msg_id = ids.get(i)
             if msg_id is None:
-                item.future.set_exception(_missing(item.params["reply"]))
+                item.future.set_exception(_missing(item.reply))
             else:
                 item.future.set_result(msg_id)
 
-    async def _one(self, conn: Conn, item: _Send) -> int | None:
-        params = {**item.params, "channel": self._channel, "origin": self._db.origin}
-        row = await (await conn.execute(SEND_ONE, params)).fetchone()
-        return None if row is None else int(row[0])
+    async def _insert(self, conn: Conn, batch: list[_Send]) -> dict[int, int]:
+        """``{index in batch: message id}`` for every row written."""
+        params: dict[str, Any] = {
+            "senders": [s.sender for s in batch],
+            "recipients": [s.recipient for s in batch],
+            "bodies": [s.body for s in batch],
+            "replies": [s.reply for s in batch],
+            "at": now(),
+            "channel": self._channel,
+            "origin": self._db.origin,
+        }
+        epoch = self._db.fence_epoch
+        if epoch is not None:
+            params["epoch"] = epoch
+        cur = await conn.execute(BATCH if epoch is None else BATCH_FENCED, params)
+        return {int(ord_) - 1: int(msg_id) for ord_, msg_id in await cur.fetchall()}
 
-    async def _many(self, conn: Conn, batch: list[_Send]) -> list[int | None]:
-        # BEGIN, every INSERT with its NOTIFY, COMMIT: queued in one pipeline, so the
-        # whole batch costs one round trip and one commit.
-        extra = {"channel": self._channel, "origin": self._db.origin}
-        cursors: list[AsyncCursor[Any]] = []
-        async with conn.pipeline(), conn.transaction():
-            if self._db.fence_epoch is not None:
-                await conn.execute("SELECT hyperhive_fence(%s)", (self._db.fence_epoch,))
-            for item in batch:
-                cur = conn.cursor()
-                await cur.execute(SEND_ONE, {**item.params, **extra})
-                cursors.append(cur)
-        ids: list[int | None] = []
-        for cur in cursors:
-            row = await cur.fetchone()
-            ids.append(None if row is None else int(row[0]))
-        return ids
+
+def _refused(exc: ValueError) -> StorageError:
+    return StorageError(f"the hive database refused this send ({exc})")
 
 
 def _fail(batch: list[_Send], exc: BaseException) -> None:
