@@ -191,6 +191,8 @@ class Coordinator:
         if fd_problem is not None:
             log.warning("%s", fd_problem)
         await self.agent_state.ensure(self.registry.known())
+        if self.config.hostlink is not None:
+            await self.placement.restore_leases()
         try:
             async with anyio.create_task_group() as tg:
                 self.background.bind(tg)
