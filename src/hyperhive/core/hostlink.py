@@ -147,10 +147,16 @@ class HostLink(LinkBook):
     ) -> None:
         await serve_unix_streams(path, self._connection, task_status=task_status)
 
-    async def serve_stream(self, stream: ByteStream, authenticated: str | None = None) -> None:
+    async def serve_stream(
+        self,
+        stream: ByteStream,
+        authenticated: str | None = None,
+        credential_expires: float | None = None,
+    ) -> None:
         """Serve one host connection; ``authenticated``: the host name its credential proved
-        (the network link), which is then the only name it may register as."""
-        await self._connection(stream, authenticated)
+        (the network link), which is then the only name it may register as, until
+        ``credential_expires`` (its next heartbeat after that is refused, and the link cut)."""
+        await self._connection(stream, authenticated, credential_expires)
 
     async def cut(self, host_id: str) -> bool:
         """End a host's link now (its credential was revoked): its agents stop running."""
@@ -211,10 +217,14 @@ class HostLink(LinkBook):
                             continue
                         before = conn.host
                         await conn.reply(await self._handle(rid, req, conn))
+                        if conn.closing:  # told why (its credential expired): now cut
+                            break
                         if before is None and conn.host is not None:
                             conn.host.end = tg.cancel_scope
                             # Activations are pushed only after the register reply.
                             await self._registered(conn.host, conn.reported)
+                    if conn.closing:
+                        break
                 tg.cancel_scope.cancel()  # the host is gone: abandon its agents' long-polls
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass

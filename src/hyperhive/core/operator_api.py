@@ -388,11 +388,11 @@ class OperatorApi:
 
     @on(OpHostsAddReq)
     async def _hosts_add(self, req: OpHostsAddReq) -> HostCredential:
-        return await self.host_admin.add(req.name)
+        return await self.host_admin.add(req.name, req.expires_at)
 
     @on(OpHostsRotateReq)
     async def _hosts_rotate(self, req: OpHostsRotateReq) -> HostCredential:
-        return await self.host_admin.rotate(req.name)
+        return await self.host_admin.rotate(req.name, req.expires_at)
 
     @on(OpHostsRevokeReq)
     async def _hosts_revoke(self, req: OpHostsRevokeReq) -> HostView:
