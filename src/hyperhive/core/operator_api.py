@@ -311,7 +311,7 @@ class OperatorApi:
         approve = req.cmd == "approve"
         if not approve and not req.reason.strip():
             raise InvalidRequest("say why: deny needs a reason (--reason), which the asker reads")
-        return await self.approvals.resolve(req.approval_id, approve, req.reason)
+        return await self.approvals.resolve(req.approval_id, approve, req.reason, req.host)
 
     @on(OpLifecycleReq)
     async def _lifecycle(self, req: OpLifecycleReq) -> LifecycleResult:

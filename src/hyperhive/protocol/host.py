@@ -279,6 +279,10 @@ class OpResolveReq(Req[ApprovalOutcome]):
     cmd: Literal["approve", "deny"]
     approval_id: RowId
     reason: str = ""
+    # Approving a spawn (``init_config``): the agent host the new agent is pinned to
+    # (None: placed automatically). Refused for any other approval, and for a host that
+    # is unknown or revoked, before anything is created.
+    host: str | None = None
 
 
 class OpLifecycleReq(Req[LifecycleResult]):
