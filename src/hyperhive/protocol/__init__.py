@@ -176,6 +176,7 @@ from hyperhive.protocol.link import (
 )
 from hyperhive.protocol.move import (
     MOVE_CHUNK,
+    MOVE_TIMEOUT,
     LinkMoveDroppedReq,
     LinkMoveGetReq,
     LinkMovePackedReq,
@@ -204,6 +205,7 @@ from hyperhive.protocol.wire import (
 
 __all__ = [
     "MOVE_CHUNK",
+    "MOVE_TIMEOUT",
     "LinkMoveDroppedReq",
     "LinkMoveGetReq",
     "LinkMovePackedReq",
