@@ -78,3 +78,37 @@ async def test_epochs_rise_per_registration_and_a_superseded_epoch_cannot_renew(
         assert row.heartbeat_at == 90.0 and row.capacity == '{"claude_slots": 2}'
     finally:
         await store.close()
+
+
+async def test_a_loss_claim_is_once_per_epoch_and_durable(backend: Backend) -> None:
+    store = await backend.open()
+    try:
+        await store.hosts.add("h1", hash_secret(new_secret()))
+        epoch = await store.hosts.new_epoch("h1", 100.0)
+        assert not await store.hosts.claim_loss("h1", epoch + 1)  # not its latest link
+        assert not await store.hosts.claim_loss("ghost", 1)
+        assert await store.hosts.claim_loss("h1", epoch)
+    finally:
+        await store.close()
+    store = await backend.open()  # a coordinator taking over reads the same
+    try:
+        row = await store.hosts.get("h1")
+        assert row is not None and row.lost_epoch == epoch
+        assert not await store.hosts.claim_loss("h1", epoch)  # told once
+        again = await store.hosts.new_epoch("h1", 200.0)  # it came back: a new loss is news
+        assert await store.hosts.claim_loss("h1", again)
+    finally:
+        await store.close()
+
+
+async def test_a_credentials_expiry_is_kept_and_rotate_replaces_it(store: Store) -> None:
+    row = await store.hosts.add("h1", hash_secret(new_secret()), expires_at=1000.0)
+    assert row.expires_at == 1000.0 and row.expired(1000.0) and not row.expired(999.0)
+    forever = await store.hosts.add("h2", hash_secret(new_secret()))
+    assert forever.expires_at is None and not forever.expired(1e12)
+    rotated = await store.hosts.rotate("h1", hash_secret(new_secret()), expires_at=5000.0)
+    assert rotated.expires_at == 5000.0
+    cleared = await store.hosts.rotate("h1", hash_secret(new_secret()))
+    assert cleared.expires_at is None
+    [h1, _] = await store.hosts.list()
+    assert h1.expires_at is None

@@ -5,7 +5,14 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hyperhive.netlink.lease import expired, fenced_agents, heartbeat_seconds, silent
+from hyperhive.netlink.lease import (
+    HeldLease,
+    expired,
+    fenced_agents,
+    heartbeat_seconds,
+    restore,
+    silent,
+)
 
 HOSTS = st.sampled_from(["h1", "h2", "h3"])
 AGENTS = st.sampled_from(["a", "b", "c", "d"])
@@ -45,3 +52,46 @@ def test_what_the_coordinator_knows_nothing_against_is_kept() -> None:
     assert fenced_agents("h1", ["a", "b"], {}, {}) == []
     assert fenced_agents("h1", ["a"], {"a": "h1"}, {}) == []
     assert fenced_agents("h1", ["a", "b"], {"a": "h2"}, {"b": "h1"}) == ["a", "b"]
+
+
+def test_restore_holds_a_live_leases_agents_and_shows_an_old_loss_lost() -> None:
+    leases = [
+        HeldLease("h1", epoch=3, expires_at=50.0),  # dialled a previous coordinator
+        HeldLease("h2", epoch=2, expires_at=40.0, lost_epoch=2),  # its loss was handled
+        HeldLease("h3", epoch=0, expires_at=None),  # never registered: no lease
+        HeldLease("h4", epoch=5, expires_at=60.0, revoked=True),  # cut: holds nothing
+        HeldLease("h5", epoch=4, expires_at=70.0, lost_epoch=3),  # lost, back, not lost now
+    ]
+    assigned = {"a": "h1", "b": "h1", "c": "h2", "d": "h3", "e": "h4", "f": "h5", "g": "h2"}
+    restored = restore(leases, assigned, desired={"a", "c", "d", "e", "f"})
+    assert set(restored.away) == {"h1", "h5"}
+    assert restored.holds == {"h1": ["a"], "h5": ["f"]}  # b is not meant to run
+    assert restored.away["h1"].expires_at == 50.0
+    assert restored.lost == {"c": "h2"}
+
+
+@given(
+    leases=st.lists(
+        st.builds(
+            HeldLease,
+            HOSTS,
+            st.integers(0, 3),
+            st.none() | st.floats(0, 100),
+            st.none() | st.integers(0, 3),
+            st.booleans(),
+        ),
+        unique_by=lambda h: h.host,
+    ),
+    assigned=st.dictionaries(AGENTS, HOSTS),
+    desired=st.sets(AGENTS),
+)
+def test_restore_never_both_holds_and_loses_an_agent(
+    leases: list[HeldLease], assigned: dict[str, str], desired: set[str]
+) -> None:
+    restored = restore(leases, assigned, desired)
+    held = {a for agents in restored.holds.values() for a in agents}
+    assert not held & set(restored.lost)
+    assert held | set(restored.lost) <= desired
+    for agent in held | set(restored.lost):
+        assert agent in assigned
+    assert set(restored.holds) == set(restored.away)

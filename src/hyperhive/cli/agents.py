@@ -14,6 +14,7 @@ from hyperhive.credentials import LOGIN_REMEDY
 from hyperhive.errors import HiveError, NotFound
 from hyperhive.forge.view import AgentForgeView
 from hyperhive.protocol import (
+    MOVE_TIMEOUT,
     AgentConfigView,
     AgentView,
     MatrixAccountView,
@@ -213,7 +214,9 @@ def agents_move(obj: _Ctx, name: str, to: str) -> None:
     """Move agent NAME to agent host TO: its turn finishes, its inbox waits, its state/,
     home/ (claude's session), work/ and config go over the link, and it runs on TO."""
     click.echo(f"moving {name} to {to} (its current turn finishes first)…", err=True)
-    moved = obj.call(OpAgentMoveReq(cmd="agent_move", agent=name, to=to))
+    # As long as the coordinator gives the move (a turn to finish, then the copy), not
+    # the usual 30 s: hanging up would undo a move that is only slow.
+    moved = obj.call(OpAgentMoveReq(cmd="agent_move", agent=name, to=to), MOVE_TIMEOUT + 30)
     if moved.source is None:
         how = "it had never run, nothing to copy"
     elif moved.shared_disk:

@@ -70,10 +70,16 @@ def approvals_show(obj: _Ctx, approval_id: int, as_json: bool) -> None:
 
 @approvals.command("approve")
 @click.argument("approval_id", type=int)
+@click.option(
+    "--host",
+    metavar="HOST",
+    help="A spawn's agent host: the new agent is pinned there (default: placed "
+    "automatically). `hivectl hosts list` shows the hosts.",
+)
 @pass_ctx
-def approvals_approve(obj: _Ctx, approval_id: int) -> None:
+def approvals_approve(obj: _Ctx, approval_id: int, host: str | None) -> None:
     """Approve and carry out APPROVAL_ID (apply, spawn, rebuild)."""
-    result = obj.call(OpResolveReq(cmd="approve", approval_id=approval_id))
+    result = obj.call(OpResolveReq(cmd="approve", approval_id=approval_id, host=host))
     click.echo(json.dumps(_jsonable(result)))
 
 

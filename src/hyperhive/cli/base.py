@@ -37,14 +37,20 @@ R = TypeVar("R")
 _T = TypeVar("_T")
 
 
+ANSWER_WITHIN_S = 30.0
+"""How long hivectl waits for an answer: a request that takes longer on purpose (a move
+waits for a turn to finish, then copies) says so."""
+
+
 class _Ctx:
     def __init__(self, home: Path) -> None:
         self.home = home
         self.paths = HivePaths(home)
 
-    def call(self, request: Req[R]) -> R:
-        """One operator request, answered with the request's response model."""
-        result: R = anyio.run(_call_riding_failover, self.paths, request)
+    def call(self, request: Req[R], within: float = ANSWER_WITHIN_S) -> R:
+        """One operator request, answered with the request's response model (waiting
+        ``within`` seconds for the answer)."""
+        result: R = anyio.run(_call_riding_failover, self.paths, request, within)
         return result
 
 
@@ -59,7 +65,7 @@ def _coordinator_coming(paths: HivePaths) -> bool:
     return holder(paths, "coordinator") is not None or paths.host_sock.exists()
 
 
-async def _call_riding_failover(paths: HivePaths, request: Req[R]) -> R:
+async def _call_riding_failover(paths: HivePaths, request: Req[R], within: float) -> R:
     # Only a connect that found nobody listening is retried: the request was never
     # sent, so it cannot be applied twice. A connection lost mid-request answers at once.
     def retry(exc: Exception) -> bool:
@@ -73,7 +79,7 @@ async def _call_riding_failover(paths: HivePaths, request: Req[R]) -> R:
         wait_max=2.0,
     ):
         with attempt:
-            return await call_once(paths.host_sock, request)
+            return await call_once(paths.host_sock, request, within)
     raise AssertionError("unreachable: stamina re-raises the last error")
 
 

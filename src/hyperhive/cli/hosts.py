@@ -7,6 +7,8 @@ import time
 import click
 
 from hyperhive.cli.base import _Ctx, _emit, json_option, main, pass_ctx
+from hyperhive.errors import InvalidRequest
+from hyperhive.netlink.expiry import parse_expires, when
 from hyperhive.protocol import (
     HostCredential,
     HostView,
@@ -25,6 +27,12 @@ def hosts() -> None:
 def _show_credential(cred: HostCredential, what: str) -> None:
     click.echo(f"{what} agent host {cred.name}. Its credential (shown once, only a hash is kept):")
     click.echo(cred.credential)
+    if cred.expires_at is not None:
+        click.echo(
+            f"It expires at {when(cred.expires_at)} (`hivectl hosts rotate {cred.name} "
+            "--expires ...` issues the next one).",
+            err=True,
+        )
     click.echo(
         "Put it in a file only the host's user can read (chmod 600), then run on that "
         f"machine: hivectl host --coordinator wss://COORDINATOR:PORT --name {cred.name} "
@@ -33,20 +41,42 @@ def _show_credential(cred: HostCredential, what: str) -> None:
     )
 
 
+_EXPIRES = click.option(
+    "--expires",
+    metavar="SPAN|DATE",
+    help="The credential stops being accepted after this: a span (30d, 12h, 2w) or a UTC "
+    "date or time (2027-01-31, 2027-01-31T12:00). Default: never.",
+)
+
+
+def _expires_at(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        return parse_expires(text, time.time())
+    except InvalidRequest as exc:
+        raise click.BadParameter(exc.message, param_hint="--expires") from None
+
+
 @hosts.command("add")
 @click.argument("name")
+@_EXPIRES
 @pass_ctx
-def hosts_add(obj: _Ctx, name: str) -> None:
+def hosts_add(obj: _Ctx, name: str, expires: str | None) -> None:
     """Register agent host NAME and print its credential once."""
-    _show_credential(obj.call(OpHostsAddReq(cmd="hosts_add", name=name)), "Added")
+    req = OpHostsAddReq(cmd="hosts_add", name=name, expires_at=_expires_at(expires))
+    _show_credential(obj.call(req), "Added")
 
 
 @hosts.command("rotate")
 @click.argument("name")
+@_EXPIRES
 @pass_ctx
-def hosts_rotate(obj: _Ctx, name: str) -> None:
-    """Issue NAME a new credential; the old one is refused from now on (its link is cut)."""
-    _show_credential(obj.call(OpHostsRotateReq(cmd="hosts_rotate", name=name)), "Rotated")
+def hosts_rotate(obj: _Ctx, name: str, expires: str | None) -> None:
+    """Issue NAME a new credential; the old one is refused from now on (its link is cut).
+    Without --expires the new one never expires."""
+    req = OpHostsRotateReq(cmd="hosts_rotate", name=name, expires_at=_expires_at(expires))
+    _show_credential(obj.call(req), "Rotated")
 
 
 @hosts.command("revoke")
@@ -88,8 +118,15 @@ def host_line(h: HostView, now: float) -> str:
     return (
         f"{h.name:20} {state:28} heartbeat {_ago(h.last_heartbeat_at, now):10} epoch "
         f"{h.epoch:<4} turns {h.running_turns:<3} {capacity}  agents: "
-        f"{', '.join(h.agents) or '-'}{lost}"
+        f"{', '.join(h.agents) or '-'}{lost}{_credential(h, now)}"
     )
+
+
+def _credential(h: HostView, now: float) -> str:
+    at = h.credential_expires_at
+    if at is None:
+        return ""
+    return f"  credential {'expired' if at <= now else 'expires'} {when(at)}"
 
 
 @hosts.command("list")

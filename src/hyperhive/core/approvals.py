@@ -29,7 +29,7 @@ from hyperhive.core.notices import Notices
 from hyperhive.core.notify import EventBus
 from hyperhive.core.registry import AgentRegistry
 from hyperhive.effective import effective_config
-from hyperhive.errors import Conflict, HiveError, NotFound, PermissionDenied
+from hyperhive.errors import Conflict, HiveError, InvalidRequest, NotFound, PermissionDenied
 from hyperhive.names import OPERATOR, validate_agent_name
 from hyperhive.protocol import (
     ApprovalDetail,
@@ -188,26 +188,35 @@ class Approvals:
             **self._view(row).model_dump(), payload=payload, diff=diff, effective=effective
         )
 
-    async def resolve(self, approval_id: int, approve: bool, reason: str = "") -> ApprovalOutcome:
+    async def resolve(
+        self, approval_id: int, approve: bool, reason: str = "", host: str | None = None
+    ) -> ApprovalOutcome:
+        """Approve (carry it out) or deny; ``host``: approving a spawn, the agent host
+        the new agent is pinned to (None: placed automatically)."""
         if approval_id in self._resolving:
             raise Conflict(f"approval #{approval_id} is being resolved right now")
         self._resolving.add(approval_id)
         try:
-            return await self._resolve(approval_id, approve, reason)
+            return await self._resolve(approval_id, approve, reason, host)
         finally:
             self._resolving.discard(approval_id)
 
-    async def _resolve(self, approval_id: int, approve: bool, reason: str) -> ApprovalOutcome:
+    async def _resolve(
+        self, approval_id: int, approve: bool, reason: str, host: str | None
+    ) -> ApprovalOutcome:
         row = await self._row(approval_id)
         if row.state != "pending":
             raise Conflict(f"approval #{approval_id} is already {row.state}")
         payload = dict(row.payload)
+        if host is not None:
+            agent = str(payload.get("agent", ""))
+            _check_host_choice(approval_id, approve, row.kind, agent, self.registry.exists(agent))
         state: ApprovalState = "approved" if approve else "denied"
         applied: dict[str, str | None] = {}
         if approve:
             # Carry out first: an approval that failed to apply stays pending, retryable.
             try:
-                applied = await self._carry_out(row.kind, row.requester, payload)
+                applied = await self._carry_out(row.kind, row.requester, payload, host)
             except HiveError as exc:
                 raise type(exc)(
                     f"approval #{approval_id} stays pending; applying it failed: {exc.message}"
@@ -238,7 +247,7 @@ class Approvals:
     # ---- internals ------------------------------------------------------------------
 
     async def _carry_out(
-        self, kind: str, requester: str, payload: dict[str, Any]
+        self, kind: str, requester: str, payload: dict[str, Any], host: str | None = None
     ) -> dict[str, str | None]:
         if kind not in ("init_config", "apply_commit"):
             # A row left by an older hive (update_meta_inputs): nothing can carry it out.
@@ -248,8 +257,9 @@ class Approvals:
         if kind == "init_config":
             fresh = not self.registry.exists(agent)
             parent = requester if requester != OPERATOR else None
+            # ``create`` checks the host (known, not revoked) before it makes anything.
             commit = await self.lifecycle.create(
-                agent, config, parent, f"init {agent} (requested by {requester})"
+                agent, config, parent, f"init {agent} (requested by {requester})", host=host
             )
             if requester != OPERATOR:
                 await self.notices.notify_agent(
@@ -310,4 +320,23 @@ class Approvals:
                 "created_at": row.created_at,
                 "resolution": row.resolution,
             }
+        )
+
+
+def _check_host_choice(
+    approval_id: int, approve: bool, kind: str, agent: str, exists: bool
+) -> None:
+    """Where a host may be chosen: approving a spawn of an agent that does not exist yet
+    (one that exists keeps its host and its files there: ``agents move`` moves it)."""
+    if not approve:
+        raise InvalidRequest(f"a host is chosen when approving, not denying #{approval_id}")
+    if kind != "init_config":
+        raise InvalidRequest(
+            f"approval #{approval_id} ({kind}) starts no new agent, so it has no host to "
+            "choose; `hivectl agents move AGENT --to HOST` moves an agent"
+        )
+    if exists:
+        raise InvalidRequest(
+            f"approval #{approval_id} re-initialises {agent}, which already runs on its "
+            f"host; approve it without a host, then `hivectl agents move {agent} --to HOST`"
         )

@@ -198,6 +198,8 @@ class Coordinator:
         for problem in self.identities.problems():
             log.error("%s", problem)
         await self.agent_state.ensure(self.registry.known())
+        if self.config.hostlink is not None:
+            await self.placement.restore_leases()
         try:
             async with anyio.create_task_group() as tg:
                 self.background.bind(tg)

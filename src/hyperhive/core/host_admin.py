@@ -6,8 +6,10 @@ from __future__ import annotations
 import time
 
 from hyperhive.core.hostlink import HostLink
+from hyperhive.errors import InvalidRequest
 from hyperhive.netlink import lease
 from hyperhive.netlink.credentials import hash_secret, new_secret, validate_host_name
+from hyperhive.netlink.expiry import when
 from hyperhive.protocol import HostCapacity, HostCredential, HostView
 from hyperhive.store.base import HostRepo
 from hyperhive.store.rows import HostRow
@@ -67,6 +69,7 @@ class HostAdmin:
             ),
             capacity=capacity,
             lost_agents=sorted(a for a, h in self.link.lost.items() if h == name),
+            credential_expires_at=row.expires_at if row is not None else None,
         )
 
     async def list(self) -> list[HostView]:
@@ -76,20 +79,33 @@ class HostAdmin:
         names = sorted(set(rows) | set(self.link.all_hosts()))
         return [self._view(rows.get(name), name, now) for name in names]
 
-    async def add(self, name: str) -> HostCredential:
+    async def add(self, name: str, expires_at: float | None = None) -> HostCredential:
+        """A new host whose credential is good until ``expires_at`` (None: for ever)."""
+        _check_future(expires_at)
         secret = new_secret()
-        await self.hosts.add(validate_host_name(name), hash_secret(secret))
-        return HostCredential(name=name, credential=secret)
+        await self.hosts.add(validate_host_name(name), hash_secret(secret), expires_at)
+        return HostCredential(name=name, credential=secret, expires_at=expires_at)
 
-    async def rotate(self, name: str) -> HostCredential:
-        """A new credential; the old one is refused from now on, and a link made with it
-        is cut (rotation after a leak must not leave the leaker connected)."""
+    async def rotate(self, name: str, expires_at: float | None = None) -> HostCredential:
+        """A new credential good until ``expires_at`` (None: for ever); the old one is
+        refused from now on, and a link made with it is cut (rotation after a leak must
+        not leave the leaker connected)."""
+        _check_future(expires_at)
         secret = new_secret()
-        await self.hosts.rotate(name, hash_secret(secret))
+        await self.hosts.rotate(name, hash_secret(secret), expires_at)
         await self.link.cut(name)
-        return HostCredential(name=name, credential=secret)
+        return HostCredential(name=name, credential=secret, expires_at=expires_at)
 
     async def revoke(self, name: str) -> HostView:
         row = await self.hosts.revoke(name)
         await self.link.cut(name)
         return self._view(row, name, time.time())
+
+
+def _check_future(expires_at: float | None) -> None:
+    # Checked here too, not only by the CLI: a credential born expired is a mistake.
+    if expires_at is not None and expires_at <= time.time():
+        raise InvalidRequest(
+            f"the credential's expiry {when(expires_at)} is not in the future; give a later "
+            "one (or none: it never expires)"
+        )

@@ -158,10 +158,16 @@ class HostLink(LinkBook):
     ) -> None:
         await serve_unix_streams(path, self._connection, task_status=task_status)
 
-    async def serve_stream(self, stream: ByteStream, authenticated: str | None = None) -> None:
+    async def serve_stream(
+        self,
+        stream: ByteStream,
+        authenticated: str | None = None,
+        credential_expires: float | None = None,
+    ) -> None:
         """Serve one host connection; ``authenticated``: the host name its credential proved
-        (the network link), which is then the only name it may register as."""
-        await self._connection(stream, authenticated)
+        (the network link), which is then the only name it may register as, until
+        ``credential_expires`` (its next heartbeat after that is refused, and the link cut)."""
+        await self._connection(stream, authenticated, credential_expires)
 
     async def cut(self, host_id: str) -> bool:
         """End a host's link now (its credential was revoked): its agents stop running."""
@@ -175,13 +181,25 @@ class HostLink(LinkBook):
             return False
         log.warning("cutting agent host %s's link", host_id)
         host.cut = True
-        await host.stream.aclose()
+        if host.stream is not None:
+            await host.stream.aclose()
         with anyio.move_on_after(10):  # its agents are marked stopped once the reader sees it
             await host.gone.wait()
         return True
 
-    async def _connection(self, stream: ByteStream, authenticated: str | None = None) -> None:
-        conn = LinkConn(self, stream, anyio.Lock(), authenticated=authenticated)
+    async def _connection(
+        self,
+        stream: ByteStream,
+        authenticated: str | None = None,
+        credential_expires: float | None = None,
+    ) -> None:
+        conn = LinkConn(
+            self,
+            stream,
+            anyio.Lock(),
+            authenticated=authenticated,
+            credential_expires=credential_expires,
+        )
         decoder = FrameDecoder(self.max_frame)
         slots = anyio.Semaphore(MAX_FORWARDS)
         try:
@@ -211,6 +229,8 @@ class HostLink(LinkBook):
                             continue
                         before = conn.host
                         await conn.reply(await self._handle(rid, req, conn))
+                        if conn.closing:  # told why (its credential expired): now cut
+                            break
                         if before is None and conn.host is not None:
                             conn.host.end = tg.cancel_scope
                             # Activations are pushed only after the register reply.
@@ -223,7 +243,7 @@ class HostLink(LinkBook):
                                 # which it did not match, and stopped ``serve``.)
                                 gone = True
                                 break
-                    if gone:
+                    if gone or conn.closing:
                         break
                 tg.cancel_scope.cancel()  # the host is gone: abandon its agents' long-polls
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -379,5 +399,25 @@ class HostLink(LinkBook):
             ", ".join(gone) or "(none)",
         )
         self.bus.emit("host", host=host.host_id, connected=False)
-        if not host.leaving:
-            await self.on_host_lost(host.host_id, gone, lease_expired)
+        if host.leaving:
+            return
+        if lease_expired and not await self._first_to_lose(host):
+            log.info(
+                "agent host %s's loss at link epoch %d was handled before (a previous "
+                "coordinator): its agents show lost, nobody is told again",
+                host.host_id,
+                host.epoch,
+            )
+            return
+        await self.on_host_lost(host.host_id, gone, lease_expired)
+
+    async def _first_to_lose(self, host: LinkedHost) -> bool:
+        """Record durably that this lease expiry is handled, before anyone is told: a
+        coordinator taking over after a failover then neither forgets nor repeats it."""
+        if not host.remote or self.leases is None:
+            return True
+        try:
+            return await self.leases.claim_loss(host.host_id, host.epoch)
+        except HiveError as exc:  # the store is away: telling twice beats never
+            log.warning("could not record agent host %s's loss: %s", host.host_id, exc)
+            return True

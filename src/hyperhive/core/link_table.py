@@ -16,6 +16,7 @@ from hyperhive.core.linked_host import LinkBook, LinkedHost, TurnState
 from hyperhive.core.sockets import answer
 from hyperhive.errors import InvalidRequest, PermissionDenied, Unavailable
 from hyperhive.netlink.authz import forward_refusal
+from hyperhive.netlink.expiry import expired_message
 from hyperhive.protocol import (
     AgentRequest,
     Lease,
@@ -54,6 +55,8 @@ class LinkConn:
     lock: anyio.Lock
     host: LinkedHost | None = None
     authenticated: str | None = None
+    credential_expires: float | None = None  # when the credential it proved runs out
+    closing: bool = False  # end the link once this reply is sent
     epoch: int = 0  # the link epoch this connection registered with
     reported: list[str] = field(default_factory=list)  # the agents it said it runs
     # Forwarded frames in flight, by (agent, the host's connection id for it).
@@ -136,6 +139,14 @@ async def _heartbeat(conn: LinkConn, req: LinkHeartbeatReq) -> Lease:
     host = conn.registered()
     link = conn.link
     now = time.time()
+    if conn.credential_expires is not None and conn.credential_expires <= now:
+        # No renewal past the credential: the host is told why, then cut like a revoke
+        # (its redial is refused at the handshake with the same words).
+        message = expired_message(host.host_id, conn.credential_expires)
+        log.warning("cutting agent host %s's link: %s", host.host_id, message)
+        host.cut = True
+        conn.closing = True
+        raise PermissionDenied(message)
     if host.remote:
         expires = now + link.lease_seconds
         if link.leases is not None and not await link.leases.renew(

@@ -34,7 +34,7 @@ class TurnState:
 @dataclass
 class LinkedHost:
     host_id: str
-    stream: ByteStream
+    stream: ByteStream | None  # None: known from the store only (a previous coordinator's)
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     agents: set[str] = field(default_factory=set)
     leaving: bool = False
@@ -57,6 +57,8 @@ class LinkedHost:
         return self.heartbeat_at or self.registered_at
 
     async def push(self, data: bytes) -> None:
+        if self.stream is None:
+            raise anyio.ClosedResourceError
         async with self.lock:
             await self.stream.send(data)
 
@@ -191,6 +193,25 @@ class LinkBook:
         if api is None:
             api = self._apis[agent] = self.agent_api(agent)
         return api
+
+    def restore(self, restored: lease.Restored) -> None:
+        """Take over a previous coordinator's hosts (a restart, a failover), before any
+        host dials in: each still holds its agents until the lease read from the store
+        expires (then they are ``lost``, as if this coordinator had seen the host go), and
+        agents lost before are shown lost without telling anyone again."""
+        for name, held in restored.away.items():
+            if name in self.hosts or name in self.absent:
+                continue
+            self.absent[name] = LinkedHost(
+                name,
+                None,
+                remote=True,
+                epoch=held.epoch,
+                lease_expires=held.expires_at,
+                agents=set(restored.holds.get(name, [])),
+            )
+        for agent, host in restored.lost.items():
+            self.lost.setdefault(agent, host)
 
     async def next_epoch(self, host_id: str, remote: bool, expires_at: float) -> int:
         if remote and self.leases is not None:

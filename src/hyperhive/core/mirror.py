@@ -3,11 +3,13 @@
 The store is the truth for the topology, each agent's applied config and the
 deploy log (so a standby coordinator, with a home of its own, has them). The
 meta repo is written from the store's log for people and tools that read git:
-one commit per logged entry, ``topology.json``, ``agents/<name>.toml`` and
-``inputs.toml`` as files. Git runs on a worker thread, never on the event loop
-and never inside a store transaction. How far the mirror got is kept in its
-``.git`` (not in the work tree), so an export cut short is repeated, and a
-repeat of an entry whose files are already there commits nothing.
+one commit per logged change (the entries logged with one message: a spawn's
+tree and config, or an adoption's every config), ``topology.json``,
+``agents/<name>.toml`` and ``inputs.toml`` as files. Git runs on a worker
+thread, never on the event loop and never inside a store transaction. How far
+the mirror got is kept in its ``.git`` (not in the work tree), so an export
+cut short is repeated, and a repeat whose files are already there commits
+nothing.
 
 A home from before the store held this state has it only in those files:
 :meth:`MetaMirror.adopt` moves them into the store once, losing nothing.
@@ -31,7 +33,7 @@ from hyperhive.store.base import MetaLogRepo
 from hyperhive.store.rows import DeployEntry
 from hyperhive.topology import read_topology_file
 
-__all__ = ["INPUTS", "TOPOLOGY", "MetaMirror", "render_topology"]
+__all__ = ["INPUTS", "TOPOLOGY", "MetaMirror", "render_topology", "runs_of_one_change"]
 
 log = logging.getLogger(__name__)
 
@@ -145,12 +147,19 @@ class MetaMirror:
             return 0
 
     def _export(self, entries: Sequence[DeployEntry]) -> int:
+        """Export ``entries``: one commit per run of entries logged as one change (one
+        message: an adoption of a thousand configs, a spawn's tree and config), so a
+        backlog costs a few git commits, not one per entry."""
         seq = 0
-        for entry in entries:
-            written = self._write_entry(entry)
+        for run in runs_of_one_change(entries):
+            written: list[str] = []
+            for entry in run:
+                written += [p for p in self._write_entry(entry) if p not in written]
             if written:
-                self.git.commit(f"{entry.message}\n\n{_SEQ_TRAILER}: {entry.seq}\n", written)
-            seq = entry.seq
+                self.git.commit(_commit_message(run), written)
+            seq = run[-1].seq
+            # After the commit: an export cut short between the two repeats the run, and
+            # a repeat whose files are already there commits nothing.
             atomic_write_text(self.paths.meta / ".git" / _SEQ_FILE, f"{seq}\n")
         return seq
 
@@ -191,6 +200,26 @@ class MetaMirror:
             if _differs(meta / "agents" / name, text):
                 atomic_write_text(meta / "agents" / name, text)
         self.git.commit("mirror: rewritten from the store", touched)
+
+
+def runs_of_one_change(entries: Sequence[DeployEntry]) -> list[list[DeployEntry]]:
+    """Consecutive entries with one message, in order (each run is one git commit)."""
+    runs: list[list[DeployEntry]] = []
+    for entry in entries:
+        if runs and runs[-1][-1].message == entry.message:
+            runs[-1].append(entry)
+        else:
+            runs.append([entry])
+    return runs
+
+
+def _commit_message(run: Sequence[DeployEntry]) -> str:
+    if len(run) == 1:
+        return f"{run[0].message}\n\n{_SEQ_TRAILER}: {run[0].seq}\n"
+    return (
+        f"{run[0].message}\n\n{len(run)} deploy log entries, seq {run[0].seq} to "
+        f"{run[-1].seq}\n\n{_SEQ_TRAILER}: {run[-1].seq}\n"
+    )
 
 
 def _valid(name: str) -> bool:

@@ -40,6 +40,7 @@ from hyperhive.core.registry import AgentRegistry
 from hyperhive.errors import Conflict, InvalidRequest, PermissionDenied, Unavailable
 from hyperhive.protocol import (
     MOVE_CHUNK,
+    MOVE_TIMEOUT,
     LinkMoveDroppedReq,
     LinkMoveGetReq,
     LinkMovePackedReq,
@@ -57,8 +58,6 @@ __all__ = ["MOVE_TIMEOUT", "Mover"]
 
 log = logging.getLogger(__name__)
 
-# Bounds one move end to end (the source's running turn finishing included).
-MOVE_TIMEOUT = 900.0
 DROP_TIMEOUT = 60.0
 
 
@@ -129,7 +128,11 @@ class Mover:
 
     @property
     def spool_dir(self) -> Path:
-        return self.paths.run / "moves"
+        # Not ``run/moves``: that is a host's own spool, and `hivectl up`'s local host
+        # shares this run dir. Both spooling ``<id>.tar`` there made the coordinator
+        # append each uploaded chunk to the archive the source was still reading: the
+        # upload never ended.
+        return self.paths.run / "coordinator-moves"
 
     # ---- the operator's move ---------------------------------------------------------
 

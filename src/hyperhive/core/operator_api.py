@@ -314,7 +314,7 @@ class OperatorApi:
         approve = req.cmd == "approve"
         if not approve and not req.reason.strip():
             raise InvalidRequest("say why: deny needs a reason (--reason), which the asker reads")
-        return await self.approvals.resolve(req.approval_id, approve, req.reason)
+        return await self.approvals.resolve(req.approval_id, approve, req.reason, req.host)
 
     @on(OpLifecycleReq)
     async def _lifecycle(self, req: OpLifecycleReq) -> LifecycleResult:
@@ -391,11 +391,11 @@ class OperatorApi:
 
     @on(OpHostsAddReq)
     async def _hosts_add(self, req: OpHostsAddReq) -> HostCredential:
-        return await self.host_admin.add(req.name)
+        return await self.host_admin.add(req.name, req.expires_at)
 
     @on(OpHostsRotateReq)
     async def _hosts_rotate(self, req: OpHostsRotateReq) -> HostCredential:
-        return await self.host_admin.rotate(req.name)
+        return await self.host_admin.rotate(req.name, req.expires_at)
 
     @on(OpHostsRevokeReq)
     async def _hosts_revoke(self, req: OpHostsRevokeReq) -> HostView:

@@ -16,6 +16,7 @@ from hyperhive.core.notices import Notices
 from hyperhive.core.placing import HostLoad, capacity_of, choose_host
 from hyperhive.core.registry import AgentRegistry
 from hyperhive.errors import Conflict, HiveError, NotFound, Unavailable
+from hyperhive.netlink import lease
 from hyperhive.protocol import ActivateCmd, ContainerCrash
 from hyperhive.store.base import HostRepo, PlacementRepo
 from hyperhive.store.rows import Assignment
@@ -202,6 +203,30 @@ class Placement:
                 except Unavailable as exc:
                     log.warning("agent host %s: cannot activate agents yet: %s", host_id, exc)
                     raise
+
+    async def restore_leases(self) -> None:
+        """Before the link serves: hold what the store says remote hosts hold under their
+        leases (a previous coordinator's, before a restart or failover), so a host that
+        died with it is found lost when its lease runs out, without ever dialling in."""
+        moving = {a.agent for a in await self.assignments.all() if a.move_phase in MOVING_PHASES}
+        assigned = {a.agent: a.host for a in await self.assignments.all() if a.agent not in moving}
+        desired = await self.agent_state.all_desired_running() & set(self.registry.configs)
+        held = [
+            lease.HeldLease(r.name, r.epoch, r.lease_expires_at, r.lost_epoch, r.revoked)
+            for r in await self.hosts.list()
+        ]
+        restored = lease.restore(held, assigned, desired)
+        self.hostlink.restore(restored)
+        for agent, host in restored.lost.items():
+            self.crash_reasons.setdefault(agent, f"lost: agent host {host}'s lease expired")
+            log.info("%s was lost with agent host %s before this coordinator", agent, host)
+        for host, agents in restored.holds.items():
+            log.info(
+                "agent host %s holds %s under its lease (until %s) until it dials in",
+                host,
+                ", ".join(agents) or "no agents",
+                restored.away[host].expires_at,
+            )
 
     async def try_activate(self, name: str) -> bool:
         """Activate ``name`` unless placement says later (it is moving, its host is away,

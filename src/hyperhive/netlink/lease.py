@@ -11,9 +11,19 @@ lease and a Raft leader's term, in one small rule).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
 
-__all__ = ["HEARTBEATS_PER_LEASE", "expired", "fenced_agents", "heartbeat_seconds", "silent"]
+__all__ = [
+    "HEARTBEATS_PER_LEASE",
+    "HeldLease",
+    "Restored",
+    "expired",
+    "fenced_agents",
+    "heartbeat_seconds",
+    "restore",
+    "silent",
+]
 
 # Two missed heartbeats still leave a third inside the lease.
 HEARTBEATS_PER_LEASE = 3
@@ -50,3 +60,56 @@ def fenced_agents(
     is not fenced here: it is adopted by its next activation.
     """
     return sorted(a for a in reported if lost.get(a) == host or placement.get(a, host) != host)
+
+
+@dataclass(frozen=True, slots=True)
+class HeldLease:
+    """A remote host's lease as the store keeps it (what a new coordinator reads)."""
+
+    host: str
+    epoch: int
+    expires_at: float | None
+    lost_epoch: int | None = None
+    revoked: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Restored:
+    """What a coordinator taking over (a restart, a failover) must hold of a previous
+    one's hosts before any of them dials in."""
+
+    # Host -> its agents, held until the stored lease expires (then they are lost, and
+    # that is news: the operator is told, ``replace`` applies).
+    away: dict[str, HeldLease] = field(default_factory=dict)
+    holds: dict[str, list[str]] = field(default_factory=dict)
+    # Agent -> the host it was already lost with (the loss is old news: nobody is told).
+    lost: dict[str, str] = field(default_factory=dict)
+
+
+def restore(
+    leases: Iterable[HeldLease], assigned: Mapping[str, str], desired: Collection[str]
+) -> Restored:
+    """From the stored leases and placements (``assigned``: agent -> host, agents mid-move
+    left out) and the agents that should run: which hosts still hold agents under a lease
+    and which agents are already lost.
+
+    A host whose link epoch's loss was handled (``lost_epoch == epoch``) holds nothing:
+    its agents are lost with it. A revoked host holds nothing either (its agents stopped
+    when it was cut). A host that never registered (epoch 0) has no lease.
+    """
+    out = Restored()
+    by_host: dict[str, list[str]] = {}
+    for agent, host in sorted(assigned.items()):
+        if agent in desired:
+            by_host.setdefault(host, []).append(agent)
+    for held in leases:
+        if held.revoked or held.epoch <= 0 or held.expires_at is None:
+            continue
+        agents = by_host.get(held.host, [])
+        if held.lost_epoch == held.epoch:
+            for agent in agents:
+                out.lost[agent] = held.host
+            continue
+        out.away[held.host] = held
+        out.holds[held.host] = agents
+    return out

@@ -33,6 +33,7 @@ from hyperhive.core.hostlink import HostLink
 from hyperhive.errors import ConfigError
 from hyperhive.netlink.config import HostLinkConfig, split_address
 from hyperhive.netlink.credentials import verify_secret
+from hyperhive.netlink.expiry import expired_message
 from hyperhive.netlink.wsstream import ENVELOPE_BYTES, HOST_HEADER, LINK_PATH, WsStream
 from hyperhive.store.base import HostRepo
 
@@ -77,10 +78,12 @@ class HostLinkServer:
         self.config = config
         self.tls = tls
         self.info_file = info_file
-        self._proven: dict[ServerConnection, str] = {}
+        # Each handshake that proved a host: its name and its credential's expiry.
+        self._proven: dict[ServerConnection, tuple[str, float | None]] = {}
 
-    async def _refusal(self, headers: Headers) -> tuple[HTTPStatus, str] | str:
-        """The status and reason to refuse a handshake with, or the proven host name."""
+    async def _refusal(self, headers: Headers) -> tuple[HTTPStatus, str] | tuple[str, float | None]:
+        """The status and reason to refuse a handshake with, or the proven host name and
+        its credential's expiry."""
         name = headers.get(HOST_HEADER, "")
         scheme, _, credential = headers.get("Authorization", "").partition(" ")
         if not name or scheme.lower() != "bearer" or not credential:
@@ -101,34 +104,40 @@ class HostLinkServer:
                 f"agent host {name!r} is revoked; the operator can issue a new credential "
                 f"with `hivectl hosts rotate {name}`"
             )
+        if row.expires_at is not None and row.expired(time.time()):
+            return HTTPStatus.UNAUTHORIZED, expired_message(name, row.expires_at)
         if self.link.name_taken(name):
             return HTTPStatus.CONFLICT, (
                 f"an agent host named {name!r} is already connected; stop the other one "
                 "or give this one its own name"
             )
-        return name
+        return name, row.expires_at
 
     async def _process_request(self, conn: ServerConnection, request: Request) -> Response | None:
         if request.path != LINK_PATH:
             return conn.respond(HTTPStatus.NOT_FOUND, f"the host link is at {LINK_PATH}\n")
         verdict = await self._refusal(request.headers)
-        if isinstance(verdict, tuple):
+        if isinstance(verdict[0], HTTPStatus):
             status, reason = verdict
             peer = conn.remote_address
             log.warning("refused an agent host from %s: %s", peer, reason)
-            return conn.respond(status, reason + "\n")
-        self._proven[conn] = verdict
-        await self.hosts.seen(verdict, time.time())
+            return conn.respond(status, f"{reason}\n")
+        name, expires_at = verdict
+        self._proven[conn] = (name, expires_at)
+        await self.hosts.seen(name, time.time())
         return None
 
     async def _handler(self, conn: ServerConnection) -> None:
-        name = self._proven.pop(conn, None)
-        if name is None:  # cannot happen: process_request ran first
+        proven = self._proven.pop(conn, None)
+        if proven is None:  # cannot happen: process_request ran first
             await conn.close(1008, "not authenticated")
             return
+        name, expires_at = proven
         log.info("agent host %s connected from %s", name, conn.remote_address)
         try:
-            await self.link.serve_stream(WsStream(conn), authenticated=name)
+            await self.link.serve_stream(
+                WsStream(conn), authenticated=name, credential_expires=expires_at
+            )
         finally:
             with anyio.CancelScope(shield=True):
                 await self.hosts.seen(name, time.time())

@@ -182,6 +182,7 @@ from hyperhive.protocol.link import (
 )
 from hyperhive.protocol.move import (
     MOVE_CHUNK,
+    MOVE_TIMEOUT,
     LinkMoveDroppedReq,
     LinkMoveGetReq,
     LinkMovePackedReq,
@@ -217,6 +218,7 @@ __all__ = [
     "MatrixSignedIn",
     "RepoCreated",
     "MOVE_CHUNK",
+    "MOVE_TIMEOUT",
     "LinkMoveDroppedReq",
     "LinkMoveGetReq",
     "LinkMovePackedReq",

@@ -279,6 +279,10 @@ class OpResolveReq(Req[ApprovalOutcome]):
     cmd: Literal["approve", "deny"]
     approval_id: RowId
     reason: str = ""
+    # Approving a spawn (``init_config``): the agent host the new agent is pinned to
+    # (None: placed automatically). Refused for any other approval, and for a host that
+    # is unknown or revoked, before anything is created.
+    host: str | None = None
 
 
 class OpLifecycleReq(Req[LifecycleResult]):
@@ -352,6 +356,9 @@ class HostView(_Out):
     running_turns: int = 0
     capacity: HostCapacity | None = None
     lost_agents: list[str] = []
+    # When its credential stops being accepted (None: never); past it, ``link`` is
+    # refused at the handshake and a live link is cut at its next heartbeat.
+    credential_expires_at: float | None = None
 
 
 class HostCredential(_Out):
@@ -359,6 +366,7 @@ class HostCredential(_Out):
 
     name: str
     credential: str
+    expires_at: float | None = None
 
 
 class OpHostsListReq(Req[list[HostView]]):
@@ -368,11 +376,17 @@ class OpHostsListReq(Req[list[HostView]]):
 class OpHostsAddReq(Req[HostCredential]):
     cmd: Literal["hosts_add"]
     name: str = Field(min_length=1, max_length=64)
+    # When the credential stops being accepted (seconds since the epoch; None: never).
+    expires_at: float | None = None
 
 
 class OpHostsRotateReq(Req[HostCredential]):
+    """A new credential (the old one is refused, its link cut), good until ``expires_at``
+    (None: for ever, whatever the old one's expiry was)."""
+
     cmd: Literal["hosts_rotate"]
     name: str
+    expires_at: float | None = None
 
 
 class OpHostsRevokeReq(Req[HostView]):

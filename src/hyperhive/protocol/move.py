@@ -16,6 +16,7 @@ from pydantic import Field
 from hyperhive.protocol.base import Req, _Out, _Req
 
 __all__ = [
+    "MOVE_TIMEOUT",
     "MOVE_CHUNK",
     "LinkMoveDroppedReq",
     "LinkMoveGetReq",
@@ -32,6 +33,9 @@ __all__ = [
 
 # Raw bytes per chunk: with base64 and the envelope well under the 1 MiB frame default.
 MOVE_CHUNK = 256 * 1024
+# Bounds one move end to end (the source's running turn finishing included); the
+# operator's ``agents move`` waits as long for its answer.
+MOVE_TIMEOUT = 900.0
 _ID = Field(pattern=r"^[0-9a-f]{1,64}$")  # it names files on both hosts
 _SHA = Field(pattern=r"^[0-9a-f]{64}$")
 _B64 = Field(max_length=(MOVE_CHUNK * 4) // 3 + 8)

@@ -467,8 +467,9 @@ class HostRepo(ABC):
     """Remote agent hosts and the hash of each one's credential (never the secret)."""
 
     @abstractmethod
-    async def add(self, name: str, secret_hash: str) -> HostRow:
-        """Record a new host. ``Conflict`` if the name is taken (revoked ones included)."""
+    async def add(self, name: str, secret_hash: str, expires_at: float | None = None) -> HostRow:
+        """Record a new host whose credential is good until ``expires_at`` (``None``:
+        for ever). ``Conflict`` if the name is taken (revoked ones included)."""
 
     @abstractmethod
     async def get(self, name: str) -> HostRow | None: ...
@@ -478,8 +479,9 @@ class HostRepo(ABC):
         """Every host, by name."""
 
     @abstractmethod
-    async def rotate(self, name: str, secret_hash: str) -> HostRow:
-        """Replace the credential (the old one stops working); un-revokes. ``NotFound``."""
+    async def rotate(self, name: str, secret_hash: str, expires_at: float | None = None) -> HostRow:
+        """Replace the credential (the old one stops working) with one good until
+        ``expires_at`` (``None``: for ever); un-revokes. ``NotFound``."""
 
     @abstractmethod
     async def revoke(self, name: str) -> HostRow:
@@ -500,6 +502,12 @@ class HostRepo(ABC):
     ) -> bool:
         """A heartbeat of link ``epoch``: extend its lease, keep its capacity. ``False``
         (nothing written) if a newer registration has superseded ``epoch``."""
+
+    @abstractmethod
+    async def claim_loss(self, name: str, epoch: int) -> bool:
+        """Record that link ``epoch``'s lease expiry is being handled (durably, before
+        anyone is told). ``False``: it was recorded before (by this coordinator or one
+        before a failover), or ``epoch`` is not the host's latest."""
 
 
 def move_missing(agent: str) -> NotFound:

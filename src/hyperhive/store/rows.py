@@ -308,10 +308,18 @@ class HostRow:
     lease_expires_at: float | None = None
     heartbeat_at: float | None = None
     capacity: str | None = None
+    # When its credential stops being accepted (None: never).
+    expires_at: float | None = None
+    # The link epoch whose lease expiry was handled (agents ``lost``, operator told).
+    lost_epoch: int | None = None
 
     @property
     def revoked(self) -> bool:
         return self.revoked_at is not None
+
+    def expired(self, now: float) -> bool:
+        """Whether its credential is past its expiry."""
+        return self.expires_at is not None and self.expires_at <= now
 
 
 @dataclass(frozen=True, slots=True)

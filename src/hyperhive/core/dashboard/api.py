@@ -100,6 +100,11 @@ class ReasonBody(_Body):
     reason: str = ""
 
 
+class ApproveBody(ReasonBody):
+    # A spawn's agent host (empty: automatic, as the approval view's select sends it).
+    host: str = ""
+
+
 class SendBody(_Body):
     to: str
     body: str
@@ -290,9 +295,14 @@ async def approval(d: Dash, approval_id: int) -> ApprovalDetail:
 
 
 @router.post("/approvals/{approval_id}/approve")
-async def approve(d: Dash, approval_id: int, body: ReasonBody | None = None) -> ApprovalOutcome:
+async def approve(d: Dash, approval_id: int, body: ApproveBody | None = None) -> ApprovalOutcome:
+    """Approve and carry out; for a spawn, ``host`` pins the new agent to that agent host
+    (empty: placed automatically)."""
     reason = body.reason if body else ""
-    return await d.ops.request(OpResolveReq, cmd="approve", approval_id=approval_id, reason=reason)
+    host = (body.host or None) if body else None
+    return await d.ops.request(
+        OpResolveReq, cmd="approve", approval_id=approval_id, reason=reason, host=host
+    )
 
 
 @router.post("/approvals/{approval_id}/deny")

@@ -22,6 +22,7 @@ from hyperhive.protocol import (
     OpApprovalShowReq,
     OpApprovalsReq,
     OpConfigReq,
+    OpHostsListReq,
     OpInboxReq,
     OpLogsReq,
     OpLooseEndsReq,
@@ -152,7 +153,9 @@ async def _approvals_context(d: Dashboard) -> dict[str, Any]:
         await d.ops.view(OpApprovalShowReq, approval_id=r.id) for r in rows if r.state == "pending"
     ]
     resolved = [r.model_dump() for r in reversed(rows) if r.state != "pending"][:10]
-    return {"pending": pending, "resolved": resolved}
+    # A spawn's host select: every host a new agent may be pinned to.
+    hosts = [h.name for h in await d.ops.request(OpHostsListReq) if not h.revoked]
+    return {"pending": pending, "resolved": resolved, "hosts": hosts}
 
 
 @router.get("/approvals")

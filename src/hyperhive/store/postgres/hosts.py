@@ -10,17 +10,18 @@ __all__ = ["PgHosts"]
 
 _COLS = (
     "name, secret_hash, created_at, rotated_at, revoked_at, last_seen_at, epoch, "
-    "lease_expires_at, heartbeat_at, capacity"
+    "lease_expires_at, heartbeat_at, capacity, expires_at, lost_epoch"
 )
 
 
 class PgHosts(PgRepo, HostRepo):
-    async def add(self, name: str, secret_hash: str) -> HostRow:
+    async def add(self, name: str, secret_hash: str, expires_at: float | None = None) -> HostRow:
         async def op(conn: Conn) -> HostRow:
             cur = await conn.execute(
-                "INSERT INTO hosts(name, secret_hash, created_at) VALUES (%s, %s, %s) "
+                "INSERT INTO hosts(name, secret_hash, created_at, expires_at) "
+                "VALUES (%s, %s, %s, %s) "
                 f"ON CONFLICT (name) DO NOTHING RETURNING {_COLS}",
-                (name, secret_hash, now()),
+                (name, secret_hash, now(), expires_at),
             )
             row = await cur.fetchone()
             if row is None:
@@ -48,9 +49,11 @@ class PgHosts(PgRepo, HostRepo):
 
         return await self._tx(op)
 
-    async def rotate(self, name: str, secret_hash: str) -> HostRow:
+    async def rotate(self, name: str, secret_hash: str, expires_at: float | None = None) -> HostRow:
         return await self._update(
-            name, "secret_hash = %s, rotated_at = %s, revoked_at = NULL", (secret_hash, now())
+            name,
+            "secret_hash = %s, rotated_at = %s, revoked_at = NULL, expires_at = %s",
+            (secret_hash, now(), expires_at),
         )
 
     async def revoke(self, name: str) -> HostRow:
@@ -84,6 +87,17 @@ class PgHosts(PgRepo, HostRepo):
                 "UPDATE hosts SET lease_expires_at = %s, heartbeat_at = %s, capacity = %s "
                 "WHERE name = %s AND epoch = %s RETURNING epoch",
                 (expires_at, at, capacity, name, epoch),
+            )
+            return await cur.fetchone() is not None
+
+        return await self._tx(op)
+
+    async def claim_loss(self, name: str, epoch: int) -> bool:
+        async def op(conn: Conn) -> bool:
+            cur = await conn.execute(
+                "UPDATE hosts SET lost_epoch = epoch WHERE name = %s AND epoch = %s "
+                "AND (lost_epoch IS NULL OR lost_epoch <> epoch) RETURNING name",
+                (name, epoch),
             )
             return await cur.fetchone() is not None
 

@@ -268,6 +268,14 @@ CREATE TABLE placements (
     move_phase TEXT
 )
 """,
+    # 12 (hostrest, #14): a host credential's expiry (NULL: none), and the link epoch
+    # whose lease expiry a coordinator has already handled (its agents shown ``lost``,
+    # the operator told): a coordinator taking over after a failover reads it, so it
+    # neither forgets the loss nor tells the operator twice.
+    """
+ALTER TABLE hosts ADD COLUMN expires_at DOUBLE PRECISION;
+ALTER TABLE hosts ADD COLUMN lost_epoch BIGINT
+""",
 ]
 
 

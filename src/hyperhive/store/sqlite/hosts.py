@@ -16,12 +16,12 @@ class SqliteHosts(HostRepo):
     def __init__(self, engine: Engine) -> None:
         self._db = engine
 
-    async def add(self, name: str, secret_hash: str) -> HostRow:
+    async def add(self, name: str, secret_hash: str, expires_at: float | None = None) -> HostRow:
         def op(tx: Tx) -> HostRow:
             row = tx.one(
-                "INSERT INTO hosts(name, secret_hash, created_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (name) DO NOTHING RETURNING *",
-                (name, secret_hash, time.time()),
+                "INSERT INTO hosts(name, secret_hash, created_at, expires_at) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING RETURNING *",
+                (name, secret_hash, time.time(), expires_at),
             )
             if row is None:
                 raise host_taken(name)
@@ -50,9 +50,11 @@ class SqliteHosts(HostRepo):
 
         return await self._db.run(op)
 
-    async def rotate(self, name: str, secret_hash: str) -> HostRow:
+    async def rotate(self, name: str, secret_hash: str, expires_at: float | None = None) -> HostRow:
         return await self._update(
-            name, "secret_hash = ?, rotated_at = ?, revoked_at = NULL", (secret_hash, time.time())
+            name,
+            "secret_hash = ?, rotated_at = ?, revoked_at = NULL, expires_at = ?",
+            (secret_hash, time.time(), expires_at),
         )
 
     async def revoke(self, name: str) -> HostRow:
@@ -89,3 +91,14 @@ class SqliteHosts(HostRepo):
 
         # A lost heartbeat on a crash costs nothing: the next one comes in seconds.
         return await self._db.run(op, durable=False)
+
+    async def claim_loss(self, name: str, epoch: int) -> bool:
+        def op(tx: Tx) -> bool:
+            row = tx.one(
+                "UPDATE hosts SET lost_epoch = epoch WHERE name = ? AND epoch = ? "
+                "AND (lost_epoch IS NULL OR lost_epoch <> epoch) RETURNING name",
+                (name, epoch),
+            )
+            return row is not None
+
+        return await self._db.run(op)
