@@ -31,10 +31,12 @@ import json
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import mcp_types as types
+from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http import check_accept_headers
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecurityMiddleware
 from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
 from mcp_types import SERVER_INFO_META_KEY, JSONRPCRequest, RequestId
@@ -46,8 +48,28 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-if TYPE_CHECKING:
-    from hyperhive.agent.mcp_surface import Surface
+from hyperhive.tools.decl import Tool
+
+
+class Served(Protocol):
+    """What the fast path needs of its surface (``mcp_surface.Surface``; a Protocol, so
+    the two modules do not import each other)."""
+
+    @property
+    def manager(self) -> StreamableHTTPSessionManager: ...
+
+    @property
+    def server(self) -> Server[Any]: ...
+
+    @property
+    def tools(self) -> Mapping[str, Tool[Any, Any]]: ...
+
+    def agent(self, principal: str) -> Any | None: ...
+
+    async def answer(
+        self, agent: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult: ...
+
 
 __all__ = ["FastCall", "sdk_spans"]
 
@@ -75,7 +97,7 @@ class _Call:
 class FastCall:
     """The fast path of one surface (see the module's docstring)."""
 
-    def __init__(self, surface: Surface) -> None:
+    def __init__(self, surface: Served) -> None:
         self.surface = surface
         manager = surface.manager
         if not manager.json_response:  # an SSE-mode answer is the SDK's to shape
