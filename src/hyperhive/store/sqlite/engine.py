@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hyperhive.errors import HiveError, StorageError, Unavailable
+from hyperhive.errors import HiveError, StorageError
 from hyperhive.store.sqlite.schema import MIGRATIONS
 
 __all__ = ["MAX_BATCH", "Engine", "Tx", "migrate"]
@@ -84,14 +84,6 @@ def _savepoint(conn: sqlite3.Connection) -> Iterator[None]:
         conn.execute("RELEASE op")
         raise
     conn.execute("RELEASE op")
-
-
-_CLOSED = "the hive's database is closed (the coordinator is stopping); retry once it is up"
-
-
-def _fail_unless_done(future: asyncio.Future[Any], exc: BaseException) -> None:
-    if not future.done():
-        future.set_exception(exc)
 
 
 def _connect(path: Path, readonly: bool) -> sqlite3.Connection:
@@ -182,14 +174,11 @@ class Engine:
         self._synchronous_full = True
         self._readonly = readonly
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self._closed = False
         self._thread = threading.Thread(target=self._loop, name="hive-db", daemon=True)
         self._thread.start()
 
     async def run(self, op: Callable[[Tx], _T], *, durable: bool = True) -> _T:
         """Run ``op`` on the database thread inside the next group commit."""
-        if self._closed:
-            raise Unavailable(_CLOSED)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[_T] = loop.create_future()
         self._jobs.put((op, future, loop, durable))
@@ -204,28 +193,11 @@ class Engine:
             conn.close()
 
     def close(self) -> None:
-        """Finish queued work and close the connection. Work that arrives later is
-        refused, and work queued behind the close is failed: nobody waits forever on a
-        closed store (a host registering while the coordinator stops did)."""
-        self._closed = True
-        if self._thread.is_alive():
-            self._jobs.put(None)
-            self._thread.join(timeout=10)
-        self._fail_leftovers()
-
-    def _fail_leftovers(self) -> None:
-        while True:
-            try:
-                job = self._jobs.get_nowait()
-            except queue.Empty:
-                return
-            if job is None:
-                continue
-            _op, future, loop, _durable = job
-            try:
-                loop.call_soon_threadsafe(_fail_unless_done, future, Unavailable(_CLOSED))
-            except RuntimeError:  # its loop is closed: nobody waits on it any more
-                pass
+        """Finish queued work and close the connection."""
+        if not self._thread.is_alive():
+            return
+        self._jobs.put(None)
+        self._thread.join(timeout=10)
         self._conn.close()
 
     def _loop(self) -> None:
