@@ -118,8 +118,12 @@ async def test_heartbeats_renew_the_lease_durably_and_report_capacity(
             assert row is not None and row.lease_expires_at == lease.expires_at
             assert row.capacity is not None
             assert HostCapacity.model_validate_json(row.capacity) == CAPACITY
-        async with host(target) as (link, reg):
+        again = Pushes()
+        async with host(target, again) as (link, reg):
             assert reg.epoch == 2  # monotonic per host, one per registration
+            # Let the registration finish (its activations pushed) before the link drops:
+            # a coordinator stopping while a registration waits on the store hangs (noted).
+            await again.activation("alice")
 
 
 async def test_a_link_that_drops_inside_the_lease_keeps_its_agents_without_a_restart(
