@@ -38,7 +38,7 @@ from hyperhive.core.placement import Placement
 from hyperhive.core.registry import AgentRegistry
 from hyperhive.core.scheduler import Scheduler
 from hyperhive.core.sockets import serve_unix
-from hyperhive.errors import ConfigError
+from hyperhive.errors import ConfigError, StorageError
 from hyperhive.fdlimit import check_fd_limit
 from hyperhive.protocol import HostRequest
 from hyperhive.store import Store, open_store
@@ -239,7 +239,16 @@ class Coordinator:
                     )
                     from hyperhive.core.dashboard.server import serve_dashboard
 
-                    await tg.start(serve_dashboard, self.dashboard_parts())
+                    try:
+                        await tg.start(serve_dashboard, self.dashboard_parts())
+                    except (StorageError, OSError) as exc:
+                        # The broker goes on without its dashboard (a full disk while it came
+                        # up, say): a hive that stops for its web page loses more than it saves.
+                        log.error(
+                            "dashboard not started: %s; fix that and restart the coordinator "
+                            "(the sockets and hivectl work meanwhile)",
+                            exc.message if isinstance(exc, StorageError) else exc,
+                        )
                 if self.config.runtime == "unsandboxed":
                     log.warning(
                         'RUNTIME IS UNSANDBOXED (hive.toml runtime = "unsandboxed"): agents '

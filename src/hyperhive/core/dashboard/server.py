@@ -92,8 +92,12 @@ async def serve_dashboard(
     sock, busy = _bind(cfg.bind, cfg.dashboard_port)
     port = sock.getsockname()[1]
     url = dashboard_url(cfg.bind, port)
-    app = build_dashboard(parts)
-    write_record(parts.paths.run, DashboardRecord(url, os.getpid(), cfg.dashboard_port, busy))
+    try:
+        app = build_dashboard(parts)
+        write_record(parts.paths.run, DashboardRecord(url, os.getpid(), cfg.dashboard_port, busy))
+    except BaseException:
+        sock.close()  # nobody will serve it: a failed start leaks no listening socket
+        raise
     # No access log by default, and codes redacted from it if an operator turns it on:
     # a one-click log-in link carries its code in the query string.
     _redact_access_log()
