@@ -38,6 +38,7 @@ class Disks:
     def __init__(self, hive: Hive) -> None:
         self.hive = hive
         self.creds = {name: hive.add_host(name) for name in ("h1", "h2")}
+        self.moves: list[subprocess.Popen[str]] = []  # `hivectl agents move` runs, reaped after
 
     def private(self, name: str) -> Path:
         path = self.hive.home / "disks" / name
@@ -74,20 +75,26 @@ def row(hive: Hive, agent: str) -> dict[str, Any]:
     return agent_rows(hive.home)[agent]
 
 
-def start_move(hive: Hive, agent: str, to: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+def start_move(disks: Disks, agent: str, to: str) -> subprocess.Popen[str]:
+    move = subprocess.Popen(
         [sys.executable, "-m", "hyperhive", "agents", "move", agent, "--to", to],
-        env=hivectl_env(hive.home),
+        env=hivectl_env(disks.hive.home),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+    disks.moves.append(move)
+    return move
 
 
 @pytest.fixture
 def disks(hive: Hive) -> Iterator[Disks]:
     made = Disks(hive)
     yield made
+    for move in made.moves:  # a test that failed before communicate(): no leaked pipes
+        if move.poll() is None:
+            move.kill()
+        move.communicate(timeout=30)
     for proc in hive.hosts.values():  # a frozen host must be able to die
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGCONT)
@@ -142,8 +149,8 @@ def test_a_target_killed_mid_copy_leaves_the_agent_on_its_source(hive: Hive, dis
     disks.connected("h2")
     # Frozen, h2 takes the copy command but never fetches: the move waits mid-copy.
     os.kill(h2.pid, signal.SIGSTOP)
-    move = start_move(hive, "bob", "h2")
-    wait_until(lambda: row(hive, "bob")["move_phase"] == "copying", 60, "the copy under way")
+    move = start_move(disks, "bob", "h2")
+    wait_until(lambda: row(hive, "bob")["move_phase"] == "copying", 120, "the copy under way")
     h2.kill()
     h2.wait(timeout=30)
     _, err = move.communicate(timeout=60)
@@ -163,8 +170,8 @@ def test_a_source_killed_after_the_copy_drops_its_copy_when_it_returns(
     h2 = disks.start("h2")
     disks.connected("h2")
     os.kill(h2.pid, signal.SIGSTOP)
-    move = start_move(hive, "bob", "h2")
-    wait_until(lambda: row(hive, "bob")["move_phase"] == "copying", 60, "the copy uploaded")
+    move = start_move(disks, "bob", "h2")
+    wait_until(lambda: row(hive, "bob")["move_phase"] == "copying", 120, "the copy uploaded")
     h1.kill()  # the archive is with the coordinator already
     h1.wait(timeout=30)
     os.kill(h2.pid, signal.SIGCONT)
