@@ -31,6 +31,14 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300), *netns_hosts.pytestmark
 net, lan_model, hive = netns_hosts.net, netns_hosts.lan_model, netns_hosts.hive
 
 
+@pytest.fixture
+def lease_seconds() -> int:
+    """Long: these tests freeze a host (SIGSTOP) and then start a move to it, which must
+    still find it connected; at load 15 hivectl alone took longer than a 4 s lease. A
+    killed host is seen gone by its closed connection, not by its lease."""
+    return 60
+
+
 class Disks:
     """Each host's private agents directory, mounted over the shared home's in its own
     mount namespace (``ip netns exec`` gives every process one)."""
