@@ -48,10 +48,10 @@ _FUNCS = {
     "parse": (_FAST, "_parse"),
     "wire": (_FAST, "_wire"),
     "sdk": ("mcp/server/streamable_http_manager.py", "handle_request"),
-    "answer": (_SURFACE, "answer"),
+    "outcome": (_SURFACE, "outcome"),
     "run": (_SURFACE, "_run"),
     "handler": ("hyperhive/agent/hyperhive_tools.py", "call"),
-    "log": ("logging/__init__.py", "info"),
+    "log": ("logging/__init__.py", "log"),
     "emit": ("hyperhive/bus.py", "emit"),
 }
 
@@ -79,7 +79,7 @@ def layers(profile: Path, calls: int) -> list[tuple[str, float]]:
         key = keys[label]
         return float(raw[key][3]) if key is not None else 0.0
 
-    response = _from(raw, _find(raw, "starlette/responses.py", "__call__"), _FAST)
+    response = _from(raw, _find(raw, "uvicorn/protocols/http/h11_impl.py", "send"), _FAST)
     log = _from(raw, keys["log"], _SURFACE)
     emit = _from(raw, keys["emit"], _SURFACE)
     fast = cum("fast")
@@ -89,16 +89,16 @@ def layers(profile: Path, calls: int) -> list[tuple[str, float]]:
         ("web.py: bearer token, surface, scope", cum("web") - fast - cum("sdk")),
         (
             "fast path: transport checks (SDK's own: Host/Origin, Accept, headers)",
-            fast - cum("body") - cum("parse") - cum("answer") - cum("wire") - response,
+            fast - cum("body") - cum("parse") - cum("outcome") - cum("wire") - response,
         ),
         ("fast path: read the body", cum("body")),
         ("fast path: JSON-RPC, inbound ladder, request schema (SDK's)", cum("parse")),
-        ("ours: gate, arguments, envelope", cum("answer") - cum("handler") - log - emit),
+        ("ours: gate, arguments, envelope", cum("outcome") - cum("handler") - log - emit),
         ("ours: handler (get_agent_meta from the host's cache)", cum("handler")),
-        ("ours: per-call log record", log),
+        ("ours: log record (refused and failed calls only)", log),
         ("ours: events bus", emit),
-        ("fast path: result serialization (SDK's surface model)", cum("wire")),
-        ("Starlette response + h11 write", response),
+        ("fast path: result serialization (the SDK's shape, once per version)", cum("wire")),
+        ("h11 write of the response", response),
         ("SDK path (whatever the fast path handed over)", cum("sdk")),
     ]
     return [(label, seconds * 1000 / calls) for label, seconds in rows]
