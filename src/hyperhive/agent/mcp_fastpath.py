@@ -77,7 +77,7 @@ class Served(Protocol):
 __all__ = ["FastCall", "sdk_spans"]
 
 _METHOD = "tools/call"
-_PARAM_HEADER = "mcp-param-"
+_PARAM_HEADER = "\nmcp-param-"  # at the start of a header's name
 # Distinct transport-header combinations whose checks passed, kept so each is judged once.
 _KEEP_PASSED = 64
 # Stand-ins for the two values of a result that vary per call (see ``FastCall._shape``).
@@ -142,7 +142,7 @@ class FastCall:
             or headers.get("mcp-protocol-version") not in MODERN_PROTOCOL_VERSIONS
             or headers.get("mcp-method") != _METHOD
             or sdk_spans()
-            or any(name.startswith(_PARAM_HEADER) for name in headers)
+            or _PARAM_HEADER in "\n" + "\n".join(headers)  # one look at every name
         ):
             return receive
         # The SDK's order: its body limit, then the transport checks.
