@@ -7,8 +7,10 @@ write the MCP config) and the bare Starlette JSON floor each run under
 ``valgrind --tool=callgrind`` with instrumentation off until warmed up; then
 the counters are zeroed, the same raw POSTs as the headline are sent, and the
 guest instructions the server executed in that window are divided by the
-calls. The same count over an idle window as long shows what the server does
-on its own (the harness's long-poll, the link's heartbeat).
+calls. The same count over an idle window as long is what the server does on
+its own meanwhile (uvicorn's tick, the harness's long-poll, the link's
+heartbeat), which grows with the window's wall time on a loaded machine: the
+busy count less the idle one is the calls' own.
 
     .venv/bin/python -m bench.callgrind_mcp [CALLS] [--keep DIR]
 """
@@ -128,10 +130,16 @@ def main(argv: list[str] | None = None) -> None:
         ):
             fl.pid = pid
             floor = _measure(fl, _json_samples, args.calls, f"{base}/rpc")
+    net_mcp, net_floor = mcp[0] - mcp[1], floor[0] - floor[1]
     print(f"guest instructions per POST ({WARMUP + args.calls} calls, callgrind):")
-    print(f"  host, raw tools/call get_agent_meta  {mcp[0]:>12,.0f}  (idle as long: {mcp[1]:,.0f})")
-    print(f"  bare Starlette JSON floor            {floor[0]:>12,.0f}  (idle: {floor[1]:,.0f})")
-    print(f"  ratio                                {mcp[0] / floor[0]:>12.2f}×")
+    print(f"  {'':<36}{'busy window':>14}{'idle as long':>14}{'busy - idle':>14}")
+    for label, (busy, idle) in (
+        ("host, raw tools/call get_agent_meta", mcp),
+        ("bare Starlette JSON floor", floor),
+    ):
+        print(f"  {label:<36}{busy:>14,.0f}{idle:>14,.0f}{busy - idle:>14,.0f}")
+    gross = f"{mcp[0] / floor[0]:.2f}×"
+    print(f"  {'ratio':<36}{gross:>14}{'':>14}{net_mcp / net_floor:>13.2f}×")
 
 
 if __name__ == "__main__":
