@@ -12,7 +12,7 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -47,13 +47,17 @@ finally:
 
 @contextmanager
 def host(
-    paths: HivePaths, *, profile: Path | None = None
+    paths: HivePaths,
+    *,
+    profile: Path | None = None,
+    wrap: Sequence[str] = (),
+    start_timeout: float = START_TIMEOUT,
 ) -> Iterator[tuple[subprocess.Popen[bytes], dict[str, Any]]]:
     """``python -m hyperhive host`` for the block; yields it and ``run/agent-host.json``.
 
     ``profile``: run it under cProfile timing CPU (not wall) time, so a loaded
     machine's scheduling waits don't drown the host's own work; the stats are
-    written there when it stops.
+    written there when it stops. ``wrap``: a command the host runs under (valgrind).
     """
     info_path = paths.run / "agent-host.json"
     info_path.unlink(missing_ok=True)
@@ -63,14 +67,14 @@ def host(
         if profile is not None:
             command = [sys.executable, "-c", _PROFILED, str(profile)]
         proc = subprocess.Popen(
-            command,
+            [*wrap, *command],
             env={**os.environ, "HIVE_HOME": str(paths.home)},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=log,
         )
     try:
-        deadline = time.monotonic() + START_TIMEOUT
+        deadline = time.monotonic() + start_timeout
         while True:
             try:
                 info = json.loads(info_path.read_text())
@@ -88,17 +92,19 @@ def host(
 
 
 @contextmanager
-def http_floor(kind: str, scratch: Path) -> Iterator[tuple[str, int]]:
+def http_floor(
+    kind: str, scratch: Path, *, wrap: Sequence[str] = (), start_timeout: float = START_TIMEOUT
+) -> Iterator[tuple[str, int]]:
     """:mod:`bench._http_floor` (``json`` or ``mcp``) for the block; yields its base URL
-    and pid (for its CPU time)."""
+    and pid (for its CPU time). ``wrap``: a command it runs under (valgrind)."""
     port_file = scratch / f"{kind}.port"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bench._http_floor", kind, str(port_file)],
+        [*wrap, sys.executable, "-m", "bench._http_floor", kind, str(port_file)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + START_TIMEOUT
+        deadline = time.monotonic() + start_timeout
         while not (port_file.exists() and port_file.read_text()):
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"bench._http_floor {kind} did not come up")

@@ -254,7 +254,7 @@ def mcp_roundtrip(ctx: Context) -> list[Row]:
             "the bare mcp SDK server's process CPU per raw tools/call",
             mcp_cpu,
             note="what the hyperhive surface adds to the SDK, in CPU (auth, gate, arguments, "
-            "handler, log record, events bus)",
+            "handler, events bus; a log line only for a refused or failed call)",
         ),
         Row(RAW, surface.raw, "bare mcp SDK server, 1 trivial tool (same raw POST)", bare_mcp_raw),
         Row(

@@ -40,7 +40,7 @@ _SURFACE = "hyperhive/agent/mcp_surface.py"
 # label -> (file, function): a layer's own figure is its cumulative CPU minus the
 # layers it contains (see ``layers``).
 _FUNCS = {
-    "read": ("uvicorn/protocols/http/h11_impl.py", "handle_events"),
+    "read": ("uvicorn/protocols/http/", "data_received"),  # h11_impl or httptools_impl
     "asgi": ("starlette/applications.py", "__call__"),
     "web": ("hyperhive/agent/web.py", "__call__"),
     "fast": (_FAST, "__call__"),
@@ -48,17 +48,23 @@ _FUNCS = {
     "parse": (_FAST, "_parse"),
     "wire": (_FAST, "_wire"),
     "sdk": ("mcp/server/streamable_http_manager.py", "handle_request"),
-    "answer": (_SURFACE, "answer"),
+    "outcome": (_SURFACE, "outcome"),
     "run": (_SURFACE, "_run"),
     "handler": ("hyperhive/agent/hyperhive_tools.py", "call"),
-    "log": ("logging/__init__.py", "info"),
+    "log": ("logging/__init__.py", "log"),
     "emit": ("hyperhive/bus.py", "emit"),
 }
 
 
 def _find(stats: Stats, file: str, name: str) -> Key | None:
-    """The busiest function ``name`` of ``file`` (several closures share a name)."""
-    found = [key for key in stats if key[0].endswith(file) and key[2] == name]
+    """The busiest function ``name`` of ``file`` (several closures share a name); a
+    ``file`` ending in ``/`` is any file of that directory."""
+    found = [
+        key
+        for key in stats
+        if key[2] == name
+        and (key[0].endswith(file) or (file.endswith("/") and f"/{file}" in key[0]))
+    ]
     return max(found, key=lambda key: stats[key][1], default=None)
 
 
@@ -79,26 +85,27 @@ def layers(profile: Path, calls: int) -> list[tuple[str, float]]:
         key = keys[label]
         return float(raw[key][3]) if key is not None else 0.0
 
-    response = _from(raw, _find(raw, "starlette/responses.py", "__call__"), _FAST)
+    # The send the fast path calls is Starlette's exception-handling wrapper of uvicorn's.
+    response = _from(raw, _find(raw, "starlette/_exception_handler.py", "sender"), _FAST)
     log = _from(raw, keys["log"], _SURFACE)
     emit = _from(raw, keys["emit"], _SURFACE)
     fast = cum("fast")
     rows = [
-        ("uvicorn/h11: read and parse the request", cum("read")),
+        ("uvicorn (h11 or httptools): read and parse the request", cum("read")),
         ("Starlette app + router down to our endpoint", cum("asgi") - cum("web")),
         ("web.py: bearer token, surface, scope", cum("web") - fast - cum("sdk")),
         (
             "fast path: transport checks (SDK's own: Host/Origin, Accept, headers)",
-            fast - cum("body") - cum("parse") - cum("answer") - cum("wire") - response,
+            fast - cum("body") - cum("parse") - cum("outcome") - cum("wire") - response,
         ),
         ("fast path: read the body", cum("body")),
         ("fast path: JSON-RPC, inbound ladder, request schema (SDK's)", cum("parse")),
-        ("ours: gate, arguments, envelope", cum("answer") - cum("handler") - log - emit),
+        ("ours: gate, arguments, envelope", cum("outcome") - cum("handler") - log - emit),
         ("ours: handler (get_agent_meta from the host's cache)", cum("handler")),
-        ("ours: per-call log record", log),
+        ("ours: log record (refused and failed calls only)", log),
         ("ours: events bus", emit),
-        ("fast path: result serialization (SDK's surface model)", cum("wire")),
-        ("Starlette response + h11 write", response),
+        ("fast path: result serialization (the SDK's shape, once per version)", cum("wire")),
+        ("uvicorn's write of the response", response),
         ("SDK path (whatever the fast path handed over)", cum("sdk")),
     ]
     return [(label, seconds * 1000 / calls) for label, seconds in rows]

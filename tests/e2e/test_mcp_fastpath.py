@@ -277,12 +277,14 @@ async def test_the_fast_path_answers_as_the_sdk_does(tmp_path: Path, claude_bin:
 
 
 async def test_the_ordinary_results_are_what_the_model_reads(
-    tmp_path: Path, claude_bin: Path
+    tmp_path: Path, claude_bin: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The fast path's own answers, read as a client would (not only equal to the SDK's)."""
+    """The fast path's own answers, read as a client would (not only equal to the SDK's);
+    the host logs the refused and failed calls at INFO, not the ordinary ones."""
     seed_home(tmp_path, AGENTS)
     async with running_hive(tmp_path, claude_bin) as (_, host):
         await until(lambda: {"alice", "bare"} <= set(host.runtimes))
+        caplog.set_level("INFO", logger="hyperhive.agent.mcp_surface")
         async with httpx.AsyncClient(timeout=30) as http:
 
             async def result(agent: str, body: Any, sent: dict[str, str]) -> dict[str, Any]:
@@ -304,3 +306,37 @@ async def test_the_ordinary_results_are_what_the_model_reads(
             bad = await result("alice", call("set_status", {"text": 5}), headers("set_status"))
             assert bad["isError"] is True
             assert bad["content"][0]["text"].startswith("bad arguments for set_status")
+        logged = [r.getMessage() for r in caplog.records if r.name.endswith("mcp_surface")]
+        assert len(logged) == 2, logged
+        assert logged[0].startswith("bare ← hyperhive.get_agent_meta {} error in ")
+        assert logged[1].startswith("alice ← hyperhive.set_status {'text': 5} error in ")
+
+
+async def test_a_refused_host_or_origin_is_warned_about_once(
+    tmp_path: Path, claude_bin: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The fast path answers a DNS-rebinding refusal itself, so the SDK's warning is
+    logged once per request (not once by each path); and an accepted request first
+    leaves no accepted verdict behind for a foreign Host or Origin."""
+    seed_home(tmp_path, AGENTS)
+    async with running_hive(tmp_path, claude_bin) as (_, host):
+        await until(lambda: "alice" in host.runtimes)
+        url = f"{host.base_url}/agents/alice/mcp/hyperhive"
+        token = host.runtimes["alice"].token
+        async with httpx.AsyncClient(timeout=30) as http:
+            ok = await _post(http, url, token, call("get_agent_meta", {}), headers())
+            assert ok[0] == 200
+            caplog.set_level("WARNING", logger="mcp.server.transport_security")
+            caplog.clear()
+            host_refused = await _post(
+                http, url, token, call("get_agent_meta", {}), headers(host="evil.example:80")
+            )
+            origin_refused = await _post(
+                http, url, token, call("get_agent_meta", {}), headers(origin="http://evil.example")
+            )
+        assert host_refused[0] == 421 and origin_refused[0] == 403
+        warned = [r.getMessage() for r in caplog.records if r.name.startswith("mcp.server")]
+        assert warned == [
+            "Invalid Host header: evil.example:80",
+            "Invalid Origin header: http://evil.example",
+        ]

@@ -226,7 +226,13 @@ class AgentHost:
         )
         server = _QuietServer(
             uvicorn.Config(
-                self.app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
+                self.app,
+                log_level="warning",
+                # At "warning" no access line is ever written, but with the log on uvicorn
+                # still renders the client address and quoted path of every request.
+                access_log=False,
+                lifespan="on",
+                timeout_graceful_shutdown=2,
             )
         )
         log.info("agent host %s serving MCP on %s", self.host_id, self.base_url)

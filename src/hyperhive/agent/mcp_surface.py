@@ -9,8 +9,9 @@ tool set is per agent and enforced here, server-side:
 - a tool of a group the agent lacks is not listed, and a call to it anyway is
   an error *result* naming the group (tool failures are results the model
   can read; an unknown tool is a protocol error);
-- every call is logged once it is done, with arguments, outcome and
-  duration, and put on the agent's events bus (the tool envelope).
+- every call is put on the agent's events bus once it is done (the tool
+  envelope: arguments, outcome, duration); a refused or failed one is also
+  logged at INFO, an ordinary one only at DEBUG.
 
 The tools are the surface's declarations (:mod:`hyperhive.tools`); the
 surface binds each one's handler by name and refuses to be built with a
@@ -251,25 +252,31 @@ class Surface:
         self, agent: SurfaceAgent, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         """``agent``'s call: the tool's result, or MCPError for a tool this surface lacks."""
-        spec = self.tools.get(params.name)
-        if spec is None:
+        if params.name not in self.tools:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r} on {self.name}")
-        if not tracing():  # no span to build: the no-op one still costs a context switch
-            ok, text = await self._run(agent, spec, params.arguments or {})
-        else:
-            # A child of the agent's open turn (claude carries no trace context to us).
-            with tracer().start_as_current_span(
-                f"tool {self.name}.{spec.name}",
-                context=agent.bus.trace_context,
-                kind=SpanKind.SERVER,
-                attributes={"hyperhive.agent": agent.name, "mcp.server": self.name},
-            ) as span:
-                ok, text = await self._run(agent, spec, params.arguments or {})
-                if not ok:
-                    span.set_status(Status(StatusCode.ERROR, _preview(text)))
+        ok, text = await self.outcome(agent, params.name, params.arguments or {})
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], is_error=not ok
         )
+
+    async def outcome(
+        self, agent: SurfaceAgent, name: str, arguments: dict[str, Any]
+    ) -> tuple[bool, str]:
+        """``agent``'s call of declared tool ``name``: (ok, the text the model reads)."""
+        spec = self.tools[name]
+        if not tracing():  # no span to build: the no-op one still costs a context switch
+            return await self._run(agent, spec, arguments)
+        # A child of the agent's open turn (claude carries no trace context to us).
+        with tracer().start_as_current_span(
+            f"tool {self.name}.{spec.name}",
+            context=agent.bus.trace_context,
+            kind=SpanKind.SERVER,
+            attributes={"hyperhive.agent": agent.name, "mcp.server": self.name},
+        ) as span:
+            ok, text = await self._run(agent, spec, arguments)
+            if not ok:
+                span.set_status(Status(StatusCode.ERROR, _preview(text)))
+        return ok, text
 
     async def _run(
         self, agent: SurfaceAgent, spec: Tool[Any, Any], arguments: dict[str, Any]
@@ -300,16 +307,23 @@ class Surface:
             log.exception("%s.%s failed for %s", self.name, spec.name, agent.name)
             text = f"internal error in {spec.name} ({type(exc).__name__}); the host logged it"
         duration_ms = (time.perf_counter() - started) * 1000
-        log.info(
-            "%s ← %s.%s %s %s in %.1f ms: %s",
-            agent.name,
-            self.name,
-            spec.name,
-            _preview(arguments),
-            "ok" if ok else "error",
-            duration_ms,
-            _preview(text),
-        )
+        # A refused or failed call is the host log's; an ordinary one only when debugging:
+        # every call is on the agent's events bus (below: the dashboard's live view) and
+        # in claude's session, and a line per call cost ~10% of the host's CPU per call
+        # and crowded everything else out of the journal ring (get_host_journal).
+        level = logging.DEBUG if ok else logging.INFO
+        if log.isEnabledFor(level):
+            log.log(
+                level,
+                "%s ← %s.%s %s %s in %.1f ms: %s",
+                agent.name,
+                self.name,
+                spec.name,
+                _preview(arguments),
+                "ok" if ok else "error",
+                duration_ms,
+                _preview(text),
+            )
         agent.bus.emit(
             "tool_call",
             server=self.name,

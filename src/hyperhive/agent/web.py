@@ -33,8 +33,15 @@ from hyperhive.protocol.hostapi import AgentWork, HostWork
 __all__ = ["build_app"]
 
 
-def _bearer(headers: Mapping[str, str]) -> str | None:
-    value = headers.get("authorization", "")
+def _first(scope: Scope, name: bytes) -> str:
+    """Header ``name``'s first value (as Starlette's ``Headers.get`` reads it), or ""."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return ""
+
+
+def _bearer(value: str) -> str | None:
     scheme, _, token = value.partition(" ")
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
@@ -61,11 +68,12 @@ class _McpEndpoint:
         self.lookup = lookup
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        request = Request(scope)
-        agent_name = request.path_params["agent"]
-        surface = self.surfaces.get(request.path_params["surface"])
+        # Read off the scope, not a Request: this runs on every tool call.
+        params: Mapping[str, str] = scope["path_params"]
+        agent_name = params["agent"]
+        surface = self.surfaces.get(params["surface"])
         runtime = self.lookup(agent_name)
-        token = _bearer(request.headers)
+        token = _bearer(_first(scope, b"authorization"))
         authenticate = surface.authenticate if surface is not None else agent_token
         principal = None
         if runtime is not None and token is not None:
@@ -80,8 +88,7 @@ class _McpEndpoint:
                 {"error": {"code": "not_found", "message": "no such surface"}}, status_code=404
             )(scope, receive, send)
             return
-        scope = dict(scope)
-        scope[AGENT_SCOPE_KEY] = principal
+        scope[AGENT_SCOPE_KEY] = principal  # the scope is this request's own
         if surface.fast is not None:
             got = await surface.fast(principal, scope, receive, send)
             if got is None:
@@ -99,7 +106,7 @@ def build_app(
     def authorized(request: Request) -> AgentRuntime | Response:
         name = request.path_params["agent"]
         runtime = lookup(name)
-        token = _bearer(request.headers)
+        token = _bearer(request.headers.get("authorization", ""))
         if token is None:
             return _unauthorized("a bearer token is required")
         if _same(token, operator_token) or (runtime is not None and _same(token, runtime.token)):
@@ -137,7 +144,7 @@ def build_app(
         )
 
     async def work(request: Request) -> Response:
-        token = _bearer(request.headers)
+        token = _bearer(request.headers.get("authorization", ""))
         if token is None or not _same(token, operator_token):
             return _unauthorized("the host's operator token is required")
         agents = {
