@@ -177,3 +177,17 @@ async def test_a_batch_carries_any_text_exactly(pg_url: str) -> None:
             assert row.recipient == f'r"{i % 2}\\'
     finally:
         await store.close()
+
+
+async def test_the_batchers_kept_connections_go_back_when_the_store_closes(
+    pg_url: str,
+) -> None:
+    # The batcher keeps its connections between batches (no pool checkout per batch);
+    # closing the store must still leave no server process of the store's behind.
+    store = await open_postgres(pg_url)
+    try:
+        await _send_all(store, [f"m{i}" for i in range(20)])
+        assert await store.messages.send("alice", "bob", "one more")
+    finally:
+        await store.close()
+    await until(lambda: _backends(pg_url) == 0, within=10)

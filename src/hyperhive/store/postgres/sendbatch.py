@@ -135,6 +135,8 @@ class SendBatcher:
         # empty and stops: a send queued after that step starts a new loop, so no send
         # is left in the queue with nobody to commit it.
         self._writers = 0
+        # Each drain loop's connection, kept between batches (at most ``WRITERS``).
+        self._conns: list[Conn] = []
         self._drainers: set[asyncio.Task[None]] = set()
         self.commits = 0  # batches committed (the bench reports sends per commit)
 
@@ -159,6 +161,7 @@ class SendBatcher:
     async def close(self) -> None:
         if self._drainers:
             await asyncio.wait(set(self._drainers), timeout=30)
+        await self._db.give_back(self._conns)
 
     async def _drain(self) -> None:
         try:
@@ -170,7 +173,7 @@ class SendBatcher:
 
     async def _commit(self, batch: list[_Send]) -> None:
         try:
-            ids = await self._db.autocommit(lambda c: self._insert(c, batch))
+            ids = await self._db.autocommit_kept(self._conns, lambda c: self._insert(c, batch))
         except Unavailable as exc:  # the connection, the pool or the lease: nothing written
             _fail(batch, exc)
             return
