@@ -30,6 +30,7 @@ from pathlib import Path
 from time import perf_counter_ns
 
 import anyio
+import psycopg
 from tests.support.postgres import PgCluster, start_cluster
 
 from bench._procs import echo_server, seed_home, serve
@@ -103,6 +104,13 @@ async def _send_rate(url: str, total: int) -> tuple[Throughput, float, int]:
 async def _lane(store: PostgresStore, count: int) -> None:
     for _ in range(count):
         await store.messages.send("bench", "sink", BODY)
+
+
+def _wal_syncs(cluster: PgCluster) -> int:
+    """WAL flushes (fsyncs) the cluster has made: the disk's work, whoever commits."""
+    with psycopg.connect(cluster.url(), autocommit=True) as conn:
+        row = conn.execute("SELECT wal_sync FROM pg_stat_wal").fetchone()
+    return int(row[0]) if row else 0
 
 
 _TPS = re.compile(r"tps = ([0-9.]+) \(without initial connection time\)")
@@ -184,8 +192,12 @@ def pg_coordinator_sends(ctx: Context) -> list[Row]:
         (home / "store.url").chmod(0o600)
         (home / "hive.toml").write_text('runtime = "unsandboxed"\nstore_url_file = "store.url"\n')
         paths = seed_home(home, [*senders, SINK])
+        syncs0 = _wal_syncs(cluster)
         with serve(paths, [*senders, SINK]) as proc:
             figure, cpu_s = anyio.run(_coord_send_rate, paths, senders, per_client, 8, proc.pid)
+        # The whole serve run (start, warm-up, stop); its backends have exited, so
+        # their counts are in.
+        syncs = _wal_syncs(cluster) - syncs0
         scratch = ctx.scratch("pgb")
         floor = _pgbench(cluster, db, scratch, per_client * SENDERS, notify=False)
         grouped = _pgbench(cluster, db, scratch, per_client * SENDERS, notify=True, rows=GROUP_ROWS)
@@ -194,7 +206,8 @@ def pg_coordinator_sends(ctx: Context) -> list[Row]:
     busy = cpu_s / (figure.elapsed_ns / 1e9)
     note = (
         f"coordinator on PostgreSQL: {cpu_s / figure.ops * 1e6:.0f} µs of coordinator CPU "
-        f"per send, {busy:.0%} of one core during the run"
+        f"per send, {busy:.0%} of one core during the run; ~{figure.ops / max(1, syncs):.1f} "
+        "sends per WAL flush (pg_stat_wal, the whole serve run)"
     )
     name = f"PostgreSQL durable sends/s, {SENDERS} clients × 8 in flight (hivectl serve)"
     return [
