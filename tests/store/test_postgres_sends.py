@@ -141,3 +141,53 @@ def _backends(url: str) -> int:
             "AND application_name = 'hyperhive' AND pid <> pg_backend_pid()"
         ).fetchone()
     return int(row[0]) if row else 0
+
+
+async def test_a_batch_carries_any_text_exactly(pg_url: str) -> None:
+    # A batch travels as one JSON text: whatever JSON escapes or passes through raw
+    # (quotes, backslashes, control characters, a JSON-looking body, non-BMP, U+2028)
+    # lands byte for byte, sender and recipient included.
+    store = await open_postgres(pg_url)
+    try:
+        odd = [
+            'a "quoted" \\ back\\slash',
+            "line\nbreak\ttab\rreturn\x01\x1f\x7f",
+            '["not", "a", "row"], {"k": null}',
+            "emoji 🐝 and 中文 and \u2028\u2029 and \ufeff",
+            "\\u0000 is only text here",
+            "",
+            "x" * 100_000,
+        ]
+        bodies = [b for b in odd for _ in range(3)]
+        landed: dict[int, int] = {}
+
+        async def send(i: int, body: str) -> None:
+            sender = f"s-{odd.index(body)}-é"
+            landed[i] = await store.messages.send(sender, f'r"{i % 2}\\', body)
+
+        async with anyio.create_task_group() as tg:
+            for i, body in enumerate(bodies):
+                tg.start_soon(send, i, body)
+        rows = {m.id: m for m in await store.messages.scan()}
+        assert len(rows) == len(bodies)
+        for i, msg_id in landed.items():
+            row = rows[msg_id]
+            assert row.body == bodies[i]
+            assert row.sender == f"s-{odd.index(bodies[i])}-é"
+            assert row.recipient == f'r"{i % 2}\\'
+    finally:
+        await store.close()
+
+
+async def test_the_batchers_kept_connections_go_back_when_the_store_closes(
+    pg_url: str,
+) -> None:
+    # The batcher keeps its connections between batches (no pool checkout per batch);
+    # closing the store must still leave no server process of the store's behind.
+    store = await open_postgres(pg_url)
+    try:
+        await _send_all(store, [f"m{i}" for i in range(20)])
+        assert await store.messages.send("alice", "bob", "one more")
+    finally:
+        await store.close()
+    await until(lambda: _backends(pg_url) == 0, within=10)

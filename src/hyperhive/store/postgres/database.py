@@ -184,12 +184,49 @@ class PgDatabase:
 
     async def autocommit(self, op: Callable[[Conn], Awaitable[_T]]) -> _T:
         """Run ``op`` on a pooled connection in autocommit: each statement is its own
-        transaction, and a write must carry the fence itself (``sendbatch.BATCH``)."""
+        transaction, and a write must carry the fence itself (``sendbatch.batch_sql``)."""
         try:
             async with self.pool.connection() as conn:
                 return await op(conn)
         except (psycopg.Error, PoolTimeout) as exc:
             raise self._translate(exc) from None
+
+    async def autocommit_kept(self, kept: list[Conn], op: Callable[[Conn], Awaitable[_T]]) -> _T:
+        """:meth:`autocommit` on a connection the caller keeps between calls.
+
+        For a steady writer (the send batcher): a pool checkout per statement costs
+        the pool's lock, the connection's context and the pool's bookkeeping. ``kept``
+        holds the caller's idle connections, checked like the pool's own
+        (:func:`check_idle`); one that fails goes back to the pool, which replaces it.
+        :meth:`give_back` returns them.
+        """
+        conn = kept.pop() if kept else None
+        try:
+            if conn is not None:
+                try:
+                    await check_idle(conn)
+                except psycopg.Error:
+                    await self.pool.putconn(conn)  # the pool discards a broken one
+                    conn = None
+            if conn is None:
+                conn = await self.pool.getconn()
+            result = await op(conn)
+        except BaseException as exc:
+            if conn is not None:
+                await self.pool.putconn(conn)
+            if isinstance(exc, psycopg.Error | PoolTimeout):
+                raise self._translate(exc) from None
+            raise
+        if self.pool.closed:
+            await self.pool.putconn(conn)
+        else:
+            kept.append(conn)
+        return result
+
+    async def give_back(self, kept: list[Conn]) -> None:
+        """Return connections kept by :meth:`autocommit_kept` to the pool."""
+        while kept:
+            await self.pool.putconn(kept.pop())
 
     async def close(self) -> None:
         await self.pool.close()

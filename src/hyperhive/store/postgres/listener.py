@@ -12,6 +12,7 @@ leave an agent asleep on its mail.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -99,5 +100,35 @@ class Listener:
         await self._sweep()
         self.connects += 1
         self._ready.set()
-        async for note in conn.notifies():
-            self._on_notify(note.payload)
+        await self._hear(conn)
+
+    async def _hear(self, conn: AsyncConnection[Any]) -> None:
+        """Hand on every notification as it arrives; raise when the connection fails.
+
+        The socket stays registered with the loop for the whole session and each
+        readable event is read straight from libpq: ``conn.notifies()`` registered
+        and removed a reader, armed a timer and resolved a future per wake-up, and
+        this store hears its own NOTIFY after every commit of sends.
+        """
+        loop = asyncio.get_running_loop()
+        pgconn = conn.pgconn
+        encoding = conn.info.encoding
+        lost: asyncio.Future[None] = loop.create_future()
+
+        def readable() -> None:
+            try:
+                pgconn.consume_input()  # EOF or a FATAL from the server raises here
+                while (note := pgconn.notifies()) is not None:
+                    self._on_notify(note.extra.decode(encoding))
+            except Exception as exc:  # a loop callback must not raise: it ends the session
+                if not lost.done():
+                    lost.set_exception(exc)
+                loop.remove_reader(fd)
+
+        fd = conn.fileno()
+        loop.add_reader(fd, readable)
+        try:
+            readable()  # whatever libpq had already read with LISTEN's answer
+            await lost
+        finally:
+            loop.remove_reader(fd)
