@@ -29,7 +29,6 @@ import pytest
 
 from hyperhive.client import call_once, connect
 from hyperhive.config import AgentConfig, HivePaths
-from hyperhive.core.dashboard.frontdoor import read_record
 from hyperhive.errors import HiveError, StorageError
 from hyperhive.protocol import (
     AckUntilReq,
@@ -41,8 +40,8 @@ from hyperhive.protocol import (
     SendReq,
 )
 from tests.chaos.test_soak import check_store
-from tests.support.hive import SERVE_START_WITHIN_S, seed_home, start_serve
-from tests.support.procs import hivectl, log_tail, stop, wait_until
+from tests.support.hive import seed_home, start_serve
+from tests.support.procs import hivectl, log_tail, stop
 from tests.support.stores import read_hive
 
 # The disk that fills is the home's: SQLite's (see above).
@@ -101,10 +100,6 @@ class Hive:
         self.home = home
         self.paths = HivePaths(home)
         self.serve = start_serve(home)
-        # Up entirely before the disk fills: the dashboard comes up after the sockets
-        # (its import takes seconds on a busy machine), and a start that cannot write
-        # its files is a failed start, not the full disk this test is about.
-        wait_until(self._dashboard_up, SERVE_START_WITHIN_S, "the coordinator's dashboard")
         self.ok: dict[int, tuple[str, str, str]] = {}  # id → (sender, recipient, body)
         self.n = 0
 
@@ -132,12 +127,6 @@ class Hive:
 
     def logs(self) -> str:
         return log_tail(self.home, "serve.log", 4000)
-
-    def _dashboard_up(self) -> bool:
-        if self.serve.poll() is not None:
-            raise RuntimeError(f"hivectl serve exited {self.serve.returncode}:\n{self.logs()}")
-        record = read_record(self.paths.run)
-        return record is not None and record.pid == self.serve.pid
 
 
 @pytest.fixture
