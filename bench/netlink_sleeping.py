@@ -8,17 +8,22 @@ host --coordinator wss://…`` in each of the three others. Agents run
 unsandboxed (as in ``agent_host.sleeping``: bwrap would create a system user per
 agent on the machine running the bench); none is woken, so claude never runs.
 
-Host 1 dials first and takes every agent; hosts 2 and 3 dial in empty (their
-RSS with no agent is the baseline), then two agents in three are restarted and
-placement puts them on the emptier hosts. Printed: host RSS per sleeping agent
-(hosts 2 and 3: RSS over their empty baseline), the coordinator's host-link
-connections (one per host), idle CPU of the coordinator and each host over a
-window, and bytes on each host's veth (both ways) per minute idle, per host and
-per agent. Needs root (``ip netns``); namespaces and processes go in ``finally``.
+Every agent is placed explicitly, as ``--host`` pins one: a third on each
+host, written to the store before the coordinator starts, and none wanted
+running yet. So each host dials in empty (its RSS then is its baseline), and
+the operator's ``agent_start`` of every agent puts each on its pinned host. (A
+restarted agent returns to the host it is assigned to, so restarting agents to
+spread them, as this bench did, left them all on host 1.) Printed: host RSS
+per sleeping agent (each host's RSS over its empty baseline), the
+coordinator's host-link connections (one per host), idle CPU of the
+coordinator and each host over a window, and bytes on each host's veth (both
+ways) per minute idle, per host and per agent. Needs root (``ip netns``);
+namespaces and processes go in ``finally``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import time
@@ -38,6 +43,7 @@ from bench.registry import Context, Row, Throughput, benchmark
 from hyperhive.config import HivePaths
 from hyperhive.homelock import holder
 from hyperhive.protocol import OpAgentsReq, OpHostsListReq, OpLifecycleReq
+from hyperhive.store.sqlite import SqliteStore
 
 __all__ = ["sleeping_over_three_hosts"]
 
@@ -142,6 +148,7 @@ def sleeping_over_three_hosts(ctx: Context) -> list[Row]:
         link_tls(home, net.addresses["coord"])
         paths = seed_home(home, agents)
         _mirror_caught_up(paths)
+        expected = _pin(paths, agents)
         with (home / "hive.toml").open("a") as toml:
             toml.write(
                 'claude_bin = "/bin/false"\ndashboard_port = 0\n'
@@ -161,39 +168,28 @@ def sleeping_over_three_hosts(ctx: Context) -> list[Row]:
                 _remote_host(net, home, url, name, creds[name], home / "ca.pem")
             )
 
-        t_host = perf_counter_ns()
-        start("h1")
-        _until(f"{n} agents on h1", lambda: _all_running(paths, n), list(procs.values()), home)
-        _until("h1 quiet", lambda: _quiet([procs["h1"].pid]), list(procs.values()), home)
-        host_ns = perf_counter_ns() - t_host
-        start("h2")
-        start("h3")
+        for name in HOSTS:
+            start(name)
         _until(
-            "h2 and h3 connected",
+            "every host connected",
             lambda: set(_placed(paths)) >= set(HOSTS),
             list(procs.values()),
             home,
         )
         _until(
-            "h2, h3 quiet",
-            lambda: _quiet([procs["h2"].pid, procs["h3"].pid]),
-            list(procs.values()),
-            home,
+            "hosts quiet", lambda: _quiet([procs[h].pid for h in HOSTS]), list(procs.values()), home
         )
-        empty = {h: rss_bytes(procs[h].pid) for h in ("h2", "h3")}
-        for i, agent in enumerate(agents):
-            if i % 3:
-                _op(paths, OpLifecycleReq(cmd="agent_kill", agent=agent))
-                _op(paths, OpLifecycleReq(cmd="agent_start", agent=agent))
-        _until(
-            "every agent running again",
-            lambda: _all_running(paths, n) and sum(_placed(paths).values()) == n,
-            list(procs.values()),
-            home,
-        )
+        empty = {h: rss_bytes(procs[h].pid) for h in HOSTS}
+        t_host = perf_counter_ns()
+        for agent in agents:
+            _op(paths, OpLifecycleReq(cmd="agent_start", agent=agent))
+        _until(f"{n} agents running", lambda: _all_running(paths, n), list(procs.values()), home)
+        host_ns = perf_counter_ns() - t_host
+        placed = _placed(paths)
+        if placed != expected:
+            raise RuntimeError(f"agents landed as {placed}, not on their pins {expected}")
         pids = [coord_pid, *(procs[h].pid for h in HOSTS)]
         _until("everything quiet", lambda: _quiet(pids), list(procs.values()), home)
-        placed = _placed(paths)
         rss = {h: rss_bytes(procs[h].pid) for h in HOSTS}
         connections = _link_connections(coord_pid, link_port)
         cpu0 = {p: cpu_seconds(p) for p in pids}
@@ -202,19 +198,18 @@ def sleeping_over_three_hosts(ctx: Context) -> list[Row]:
         cpu = {p: (cpu_seconds(p) - cpu0[p]) / idle_window for p in pids}
         per_min = {h: (_link_bytes(net, h) - bytes0[h]) * 60 / idle_window for h in HOSTS}
         coord_rss = rss_bytes(coord_pid)
-    per_agent_rss = [(rss[h] - empty[h]) / placed[h] for h in ("h2", "h3") if placed.get(h)]
+    per_agent_rss = [(rss[h] - empty[h]) / placed[h] for h in HOSTS if placed.get(h)]
     kb = 1024
     mb = 1 << 20
     total_min = sum(per_min.values())
     note = "; ".join(
         [
-            "agents per host " + ", ".join(f"{h}: {placed.get(h, 0)}" for h in HOSTS),
+            "agents pinned per host " + ", ".join(f"{h}: {placed.get(h, 0)}" for h in HOSTS),
             "host RSS per sleeping agent "
             + ", ".join(f"{v / kb:.0f} KB" for v in per_agent_rss)
-            + " (hosts 2 and 3 over their empty RSS "
-            + ", ".join(f"{empty[h] / mb:.1f} MB" for h in ("h2", "h3"))
-            + "; host 1, which took all first, "
-            + f"{rss['h1'] / mb:.1f} MB)",
+            + " (each host over its empty RSS "
+            + ", ".join(f"{empty[h] / mb:.1f} MB" for h in HOSTS)
+            + ")",
             f"coordinator {coord_rss / mb:.1f} MB, {connections} host-link connection(s) for "
             f"{len(HOSTS)} hosts and {n} agents",
             f"idle CPU over {idle_window:.0f} s: coordinator {cpu[coord_pid]:.1%}, hosts "
@@ -229,13 +224,31 @@ def sleeping_over_three_hosts(ctx: Context) -> list[Row]:
     )
     return [
         Row(
-            f"3 remote hosts (TLS, own netns) → {n} agents linked and asleep",
+            f"3 remote hosts (TLS, own netns) → {n} agents started (pinned) and asleep",
             Throughput(n, host_ns),
             f"serve start → host link listening ({n} agents known)",
             Throughput(n, serve_ns),
             note=note,
         )
     ]
+
+
+def _pin(paths: HivePaths, agents: list[str]) -> dict[str, int]:
+    """Pin agent i to host i mod 3 and want none running yet, in the store before the
+    coordinator opens it (what ``spawn --host`` records, without a thousand spawns);
+    the agents per host expected."""
+
+    async def write() -> None:
+        store = await SqliteStore.open(paths.db)
+        try:
+            for i, agent in enumerate(agents):
+                await store.placements.assign(agent, HOSTS[i % len(HOSTS)], pinned=True)
+                await store.agents.set_desired(agent, False)
+        finally:
+            await store.close()
+
+    asyncio.run(write())
+    return {h: len(agents[i :: len(HOSTS)]) for i, h in enumerate(HOSTS)}
 
 
 def _mirror_caught_up(paths: HivePaths) -> None:

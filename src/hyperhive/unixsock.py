@@ -90,26 +90,37 @@ async def serve_unix_streams(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    made: int | None = None  # the socket file's inode, once bound
     try:
         sock.bind(str(path))
+        made = os.stat(path).st_ino
         os.chmod(path, mode)
         if owner is not None:
             os.chown(path, *owner)
         sock.listen(256)
-    except BaseException:
+        async with anyio.create_task_group() as tg:
+
+            def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                tg.start_soon(handler, UnixStream(reader, writer))
+
+            server = await asyncio.start_unix_server(accepted, sock=sock, limit=1 << 16)
+            try:
+                task_status.started()
+                await anyio.sleep_forever()
+            finally:
+                server.close()
+    finally:
+        # On every way out (cancelled mid-start too): nothing listens on it any more.
+        if made is not None:
+            _unlink_if(path, made)
         sock.close()
-        raise
-    async with anyio.create_task_group() as tg:
 
-        def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            tg.start_soon(handler, UnixStream(reader, writer))
 
-        server = await asyncio.start_unix_server(accepted, sock=sock, limit=1 << 16)
-        task_status.started()
-        try:
-            await anyio.sleep_forever()
-        finally:
-            server.close()
+def _unlink_if(path: Path, inode: int) -> None:
+    """Remove ``path`` if it is still the socket file we bound (a successor listening
+    on the same path, an agent's socket reopened, keeps its own)."""
+    with contextlib.suppress(FileNotFoundError):
+        if os.stat(path).st_ino == inode:
             path.unlink(missing_ok=True)
 
 

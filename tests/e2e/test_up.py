@@ -216,9 +216,11 @@ def test_a_failed_start_leaves_nothing_running(tmp_path: Path, claude_bin: Path)
         assert f"{tmp_path / 'logs' / 'coordinator.log'}" in out
         assert _coordinator_pid(tmp_path) is None, out  # no coordinator left running
         assert holder(HivePaths(tmp_path), "coordinator") is None  # nobody holds the home
-        # Nothing serves the host link. (The coordinator now leaves the socket file itself
-        # behind after this failure: noted for the next session.)
-        assert not _answers(tmp_path / "run" / "host.sock")
+        # Nothing serves the operator's or the hosts' socket, and their files are gone:
+        # the coordinator, stopped while it was still starting, cleaned up after itself.
+        for sock in ("host.sock", "hosts.sock"):
+            assert not _answers(tmp_path / "run" / sock)
+            assert not (tmp_path / "run" / sock).exists(), sock
     finally:
         _finish(failed)
 

@@ -46,6 +46,20 @@ def hive(tmp_path: Path, hive_store_url: str | None) -> Iterator[Path]:
     assert not HivePaths(tmp_path).host_sock.exists()
 
 
+def test_serve_stopped_while_it_still_starts_exits_cleanly_and_leaves_no_socket(
+    tmp_path: Path,
+) -> None:
+    # SIGTERM as soon as the sockets answer: the dashboard (seconds to import on a busy
+    # machine) is most likely still loading. A signal then used to kill the process
+    # outright, its socket files left behind.
+    paths = seed_home(tmp_path, {"alice": AgentConfig()}, hive_toml="dashboard_port = 0\n")
+    proc = start_serve(tmp_path)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0, (tmp_path / "serve.log").read_text()
+    left = [p for p in (paths.host_sock, paths.hosts_sock, paths.agent_sock("alice")) if p.exists()]
+    assert not left, left
+
+
 def test_send_inbox_reply_and_json_shapes(hive: Path) -> None:
     out = hivectl(hive, "send", "alice", "hello there")
     assert out.returncode == 0 and "sent #1 to alice" in out.stdout

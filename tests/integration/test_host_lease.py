@@ -121,8 +121,8 @@ async def test_heartbeats_renew_the_lease_durably_and_report_capacity(
         again = Pushes()
         async with host(target, again) as (link, reg):
             assert reg.epoch == 2  # monotonic per host, one per registration
-            # Let the registration finish (its activations pushed) before the link drops:
-            # a coordinator stopping while a registration waits on the store hangs (noted).
+            # The registration is let finish (its activations pushed) before the link drops
+            # (a coordinator stopping mid-registration: test_coordinator_stop.py).
             await again.activation("alice")
 
 

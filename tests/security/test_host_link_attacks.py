@@ -10,6 +10,7 @@ send operator requests. Revocation cuts a live link and refuses the next dial.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -248,3 +249,60 @@ async def test_a_host_gets_only_its_own_agents_forge_token_never_anothers(
                     # Nothing was minted or made for the refused asks; alice's token lives.
                     assert forgejo.tokens == before
                     assert "agents/x" not in forgejo.repos
+
+
+async def test_a_host_cannot_mint_its_agents_tokens_and_repos_without_limit(
+    tmp_path: Path,
+) -> None:
+    """Each forge_token mints a token and each forge_create_repo makes a repository, with
+    the hive's admin token: a host hammering them for an agent it holds is refused past
+    a few a minute, per agent and kind, before anything is minted or made."""
+    from hyperhive.core.identities import ASKS_BURST
+    from hyperhive.permissions import ToolGroup
+    from tests.support.forgejo_server import FakeForgejo
+
+    with FakeForgejo() as forgejo:
+        forgejo.add_org("agents")
+        token_file = tmp_path / "forge-admin-token"
+        token_file.write_text(forgejo.admin_token)
+        token_file.chmod(0o600)
+        forge = [*ToolGroup.AGENT_DEFAULT, ToolGroup.FORGE]
+        seed_home(
+            tmp_path,
+            {"alice": AgentConfig(tool_groups=forge), "bob": AgentConfig(tool_groups=forge)},
+            hive_toml=HIVE_TOML
+            + f'[forge]\nurl = "{forgejo.url}"\nadmin_token_file = "{token_file}"\n',
+        )
+        async with coordinator(tmp_path) as c, operator(c.paths) as op:
+            h1 = LinkTarget(link_url(c.paths), "h1", await add_host(op, "h1", tmp_path / "creds"))
+            pushes = Pushes()
+            async with registered(h1, pushes) as link:
+                alice = (await pushes.activation("alice"))["incarnation"]
+                bob = (await pushes.activation("bob"))["incarnation"]
+                for i in range(ASKS_BURST):
+                    got = await link.call(
+                        forward("alice", alice, {"cmd": "forge_token", "id": i}, 1)
+                    )
+                    assert got.ok, got
+                minted = dict(forgejo.tokens)
+                refused = await link.call(
+                    forward("alice", alice, {"cmd": "forge_token", "id": 9}, 1)
+                )
+                assert not refused.ok and refused.error is not None, refused
+                assert refused.error.code == "limit_exceeded", refused
+                assert re.search(r"too often.*try again in \d+ s", refused.error.message), refused
+                assert forgejo.tokens == minted  # the refused ask minted nothing
+                # Another agent of the same host has its own allowance.
+                got = await link.call(forward("bob", bob, {"cmd": "forge_token", "id": 10}, 1))
+                assert got.ok, got
+                # Repositories likewise, counted apart from tokens.
+                for i in range(ASKS_BURST):
+                    frame = {"cmd": "forge_create_repo", "name": f"r{i}", "id": 20 + i}
+                    got = await link.call(forward("alice", alice, frame, 1))
+                    assert got.ok, got
+                frame = {"cmd": "forge_create_repo", "name": "over", "id": 30}
+                refused = await link.call(forward("alice", alice, frame, 1))
+                assert not refused.ok and refused.error is not None, refused
+                assert refused.error.code == "limit_exceeded", refused
+                assert "agents/over" not in forgejo.repos
+                assert "agents/r0" in forgejo.repos

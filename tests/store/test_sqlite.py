@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hyperhive.errors import ConfigError, StorageError
+from hyperhive.errors import ConfigError, StorageError, Unavailable
 from hyperhive.store import mask_url, open_store
 from hyperhive.store.sqlite import SqliteStore
 from hyperhive.store.sqlite.schema import MIGRATIONS
@@ -81,3 +81,12 @@ async def test_a_read_only_store_reads_beside_the_writer_and_cannot_write(tmp_pa
     finally:
         await reader.close()
         await writer.close()
+
+
+async def test_a_closed_store_refuses_work_instead_of_leaving_it_waiting(tmp_path: Path) -> None:
+    # A host registering while the coordinator stopped waited forever on a closed store.
+    store = await open_store(tmp_path)
+    await store.topology.set({"b": None}, "before the close")
+    await store.close()
+    with pytest.raises(Unavailable, match="closed"):
+        await store.messages.scan()

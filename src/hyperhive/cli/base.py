@@ -190,10 +190,16 @@ def _setup_logging() -> None:
 
 
 async def _until_signalled(run: Callable[..., Any]) -> None:
+    """Run ``run`` until SIGTERM/SIGINT, which cancel it, also while it is still starting.
+
+    The handlers are installed before ``run`` starts: a signal that came while it
+    started (`hivectl up` stopping a coordinator whose dashboard was still loading)
+    used to kill the process outright, leaving its sockets behind.
+    """
     try:
         async with anyio.create_task_group() as tg:
-            await tg.start(run)
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                tg.start_soon(run)
                 async for signum in signals:
                     name = signal.Signals(signum).name
                     logging.getLogger("hyperhive").info("%s: stopping", name)

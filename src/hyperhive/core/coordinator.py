@@ -22,6 +22,7 @@ from hyperhive.core.approvals import Approvals
 from hyperhive.core.background import Background
 from hyperhive.core.broker import Broker
 from hyperhive.core.budgets import Budgets
+from hyperhive.core.hive_identity import hive_identity
 from hyperhive.core.host_admin import HostAdmin
 from hyperhive.core.hostlink import HostLink
 from hyperhive.core.identities import AgentIdentities
@@ -43,7 +44,6 @@ from hyperhive.fdlimit import check_fd_limit
 from hyperhive.protocol import HostRequest
 from hyperhive.store import Store, open_store
 from hyperhive.store.sqlite import SqliteStore
-from hyperhive.sysusers import hive_id
 from hyperhive.topology import TopologyStore
 
 if TYPE_CHECKING:
@@ -70,6 +70,8 @@ class Coordinator:
                 )
             store = SqliteStore(paths.db)
         self.store = store
+        # The hive's id, read from the store when the coordinator runs (hive_identity).
+        self.hive_id: str | None = None
         self.notifier = notifier = Notifier()
         # Every commit that adds something for an agent wakes its `wait`.
         store.on_change(notifier.notify)
@@ -130,7 +132,7 @@ class Coordinator:
         self.approvals = approvals = Approvals(
             paths, store, registry, topo, meta, mirror, loose_ends, notices, lifecycle, bus
         )
-        self._agent_api = functools.partial(
+        self._agent_api_parts = functools.partial(
             AgentApi,
             registry=registry,
             topology_store=topo,
@@ -143,7 +145,6 @@ class Coordinator:
             logs=logs,
             hostlink=hostlink,
             bus=bus,
-            hive_name=config.name or hive_id(paths),
             budgets=budgets,
             matrix=config.matrix,
             identities=self.identities,
@@ -169,6 +170,11 @@ class Coordinator:
             host_admin=host_admin,
             budgets=budgets,
         )
+
+    def _agent_api(self, name: str) -> AgentApi:
+        """``name``'s API: built per connection, once the hive's id is known (at run)."""
+        assert self.hive_id is not None, "the coordinator serves agents only once it runs"
+        return self._agent_api_parts(name, hive_name=self.config.name or self.hive_id)
 
     async def _host_registered(self, host_id: str) -> None:
         # Moves first: an unfinished one is undone before its agent is started again.
@@ -295,8 +301,9 @@ class Coordinator:
         )
 
     async def _load_hive_state(self) -> None:
-        """The tree and applied configs from the store (an older home's files adopted
-        once), the tree reconciled, the meta mirror caught up and rewritten."""
+        """The hive's id, the tree and applied configs from the store (an older home's
+        files adopted once), the tree reconciled, the meta mirror caught up and rewritten."""
+        self.hive_id = await hive_identity(self.paths, self.store.settings)
         await anyio.to_thread.run_sync(self.mirror.ensure)
         await self.mirror.adopt()
         await self.registry.load()

@@ -9,25 +9,38 @@ node-authorizer check: the host holding the agent at its incarnation).
 
 One issue at a time per agent: a fresh token replaces the last one on the
 forge, so two concurrent asks would leave one of them holding a dead token.
+
+And a few per minute per agent and kind (a token bucket): each ask mints a
+token, makes a repository or signs a device in, so a compromised host must
+not be able to hammer the forge or the homeserver with the hive's admin
+credentials through the agents it holds.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import time
 from collections import defaultdict
 
 import anyio
 
-from hyperhive.errors import ConfigError
+from hyperhive.errors import ConfigError, LimitExceeded
 from hyperhive.forge.config import ForgeConfig
 from hyperhive.forge.errors import ForgeNotConfigured
 from hyperhive.matrix.config import MatrixConfig
 from hyperhive.matrix.errors import MatrixNotConfigured
 from hyperhive.protocol import ForgeTokenIssued, MatrixSignedIn, RepoCreated
+from hyperhive.ratelimit import RateLimiter
 
-__all__ = ["AgentIdentities"]
+__all__ = ["ASKS_BURST", "ASKS_PER_MINUTE", "AgentIdentities"]
 
 log = logging.getLogger(__name__)
+
+# Per agent and kind of ask: an activation asks once or twice, a host's restart again,
+# create_repo once per repository; a burst of this many, then this many a minute.
+ASKS_BURST = 4
+ASKS_PER_MINUTE = 3.0
 
 
 class AgentIdentities:
@@ -35,6 +48,18 @@ class AgentIdentities:
         self.forge = forge
         self.matrix = matrix
         self._locks: defaultdict[str, anyio.Lock] = defaultdict(anyio.Lock)
+        self._asks = RateLimiter(ASKS_BURST, ASKS_PER_MINUTE)
+
+    def _admit(self, agent: str, kind: str, what: str) -> None:
+        """Refuse ``agent``'s ask beyond its rate, before anything is minted or made."""
+        wait = self._asks.take((agent, kind), time.monotonic())
+        if wait > 0:
+            log.warning("refused %s for %s: over its rate", what, agent)
+            raise LimitExceeded(
+                f"{agent} asked for {what} too often: {ASKS_BURST} at once, then "
+                f"{ASKS_PER_MINUTE:g} a minute (each ask mints one); try again in "
+                f"{math.ceil(wait)} s"
+            )
 
     def problems(self) -> list[str]:
         """What is missing for the coordinator to administer what hive.toml configures."""
@@ -63,6 +88,7 @@ class AgentIdentities:
         """``agent``'s forge user provisioned and a fresh personal token for it."""
         from hyperhive.forge.service import Forge  # pyforgejo: only a hive with a forge pays
 
+        self._admit(agent, "forge_token", "a forge token")
         config = self._forge_config()
         async with self._locks[agent]:
             forge = Forge.from_config(config)
@@ -78,6 +104,7 @@ class AgentIdentities:
         """A repository in the hive's org with ``agent`` as its write collaborator."""
         from hyperhive.forge.service import Forge
 
+        self._admit(agent, "forge_create_repo", "a new forge repository")
         forge = Forge.from_config(self._forge_config())
         try:
             return await forge.create_repo(agent, name, description, private)
@@ -88,6 +115,7 @@ class AgentIdentities:
         """``agent``'s Matrix account (made if missing) and a new device's access token."""
         from hyperhive.matrix.admin import MatrixAdmin
 
+        self._admit(agent, "matrix_account", "a Matrix sign-in")
         if self.matrix is None:
             raise MatrixNotConfigured(
                 "no homeserver is configured for this hive: the operator sets [matrix] in the "

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from urllib.parse import quote
 
@@ -274,17 +274,11 @@ async def deactivate_agent(config: MatrixConfig | None, agent: str, enabled: boo
     """
     if config is None or not enabled:
         return None
-    try:
-        admin = MatrixAdmin(config)
-    except HiveError as exc:
-        return exc.message
-    try:
-        await admin.deactivate(agent)
-    except HiveError as exc:
-        return f"{exc.message}; deactivate {config.user_id(agent)} on the homeserver by hand"
-    finally:
-        await admin.aclose()
-    return None
+    return await _administer(
+        config,
+        lambda admin: admin.deactivate(agent),
+        f"deactivate {config.user_id(agent)} on the homeserver by hand",
+    )
 
 
 async def sign_out_agent(config: MatrixConfig | None, agent: str) -> str | None:
@@ -292,14 +286,26 @@ async def sign_out_agent(config: MatrixConfig | None, agent: str) -> str | None:
     went wrong, if anything (never raises, like :func:`deactivate_agent`)."""
     if config is None:
         return None
+    return await _administer(
+        config,
+        lambda admin: admin.sign_out(agent),
+        f"sign {config.user_id(agent)} out on the homeserver by hand",
+    )
+
+
+async def _administer(
+    config: MatrixConfig, act: Callable[[MatrixAdmin], Awaitable[object]], by_hand: str
+) -> str | None:
+    """Run ``act`` with an admin of the homeserver; what went wrong (with ``by_hand``,
+    what the operator can do instead), or ``None``. Never raises a hive error."""
     try:
         admin = MatrixAdmin(config)
     except HiveError as exc:
         return exc.message
     try:
-        await admin.sign_out(agent)
+        await act(admin)
     except HiveError as exc:
-        return f"{exc.message}; sign {config.user_id(agent)} out on the homeserver by hand"
+        return f"{exc.message}; {by_hand}"
     finally:
         await admin.aclose()
     return None

@@ -15,6 +15,7 @@ that name only.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import ssl
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import anyio
 from anyio.abc import TaskStatus
-from websockets.asyncio.server import ServerConnection, serve
+from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
@@ -40,6 +41,11 @@ from hyperhive.store.base import HostRepo
 __all__ = ["HostLinkServer", "server_tls"]
 
 log = logging.getLogger(__name__)
+
+# At shutdown, how long hosts' connection handlers may take to finish (each books its
+# host out and marks it seen in the store), and how long cancelled stragglers may take.
+STOP_WITHIN = 10.0
+CANCELLED_WITHIN = 5.0
 
 
 def server_tls(config: HostLinkConfig, home: Path) -> ssl.SSLContext | None:
@@ -165,3 +171,30 @@ class HostLinkServer:
                 await anyio.sleep_forever()
             finally:
                 self.info_file.unlink(missing_ok=True)
+                with anyio.CancelScope(shield=True):
+                    await self._stop(server)
+
+    async def _stop(self, server: Server) -> None:
+        """End every host's connection and wait, bounded, for its handler to return.
+
+        The handlers are websockets' own asyncio tasks, outside the coordinator's task
+        group: leaving the listener without waiting for them (its ``__aexit__`` is
+        cancelled with us) orphaned them, and one still busy with the store (a host
+        registering) then waited forever on a store closed under it, and the
+        coordinator's exit with it. So they finish here, while the store is open.
+        """
+        server.close()  # new handshakes refused (503), open links closed (1001, going away)
+        with anyio.move_on_after(STOP_WITHIN):
+            await server.wait_closed()
+            return
+        stuck = [task for task in server.handler_tasks if not task.done()]
+        log.warning(
+            "%d agent host connection(s) did not finish in %.0f s: cancelling",
+            len(stuck),
+            STOP_WITHIN,
+        )
+        for task in stuck:
+            task.cancel()
+        if stuck:
+            with anyio.move_on_after(CANCELLED_WITHIN):
+                await asyncio.wait(stuck)

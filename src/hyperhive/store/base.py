@@ -69,6 +69,7 @@ __all__ = [
     "MessageRepo",
     "MetaLogRepo",
     "ScheduleRepo",
+    "SettingsRepo",
     "SpendRepo",
     "Store",
     "TopologyRepo",
@@ -637,6 +638,20 @@ class ActivityRepo(ABC):
         """Delete the rows with ``at < older_than``; return how many."""
 
 
+class SettingsRepo(ABC):
+    """The hive's own few durable values (its id), shared by every coordinator of it:
+    on PostgreSQL two coordinators on different machines read the same row."""
+
+    @abstractmethod
+    async def get(self, key: str) -> str | None:
+        """``key``'s value, or ``None`` if none is kept."""
+
+    @abstractmethod
+    async def keep(self, key: str, value: str) -> str:
+        """Keep ``value`` under ``key`` unless a value is kept there already; the kept
+        value either way (the first to keep one wins, atomically)."""
+
+
 class Store(ABC):
     """One hive's durable state. Open with ``hyperhive.store.open_store``."""
 
@@ -652,6 +667,7 @@ class Store(ABC):
 
     spend: SpendRepo
     activity: ActivityRepo
+    settings: SettingsRepo
 
     #: The schema version the store is at after opening (both backends number alike).
     schema_version: int

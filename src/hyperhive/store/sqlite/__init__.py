@@ -16,6 +16,7 @@ from hyperhive.store.sqlite.messages import SqliteMessages
 from hyperhive.store.sqlite.meta import SqliteMetaLog, SqliteTopology
 from hyperhive.store.sqlite.placements import SqlitePlacements
 from hyperhive.store.sqlite.schedules import SqliteSchedules
+from hyperhive.store.sqlite.settings import SqliteSettings
 from hyperhive.store.sqlite.spend import SqliteSpend
 
 __all__ = ["SqliteStore"]
@@ -38,6 +39,7 @@ class SqliteStore(Store):
         self.placements = SqlitePlacements(self.engine)
         self.spend = SqliteSpend(self.engine)
         self.activity = SqliteActivity(self.engine)
+        self.settings = SqliteSettings(self.engine)
 
     @classmethod
     async def open(cls, path: Path, *, readonly: bool = False) -> SqliteStore:

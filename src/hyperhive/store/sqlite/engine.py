@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hyperhive.errors import HiveError, StorageError
+from hyperhive.errors import HiveError, StorageError, Unavailable
 from hyperhive.store.sqlite.schema import MIGRATIONS
 
 __all__ = ["MAX_BATCH", "Engine", "Tx", "migrate"]
@@ -84,6 +84,14 @@ def _savepoint(conn: sqlite3.Connection) -> Iterator[None]:
         conn.execute("RELEASE op")
         raise
     conn.execute("RELEASE op")
+
+
+_CLOSED = "the hive's database is closed (the coordinator is stopping); retry once it is up"
+
+
+def _fail_unless_done(future: asyncio.Future[Any], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
 
 
 def _connect(path: Path, readonly: bool) -> sqlite3.Connection:
@@ -174,6 +182,8 @@ class Engine:
         self._synchronous_full = True
         self._readonly = readonly
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._closing = threading.Lock()
+        self._closed = False
         self._thread = threading.Thread(target=self._loop, name="hive-db", daemon=True)
         self._thread.start()
 
@@ -181,7 +191,11 @@ class Engine:
         """Run ``op`` on the database thread inside the next group commit."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[_T] = loop.create_future()
-        self._jobs.put((op, future, loop, durable))
+        # Checked and queued under the lock close() takes: nothing lands behind its stop.
+        with self._closing:
+            if self._closed:
+                raise Unavailable(_CLOSED)
+            self._jobs.put((op, future, loop, durable))
         return await future
 
     def integrity_check(self) -> str:
@@ -193,12 +207,35 @@ class Engine:
             conn.close()
 
     def close(self) -> None:
-        """Finish queued work and close the connection."""
-        if not self._thread.is_alive():
-            return
-        self._jobs.put(None)
+        """Finish queued work and close the connection; work asked for later is refused
+        (``Unavailable``), so nobody waits forever on a closed store."""
+        with self._closing:
+            if self._closed:
+                return
+            self._closed = True
+            self._jobs.put(None)
         self._thread.join(timeout=10)
+        if self._thread.is_alive():
+            # Still in a long write: the connection stays its own (a daemon thread).
+            log.warning("hive.db: the writer thread did not finish within 10 s of the close")
+            return
+        self._fail_leftovers()
         self._conn.close()
+
+    def _fail_leftovers(self) -> None:
+        """Fail work the thread never took (it had died): its callers must not wait."""
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                return
+            if job is None:
+                continue
+            _op, future, loop, _durable = job
+            try:
+                loop.call_soon_threadsafe(_fail_unless_done, future, Unavailable(_CLOSED))
+            except RuntimeError:  # its loop is closed: nobody waits on it any more
+                pass
 
     def _loop(self) -> None:
         while True:

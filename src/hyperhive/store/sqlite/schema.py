@@ -270,4 +270,14 @@ CREATE TABLE placements (
 ALTER TABLE hosts ADD COLUMN expires_at REAL;
 ALTER TABLE hosts ADD COLUMN lost_epoch INTEGER
 """,
+    # 13 (hostmisc, #14; positional: the 13th entry, after repos' 12th): the hive's own
+    # values, its id first (it names the agents' system users): kept here, not in one
+    # coordinator's home, so coordinators on other machines agree on it.
+    """
+CREATE TABLE hive_settings (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    set_at REAL NOT NULL
+)
+""",
 ]
