@@ -23,7 +23,7 @@ from types import TracebackType
 import anyio
 from anyio.abc import TaskStatus
 
-__all__ = ["UnixStream", "connect_unix", "is_listening", "serve_unix_streams"]
+__all__ = ["UnixStream", "connect_unix", "is_listening", "listening_socket", "serve_unix_streams"]
 
 
 class UnixStream:
@@ -82,7 +82,24 @@ async def serve_unix_streams(
     owner: tuple[int, int] | None = None,
     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Listen on ``path`` until cancelled; each connection runs ``handler`` in our task group.
+    """Listen on ``path`` until cancelled; each connection runs ``handler`` in our task group."""
+    sock = listening_socket(path, mode, owner)
+    async with anyio.create_task_group() as tg:
+
+        def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            tg.start_soon(handler, UnixStream(reader, writer))
+
+        server = await asyncio.start_unix_server(accepted, sock=sock, limit=1 << 16)
+        task_status.started()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            server.close()
+            path.unlink(missing_ok=True)
+
+
+def listening_socket(path: Path, mode: int, owner: tuple[int, int] | None) -> socket.socket:
+    """A listening unix socket at ``path`` (a stale file replaced).
 
     The mode is set between ``bind`` and ``listen``: nobody can connect before
     the socket file has its final permissions.
@@ -99,18 +116,7 @@ async def serve_unix_streams(
     except BaseException:
         sock.close()
         raise
-    async with anyio.create_task_group() as tg:
-
-        def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            tg.start_soon(handler, UnixStream(reader, writer))
-
-        server = await asyncio.start_unix_server(accepted, sock=sock, limit=1 << 16)
-        task_status.started()
-        try:
-            await anyio.sleep_forever()
-        finally:
-            server.close()
-            path.unlink(missing_ok=True)
+    return sock
 
 
 def is_listening(path: Path) -> bool:
