@@ -19,7 +19,7 @@ from pathlib import Path
 from hyperhive.config import AgentConfig, HivePaths, dump_agent_config
 from hyperhive.store.sqlite.engine import migrate
 
-__all__ = ["cpu_seconds", "echo_server", "open_raw", "seed_home", "serve"]
+__all__ = ["cpu_seconds", "echo_server", "open_raw", "seed_home", "serve", "wait_up"]
 
 START_TIMEOUT = 30.0
 
@@ -62,6 +62,7 @@ def serve(paths: HivePaths, agents: Sequence[str]) -> Iterator[subprocess.Popen[
     try:
         sockets = [paths.host_sock, *(paths.agent_sock(a) for a in agents)]
         _wait_listening(proc, sockets, log_path)
+        wait_up(proc, log_path)
         yield proc
     finally:
         _stop(proc)
@@ -80,6 +81,22 @@ def echo_server(path: Path) -> Iterator[subprocess.Popen[bytes]]:
         yield proc
     finally:
         _stop(proc)
+
+
+def wait_up(proc: subprocess.Popen[bytes], log: Path, timeout: float = START_TIMEOUT) -> None:
+    """Until the coordinator logs that it is up.
+
+    Its sockets answer before it is done starting: the dashboard's imports
+    still run on a worker thread then, and a figure taken meanwhile would
+    count seconds of import CPU as the coordinator's per-request cost.
+    """
+    deadline = time.monotonic() + timeout
+    while b"coordinator up" not in log.read_bytes():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            state = f"exited {proc.returncode}" if proc.returncode is not None else "timed out"
+            tail = log.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"{proc.args!r} {state} before it logged 'coordinator up'\n{tail}")
+        time.sleep(0.02)
 
 
 def cpu_seconds(pid: int) -> float:

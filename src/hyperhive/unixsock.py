@@ -23,7 +23,7 @@ from types import TracebackType
 import anyio
 from anyio.abc import TaskStatus
 
-__all__ = ["UnixStream", "connect_unix", "is_listening", "serve_unix_streams"]
+__all__ = ["UnixStream", "connect_unix", "is_listening", "listening_socket", "serve_unix_streams"]
 
 
 class UnixStream:
@@ -82,22 +82,9 @@ async def serve_unix_streams(
     owner: tuple[int, int] | None = None,
     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Listen on ``path`` until cancelled; each connection runs ``handler`` in our task group.
-
-    The mode is set between ``bind`` and ``listen``: nobody can connect before
-    the socket file has its final permissions.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.unlink(missing_ok=True)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    made: int | None = None  # the socket file's inode, once bound
+    """Listen on ``path`` until cancelled; each connection runs ``handler`` in our task group."""
+    sock, made = listening_socket(path, mode, owner)
     try:
-        sock.bind(str(path))
-        made = os.stat(path).st_ino
-        os.chmod(path, mode)
-        if owner is not None:
-            os.chown(path, *owner)
-        sock.listen(256)
         async with anyio.create_task_group() as tg:
 
             def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -111,12 +98,39 @@ async def serve_unix_streams(
                 server.close()
     finally:
         # On every way out (cancelled mid-start too): nothing listens on it any more.
-        if made is not None:
-            _unlink_if(path, made)
+        unlink_if(path, made)
         sock.close()
 
 
-def _unlink_if(path: Path, inode: int) -> None:
+def listening_socket(
+    path: Path, mode: int, owner: tuple[int, int] | None
+) -> tuple[socket.socket, int]:
+    """A listening unix socket at ``path`` (a stale file replaced), and the inode of the
+    socket file it made (for :func:`unlink_if`).
+
+    The mode is set between ``bind`` and ``listen``: nobody can connect before
+    the socket file has its final permissions.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    made: int | None = None
+    try:
+        sock.bind(str(path))
+        made = os.stat(path).st_ino
+        os.chmod(path, mode)
+        if owner is not None:
+            os.chown(path, *owner)
+        sock.listen(256)
+    except BaseException:
+        if made is not None:
+            unlink_if(path, made)
+        sock.close()
+        raise
+    return sock, made
+
+
+def unlink_if(path: Path, inode: int) -> None:
     """Remove ``path`` if it is still the socket file we bound (a successor listening
     on the same path, an agent's socket reopened, keeps its own)."""
     with contextlib.suppress(FileNotFoundError):

@@ -53,10 +53,12 @@ def _frames(n: int, cmd: str = "wait") -> bytes:
 
 
 async def _replies(stream: Any, n: int) -> list[dict[str, Any]]:
-    buf = b""
-    while buf.count(b"\n") < n:
-        buf += await stream.receive(65536)
-    return [json.loads(line) for line in buf.splitlines()]
+    chunks: list[bytes] = []
+    lines = 0
+    while lines < n:
+        chunks.append(await stream.receive(65536))
+        lines += chunks[-1].count(b"\n")
+    return [json.loads(line) for line in b"".join(chunks).splitlines()]
 
 
 async def test_past_the_cap_a_connection_stops_reading_until_a_handler_ends(
@@ -105,3 +107,58 @@ async def test_a_client_that_goes_away_has_its_parked_handlers_cancelled(tmp_pat
             (reply,) = await _replies(stream, 1)
         assert reply == {"id": 0, "ok": True, "result": [], "error": None}
         tg.cancel_scope.cancel()
+
+
+async def test_a_client_that_does_not_read_is_not_served_without_bound(tmp_path: Path) -> None:
+    """Handlers wait to write while the client lags; every reply arrives whole later."""
+    big = "x" * 20_000  # a few replies fill the socket's and the transport's buffers
+    served = 0
+
+    async def dispatch(request: Any) -> Any:
+        nonlocal served
+        served += 1
+        return [{"id": served, "from": "a", "to": "b", "body": big, "created_at": 0.0}]
+
+    sock = tmp_path / "a.sock"
+    frames = 300
+    async with anyio.create_task_group() as tg:
+        await tg.start(
+            lambda task_status: serve_unix(
+                sock, AgentRequest, dispatch, 1 << 20, task_status=task_status
+            )
+        )
+        stream = await connect_unix(sock)
+        async with stream:
+            await stream.send(_frames(frames, "recv"))
+            await anyio.sleep(0.5)  # the server does what it can while nobody reads
+            # In flight, plus what the kernel's and the transport's buffers took.
+            assert served < frames // 2
+            replies = await _replies(stream, frames)
+        assert served == frames
+        assert sorted(r["id"] for r in replies) == list(range(frames))
+        assert all(r["ok"] and r["result"][0]["body"] == big for r in replies)
+        tg.cancel_scope.cancel()
+
+
+async def test_a_listener_that_stops_drops_its_clients_and_cancels_their_handlers(
+    tmp_path: Path,
+) -> None:
+    parked = _Parked()
+    sock = tmp_path / "a.sock"
+    async with anyio.create_task_group() as tg:
+        scope = anyio.CancelScope()
+
+        async def listen(*, task_status: Any) -> None:
+            with scope:
+                await serve_unix(sock, AgentRequest, parked, 1 << 20, task_status=task_status)
+
+        await tg.start(listen)
+        stream = await connect_unix(sock)
+        async with stream:
+            await stream.send(_frames(3))
+            await parked.until(lambda: parked.started == 3)
+            scope.cancel()
+            await parked.until(lambda: parked.cancelled == 3)
+            with anyio.fail_after(10), pytest.raises(anyio.EndOfStream):
+                await stream.receive()
+        assert not sock.exists()

@@ -2,8 +2,8 @@
 
 The listener a connection arrived on *is* the caller's identity; the
 handler is bound to it when the listener is made. Frames on a connection
-are handled concurrently (a long-poll never blocks its neighbours), replies
-are written whole under a lock, and a bad frame gets an error reply naming
+are handled concurrently (a long-poll never blocks its neighbours), each reply
+is one whole write, and a bad frame gets an error reply naming
 the problem — it never ends the connection or touches another one.
 """
 
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections import deque
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,9 @@ from hyperhive.protocol import (
     ok_response,
 )
 from hyperhive.telemetry import context_from, tracer
-from hyperhive.unixsock import UnixStream, serve_unix_streams
+from hyperhive.unixsock import listening_socket, unlink_if
 
-__all__ = ["Dispatch", "Listeners", "answer", "answer_line", "serve_connection", "serve_unix"]
+__all__ = ["Dispatch", "Listeners", "answer", "answer_line", "serve_unix"]
 
 log = logging.getLogger(__name__)
 
@@ -40,28 +41,6 @@ Dispatch = Callable[[Any], Awaitable[Any]]
 
 # In-flight requests per connection; beyond it the reader waits (backpressure).
 MAX_IN_FLIGHT = 32
-
-
-class _Writer:
-    """Whole replies onto one connection, from its concurrent handlers.
-
-    No lock: a reply is one ``write`` of the whole frame into the transport's
-    buffer, so replies never interleave, and ``drain`` (backpressure) may be
-    awaited by several handlers at once. An anyio lock here cost a trip round
-    the event loop per reply even when nobody held it.
-    """
-
-    def __init__(self, stream: UnixStream) -> None:
-        self.stream = stream
-
-    async def send(self, response: Response) -> None:
-        await self.send_line(_encoded(response))
-
-    async def send_line(self, data: bytes) -> None:
-        try:
-            await self.stream.send(data)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass  # the client went away; its answer has nowhere to go
 
 
 async def _traced(request: Any, dispatch: Dispatch, identity: str | None) -> Any:
@@ -144,85 +123,103 @@ def _encoded(response: Response) -> bytes:
         return encode(error_response(None, HiveError("internal error: unencodable reply")))
 
 
-class _Frames:
-    """One connection's in-flight handlers: plain asyncio tasks, at most ``MAX_IN_FLIGHT``.
+class _Connection(asyncio.Protocol):
+    """One client on a listener: frames parsed as they arrive, one task per request.
 
-    Why not an anyio task group: spawning into one cost a cancel scope, a task
-    status and a name lookup per frame (~14% of a send's coordinator CPU); a
-    bare task plus a done-callback does the same job here.
+    An ``asyncio.Protocol`` rather than a stream and a reader task: bytes are
+    split and handlers started straight from ``data_received``, and a reply
+    is written from its handler (one ``write`` of the whole frame, so replies
+    never interleave). At ``MAX_IN_FLIGHT`` handlers the connection stops
+    reading (backpressure) and queues the frames of the chunk in hand; while
+    the client does not read its replies, handlers wait before writing.
+    When the client goes, or the listener stops, its handlers are cancelled
+    (a gone client's long-polls too).
     """
 
-    __slots__ = ("_free", "_room", "tasks")
-
-    def __init__(self) -> None:
+    def __init__(
+        self, union: Any, dispatch: Dispatch, max_frame: int, identity: str | None
+    ) -> None:
+        self._union = union
+        self._dispatch = dispatch
+        self._identity = identity
+        self._decoder = FrameDecoder(max_frame)
+        self._transport: asyncio.Transport | None = None
+        self._loop = asyncio.get_running_loop()
         self.tasks: set[asyncio.Task[None]] = set()
-        self._free = MAX_IN_FLIGHT
-        self._room: asyncio.Future[None] | None = None
+        self._queued: deque[bytes] = deque()
+        self._reading = True
+        self._writable: asyncio.Future[None] | None = None  # set while the client lags
+        self.closed = self._loop.create_future()
 
-    async def start(self, coro: Coroutine[Any, Any, None]) -> None:
-        """Run ``coro`` as a handler; wait first while the connection is saturated."""
-        try:
-            while self._free <= 0:  # backpressure: stop reading until a handler finishes
-                self._room = asyncio.get_running_loop().create_future()
-                await self._room
-        except BaseException:
-            coro.close()  # never started: no "never awaited" warning
-            raise
-        self._free -= 1
-        task = asyncio.get_running_loop().create_task(coro)
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        for frame in self._decoder.feed(data):
+            if isinstance(frame, HiveError):
+                self._write(_encoded(error_response(None, frame)))
+            elif self._queued or len(self.tasks) >= MAX_IN_FLIGHT:
+                self._queued.append(frame)
+            else:
+                self._start(frame)
+        if self._queued and self._reading and self._transport is not None:
+            self._reading = False
+            self._transport.pause_reading()
+
+    def eof_received(self) -> bool:
+        return False  # the client finished sending: close (its handlers are cancelled)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._queued.clear()
+        for task in self.tasks:
+            task.cancel()
+        self._wake_writers()
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def pause_writing(self) -> None:
+        if self._writable is None:
+            self._writable = self._loop.create_future()
+
+    def resume_writing(self) -> None:
+        self._wake_writers()
+
+    def abort(self) -> None:
+        """The listener is stopping: drop the client (``connection_lost`` follows)."""
+        if self._transport is not None:
+            self._transport.abort()
+
+    def _wake_writers(self) -> None:
+        writable, self._writable = self._writable, None
+        if writable is not None and not writable.done():
+            writable.set_result(None)
+
+    def _start(self, frame: bytes) -> None:
+        task = self._loop.create_task(self._handle(frame))
         self.tasks.add(task)
         task.add_done_callback(self._done)
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self.tasks.discard(task)
-        self._free += 1
-        if self._room is not None and not self._room.done():
-            self._room.set_result(None)
         if not task.cancelled() and task.exception() is not None:
             log.error("a request handler failed", exc_info=task.exception())
+        while self._queued and len(self.tasks) < MAX_IN_FLIGHT:
+            self._start(self._queued.popleft())
+        if not self._queued and not self._reading and self._transport is not None:
+            self._reading = True
+            if not self._transport.is_closing():
+                self._transport.resume_reading()
 
-    async def abandon(self) -> None:
-        """Cancel every handler still running (the client is gone) and let them unwind."""
-        if not self.tasks:
-            return
-        pending = list(self.tasks)
-        for task in pending:
-            task.cancel()
-        with anyio.CancelScope(shield=True):
-            await asyncio.wait(pending)
+    def _write(self, data: bytes) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.write(data)
 
-
-async def _handle(
-    line: bytes, union: Any, dispatch: Dispatch, writer: _Writer, identity: str | None
-) -> None:
-    await writer.send_line(await answer_line(line, union, dispatch, identity))
-
-
-async def serve_connection(
-    stream: UnixStream,
-    union: Any,
-    dispatch: Dispatch,
-    max_frame: int,
-    identity: str | None = None,
-) -> None:
-    """Serve one client until it disconnects (``identity``: the agent the socket is for)."""
-    writer = _Writer(stream)
-    decoder = FrameDecoder(max_frame)
-    frames = _Frames()
-    async with stream:
-        try:
-            while True:
-                try:
-                    chunk = await stream.receive(65536)
-                except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    break
-                for frame in decoder.feed(chunk):
-                    if isinstance(frame, HiveError):
-                        await writer.send(error_response(None, frame))
-                        continue
-                    await frames.start(_handle(frame, union, dispatch, writer, identity))
-        finally:
-            await frames.abandon()  # the client is gone (or we are stopping): its long-polls too
+    async def _handle(self, frame: bytes) -> None:
+        line = await answer_line(frame, self._union, self._dispatch, self._identity)
+        while self._writable is not None:  # the client is not reading: wait for room
+            await asyncio.shield(self._writable)
+        self._write(line)
 
 
 async def serve_unix(
@@ -236,14 +233,42 @@ async def serve_unix(
     identity: str | None = None,
     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Listen on ``path`` (mode 0600, optionally chowned) until cancelled."""
-    await serve_unix_streams(
-        path,
-        lambda stream: serve_connection(stream, union, dispatch, max_frame, identity),
-        mode=mode,
-        owner=owner,
-        task_status=task_status,
-    )
+    """Listen on ``path`` (mode 0600, optionally chowned) until cancelled.
+
+    The mode is set between ``bind`` and ``listen``: nobody can connect before
+    the socket file has its final permissions.
+    """
+    sock, made = listening_socket(path, mode, owner)
+    live: set[_Connection] = set()
+
+    def accept() -> _Connection:
+        conn = _Connection(union, dispatch, max_frame, identity)
+        live.add(conn)
+        conn.closed.add_done_callback(lambda _: live.discard(conn))
+        return conn
+
+    try:
+        server = await asyncio.get_running_loop().create_unix_server(accept, sock=sock)
+    except BaseException:
+        unlink_if(path, made)
+        sock.close()
+        raise
+    try:
+        task_status.started()
+        await anyio.sleep_forever()
+    finally:
+        server.close()
+        # Nothing listens on it any more (a successor's socket on the same path is kept).
+        unlink_if(path, made)
+        # Stopping: every client is dropped and its handlers unwind before we return.
+        with anyio.CancelScope(shield=True):
+            for conn in list(live):
+                conn.abort()
+            pending = [t for conn in live for t in conn.tasks]
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending)
 
 
 class Listeners:

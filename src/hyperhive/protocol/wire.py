@@ -65,10 +65,13 @@ def encode_ok(request_id: RequestId, result: Any = None) -> bytes:
     if not isinstance(result, BaseModel):
         return encode(ok_response(request_id, result))
     body = result.__pydantic_serializer__.to_json(result, by_alias=True)
-    return b'{"id":%s,"ok":true,"result":%s,"error":null}\n' % (
-        json.dumps(request_id, ensure_ascii=False).encode(),
-        body,
-    )
+    # Clients number their requests: an int id needs no JSON encoder.
+    rid = b"%d" % request_id if type(request_id) is int else _json_id(request_id)
+    return b'{"id":%s,"ok":true,"result":%s,"error":null}\n' % (rid, body)
+
+
+def _json_id(request_id: RequestId) -> bytes:
+    return json.dumps(request_id, ensure_ascii=False).encode()
 
 
 def encode(model: BaseModel) -> bytes:

@@ -1,12 +1,13 @@
 """``hive.db``: one SQLite file (WAL, ``synchronous=FULL``), one owner thread.
 
 Every operation is a function of a :class:`Tx`, run on a dedicated thread.
-The thread drains whatever is queued and runs it as one transaction, each
-operation inside its own savepoint (a batch of one needs none), then
+The thread drains whatever is queued and runs it as one transaction, then
 commits once: group commit. A caller's await returns only after that
 commit, so an ``ok`` the coordinator sends has survived fsync — ``kill -9``
 at any moment loses nothing answered.
-One failing operation rolls back its savepoint (and its wake-ups) only.
+One failing operation fails alone: its batch is rolled back and replayed
+with a savepoint per operation, so only its own writes (and wake-ups) are
+undone. Hence an operation touches nothing but its ``Tx``: it may run twice.
 
 An operation may be *lazy* (``durable=False``): a batch made only of lazy
 operations commits with ``synchronous=NORMAL``, so it costs no fsync; the
@@ -71,6 +72,8 @@ class Tx:
 
 
 _Op = Callable[[Tx], Any]
+# An operation's value, its failure, and the agents it woke.
+_Outcome = tuple[Any, BaseException | None, set[str]]
 _Job = tuple[_Op, "asyncio.Future[Any]", asyncio.AbstractEventLoop, bool]
 
 
@@ -262,36 +265,52 @@ class Engine:
             self._conn.execute(f"PRAGMA synchronous={'FULL' if full else 'NORMAL'}")
             self._synchronous_full = full
 
-    def _run_alone(self, op: _Op) -> tuple[Any, BaseException | None, set[str]]:
-        """A batch of one needs no savepoint: its failure rolls back the whole transaction.
+    def _run_plain(self, batch: list[_Job]) -> list[_Outcome] | None:
+        """Every operation straight into the transaction, no savepoints; None if one failed.
 
-        (Two statements fewer per operation: at one request in flight most batches
-        hold a single operation.)
+        The common case: two statements fewer per operation. On a failure the
+        transaction is rolled back, and (in a batch of more than one) the
+        caller replays the batch with a savepoint per operation.
         """
-        tx = Tx(self._conn)
-        try:
-            return op(tx), None, tx.changed
-        except Exception as exc:  # the op's failure is its caller's, not the engine's
-            if self._conn.in_transaction:
-                self._conn.execute("ROLLBACK")
-            return None, _storage_error(exc), set()
+        conn = self._conn
+        results: list[_Outcome] = []
+        for op, *_ in batch:
+            tx = Tx(conn)
+            try:
+                results.append((op(tx), None, tx.changed))
+            except Exception as exc:  # the op's failure is its caller's, not the engine's
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if len(batch) == 1:
+                    return [(None, _storage_error(exc), set())]
+                return None
+        return results
+
+    def _run_isolated(self, batch: list[_Job]) -> list[_Outcome]:
+        """Each operation in its own savepoint: one failure rolls back only itself."""
+        conn = self._conn
+        results: list[_Outcome] = []
+        for op, *_ in batch:
+            tx = Tx(conn)
+            try:
+                with _savepoint(conn):
+                    results.append((op(tx), None, tx.changed))
+            except Exception as exc:  # one op's failure is its caller's, not the batch's
+                results.append((None, _storage_error(exc), set()))
+        return results
 
     def _run_batch(self, batch: list[_Job]) -> None:
         conn = self._conn
-        results: list[tuple[Any, BaseException | None, set[str]]] = []
+        results: list[_Outcome]
         try:
             self._set_synchronous(any(durable for *_, durable in batch))
             conn.execute(self._begin)
-            if len(batch) == 1:
-                results.append(self._run_alone(batch[0][0]))
-            else:
-                for op, *_ in batch:
-                    tx = Tx(conn)
-                    try:
-                        with _savepoint(conn):
-                            results.append((op(tx), None, tx.changed))
-                    except Exception as exc:  # one op's failure is its caller's, not the batch's
-                        results.append((None, _storage_error(exc), set()))
+            plain = self._run_plain(batch)
+            if plain is not None:
+                results = plain
+            else:  # an operation failed and took the transaction with it: replay
+                conn.execute(self._begin)
+                results = self._run_isolated(batch)
             if conn.in_transaction:
                 conn.execute("COMMIT")
         except sqlite3.Error as exc:
