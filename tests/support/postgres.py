@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import psycopg
 import pytest
@@ -100,6 +100,11 @@ class PgCluster:
             pw = quote(self.password, safe="")
             return f"postgresql://{self.superuser}:{pw}@127.0.0.1:{self.port}/{dbname}"
         return f"postgresql://{self.superuser}@/{dbname}?host={self.sockdir}&port={self.port}"
+
+    def over_tcp(self, url: str) -> str:
+        """The database of ``url`` (one of this cluster's), over TCP with the password: for
+        a process run as another user, who cannot reach the root-only socket directory."""
+        return self.url(urlsplit(url).path.lstrip("/"), tcp=True)
 
     def _run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         kwargs: dict[str, object] = {}
