@@ -103,7 +103,15 @@ def lan_model(net: Lan) -> Iterator[ModelServer]:
 
 
 @pytest.fixture
-def hive(tmp_path: Path, net: Lan, lan_model: ModelServer, claude_bin: Path) -> Iterator[Hive]:
+def lease_seconds() -> float:
+    """Short, so a partition is over in seconds (hosts beat every third of it)."""
+    return 4
+
+
+@pytest.fixture
+def hive(
+    tmp_path: Path, net: Lan, lan_model: ModelServer, claude_bin: Path, lease_seconds: float
+) -> Iterator[Hive]:
     ca_file = link_tls(tmp_path / "tls", net.addresses["coord"], tmp_path / "ca.pem")
     env = agent_env(lan_model.url)
     seed_home(
@@ -113,8 +121,7 @@ def hive(tmp_path: Path, net: Lan, lan_model: ModelServer, claude_bin: Path) -> 
             f'claude_bin = "{claude_bin}"\n[hostlink]\n'
             f'listen = "{net.addresses["coord"]}:0"\n'
             'tls_cert = "tls/link.pem"\ntls_key = "tls/link.pem"\n'
-            # Short, so a partition is over in seconds (hosts beat every third of it).
-            "lease_seconds = 4\n"
+            f"lease_seconds = {lease_seconds}\n"
         ),
     )
     made = Hive(tmp_path, net, ca_file)
