@@ -108,12 +108,20 @@ async def test_a_live_hive_logs_every_kind_once_with_its_fields(
             await op_call(op, "send", to="alice", body="ping-2")
         [over] = await _seen(c, "budget", state="over")
         assert over.agent == "alice" and "Budget reached" in over.title
+
+        # A turn's event is recorded at its turn_end, after the spend that tripped the
+        # budget: wait for alice's two big turns, not for any two turns of the hive.
+        async def alices_turns() -> list[ActivityRow]:
+            rows = [r for r in await _events(c) if r.kind == "turn" and r.agent == "alice"]
+            big = [r for r in rows if r.detail.get("input_tokens", 0) >= BIG.input_tokens]
+            return rows if len(big) >= 2 else []
+
+        turns: list[ActivityRow] = await until_async(alices_turns, within=90)
         spent = {
             e.key.split(":", 1)[1]: e
             for e in await c.store.spend.entries("alice")
             if e.kind == "turn"
         }
-        turns = [r for r in await _seen(c, "turn", 2) if r.agent == "alice"]
         big = [t for t in turns if t.detail.get("input_tokens", 0) >= BIG.input_tokens]
         assert len(big) == 2
         for t in turns:

@@ -103,14 +103,14 @@ def lan_model(net: Lan) -> Iterator[ModelServer]:
 
 
 @pytest.fixture
-def lease_seconds() -> int:
+def lease_seconds() -> float:
     """Short, so a partition is over in seconds (hosts beat every third of it)."""
     return 4
 
 
 @pytest.fixture
 def hive(
-    tmp_path: Path, net: Lan, lan_model: ModelServer, claude_bin: Path, lease_seconds: int
+    tmp_path: Path, net: Lan, lan_model: ModelServer, claude_bin: Path, lease_seconds: float
 ) -> Iterator[Hive]:
     ca_file = link_tls(tmp_path / "tls", net.addresses["coord"], tmp_path / "ca.pem")
     env = agent_env(lan_model.url)

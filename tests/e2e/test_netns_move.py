@@ -29,14 +29,16 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300), *netns_hosts.pytestmark
 
 # The netns hive (coordinator, TLS link, scripted model on the LAN) of the host-link suite.
 net, lan_model, hive = netns_hosts.net, netns_hosts.lan_model, netns_hosts.hive
+# A host frozen on purpose (SIGSTOP) keeps its lease only this long: the move must start
+# (a hivectl process) and drain its source inside it, or the frozen target is dropped
+# first and the move refused. 4 s (the host-link suite's) was too short on a loaded
+# machine; a killed target fails its move one lease after its link drops.
+LEASE_S = 20
 
 
 @pytest.fixture
-def lease_seconds() -> int:
-    """Long: these tests freeze a host (SIGSTOP) and then start a move to it, which must
-    still find it connected; at load 15 hivectl alone took longer than a 4 s lease. A
-    killed host is seen gone by its closed connection, not by its lease."""
-    return 60
+def lease_seconds() -> float:
+    return LEASE_S
 
 
 class Disks:
@@ -93,6 +95,14 @@ def start_move(disks: Disks, agent: str, to: str) -> subprocess.Popen[str]:
     )
     disks.moves.append(move)
     return move
+
+
+def copying(hive: Hive, move: subprocess.Popen[str]) -> bool:
+    """Whether the move reached its copy; a move that already ended is a failure here."""
+    if move.poll() is not None:
+        out, err = move.communicate()
+        raise AssertionError(f"the move ended before its copy ({move.returncode}): {out}{err}")
+    return bool(row(hive, "bob")["move_phase"] == "copying")
 
 
 @pytest.fixture
@@ -158,10 +168,10 @@ def test_a_target_killed_mid_copy_leaves_the_agent_on_its_source(hive: Hive, dis
     # Frozen, h2 takes the copy command but never fetches: the move waits mid-copy.
     os.kill(h2.pid, signal.SIGSTOP)
     move = start_move(disks, "bob", "h2")
-    wait_until(lambda: row(hive, "bob")["move_phase"] == "copying", 120, "the copy under way")
+    wait_until(lambda: copying(hive, move), 60, "the copy under way")
     h2.kill()
     h2.wait(timeout=30)
-    _, err = move.communicate(timeout=60)
+    _, err = move.communicate(timeout=LEASE_S + 60)
     assert move.returncode != 0 and "went away mid-move" in err and "stays on h1" in err, err
     hive.wait_host_of("bob", "h1")
     assert (row(hive, "bob")["assigned_host"], row(hive, "bob")["move_phase"]) == ("h1", None)
@@ -179,7 +189,7 @@ def test_a_source_killed_after_the_copy_drops_its_copy_when_it_returns(
     disks.connected("h2")
     os.kill(h2.pid, signal.SIGSTOP)
     move = start_move(disks, "bob", "h2")
-    wait_until(lambda: row(hive, "bob")["move_phase"] == "copying", 120, "the copy uploaded")
+    wait_until(lambda: copying(hive, move), 60, "the copy uploaded")
     h1.kill()  # the archive is with the coordinator already
     h1.wait(timeout=30)
     os.kill(h2.pid, signal.SIGCONT)

@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from hyperhive.config import AgentConfig, HivePaths
+from hyperhive.config import STORE_URL_ENV, AgentConfig, HivePaths
 from hyperhive.errors import StorageError
 from hyperhive.names import legacy_system_user
 from hyperhive.sysusers import agent_user, ensure_user, hive_id, owner_comment, remove_user
 from tests.support.hive import seed_home
+from tests.support.postgres import PgCluster
 from tests.support.procs import wait_until
 
 pytestmark = [
@@ -135,12 +136,20 @@ def operator_user(made: list[str]) -> pwd.struct_passwd:
     return pwd.getpwnam(name)
 
 
-# serve runs as another user, who cannot reach the test cluster's socket (0700, root's).
-@pytest.mark.sqlite_only
 def test_a_non_root_operator_runs_agents_as_itself_whatever_users_exist(
-    two_homes: tuple[HivePaths, HivePaths], made: list[str], operator_user: pwd.struct_passwd
+    two_homes: tuple[HivePaths, HivePaths],
+    made: list[str],
+    operator_user: pwd.struct_passwd,
+    hive_store: str,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A root hive once made ``hh-<agent>`` (and this hive's name too): not ours to use."""
+    if hive_store == "postgresql":
+        # serve runs as the operator, who cannot reach the cluster's root-only socket:
+        # the same database over TCP, with the password (as a remote database would be).
+        cluster: PgCluster = request.getfixturevalue("pg_cluster")
+        monkeypatch.setenv(STORE_URL_ENV, cluster.over_tcp(os.environ[STORE_URL_ENV]))
     paths, _ = two_homes
     agent = f"{TAG}-nr"
     seed_home(paths.home, {agent: AgentConfig()}, {agent: None}, 'runtime = "bwrap"\n')
@@ -180,6 +189,7 @@ def test_a_non_root_operator_runs_agents_as_itself_whatever_users_exist(
 
         wait_until(up, 30, "the coordinator serving as the operator")
         assert sock.stat().st_uid == operator_user.pw_uid
+        assert paths.db.exists() == (hive_store == "sqlite")  # the store the switch chose
     finally:
         serve.terminate()
         serve.wait(timeout=30)
