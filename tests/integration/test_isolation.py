@@ -18,7 +18,13 @@ from hyperhive.core.coordinator import Coordinator
 from hyperhive.permissions import Capability
 from hyperhive.sysusers import agent_user
 from tests.support.hive import coordinator, seed_home
-from tests.support.sandboxed import SYSUSER_MARKS, agent_runtime, run_sandboxed, traversable_home
+from tests.support.sandboxed import (
+    SYSUSER_MARKS,
+    agent_runtime,
+    host_seeds_repos,
+    run_sandboxed,
+    traversable_home,
+)
 
 pytestmark = [
     *SYSUSER_MARKS,  # makes system users
@@ -161,6 +167,7 @@ async def test_an_agent_and_its_ancestors_edit_its_proposed_config(home: Path) -
             hive=coord.config,
         )
         alpha.prepare_dirs()
+        host_seeds_repos(coord, {"alpha": None, "beta": "alpha"})
         repo = coord.paths.agent_config_repo("beta")
 
         def commit(line: str, message: str) -> str:

@@ -276,6 +276,16 @@ CREATE TABLE placements (
 ALTER TABLE hosts ADD COLUMN expires_at DOUBLE PRECISION;
 ALTER TABLE hosts ADD COLUMN lost_epoch BIGINT
 """,
+    # 12 (repos, #14; positional: the 12th entry, after hostrest's): a destroyed agent
+    # whose host was not connected; its directories move to that host's trash when it
+    # registers again.
+    """
+CREATE TABLE pending_trash (
+    agent TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    destroyed_at DOUBLE PRECISION NOT NULL
+)
+""",
 ]
 
 

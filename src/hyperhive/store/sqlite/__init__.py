@@ -17,6 +17,7 @@ from hyperhive.store.sqlite.meta import SqliteMetaLog, SqliteTopology
 from hyperhive.store.sqlite.placements import SqlitePlacements
 from hyperhive.store.sqlite.schedules import SqliteSchedules
 from hyperhive.store.sqlite.spend import SqliteSpend
+from hyperhive.store.sqlite.trash import SqliteTrash
 
 __all__ = ["SqliteStore"]
 
@@ -37,6 +38,7 @@ class SqliteStore(Store):
         self.hosts = SqliteHosts(self.engine)
         self.placements = SqlitePlacements(self.engine)
         self.spend = SqliteSpend(self.engine)
+        self.trash = SqliteTrash(self.engine)
         self.activity = SqliteActivity(self.engine)
 
     @classmethod
