@@ -16,21 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from hyperhive.agent.hostdisk import AgentDisk
 from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.config import HivePaths
 from hyperhive.core.coordinator import Coordinator
-from hyperhive.protocol.hostdisk import RepoAcl, RepoAclAsk, RepoWriteAsk
 from hyperhive.sysusers import remove_user
-from hyperhive.topology import ancestors
 
-__all__ = [
-    "SYSUSER_MARKS",
-    "agent_runtime",
-    "host_seeds_repos",
-    "run_sandboxed",
-    "traversable_home",
-]
+__all__ = ["SYSUSER_MARKS", "agent_runtime", "run_sandboxed", "traversable_home"]
 
 SYSUSER_MARKS = [
     # Concurrent useradd/userdel contend for /etc/passwd's lock: one xdist worker for all.
@@ -79,23 +70,3 @@ async def run_sandboxed(
     async for chunk in proc.stdout:
         out += chunk
     return await proc.wait(), out.decode(errors="replace")
-
-
-def host_seeds_repos(coord: Coordinator, topo: dict[str, str | None]) -> None:
-    """What an agent host does when it registers (#14: config repos are the host's): seed
-    each agent's proposed repo from its applied config and let exactly the agent and its
-    ancestors write it. For tests that run a coordinator and the agents' runtimes with no
-    host process."""
-    disk = AgentDisk(coord.paths, "test-host", isolated=True)
-    for agent in topo:
-        ask = RepoWriteAsk(
-            cmd="repo_write",
-            ask=0,
-            agent=agent,
-            text=coord.registry.text(agent),
-            message=f"seed {agent}",
-            missing_only=True,
-        )
-        disk.write(ask)
-    repos = [RepoAcl(agent=a, writers=[a, *ancestors(topo, a)]) for a in sorted(topo)]
-    disk.sync_acls(RepoAclAsk(cmd="repo_acl", ask=0, repos=repos, hive_agents=sorted(topo)))

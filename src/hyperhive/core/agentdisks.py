@@ -292,7 +292,10 @@ class AgentDisks:
                         host_id,
                         trashed.moved_to or "nothing was left",
                     )
-            mine = [a.agent for a in await self.assignments.all() if holds(a.host)]
+            # An agent never placed (made with no host, or stopped before its first
+            # activation) has its directories on the local disk, as a destroy's trash does.
+            assigned = {a.agent: a.host for a in await self.assignments.all()}
+            mine = sorted(a for a in {*assigned, *applied} if holds(assigned.get(a, LOCAL)))
             await self._seed_missing(host_id, [a for a in mine if a in applied], applied)
             if any(a in topo for a in mine):
                 await self._acls_on(host_id, topo, [a for a in mine if a in topo])
