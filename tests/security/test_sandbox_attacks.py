@@ -342,8 +342,14 @@ async def test_git_in_a_childs_repo_never_runs_what_the_parent_planted(
     model_server.set_script(always(text("ok")))
     async with live_hive(home, claude_bin, model_server, MALLORY_GROUPS, "bwrap") as (c, host):
         repo = c.paths.agent_config_repo("minion")
-        # The host seeds the repo once the agent is placed (#14), not before the hive runs.
-        await until(lambda: (repo / ".git" / "config").exists(), 60)
+        # The host seeds the repo when it registers (#14), after it started mallory: the
+        # repo is in mallory's sandbox from then on.
+
+        def bound() -> bool:
+            iso = host.runtimes[ATTACKER].isolation
+            return iso is not None and repo in iso.rw
+
+        await until(bound, 60)
         # World-writable, outside every sandbox: a planted command run as anyone would land.
         marker = Path(tempfile.gettempdir()) / f"hh-git-marker-{secrets.token_hex(6)}"
         script = f"""

@@ -163,7 +163,9 @@ class AgentHost:
         self.moves = HostMoves(paths, self.hive.runtime, lambda: self._link, self._stopped)
         # The coordinator reads this host's agents' logs and turn streams over the link.
         # ... and does its work in their directories (config repos, trash, users).
-        self.disk = AgentDisk(paths, self.host_id, isolated=self.hive.runtime == "bwrap")
+        self.disk = AgentDisk(
+            paths, self.host_id, isolated=self.hive.runtime == "bwrap", repo_made=self._repo_made
+        )
         self.reads = HostReads(
             self.host_id, paths.logs, self.runtimes.get, self.hive.max_frame_bytes, self.disk
         )
@@ -470,6 +472,13 @@ class AgentHost:
             return
         log.info("%s: parent %s, descendants %s", name, parent or "(root)", list(descendants))
         rt.move(parent, descendants)
+
+    def _repo_made(self, agent: str) -> None:
+        """``agent``'s config repo was just made here (seeded after it or an ancestor
+        started): their sandboxes bind it from their next spawn."""
+        for rt in list(self.runtimes.values()):
+            if agent == rt.name or agent in rt.descendants:
+                rt.reach_config_repos()
 
     def _state_reporter(self, name: str) -> Callable[[Any, float], None]:
         def report(state: Any, since: float) -> None:

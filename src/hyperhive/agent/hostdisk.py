@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -52,9 +53,18 @@ def _subject(cmd: HostDiskCommand) -> str:
 class AgentDisk:
     """Agents' directories on this host: proposed repos, their ACLs, trash, users."""
 
-    def __init__(self, paths: HivePaths, host_id: str, isolated: bool) -> None:
+    def __init__(
+        self,
+        paths: HivePaths,
+        host_id: str,
+        isolated: bool,
+        repo_made: Callable[[str], None] | None = None,
+    ) -> None:
         self.paths = paths
         self.host_id = host_id
+        # Told (on the event loop) of each config repo made here, so the sandboxes of the
+        # agents running here that may write it bind it.
+        self.repo_made = repo_made
         # Under bubblewrap (as root) each proposed repo belongs to its agent's user.
         self.isolated = isolated and os.geteuid() == 0
 
@@ -69,7 +79,10 @@ class AgentDisk:
 
     async def _answer(self, cmd: HostDiskCommand) -> JsonValue:
         if isinstance(cmd, RepoWriteAsk):
+            existed = (self.paths.agent_config_repo(cmd.agent) / ".git").exists()
             written = await anyio.to_thread.run_sync(self.write, cmd)
+            if not existed and self.repo_made is not None:
+                self.repo_made(cmd.agent)
             return written.model_dump(mode="json")
         if isinstance(cmd, RepoShowAsk):
             shown = await anyio.to_thread.run_sync(self.show, cmd)
