@@ -134,7 +134,8 @@ class Lifecycle:
         # The edge before the config: cut short between the two, the next start's
         # reconcile drops the edge of an agent that never came to be, and the
         # approval (still pending) can be approved again.
-        topo = topology.reconcile(self.topology_store.read_cached(), [*self.registry.known(), name])
+        before = self.topology_store.read_cached()
+        topo = topology.reconcile(before, [*self.registry.known(), name])
         if not existed:
             topo[name] = parent
         await self.topology_store.write(topo, message)
@@ -143,6 +144,13 @@ class Lifecycle:
         await self.agent_state.row(name)
         await self.sockets.open(name)
         self.bus.emit("topology", child=name, parent=topo.get(name))
+        # Running ancestors hear of their new descendant now, not at their next start: its
+        # config repo joins their sandboxes (spec 004: they may edit it) once it is seeded.
+        for other, (up, below) in topology.places_changed(before, topo).items():
+            if other != name:
+                await self.hostlink.place(
+                    PlaceCmd(cmd="place", agent=other, parent=up, descendants=list(below))
+                )
         if not existed:
             by = topo.get(name)
             await self.agent_state.activity.record(
