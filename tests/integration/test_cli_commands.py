@@ -211,38 +211,6 @@ def test_agent_commands_without_a_host(hive: Path) -> None:
 # ---- spawn waits for the agent to come up on a real host ------------------------------------
 
 
-def test_spawn_waits_for_the_agent_host(hive: Path, tmp_path: Path) -> None:
-    fake = tmp_path / "fake-claude"
-    fake.write_text("#!/bin/sh\nexit 0\n")
-    fake.chmod(0o755)
-    with (hive / "hive.toml").open("a") as fh:
-        fh.write(f'claude_bin = "{fake}"\n')
-    log = (hive / "host.log").open("ab")
-    host = subprocess.Popen(
-        [sys.executable, "-m", "hyperhive", "host"],
-        env=hivectl_env(hive),
-        stdout=subprocess.DEVNULL,
-        stderr=log,
-    )
-    log.close()
-    try:
-        deadline = time.monotonic() + 30
-        while ok_json(hive, "status")["hosts"] == []:
-            assert host.poll() is None, (hive / "host.log").read_text()
-            if time.monotonic() > deadline:
-                raise TimeoutError("the agent host did not register in 30 s")
-            time.sleep(0.05)
-        out = hivectl(hive, "agents", "spawn", "worker", "--parent", "bob")
-        assert out.returncode == 0, out.stderr
-        assert "waiting for it to come up" in out.stderr
-        assert out.stdout.strip() == "spawned worker (running)"
-        row = next(a for a in ok_json(hive, "agents", "list") if a["name"] == "worker")
-        assert row["running"] is True and row["parent"] == "bob"
-    finally:
-        host.send_signal(signal.SIGTERM)
-        host.wait(timeout=30)
-
-
 def _start_host(hive: Path, tmp_path: Path) -> subprocess.Popen[bytes]:
     """A real ``hyperhive host`` on the hive's home (a fake claude: no turn runs here)."""
     fake = tmp_path / "fake-claude"
@@ -268,6 +236,23 @@ def _start_host(hive: Path, tmp_path: Path) -> subprocess.Popen[bytes]:
     return host
 
 
+def test_spawn_waits_for_the_agent_host(hive: Path, tmp_path: Path) -> None:
+    host = _start_host(hive, tmp_path)
+    try:
+        out = hivectl(hive, "agents", "spawn", "worker", "--parent", "bob")
+        assert out.returncode == 0, out.stderr
+        assert "waiting for it to come up" in out.stderr
+        assert out.stdout.strip() == "spawned worker (running)"
+        row = next(a for a in ok_json(hive, "agents", "list") if a["name"] == "worker")
+        assert row["running"] is True and row["parent"] == "bob"
+    finally:
+        host.send_signal(signal.SIGTERM)
+        host.wait(timeout=30)
+
+
+# About 20 hivectl processes (as in test_agent_commands_without_a_host): seconds each on a
+# loaded machine.
+@pytest.mark.timeout(300)
 def test_perms_and_approvals_with_a_host(hive: Path, tmp_path: Path) -> None:
     """The operator's proposals, committed by the agent's host, then listed, shown,
     approved and denied from the CLI."""
