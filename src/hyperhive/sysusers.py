@@ -26,11 +26,13 @@ import string
 import subprocess
 from pathlib import Path
 
+from hyperhive.atomic import atomic_write_text
 from hyperhive.config import HivePaths
 from hyperhive.errors import ConfigError, StorageError
 from hyperhive.names import HIVE_ID_LENGTH, legacy_system_user, system_user
 
 __all__ = [
+    "adopt_hive_id",
     "agent_user",
     "can_manage_users",
     "chown_tree",
@@ -70,6 +72,31 @@ def hive_id(paths: HivePaths) -> str:
     finally:
         tmp.unlink(missing_ok=True)
     return _valid_id(path, path.read_text().strip())
+
+
+def adopt_hive_id(paths: HivePaths, value: str) -> bool:
+    """Take the coordinator's hive id (handed over at registration) as this home's, so a
+    host on another machine names its agents' users ``hh-<hive id>-<agent>`` exactly as
+    the coordinator's machine would. ``True`` if the file changed."""
+    path = paths.home / "hive-id"
+    _valid_id(path, value)
+    try:
+        current = path.read_text().strip()
+    except FileNotFoundError:
+        current = None
+    if current == value:
+        return False
+    if current is not None:
+        log.warning(
+            "%s held hive id %r; the coordinator's hive is %r: taking it (system users "
+            "named after the old id are no longer this hive's)",
+            path,
+            current,
+            value,
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, value + "\n")
+    return True
 
 
 def _valid_id(path: Path, value: str) -> str:

@@ -187,7 +187,9 @@ class AgentRunning(_Out):
 class AgentDestroyed(_Out):
     agent: str
     destroyed: bool
-    data_moved_to: str | None
+    data_moved_to: str | None  # on the disk of the agent host that held it
+    # Its host was not connected: its directories move to trash when it is back.
+    trash_waits_for: str | None = None
 
 
 LifecycleResult = AgentStopped | AgentRunning | AgentDestroyed

@@ -26,7 +26,7 @@ from hyperhive.client import connect
 from hyperhive.config import HivePaths
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.core.dashboard.server import serve_dashboard
-from tests.support.hive import agent_call, coordinator, op_call, running_hive
+from tests.support.hive import agent_call, coordinator, hive_with_idle_host, op_call, running_hive
 
 os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
 
@@ -85,9 +85,14 @@ class LiveHive:
 
 
 @asynccontextmanager
-async def _serve(home: Path, claude_bin: Path | None) -> AsyncIterator[tuple[Coordinator, Any]]:
+async def _serve(
+    home: Path, claude_bin: Path | None, idle_host: bool
+) -> AsyncIterator[tuple[Coordinator, Any]]:
     if claude_bin is None:
         async with coordinator(home) as coord:
+            yield coord, None
+    elif idle_host:
+        async with hive_with_idle_host(home, claude_bin) as coord:
             yield coord, None
     else:
         async with running_hive(home, claude_bin) as (coord, host):
@@ -96,9 +101,12 @@ async def _serve(home: Path, claude_bin: Path | None) -> AsyncIterator[tuple[Coo
 
 @asynccontextmanager
 async def _with_dashboard(
-    home: Path, claude_bin: Path | None
+    home: Path, claude_bin: Path | None, idle_host: bool
 ) -> AsyncIterator[tuple[Coordinator, Any, str]]:
-    async with _serve(home, claude_bin) as (coord, host), anyio.create_task_group() as tg:
+    async with (
+        _serve(home, claude_bin, idle_host) as (coord, host),
+        anyio.create_task_group() as tg,
+    ):
         url = await tg.start(serve_dashboard, coord.dashboard_parts())
         try:
             yield coord, host, url
@@ -107,11 +115,21 @@ async def _with_dashboard(
 
 
 @contextmanager
-def live_hive(home: Path, claude_bin: Path | None = None) -> Iterator[LiveHive]:
-    """The hive in ``home`` (seeded with ``dashboard_port = 0``), served for the block."""
+def live_hive(
+    home: Path, claude_bin: Path | None = None, *, idle_host: bool = False
+) -> Iterator[LiveHive]:
+    """The hive in ``home`` (seeded with ``dashboard_port = 0``), served for the block.
+
+    ``idle_host``: with a real agent host holding every agent's directories, its agents
+    stopped — what a config change needs (#14: config repos live on the agent's host).
+    """
     with (
         start_blocking_portal("asyncio") as portal,
-        portal.wrap_async_context_manager(_with_dashboard(home, claude_bin)) as (coord, host, url),
+        portal.wrap_async_context_manager(_with_dashboard(home, claude_bin, idle_host)) as (
+            coord,
+            host,
+            url,
+        ),
     ):
         yield LiveHive(portal, coord, host, url)
 

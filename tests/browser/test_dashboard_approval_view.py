@@ -66,9 +66,11 @@ def test_an_init_with_an_empty_config_shows_the_child_it_will_make(
         assert 'subagent_model = "haiku"' in cli
 
 
-def test_an_apply_shows_the_diff_and_the_agent_it_will_make(tmp_path: Path) -> None:
+def test_an_apply_shows_the_diff_and_the_agent_it_will_make(
+    tmp_path: Path, claude_bin: Path
+) -> None:
     seed(tmp_path)
-    with live_hive(tmp_path) as hive:
+    with live_hive(tmp_path, claude_bin, idle_host=True) as hive:
         proposed = hive.op(
             "perms_set", agent="alice", tool_groups=["messaging", "execution"], capabilities=[]
         )

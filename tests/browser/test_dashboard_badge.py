@@ -25,10 +25,10 @@ def seed(home: Path) -> None:
 
 
 def test_every_page_shows_what_waits_and_it_follows_the_hive_live(
-    tmp_path: Path, page: Page
+    tmp_path: Path, claude_bin: Path, page: Page
 ) -> None:
     seed(tmp_path)
-    with live_hive(tmp_path) as hive:
+    with live_hive(tmp_path, claude_bin, idle_host=True) as hive:
         asked = hive.as_agent("bob", "ask_operator", question="which branch?")
         for path in (
             "/",

@@ -129,10 +129,10 @@ def test_refused_reparents_are_shown_in_words(tmp_path: Path, page: Page) -> Non
 
 
 def test_permissions_toggle_shows_the_new_tools_and_saving_asks_for_approval(
-    tmp_path: Path, page: Page
+    tmp_path: Path, claude_bin: Path, page: Page
 ) -> None:
     seed(tmp_path)
-    with live_hive(tmp_path) as hive:
+    with live_hive(tmp_path, claude_bin, idle_host=True) as hive:
         page.goto(f"{hive.url}/agents/alice/permissions")
         tools = page.locator("#tools-arg")
         expect(tools).not_to_contain_text("WebFetch")

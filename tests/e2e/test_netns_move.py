@@ -56,6 +56,8 @@ class Disks:
         return path
 
     def start(self, name: str) -> subprocess.Popen[bytes]:
+        # The mount point: the coordinator itself no longer makes agents' directories.
+        (self.hive.home / "agents").mkdir(exist_ok=True, mode=0o700)
         prefix = [
             *self.hive.net.exec_prefix(name),
             "sh",

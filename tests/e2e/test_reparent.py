@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hyperhive.core.meta import GitRepo
+from hyperhive.gitrepo import GitRepo
 from tests.support.model_server import ModelServer
 from tests.support.surfaces import result_text, surface_client, until
 from tests.support.turn_scenarios import REPARENT, Run, agent_of, run_scenario

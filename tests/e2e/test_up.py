@@ -204,15 +204,17 @@ def test_a_held_home_is_refused_naming_the_holder(up: Up) -> None:
 
 def test_a_failed_start_leaves_nothing_running(tmp_path: Path, claude_bin: Path) -> None:
     _hive_toml(tmp_path, claude_bin)
-    (tmp_path / "agents").mkdir()
-    (tmp_path / "agents" / "queen").write_text("a file where the root agent's directory goes")
+    # A directory where the root agent's socket goes: the coordinator's part of the spawn
+    # fails. (Agents' own directories are the host's since #14: a bad one there makes the
+    # agent crash and be restarted with backoff, not the start fail.)
+    (tmp_path / "run" / "agents" / "queen.sock" / "x").mkdir(parents=True)
     failed = Up(tmp_path)
     try:
         assert failed.proc.wait(timeout=90) != 0
         failed._reader.join(timeout=5)
         out = "\n".join(failed.lines)
         # What failed, the exception's text and where the log is; not a bare name.
-        assert "internal error in 'spawn': NotADirectoryError: [Errno 20]" in out, out
+        assert "internal error in 'spawn': IsADirectoryError: [Errno 21]" in out, out
         assert f"{tmp_path / 'logs' / 'coordinator.log'}" in out
         assert _coordinator_pid(tmp_path) is None, out  # no coordinator left running
         assert holder(HivePaths(tmp_path), "coordinator") is None  # nobody holds the home

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -75,8 +74,10 @@ async def test_a_second_coordinator_on_the_same_postgres_store_sees_the_same_hiv
     async with coordinator(first_home) as c, operator(c.paths) as op:
         await op_call(op, "spawn", name="worker", parent="bob")
         await op_call(op, "set_parent", child="dave", new_parent="alice")
-        asked: Any = await op_call(op, "perms_set", agent="worker", tool_groups=["messaging"])
-        await op_call(op, "approve", approval_id=asked["approval_id"])
+        # An applied change (perms set needs the agent's host, #14: none runs here).
+        await c.lifecycle.apply(
+            "worker", AgentConfig(tool_groups=[ToolGroup.MESSAGING]), "apply worker (operator)"
+        )
         await op_call(op, "agent_destroy", agent="queen")
         first_log = await c.store.meta.log(limit=100)
         first_tree = c.topology_store.read_cached()

@@ -13,12 +13,13 @@ import anyio
 import pytest
 
 from hyperhive.agent.runtime import AgentRuntime
-from hyperhive.config import AgentConfig, HivePaths, ResourceLimits, load_hive_config
+from hyperhive.config import AgentConfig, ResourceLimits
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.permissions import Capability
 from hyperhive.sysusers import agent_user
-from tests.support.hive import coordinator, seed_home
+from tests.support.hive import coordinator, op_call, operator, running_hive, seed_home
 from tests.support.sandboxed import SYSUSER_MARKS, agent_runtime, run_sandboxed, traversable_home
+from tests.support.surfaces import until
 
 pytestmark = [
     *SYSUSER_MARKS,  # makes system users
@@ -28,7 +29,7 @@ pytestmark = [
 
 @pytest.fixture
 def home() -> Iterator[Path]:
-    with traversable_home("hh-iso-", ("alpha", "beta", "lim")) as path:
+    with traversable_home("hh-iso-", ("alpha", "beta", "gamma", "lim")) as path:
         yield path
 
 
@@ -141,27 +142,26 @@ except OSError as exc:
         assert int(out.split()[2]) < 16
 
 
-async def test_an_agent_and_its_ancestors_edit_its_proposed_config(home: Path) -> None:
+async def test_an_agent_and_its_ancestors_edit_its_proposed_config(
+    home: Path, claude_bin: Path
+) -> None:
     seed_home(
         home,
         {"alpha": AgentConfig(), "beta": AgentConfig()},
         {"alpha": None, "beta": "alpha"},
         hive_toml='runtime = "bwrap"\n',
     )
-    coord = Coordinator(HivePaths(home), load_hive_config(home, {}))
-    async with anyio.create_task_group() as tg:
-        await tg.start(coord.run)
-        beta = agent_runtime(coord, "beta", parent="alpha")
-        alpha = AgentRuntime(
-            name="alpha",
-            config=coord.registry.config("alpha"),
-            parent=None,
-            descendants=("beta",),
-            paths=coord.paths,
-            hive=coord.config,
-        )
-        alpha.prepare_dirs()
+    # A real host (#14): it seeds the repos when it registers, after it started the
+    # agents, and their sandboxes bind them from then on. Nobody mails them: no turn.
+    async with running_hive(home, claude_bin, runtime="bwrap") as (coord, host):
         repo = coord.paths.agent_config_repo("beta")
+
+        def bound(name: str) -> bool:
+            rt = host.runtimes.get(name)
+            return rt is not None and rt.isolation is not None and repo in rt.isolation.rw
+
+        await until(lambda: bound("alpha") and bound("beta"), 60)
+        alpha, beta = host.runtimes["alpha"], host.runtimes["beta"]
 
         def commit(line: str, message: str) -> str:
             return f"""
@@ -183,4 +183,12 @@ print(r.returncode, r.stderr.strip())
         assert applied.model == "sonnet" and applied.subagent_model == "haiku"
         # The coordinator's git ran as beta in beta's repo, never as root.
         assert repo.stat().st_uid == pwd.getpwnam(agent_user(coord.paths, "beta")).pw_uid
-        tg.cancel_scope.cancel()
+
+        # A child spawned while alpha runs: its repo, seeded by the host after the spawn,
+        # is in alpha's sandbox from then on (no restart).
+        async with operator(coord.paths) as op:
+            await op_call(op, "spawn", name="gamma", parent="alpha")
+        repo = coord.paths.agent_config_repo("gamma")
+        await until(lambda: bound("alpha"), 60)
+        code, out = await run_in(alpha, commit('model = "haiku"', "alpha sets gamma's model"))
+        assert code == 0 and out.startswith("0"), out

@@ -9,21 +9,23 @@ import anyio
 import pytest
 
 from hyperhive.config import AgentConfig, HivePaths, load_agent_config
-from hyperhive.core.meta import GitRepo
 from hyperhive.errors import (
     Conflict,
     CycleRefused,
+    HiveError,
     InvalidRequest,
     NotFound,
     PermissionDenied,
     UnknownCommand,
 )
+from hyperhive.gitrepo import GitRepo
 from hyperhive.permissions import Capability, ToolGroup
 from hyperhive.topology import MAX_DEPTH
 from tests.support.hive import (
     agent,
     agent_call,
     coordinator,
+    hive_with_idle_host,
     op_call,
     operator,
     running_hive,
@@ -81,9 +83,9 @@ async def test_kill_is_sticky_and_tells_the_submitter(
 
 
 async def test_destroy_never_self_or_an_ancestor(
-    tmp_path: Path, hive_store_url: str | None
+    tmp_path: Path, hive_store_url: str | None, claude_bin: Path
 ) -> None:
-    async with coordinator(_seed(tmp_path, hive_store_url)) as c:
+    async with hive_with_idle_host(_seed(tmp_path, hive_store_url), claude_bin) as c:
         async with agent(c.paths, "carol") as carol:
             with pytest.raises(PermissionDenied, match=r"\(self\)"):
                 await agent_call(carol, "destroy", agent="carol")
@@ -132,9 +134,12 @@ async def test_diagnostics_and_capabilities(
 
 
 async def test_init_config_approval_spawns_the_child_under_the_requester(
-    tmp_path: Path, hive_store_url: str | None
+    tmp_path: Path, hive_store_url: str | None, claude_bin: Path
 ) -> None:
-    async with coordinator(_seed(tmp_path, hive_store_url)) as c, operator(c.paths) as op:
+    async with (
+        hive_with_idle_host(_seed(tmp_path, hive_store_url), claude_bin) as c,
+        operator(c.paths) as op,
+    ):
         async with agent(c.paths, "alice") as alice:
             with pytest.raises(PermissionDenied, match="not your child"):
                 await agent_call(alice, "request_init_config", name="eve")
@@ -164,18 +169,31 @@ async def test_init_config_approval_spawns_the_child_under_the_requester(
         assert c.topology_store.read_cached()["worker"] == "alice"
         applied = load_agent_config(c.paths.applied_config("worker"))
         assert applied.tool_groups == [ToolGroup.MESSAGING, ToolGroup.META]
+        # Seeded by the agent's host, which the approval does not wait on.
         proposed = GitRepo(c.paths.agent_config_repo("worker"))
-        assert "messaging" in proposed.show("HEAD", "agent.toml")
+
+        def seeded() -> bool:
+            try:
+                return "messaging" in proposed.show("HEAD", "agent.toml")
+            except HiveError:
+                return False
+
+        await until(seeded)
         assert "init worker (requested by alice)" in c.mirror.git.log(1)[0]["subject"]
         assert json.loads(c.paths.topology.read_text())["worker"] == "alice"
         async with agent(c.paths, "alice") as alice:
-            woke = await agent_call(alice, "wait", timeout=2)
             ends = await agent_call(alice, "get_loose_ends")
-        assert isinstance(woke, dict) and isinstance(ends, list)
-        notice = woke["messages"][0]["body"]
+        # alice is stopped here (no turn takes her mail): her inbox holds the notice.
+        box = await op_call(op, "messages", agent="alice")
+        assert isinstance(box, dict) and isinstance(ends, list)
+        notice = next(
+            m["body"] for m in box["inbox"] if str(m["body"]).startswith("[approval_resolved]")
+        )
         assert notice.startswith("[approval_resolved] Your approval #")
         assert "for worker was approved and applied" in notice and "send it its task" in notice
-        assert sorted(e["key"] for e in ends if e["kind"] == "todo") == [
+        # (the seeded agents stopped for this test leave killed:* todos of their own)
+        todos = [e["key"] for e in ends if e["kind"] == "todo"]
+        assert sorted(k for k in todos if k.endswith(":worker")) == [
             "config_ready:worker",
             "spawned:worker",
         ]
@@ -203,10 +221,13 @@ async def test_deny_needs_a_reason_and_reaches_the_asker(
 
 
 async def test_apply_commit_of_a_descendants_proposed_config(
-    tmp_path: Path, hive_store_url: str | None
+    tmp_path: Path, hive_store_url: str | None, claude_bin: Path
 ) -> None:
-    async with coordinator(_seed(tmp_path, hive_store_url)) as c, operator(c.paths) as op:
-        repo = c.meta.proposed("carol")
+    async with (
+        hive_with_idle_host(_seed(tmp_path, hive_store_url), claude_bin) as c,
+        operator(c.paths) as op,
+    ):
+        repo = GitRepo(c.paths.agent_config_repo("carol"))
         (repo.path / "agent.toml").write_text('tool_groups = ["messaging", "web_tools"]\n')
         # As bob would, from inside his sandbox: an ordinary git commit.
         git = ["git", "-C", str(repo.path), "-c", "user.name=bob", "-c", "user.email=b@h"]
@@ -230,9 +251,12 @@ async def test_apply_commit_of_a_descendants_proposed_config(
 
 
 async def test_operator_perms_set_is_an_approval_with_the_exact_tools(
-    tmp_path: Path, hive_store_url: str | None
+    tmp_path: Path, hive_store_url: str | None, claude_bin: Path
 ) -> None:
-    async with coordinator(_seed(tmp_path, hive_store_url)) as c, operator(c.paths) as op:
+    async with (
+        hive_with_idle_host(_seed(tmp_path, hive_store_url), claude_bin) as c,
+        operator(c.paths) as op,
+    ):
         before = await op_call(op, "agent_config", agent="eve")
         assert isinstance(before, dict) and "WebFetch" not in before["tools_arg"]
         with pytest.raises(InvalidRequest, match="known groups"):

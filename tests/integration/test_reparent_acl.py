@@ -1,7 +1,8 @@
 """A reparent moves who may write the moved subtree's proposed config repos (root only).
 
 Real system users (``useradd``), real ``setfacl``/``getfacl`` on the repos the
-coordinator seeds, the operator socket's ``spawn`` and ``set_parent``. The
+agent host seeds and sets (asked over its link: the coordinator has no disk of
+them), the operator socket's ``spawn`` and ``set_parent``. The
 hive's users are named after its own hive id, so they never collide with
 another suite's; every one is removed at the end.
 """
@@ -19,7 +20,8 @@ import pytest
 from hyperhive.config import HivePaths
 from hyperhive.repoacl import named_uids
 from hyperhive.sysusers import existing_uid, remove_user
-from tests.support.hive import coordinator, op_call, operator, seed_home
+from tests.support.hive import op_call, operator, running_hive, seed_home
+from tests.support.surfaces import until
 
 pytestmark = [
     # Makes system users: one xdist worker for all such tests (concurrent useradd/userdel
@@ -42,29 +44,34 @@ def open_home() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-async def test_new_ancestors_gain_the_acl_and_old_ones_lose_it(open_home: Path) -> None:
+async def test_new_ancestors_gain_the_acl_and_old_ones_lose_it(
+    open_home: Path, claude_bin: Path
+) -> None:
     seed_home(open_home, {}, hive_toml='runtime = "bwrap"\n')
     paths = HivePaths(open_home)
     try:
-        async with coordinator(open_home) as c, operator(c.paths) as op:
+        async with (
+            running_hive(open_home, claude_bin, runtime="bwrap") as (c, _host),
+            operator(c.paths) as op,
+        ):
             for name, parent in (("p1", None), ("p2", None), ("kid", "p1"), ("grandkid", "kid")):
                 await op_call(op, "spawn", name=name, parent=parent)
+            await until(lambda: None not in {existing_uid(paths, a) for a in AGENTS})
             uid = {a: existing_uid(paths, a) for a in AGENTS}
-            assert None not in uid.values()
 
             def acl(agent: str) -> frozenset[int]:
                 return named_uids(paths.agent_config_repo(agent))
 
             # Spawned: each repo is its own agent's and its ancestors', nobody else's.
+            await until(lambda: acl("grandkid") == {uid["grandkid"], uid["kid"], uid["p1"]})
             assert acl("kid") == {uid["kid"], uid["p1"]}
-            assert acl("grandkid") == {uid["grandkid"], uid["kid"], uid["p1"]}
 
             moved = await op_call(op, "set_parent", child="kid", new_parent="p2")
             assert isinstance(moved, dict) and moved["changed"] is True
 
             # The whole moved subtree follows: p2 in, p1 out; p1's and p2's own untouched.
+            await until(lambda: acl("grandkid") == {uid["grandkid"], uid["kid"], uid["p2"]})
             assert acl("kid") == {uid["kid"], uid["p2"]}
-            assert acl("grandkid") == {uid["grandkid"], uid["kid"], uid["p2"]}
             assert acl("p1") == {uid["p1"]} and acl("p2") == {uid["p2"]}
             toml = paths.agent_config_repo("grandkid") / "agent.toml"
             assert uid["p1"] not in named_uids(toml) and uid["p2"] in named_uids(toml)

@@ -228,11 +228,23 @@ async def live_hive(
             await until(lambda: set(ACTIVE) <= set(host.runtimes))
             for name in ACTIVE:
                 await _attached(coord, name)
+            # The host seeds every config repo after it registers (#14): done before a
+            # test snapshots the files, or the seeding would look like the attack's work.
+            await until(lambda: all(_seeded(paths.agent_config_repo(a)) for a in TOPOLOGY), 60)
             yield coord, host
         finally:
             with anyio.move_on_after(10):
                 await host.stop_all(graceful=False)
             tg.cancel_scope.cancel()
+
+
+def _seeded(repo: Path) -> bool:
+    """The seed's commit is in (and its index written: that follows the commit)."""
+    shown = subprocess.run(
+        ["git", "-c", "safe.directory=*", "-C", str(repo), "cat-file", "-e", "HEAD:agent.toml"],
+        capture_output=True,
+    )
+    return shown.returncode == 0 and not (repo / ".git" / "index.lock").exists()
 
 
 async def _attached(c: Coordinator, name: str) -> None:

@@ -36,7 +36,7 @@ from tests.security.hostile import (
 from tests.support.hive import op_call, operator
 from tests.support.model_server import ModelServer, always, text
 from tests.support.sandboxed import SYSUSER_MARKS, run_sandboxed, traversable_home
-from tests.support.surfaces import mcp_client, result_text
+from tests.support.surfaces import mcp_client, result_text, until
 
 pytestmark = [
     *SYSUSER_MARKS,  # makes system users
@@ -342,6 +342,14 @@ async def test_git_in_a_childs_repo_never_runs_what_the_parent_planted(
     model_server.set_script(always(text("ok")))
     async with live_hive(home, claude_bin, model_server, MALLORY_GROUPS, "bwrap") as (c, host):
         repo = c.paths.agent_config_repo("minion")
+        # The host seeds the repo when it registers (#14), after it started mallory: the
+        # repo is in mallory's sandbox from then on.
+
+        def bound() -> bool:
+            iso = host.runtimes[ATTACKER].isolation
+            return iso is not None and repo in iso.rw
+
+        await until(bound, 60)
         # World-writable, outside every sandbox: a planted command run as anyone would land.
         marker = Path(tempfile.gettempdir()) / f"hh-git-marker-{secrets.token_hex(6)}"
         script = f"""

@@ -211,3 +211,24 @@ async def running_hive(
             with anyio.move_on_after(10):
                 await host.stop_all(graceful=False)
             tg.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def hive_with_idle_host(home: Path, claude_bin: Path) -> AsyncIterator[Coordinator]:
+    """A coordinator and a real agent host holding every agent's directories (#14: the
+    coordinator reaches config repos and trash only through a host), with every seeded
+    agent stopped once placed and its config repo seeded: no turn takes their mail."""
+    async with running_hive(home, claude_bin) as (coord, _host), operator(coord.paths) as op:
+        from tests.support.surfaces import until
+
+        names = sorted(coord.registry.configs)
+        await until(
+            lambda: (
+                set(names) <= set(coord.hostlink.placement)
+                and all((coord.paths.agent_config_repo(n) / "agent.toml").exists() for n in names)
+            ),
+            60,
+        )
+        for name in names:
+            await op_call(op, "agent_kill", agent=name)
+        yield coord

@@ -32,6 +32,7 @@ from pydantic import TypeAdapter, ValidationError
 from hyperhive.agent.admission import Admission, machine_slots, meminfo
 from hyperhive.agent.events import EventsBus
 from hyperhive.agent.harness import run_agent
+from hyperhive.agent.hostdisk import AgentDisk
 from hyperhive.agent.hostreads import HostReads
 from hyperhive.agent.hyperhive_tools import hyperhive_surface
 from hyperhive.agent.identities import CoordinatorForge, CoordinatorMatrix
@@ -69,6 +70,13 @@ from hyperhive.protocol import (
     MoveOutCmd,
     PlaceCmd,
 )
+from hyperhive.protocol.hostdisk import (
+    AgentTrashAsk,
+    RepoAclAsk,
+    RepoShowAsk,
+    ReposMissingAsk,
+    RepoWriteAsk,
+)
 from hyperhive.protocol.hostreads import (
     AgentSnapshotAsk,
     EventsFollowCmd,
@@ -78,7 +86,7 @@ from hyperhive.protocol.hostreads import (
     StreamStopCmd,
 )
 from hyperhive.subagent.mcp import control_surface, subagent_surface
-from hyperhive.sysusers import ensure_user
+from hyperhive.sysusers import adopt_hive_id, ensure_user
 
 __all__ = ["AgentHost", "resolve_claude_bin"]
 
@@ -154,8 +162,12 @@ class AgentHost:
         self._tg: TaskGroup | None = None
         self.moves = HostMoves(paths, self.hive.runtime, lambda: self._link, self._stopped)
         # The coordinator reads this host's agents' logs and turn streams over the link.
+        # ... and does its work in their directories (config repos, trash, users).
+        self.disk = AgentDisk(
+            paths, self.host_id, isolated=self.hive.runtime == "bwrap", repo_made=self._repo_made
+        )
         self.reads = HostReads(
-            self.host_id, paths.logs, self.runtimes.get, self.hive.max_frame_bytes
+            self.host_id, paths.logs, self.runtimes.get, self.hive.max_frame_bytes, self.disk
         )
 
     # ---- lifespan -----------------------------------------------------------------
@@ -284,6 +296,9 @@ class AgentHost:
                 self.host_id,
                 registered.epoch,
             )
+            if registered.hive_id is not None:
+                # Before any agent starts: its system user is named after the hive's id.
+                await anyio.to_thread.run_sync(adopt_hive_id, self.paths, registered.hive_id)
             for rt in self.runtimes.values():  # pushes may have been missed while unlinked
                 rt.meta.forget()
             if not self._started:
@@ -363,7 +378,17 @@ class AgentHost:
             if cmd.ask is not None and self._link is not None and self._tg is not None:
                 self._tg.start_soon(self._forgotten, self._link, cmd.ask)
         elif isinstance(
-            cmd, LogTailAsk | HostJournalAsk | AgentSnapshotAsk | EventsFollowCmd | StreamStopCmd
+            cmd,
+            LogTailAsk
+            | HostJournalAsk
+            | AgentSnapshotAsk
+            | EventsFollowCmd
+            | StreamStopCmd
+            | RepoWriteAsk
+            | RepoShowAsk
+            | ReposMissingAsk
+            | RepoAclAsk
+            | AgentTrashAsk,
         ):
             if self._link is not None and self._tg is not None:
                 self.reads.start(cmd, self._link, self._tg)
@@ -453,6 +478,13 @@ class AgentHost:
             return
         log.info("%s: parent %s, descendants %s", name, parent or "(root)", list(descendants))
         rt.move(parent, descendants)
+
+    def _repo_made(self, agent: str) -> None:
+        """``agent``'s config repo was just made here (seeded after it or an ancestor
+        started): their sandboxes bind it from their next spawn."""
+        for rt in list(self.runtimes.values()):
+            if agent == rt.name or agent in rt.descendants:
+                rt.reach_config_repos()
 
     def _state_reporter(self, name: str) -> Callable[[Any, float], None]:
         def report(state: Any, since: float) -> None:

@@ -20,11 +20,20 @@ import anyio
 from anyio.abc import TaskGroup
 from pydantic import JsonValue
 
+from hyperhive.agent.hostdisk import AgentDisk
 from hyperhive.agent.logfiles import last_lines, lines_after
 from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.client import RpcClient
 from hyperhive.errors import HiveError, InternalError, NotFound, StorageError
 from hyperhive.protocol import ErrorInfo
+from hyperhive.protocol.hostdisk import (
+    AgentTrashAsk,
+    HostDiskCommand,
+    RepoAclAsk,
+    RepoShowAsk,
+    ReposMissingAsk,
+    RepoWriteAsk,
+)
 from hyperhive.protocol.hostreads import (
     MAX_BATCH,
     AgentSnapshotAsk,
@@ -45,6 +54,10 @@ log = logging.getLogger(__name__)
 
 # How often a follower's wait looks at the log file again (the host's own disk).
 FOLLOW_EVERY = 0.2
+
+
+_Ask = LogTailAsk | HostJournalAsk | AgentSnapshotAsk | HostDiskCommand
+_DISK_ASKS = (RepoWriteAsk, RepoShowAsk, ReposMissingAsk, RepoAclAsk, AgentTrashAsk)
 
 
 class JournalRing(logging.Handler):
@@ -76,8 +89,11 @@ class HostReads:
         logs: Path,
         runtime: Callable[[str], AgentRuntime | None],
         max_frame: int,
+        disk: AgentDisk | None = None,
     ) -> None:
         self.host_id = host_id
+        # Asks about agents' directories (config repos, trash, users): protocol.hostdisk.
+        self.disk = disk
         self.logs = logs
         self.runtime = runtime
         # An answer's lines fit in half a frame: the envelope and escaping have room.
@@ -85,7 +101,7 @@ class HostReads:
         self.journal = JournalRing()
         self._streams: dict[int, anyio.CancelScope] = {}
 
-    def start(self, cmd: HostReadCommand, link: RpcClient, tg: TaskGroup) -> None:
+    def start(self, cmd: HostReadCommand | HostDiskCommand, link: RpcClient, tg: TaskGroup) -> None:
         """Take one command from the coordinator; never blocks the command loop."""
         if isinstance(cmd, StreamStopCmd):
             scope = self._streams.pop(cmd.stream, None)
@@ -105,9 +121,7 @@ class HostReads:
 
     # ---- asks ------------------------------------------------------------------------
 
-    async def _answer(
-        self, cmd: LogTailAsk | HostJournalAsk | AgentSnapshotAsk, link: RpcClient
-    ) -> None:
+    async def _answer(self, cmd: _Ask, link: RpcClient) -> None:
         try:
             result = await self._result(cmd)
             answer = LinkAnswerReq(cmd="answer", ask=cmd.ask, result=result)
@@ -139,7 +153,11 @@ class HostReads:
             cmd="answer", ask=ask, error=ErrorInfo(code=exc.code, message=exc.message)
         )
 
-    async def _result(self, cmd: LogTailAsk | HostJournalAsk | AgentSnapshotAsk) -> JsonValue:
+    async def _result(self, cmd: _Ask) -> JsonValue:
+        if isinstance(cmd, _DISK_ASKS):
+            if self.disk is None:
+                raise InternalError(f"agent host {self.host_id} keeps no agents' directories")
+            return await self.disk.answer(cmd)
         if isinstance(cmd, LogTailAsk):
             return (await self._log_tail(cmd)).model_dump(mode="json")
         if isinstance(cmd, HostJournalAsk):

@@ -203,6 +203,12 @@ class AgentRuntime:
         self.parent = parent
         self.descendants = descendants
         self.meta.forget()
+        self.reach_config_repos()
+
+    def reach_config_repos(self) -> None:
+        """The sandbox's writable config repos as they are on disk now (its own and its
+        descendants'), from the next spawn: one made after it started (its host seeds a
+        new agent's repo after activating it) is bound from then on."""
         if self.isolation is not None:
             self.isolation = retarget_isolation(self, self.isolation)
 

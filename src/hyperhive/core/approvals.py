@@ -12,24 +12,21 @@ from __future__ import annotations
 
 import difflib
 import logging
-import os
 from typing import Any
 
-import anyio
-
 from hyperhive import topology
-from hyperhive.atomic import atomic_write_text
 from hyperhive.config import AgentConfig, HivePaths, dump_agent_config, parse_agent_config
 from hyperhive.core.activity import ActivityLog
+from hyperhive.core.agentdisks import AgentDisks
 from hyperhive.core.lifecycle import Lifecycle
 from hyperhive.core.loose_ends import LooseEnds
-from hyperhive.core.meta import AGENT_TOML, MetaStore
 from hyperhive.core.mirror import MetaMirror
 from hyperhive.core.notices import Notices
 from hyperhive.core.notify import EventBus
 from hyperhive.core.registry import AgentRegistry
 from hyperhive.effective import effective_config
 from hyperhive.errors import Conflict, HiveError, InvalidRequest, NotFound, PermissionDenied
+from hyperhive.gitrepo import AGENT_TOML
 from hyperhive.names import OPERATOR, validate_agent_name
 from hyperhive.protocol import (
     ApprovalDetail,
@@ -52,7 +49,7 @@ log = logging.getLogger(__name__)
 
 
 class Approvals:
-    """Git runs on worker threads: a slow repo must not stall every socket."""
+    """Proposed config repos are on the agents' hosts: read and committed by asking them."""
 
     def __init__(
         self,
@@ -60,7 +57,7 @@ class Approvals:
         store: Store,
         registry: AgentRegistry,
         topology_store: TopologyStore,
-        meta: MetaStore,
+        disks: AgentDisks,
         mirror: MetaMirror,
         loose_ends: LooseEnds,
         notices: Notices,
@@ -71,7 +68,7 @@ class Approvals:
         self.store = store
         self.registry = registry
         self.topology_store = topology_store
-        self.meta = meta
+        self.disks = disks
         self.mirror = mirror
         self.loose_ends = loose_ends
         self.notices = notices
@@ -119,9 +116,8 @@ class Approvals:
                 f"{agent} is not you or your descendant (not a descendant); only its "
                 "ancestors may apply its config"
             )
-        repo = await anyio.to_thread.run_sync(self.meta.proposed, agent)
-        full = await anyio.to_thread.run_sync(repo.resolve, commit)
-        text = await anyio.to_thread.run_sync(repo.show, full, AGENT_TOML)
+        shown = await self.disks.show(agent, commit)
+        full, text = shown.commit, shown.text
         config = parse_agent_config(text, f"{agent}/config@{full[:12]}/{AGENT_TOML}", strict=True)
         approval = await self._create(
             "apply_commit",
@@ -136,16 +132,8 @@ class Approvals:
     ) -> ApprovalRequested:
         """A change the operator (or a tool) proposes: committed to the proposed repo first."""
         self.registry.require(agent)
-        repo = await anyio.to_thread.run_sync(self.meta.proposed, agent)
-        text = dump_agent_config(config)
-
-        def commit_proposal() -> str:
-            atomic_write_text(repo.path / AGENT_TOML, text)
-            if repo.run_as is not None:
-                os.chown(repo.path / AGENT_TOML, *repo.run_as, follow_symlinks=False)
-            return repo.commit_file(subject, AGENT_TOML, text) or repo.head()
-
-        commit = await anyio.to_thread.run_sync(commit_proposal)
+        # On the agent's host (its pin or placement): refused, naming it, if it is away.
+        commit = (await self.disks.write(agent, dump_agent_config(config), subject)).commit
         approval = await self._create(
             "apply_commit",
             requester,

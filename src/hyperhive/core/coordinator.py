@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import TaskStatus
 
-from hyperhive.config import HiveConfig, HivePaths, dump_agent_config
+from hyperhive.config import HiveConfig, HivePaths
 from hyperhive.core.agent_api import AgentApi
 from hyperhive.core.agent_sockets import AgentSockets
 from hyperhive.core.agent_state import AgentState
+from hyperhive.core.agentdisks import AgentDisks
 from hyperhive.core.approvals import Approvals
 from hyperhive.core.background import Background
 from hyperhive.core.broker import Broker
@@ -29,7 +30,6 @@ from hyperhive.core.identities import AgentIdentities
 from hyperhive.core.lifecycle import Lifecycle
 from hyperhive.core.logs import LogTails
 from hyperhive.core.loose_ends import LooseEnds
-from hyperhive.core.meta import MetaStore
 from hyperhive.core.mirror import MetaMirror
 from hyperhive.core.moves import Mover
 from hyperhive.core.notices import Notices
@@ -85,7 +85,6 @@ class Coordinator:
         self.registry = registry = AgentRegistry(paths, store.meta)
         self.topology_store = topo = TopologyStore(store.topology)
         self.mirror = mirror = MetaMirror(paths, store.meta)
-        self.meta = meta = MetaStore(paths, isolated=config.runtime == "bwrap")
         self.notices = notices = Notices(topo, registry, broker, loose_ends, config.root_agent)
         self.agent_state = agent_state = AgentState(store, bus, notices)
         self.budgets = budgets = Budgets(store, registry, config.budget, broker, notifier, bus)
@@ -105,6 +104,10 @@ class Coordinator:
         self.placement = placement = Placement(
             registry, topo, hostlink, agent_state, notices, store.placements, store.hosts
         )
+        # Agents' directories are on their hosts' disks: reached by asking those hosts.
+        self.disks = disks = AgentDisks(
+            hostlink, placement, store.placements, store.hosts, store.trash
+        )
         self.mover = mover = Mover(
             paths, registry, hostlink, placement, store.placements, agent_state
         )
@@ -117,7 +120,7 @@ class Coordinator:
             paths,
             registry,
             topo,
-            meta,
+            disks,
             mirror,
             agent_state,
             placement,
@@ -130,7 +133,7 @@ class Coordinator:
             config.matrix,
         )
         self.approvals = approvals = Approvals(
-            paths, store, registry, topo, meta, mirror, loose_ends, notices, lifecycle, bus
+            paths, store, registry, topo, disks, mirror, loose_ends, notices, lifecycle, bus
         )
         self._agent_api_parts = functools.partial(
             AgentApi,
@@ -180,6 +183,15 @@ class Coordinator:
         # Moves first: an unfinished one is undone before its agent is started again.
         await self.mover.host_registered(host_id)
         await self.placement.host_registered(host_id)
+        # Then (its agents placed) trash that waited for it, repos it lacks, their ACLs:
+        # asks of the host, so off this call, made from its connection's reader, which
+        # must go on reading the answers.
+        self.background.start_soon(
+            self.disks.host_registered,
+            host_id,
+            dict(self.registry.texts),
+            self.topology_store.read_cached(),
+        )
 
     @classmethod
     async def open(cls, paths: HivePaths, config: HiveConfig) -> Coordinator:
@@ -304,17 +316,12 @@ class Coordinator:
         """The hive's id, the tree and applied configs from the store (an older home's
         files adopted once), the tree reconciled, the meta mirror caught up and rewritten."""
         self.hive_id = await hive_identity(self.paths, self.store.settings)
+        # Handed to every host at registration: the store's id, the same on every coordinator.
+        self.hostlink.hive_id = self.hive_id
         await anyio.to_thread.run_sync(self.mirror.ensure)
         await self.mirror.adopt()
         await self.registry.load()
         await self.topology_store.load()
-        await anyio.to_thread.run_sync(self._seed_missing_proposed_repos)
         await self.lifecycle.reconcile("reconcile on coordinator start")
         await self.mirror.sync()
         await self.mirror.restore(self.registry.texts, self.topology_store.read_cached())
-
-    def _seed_missing_proposed_repos(self) -> None:
-        """Every agent has a proposed config repo, starting from its applied config."""
-        for name, config in self.registry.configs.items():
-            if not (self.paths.agent_config_repo(name) / ".git").exists():
-                self.meta.seed_proposed(name, dump_agent_config(config), f"seed {name} from meta")

@@ -12,10 +12,8 @@ agent hears about it; the root manager just restarts.
 from __future__ import annotations
 
 import logging
-import shutil
 import time
 from collections import deque
-from pathlib import Path
 
 import anyio
 import stamina
@@ -24,9 +22,9 @@ from hyperhive import topology
 from hyperhive.config import AgentConfig, HivePaths, dump_agent_config
 from hyperhive.core.agent_sockets import AgentSockets
 from hyperhive.core.agent_state import AgentState
+from hyperhive.core.agentdisks import AgentDisks
 from hyperhive.core.background import Background
 from hyperhive.core.hostlink import HostLink
-from hyperhive.core.meta import MetaStore
 from hyperhive.core.mirror import MetaMirror
 from hyperhive.core.notices import Notices
 from hyperhive.core.notify import EventBus
@@ -49,7 +47,6 @@ from hyperhive.protocol import (
     PlaceCmd,
     Rebuilt,
 )
-from hyperhive.sysusers import remove_user
 from hyperhive.topology import TopologyStore
 
 __all__ = ["CRASH_BACKOFF", "Lifecycle"]
@@ -66,7 +63,7 @@ class Lifecycle:
         paths: HivePaths,
         registry: AgentRegistry,
         topology_store: TopologyStore,
-        meta: MetaStore,
+        disks: AgentDisks,
         mirror: MetaMirror,
         agent_state: AgentState,
         placement: Placement,
@@ -81,7 +78,7 @@ class Lifecycle:
         self.paths = paths
         self.registry = registry
         self.topology_store = topology_store
-        self.meta = meta
+        self.disks = disks
         self.mirror = mirror
         self.agent_state = agent_state
         self.placement = placement
@@ -127,29 +124,33 @@ class Lifecycle:
         """A new agent (or a re-init): proposed repo, applied config, tree edge, activation.
 
         ``host``: the operator's pin (checked before anything is made)."""
-        if host is not None:
-            await self.placement.check_pin(host)
         existed = self.registry.exists(name)
-        await anyio.to_thread.run_sync(
-            self.meta.seed_proposed, name, dump_agent_config(config), message
-        )
+        if not existed:
+            await self.disks.check_no_pending_trash(name)
+        if host is not None:
+            # Pinned first: the agent's directories are made on the host it is pinned to.
+            await self.placement.pin(name, host)
+        text = dump_agent_config(config)
         # The edge before the config: cut short between the two, the next start's
         # reconcile drops the edge of an agent that never came to be, and the
         # approval (still pending) can be approved again.
-        topo = topology.reconcile(self.topology_store.read_cached(), [*self.registry.known(), name])
+        before = self.topology_store.read_cached()
+        topo = topology.reconcile(before, [*self.registry.known(), name])
         if not existed:
             topo[name] = parent
         await self.topology_store.write(topo, message)
         await self.registry.write(name, config, message, action="init")
-        self.registry.agent_dir_ready(name)
-        # Its ancestors may write its proposed repo from now, not from their next start.
-        await anyio.to_thread.run_sync(self.meta.sync_repo_acls, topo, [name])
         commit = await self.mirror.sync()
         await self.agent_state.row(name)
         await self.sockets.open(name)
-        if host is not None:
-            await self.placement.pin(name, host)
         self.bus.emit("topology", child=name, parent=topo.get(name))
+        # Running ancestors hear of their new descendant now, not at their next start: its
+        # config repo joins their sandboxes (spec 004: they may edit it) once it is seeded.
+        for other, (up, below) in topology.places_changed(before, topo).items():
+            if other != name:
+                await self.hostlink.place(
+                    PlaceCmd(cmd="place", agent=other, parent=up, descendants=list(below))
+                )
         if not existed:
             by = topo.get(name)
             await self.agent_state.activity.record(
@@ -160,7 +161,15 @@ class Lifecycle:
                 detail={"agent": name, "parent": by},
             )
         await self.rebuild(name)
+        # Placed now (or not, with no host): its dirs and config repo on that host, then
+        # its ancestors' write access. Asks of the host, which a spawn does not wait on
+        # (nor on a host at all: without one, the repo is seeded when it registers).
+        self.background.start_soon(self._seed, name, text, message, topo)
         return commit
+
+    async def _seed(self, name: str, text: str, message: str, topo: dict[str, str | None]) -> None:
+        await self.disks.seed(name, text, message)
+        await self.disks.sync_acls(topo, [name])
 
     async def apply(self, name: str, config: AgentConfig, message: str) -> str | None:
         """Apply a new config to an existing agent: log it, reconcile, rebuild."""
@@ -223,7 +232,7 @@ class Lifecycle:
             updated, f"reparent {child}: {old or '(root)'} -> {new_parent or '(root)'}"
         )
         moved = [child, *topology.descendants(updated, child)]
-        await anyio.to_thread.run_sync(self.meta.sync_repo_acls, updated, moved)
+        self.background.start_soon(self.disks.sync_acls, updated, moved)
         await self.mirror.sync()
         for name, (parent, below) in topology.places_changed(before, updated).items():
             await self.hostlink.place(
@@ -276,17 +285,11 @@ class Lifecycle:
         await self.registry.remove(name, f"destroy {name}")
         await self.reconcile(f"destroy {name}")
         await self.mirror.sync()
-        trash: Path | None = self.paths.home / "agents" / ".trash" / f"{name}-{int(time.time())}"
-        src = self.paths.agent_dir(name)
-        if src.exists() and trash is not None:
-            trash.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            await anyio.to_thread.run_sync(shutil.move, str(src), str(trash))
-        else:
-            trash = None
+        # On its host's disk (and user database): or, that host away, durably later.
+        trash, waits_for = await self.disks.trash(name)
         await self.agent_state.forget(name)
         await self.placement.forget(name)
         self.hostlink.turns.pop(name, None)
-        await anyio.to_thread.run_sync(remove_user, self.paths, name)
         if applied is not None and ToolGroup.FORGE in applied.tool_groups:
             await self._revoke_forge(name, "was destroyed")
         if applied is not None and applied.matrix.enabled:
@@ -301,10 +304,10 @@ class Lifecycle:
             name,
             f"{name} destroyed",
             others=[submitter] if submitter else [],
-            detail={"data_moved_to": str(trash) if trash else None},
+            detail={"data_moved_to": trash, "trash_waits_for": waits_for},
         )
         return AgentDestroyed(
-            agent=name, destroyed=True, data_moved_to=str(trash) if trash else None
+            agent=name, destroyed=True, data_moved_to=trash, trash_waits_for=waits_for
         )
 
     # ---- crash watch --------------------------------------------------------------------

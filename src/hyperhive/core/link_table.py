@@ -131,7 +131,12 @@ async def _register(conn: LinkConn, req: LinkRegisterReq) -> Registered:
     link.hosts[req.host_id] = host
     log.info("agent host %s registered (pid %s, link epoch %d)", req.host_id, req.pid, epoch)
     link.bus.emit("host", host=req.host_id, connected=True)
-    return Registered(host_id=req.host_id, epoch=epoch, heartbeat_seconds=link.heartbeat_seconds())
+    return Registered(
+        host_id=req.host_id,
+        epoch=epoch,
+        heartbeat_seconds=link.heartbeat_seconds(),
+        hive_id=link.hive_id,
+    )
 
 
 @LINK_TABLE.on(LinkHeartbeatReq)

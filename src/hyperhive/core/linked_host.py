@@ -109,6 +109,8 @@ class LinkBook:
         self.last_host: dict[str, str] = {}
         # Reads of a host's disk and memory (logs, turn state and stream): #14, no shared disk.
         self.calls = HostCalls(self._push_to)
+        # Handed to each host at registration: it names agents' users after it.
+        self.hive_id: str | None = None
 
     async def _push_to(self, host_id: str, cmd: BaseModel) -> None:
         host = self.hosts.get(host_id)

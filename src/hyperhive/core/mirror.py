@@ -26,8 +26,8 @@ import anyio
 
 from hyperhive.atomic import atomic_write_text
 from hyperhive.config import HivePaths
-from hyperhive.core.meta import GitRepo
 from hyperhive.errors import HiveError, InvalidName
+from hyperhive.gitrepo import GitRepo
 from hyperhive.names import validate_agent_name
 from hyperhive.store.base import MetaLogRepo
 from hyperhive.store.rows import DeployEntry

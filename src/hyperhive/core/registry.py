@@ -110,12 +110,3 @@ class AgentRegistry:
         self.broken.pop(name, None)
         self.texts.pop(name, None)
         return entry
-
-    def agent_dir_ready(self, name: str) -> None:
-        """Create the agent's private directories (state, home, work)."""
-        for d in (
-            self.paths.agent_state(name),
-            self.paths.agent_home(name),
-            self.paths.agent_work(name),
-        ):
-            d.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -11,6 +11,13 @@ from pydantic import (
 
 from hyperhive.config import AgentConfig
 from hyperhive.protocol.base import Req, TurnStateName, _Out, _Req
+from hyperhive.protocol.hostdisk import (
+    AgentTrashAsk,
+    RepoAclAsk,
+    RepoShowAsk,
+    ReposMissingAsk,
+    RepoWriteAsk,
+)
 from hyperhive.protocol.hostreads import (
     AgentSnapshotAsk,
     EventsFollowCmd,
@@ -42,6 +49,9 @@ class Registered(_Out):
     epoch: int = 0
     # How often to heartbeat; ``None``: no lease (a local host: its socket is its life).
     heartbeat_seconds: float | None = None
+    # The hive's id: the host names its agents' system users ``hh-<hive id>-<agent>``
+    # with it, as the coordinator's machine would (``None``: an older coordinator).
+    hive_id: str | None = Field(default=None, pattern=r"^[a-z0-9]{1,32}$")
 
 
 class LinkRegisterReq(Req[Registered]):
@@ -200,6 +210,12 @@ LinkCommand = Annotated[
     | HostJournalAsk
     | AgentSnapshotAsk
     | EventsFollowCmd
-    | StreamStopCmd,
+    | StreamStopCmd
+    # What it does in agents' directories for the coordinator (protocol.hostdisk):
+    | RepoWriteAsk
+    | RepoShowAsk
+    | ReposMissingAsk
+    | RepoAclAsk
+    | AgentTrashAsk,
     Field(discriminator="cmd"),
 ]

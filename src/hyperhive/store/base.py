@@ -44,6 +44,7 @@ from hyperhive.store.rows import (
     MessageCounts,
     MessageRow,
     OpenLooseEnds,
+    PendingTrash,
     Poll,
     QuestionRow,
     Recv,
@@ -73,6 +74,7 @@ __all__ = [
     "SpendRepo",
     "Store",
     "TopologyRepo",
+    "TrashRepo",
     "host_missing",
     "host_taken",
     "move_missing",
@@ -557,6 +559,30 @@ class PlacementRepo(ABC):
         """Forget the move ``move_id`` (undone before commit, or its cleanup done)."""
 
 
+class TrashRepo(ABC):
+    """Destroyed agents whose directories wait on an absent host's disk for its trash.
+
+    Durable: a destroy while the agent's host is away must still be carried out when
+    the host returns, across coordinator restarts and failovers. One row per name (a
+    name is not reused while its old directories are still on a disk).
+    """
+
+    @abstractmethod
+    async def add(self, agent: str, host: str) -> PendingTrash:
+        """Record that ``agent``'s directories on ``host`` are to be trashed."""
+
+    @abstractmethod
+    async def get(self, agent: str) -> PendingTrash | None: ...
+
+    @abstractmethod
+    async def all(self) -> list[PendingTrash]:
+        """Every pending trash, oldest first."""
+
+    @abstractmethod
+    async def done(self, agent: str) -> None:
+        """``agent``'s trash was carried out (or found nothing to move)."""
+
+
 class SpendRepo(ABC):
     """What claude runs cost, the run-time budget limits, and which notices were sent.
 
@@ -664,6 +690,7 @@ class Store(ABC):
     meta: MetaLogRepo
     hosts: HostRepo
     placements: PlacementRepo
+    trash: TrashRepo
 
     spend: SpendRepo
     activity: ActivityRepo

@@ -28,6 +28,7 @@ __all__ = [
     "MessageCounts",
     "MessageRow",
     "OpenLooseEnds",
+    "PendingTrash",
     "Poll",
     "QuestionRow",
     "QuestionState",
@@ -275,6 +276,16 @@ class DeployEntry:
     message: str
     config: str | None = None
     topology: Mapping[str, str | None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PendingTrash:
+    """A destroyed agent whose directories are still on ``host``'s disk, to be moved to
+    that host's trash when it is connected again (#14: the coordinator has no disk of it)."""
+
+    agent: str
+    host: str
+    destroyed_at: float
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from hyperhive.store.sqlite.placements import SqlitePlacements
 from hyperhive.store.sqlite.schedules import SqliteSchedules
 from hyperhive.store.sqlite.settings import SqliteSettings
 from hyperhive.store.sqlite.spend import SqliteSpend
+from hyperhive.store.sqlite.trash import SqliteTrash
 
 __all__ = ["SqliteStore"]
 
@@ -38,6 +39,7 @@ class SqliteStore(Store):
         self.hosts = SqliteHosts(self.engine)
         self.placements = SqlitePlacements(self.engine)
         self.spend = SqliteSpend(self.engine)
+        self.trash = SqliteTrash(self.engine)
         self.activity = SqliteActivity(self.engine)
         self.settings = SqliteSettings(self.engine)
 

@@ -1,10 +1,10 @@
-"""Git repositories: each agent's proposed config repo, and the wrapper git runs through.
+"""The wrapper git runs through, for the meta mirror and agents' proposed config repos.
 
-``agents/<name>/config/`` holds the agent's proposed ``agent.toml``; the agent
-and its ancestors edit and commit there, and ask for a commit to be applied.
-(``meta/`` is the store's exported mirror: see ``core/mirror.py``.) All git
-runs through ``_git`` with a fixed identity and no hooks or user config, so a
-repo an agent can write to cannot make the coordinator run anything.
+``agents/<name>/config/`` holds the agent's proposed ``agent.toml`` on the
+disk of its host (``agent/hostdisk.py``); ``meta/`` is the store's exported
+mirror on the coordinator's (``core/mirror.py``). All git runs through
+``_git`` with a fixed identity and no hooks or user config, so a repo an agent
+can write to cannot make its host run anything.
 """
 
 from __future__ import annotations
@@ -13,17 +13,11 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from hyperhive import topology
-from hyperhive.atomic import atomic_write_text
-from hyperhive.config import HivePaths
 from hyperhive.errors import ConfigError, NotFound, StorageError
-from hyperhive.repoacl import sync_repo
-from hyperhive.sysusers import chown_tree, ensure_user, existing_uid
 
-__all__ = ["AGENT_TOML", "GitRepo", "MetaStore", "git_available"]
+__all__ = ["AGENT_TOML", "GitRepo", "git_available"]
 
 AGENT_TOML = "agent.toml"
 _COMMIT_RE = re.compile(r"[0-9a-fA-F]{4,40}|HEAD(~\d+)?")
@@ -165,50 +159,3 @@ class GitRepo:
     def clean_tree(self) -> bool:
         """No half-written state: nothing staged or modified in the work tree."""
         return not self._git("status", "--porcelain").stdout.strip()
-
-
-class MetaStore:
-    """Every agent's proposed config repo, ``agents/<name>/config/``."""
-
-    def __init__(self, paths: HivePaths, isolated: bool = False) -> None:
-        self.paths = paths
-        # Under bubblewrap (as root) each proposed repo belongs to its agent's user.
-        self.isolated = isolated and os.geteuid() == 0
-
-    def proposed(self, agent: str) -> GitRepo:
-        path = self.paths.agent_config_repo(agent)
-        owner = None
-        if self.isolated:
-            owner = ensure_user(self.paths, agent)
-            if owner is not None:
-                path.mkdir(parents=True, exist_ok=True)
-                chown_tree(path, *owner)
-        repo = GitRepo(path, run_as=owner)
-        repo.ensure()
-        return repo
-
-    def seed_proposed(self, agent: str, text: str, message: str) -> str:
-        """Write ``agent.toml`` into the proposed repo and commit it (if it changed)."""
-        repo = self.proposed(agent)
-        atomic_write_text(repo.path / AGENT_TOML, text)
-        if repo.run_as is not None:
-            os.chown(repo.path / AGENT_TOML, *repo.run_as, follow_symlinks=False)
-        return repo.commit_file(message, AGENT_TOML, text) or repo.head()
-
-    def sync_repo_acls(self, topo: Mapping[str, str | None], agents: Iterable[str]) -> None:
-        """Each of ``agents``' proposed repos writable by exactly it and its ancestors.
-
-        Run after a reparent over the moved subtree: the new ancestors gain
-        their ACL entries, the old ones lose theirs (see :mod:`hyperhive.repoacl`).
-        """
-        if not self.isolated:
-            return
-        uids = {a: existing_uid(self.paths, a) for a in topo}
-        hive_uids = {u for u in uids.values() if u is not None}
-        for agent in agents:
-            repo = self.paths.agent_config_repo(agent)
-            if not repo.is_dir():
-                continue
-            owners = (agent, *topology.ancestors(topo, agent))
-            wanted = {u for a in owners if (u := uids.get(a)) is not None}
-            sync_repo(repo, wanted, hive_uids)

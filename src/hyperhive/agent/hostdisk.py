@@ -1,0 +1,173 @@
+"""The host's side of the coordinator's work in agents' directories (#14: no shared disk).
+
+Each agent's proposed config repo, state, home and workspace live on the
+disk of the host that holds it, and its system user in that host's user
+database. The coordinator asks (:mod:`hyperhive.protocol.hostdisk`); this
+does it with the host's own git, ACL and user tools, on a worker thread
+(git and useradd must not stall the host's event loop).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+from pydantic import JsonValue
+
+from hyperhive.atomic import atomic_write_text
+from hyperhive.config import HivePaths
+from hyperhive.errors import NotFound, StorageError
+from hyperhive.gitrepo import AGENT_TOML, GitRepo
+from hyperhive.protocol.hostdisk import (
+    AgentTrashAsk,
+    HostDiskCommand,
+    RepoAclAsk,
+    RepoFile,
+    RepoShowAsk,
+    ReposMissingAsk,
+    RepoWriteAsk,
+    RepoWritten,
+    Trashed,
+)
+from hyperhive.repoacl import sync_repo
+from hyperhive.sysusers import chown_tree, ensure_user, existing_uid, remove_user
+
+__all__ = ["AgentDisk"]
+
+log = logging.getLogger(__name__)
+
+
+def _subject(cmd: HostDiskCommand) -> str:
+    if isinstance(cmd, RepoAclAsk):
+        return f"{len(cmd.repos)} config repo(s)"
+    if isinstance(cmd, ReposMissingAsk):
+        return f"{len(cmd.agents)} agent(s)"
+    return cmd.agent
+
+
+class AgentDisk:
+    """Agents' directories on this host: proposed repos, their ACLs, trash, users."""
+
+    def __init__(
+        self,
+        paths: HivePaths,
+        host_id: str,
+        isolated: bool,
+        repo_made: Callable[[str], None] | None = None,
+    ) -> None:
+        self.paths = paths
+        self.host_id = host_id
+        # Told (on the event loop) of each config repo made here, so the sandboxes of the
+        # agents running here that may write it bind it.
+        self.repo_made = repo_made
+        # Under bubblewrap (as root) each proposed repo belongs to its agent's user.
+        self.isolated = isolated and os.geteuid() == 0
+
+    async def answer(self, cmd: HostDiskCommand) -> JsonValue:
+        """Do what ``cmd`` asks, off the event loop; its result as JSON."""
+        try:
+            return await self._answer(cmd)
+        except OSError as exc:  # a full or read-only disk, say: said, with the host's name
+            raise StorageError(
+                f"agent host {self.host_id} could not do {cmd.cmd} for {_subject(cmd)}: {exc}"
+            ) from exc
+
+    async def _answer(self, cmd: HostDiskCommand) -> JsonValue:
+        if isinstance(cmd, RepoWriteAsk):
+            existed = (self.paths.agent_config_repo(cmd.agent) / ".git").exists()
+            written = await anyio.to_thread.run_sync(self.write, cmd)
+            if not existed and self.repo_made is not None:
+                self.repo_made(cmd.agent)
+            return written.model_dump(mode="json")
+        if isinstance(cmd, RepoShowAsk):
+            shown = await anyio.to_thread.run_sync(self.show, cmd)
+            return shown.model_dump(mode="json")
+        if isinstance(cmd, ReposMissingAsk):
+            missing: list[JsonValue] = list(
+                await anyio.to_thread.run_sync(self.missing, cmd.agents)
+            )
+            return missing
+        if isinstance(cmd, RepoAclAsk):
+            await anyio.to_thread.run_sync(self.sync_acls, cmd)
+            return None
+        trashed = await anyio.to_thread.run_sync(self.trash, cmd)
+        return trashed.model_dump(mode="json")
+
+    # ---- proposed config repos ---------------------------------------------------------
+
+    def proposed(self, agent: str) -> GitRepo:
+        """``agent``'s proposed repo, made (and given to its user) if it is not yet."""
+        path = self.paths.agent_config_repo(agent)
+        owner = None
+        if self.isolated:
+            owner = ensure_user(self.paths, agent)
+            if owner is not None:
+                path.mkdir(parents=True, exist_ok=True)
+                chown_tree(path, *owner)
+        repo = GitRepo(path, run_as=owner)
+        repo.ensure()
+        return repo
+
+    def _dirs_ready(self, agent: str) -> None:
+        """The agent's private directories (state, home, work)."""
+        for d in (
+            self.paths.agent_state(agent),
+            self.paths.agent_home(agent),
+            self.paths.agent_work(agent),
+        ):
+            d.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    def write(self, cmd: RepoWriteAsk) -> RepoWritten:
+        self._dirs_ready(cmd.agent)
+        existed = (self.paths.agent_config_repo(cmd.agent) / ".git").exists()
+        repo = self.proposed(cmd.agent)
+        if cmd.missing_only and existed:
+            return RepoWritten(commit=repo.head(), changed=False)
+        atomic_write_text(repo.path / AGENT_TOML, cmd.text)
+        if repo.run_as is not None:
+            os.chown(repo.path / AGENT_TOML, *repo.run_as, follow_symlinks=False)
+        commit = repo.commit_file(cmd.message, AGENT_TOML, cmd.text)
+        return RepoWritten(commit=commit or repo.head(), changed=commit is not None)
+
+    def show(self, cmd: RepoShowAsk) -> RepoFile:
+        if not (self.paths.agent_config_repo(cmd.agent) / ".git").exists():
+            raise NotFound(f"{cmd.agent} has no proposed config repo on agent host {self.host_id}")
+        repo = self.proposed(cmd.agent)
+        full = repo.resolve(cmd.commit)
+        return RepoFile(commit=full, text=repo.show(full, cmd.path))
+
+    def missing(self, agents: list[str]) -> list[str]:
+        return [a for a in agents if not (self.paths.agent_config_repo(a) / ".git").exists()]
+
+    def sync_acls(self, cmd: RepoAclAsk) -> None:
+        """Each repo writable by exactly its writers among the hive's users on this host
+        (an ancestor on another host has no user here: it edits through its own host)."""
+        if not self.isolated:
+            return
+        uids = {a: existing_uid(self.paths, a) for a in cmd.hive_agents}
+        hive_uids = {u for u in uids.values() if u is not None}
+        for entry in cmd.repos:
+            repo = self.paths.agent_config_repo(entry.agent)
+            if not repo.is_dir():
+                continue
+            wanted = {u for a in entry.writers if (u := uids.get(a)) is not None}
+            sync_repo(repo, wanted, hive_uids)
+
+    # ---- destroy -----------------------------------------------------------------------
+
+    def trash(self, cmd: AgentTrashAsk) -> Trashed:
+        """Move the agent's directories to ``agents/.trash`` and remove its user."""
+        src = self.paths.agent_dir(cmd.agent)
+        moved: Path | None = None
+        if src.exists():
+            moved = self.paths.home / "agents" / ".trash" / f"{cmd.agent}-{time.time_ns()}"
+            moved.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            shutil.move(str(src), str(moved))
+            log.info("moved destroyed agent %s's directories to %s", cmd.agent, moved)
+        remove_user(self.paths, cmd.agent)
+        return Trashed(moved_to=str(moved) if moved is not None else None)

@@ -1,0 +1,324 @@
+"""Agents' directories, as the coordinator reaches them: through the host that holds them.
+
+The coordinator has no disk of an agent (#14: no shared disk). An agent's
+proposed config repo, state, home and workspace are on its *disk host*: its
+durable placement (``core/placement.py``), even while it is stopped. Seeding
+and committing its config, reading a commit, setting who may write the repo,
+and trashing it on destroy are asks to that host (``protocol/hostdisk.py``).
+
+A local host (``hivectl up``, over ``run/hosts.sock``) shares the
+coordinator's home, and its name is per process: an agent assigned to a
+local host that is gone is served by whichever local host is connected. A
+remote host is waited for (briefly) and, if still away, the operation is
+refused naming it. Trash is the exception: a destroy while the disk host is
+away is recorded in the store and carried out when that host registers again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Mapping
+
+import anyio
+
+from hyperhive import topology
+from hyperhive.core.hostlink import HostLink
+from hyperhive.core.placement import MOVING_PHASES, Placement, PlacementWait
+from hyperhive.errors import Conflict, HiveError, Unavailable
+from hyperhive.protocol.hostdisk import (
+    AgentTrashAsk,
+    RepoAcl,
+    RepoAclAsk,
+    RepoFile,
+    RepoShowAsk,
+    ReposMissingAsk,
+    RepoWriteAsk,
+    RepoWritten,
+    Trashed,
+)
+from hyperhive.store.base import HostRepo, PlacementRepo, TrashRepo
+
+__all__ = ["DISK_ASK_WITHIN", "DISK_WAIT", "LOCAL", "AgentDisks"]
+
+log = logging.getLogger(__name__)
+
+# How long an operation that needs an agent's disk waits for its host to connect.
+DISK_WAIT = 5.0
+# How long a host may take to answer (git, setfacl, useradd on its side).
+DISK_ASK_WITHIN = 60.0
+# How long a destroy waits for the host's trash before keeping it for its next registration.
+TRASH_WITHIN = 20.0
+# The pending trash of an agent never placed: any local host (the coordinator's home).
+LOCAL = ""
+_POLL = 0.1
+
+
+class AgentDisks:
+    def __init__(
+        self,
+        link: HostLink,
+        placement: Placement,
+        assignments: PlacementRepo,
+        hosts: HostRepo,
+        trash: TrashRepo,
+        wait: float = DISK_WAIT,
+    ) -> None:
+        self.link = link
+        self.placement = placement
+        self.assignments = assignments
+        self.hosts = hosts
+        self.pending_trash = trash
+        self.wait = wait
+
+    # ---- which host -------------------------------------------------------------------
+
+    async def _is_local(self, host: str) -> bool:
+        """A host the operator never added: a local one, sharing the coordinator's home."""
+        return host == LOCAL or await self.hosts.get(host) is None
+
+    def _local_connected(self) -> str | None:
+        local = sorted(h for h, linked in self.link.hosts.items() if not linked.remote)
+        return local[0] if local else None
+
+    async def _serving(self, host: str) -> str | None:
+        """The connected host that reaches ``host``'s disk now, if any."""
+        if host in self.link.hosts:
+            return host
+        if await self._is_local(host):
+            return self._local_connected()
+        return None
+
+    async def disk_host(self, agent: str, *, place: bool = True) -> str:
+        """The connected host holding ``agent``'s directories, waiting up to ``wait`` for
+        it. ``place``: an agent with no placement yet (a new one) is placed now, by the
+        rules (beside its parent where possible)."""
+        with anyio.move_on_after(self.wait):
+            while True:
+                try:
+                    found = await self._find(agent, place)
+                except PlacementWait:
+                    found = None
+                if found is not None:
+                    return found
+                await anyio.sleep(_POLL)
+        return await self._refuse(agent, place)
+
+    async def _find(self, agent: str, place: bool) -> str | None:
+        assigned = await self.assignments.get(agent)
+        if assigned is None:
+            if not place:
+                return self._local_connected()
+            return await self.placement.host_for(agent)
+        if assigned.move_phase in MOVING_PHASES:
+            raise Conflict(
+                f"{agent} is moving from {assigned.move_from} to {assigned.move_to}; its "
+                "config repo can be reached when the move ends"
+            )
+        return await self._serving(assigned.host)
+
+    async def _refuse(self, agent: str, place: bool) -> str:
+        assigned = await self.assignments.get(agent)
+        if assigned is not None and not await self._is_local(assigned.host):
+            raise Unavailable(
+                f"agent host {assigned.host} holding {agent}'s config repo is not connected; "
+                "try again when it is back (`hivectl hosts list` shows it)"
+            )
+        if assigned is None and place:
+            try:
+                await self.placement.host_for(agent)
+            except PlacementWait as exc:
+                raise Unavailable(
+                    f"{agent}'s config repo needs an agent host: {exc.message}"
+                ) from exc
+        raise Unavailable(
+            f"no agent host is connected to hold {agent}'s config repo; run `hivectl up` "
+            "(or `hivectl host`)"
+        )
+
+    # ---- config repos -----------------------------------------------------------------
+
+    async def seed(self, agent: str, text: str, message: str) -> None:
+        """A created (or re-inited) agent's directories and repo, on the host it is placed
+        on if that is connected now; else they are seeded from its applied config when
+        its host registers (a spawn never waits for a host, as its activation does not).
+        Never places it: its activation does (one decision, not two racing)."""
+        assigned = await self.assignments.get(agent)
+        host = await self._serving(assigned.host) if assigned is not None else None
+        if host is None:
+            log.info("%s's config repo is seeded when its host registers", agent)
+            return
+        try:
+            await self._write_on(host, agent, text, message, missing_only=False)
+        except HiveError as exc:
+            log.warning(
+                "agent host %s did not seed %s's config repo now (%s); it is seeded from "
+                "the applied config when the host registers again",
+                host,
+                agent,
+                exc.message,
+            )
+
+    async def write(
+        self, agent: str, text: str, message: str, *, missing_only: bool = False
+    ) -> RepoWritten:
+        """Commit ``text`` as ``agent``'s proposed ``agent.toml`` on its host (making its
+        directories and repo if missing; placing it if new)."""
+        host = await self.disk_host(agent)
+        return await self._write_on(host, agent, text, message, missing_only)
+
+    async def _write_on(
+        self, host: str, agent: str, text: str, message: str, missing_only: bool
+    ) -> RepoWritten:
+        got = await self.link.calls.ask(
+            host,
+            lambda n: RepoWriteAsk(
+                cmd="repo_write",
+                ask=n,
+                agent=agent,
+                text=text,
+                message=message,
+                missing_only=missing_only,
+            ),
+            DISK_ASK_WITHIN,
+            f"a commit to {agent}'s config repo",
+        )
+        return RepoWritten.model_validate(got)
+
+    async def show(self, agent: str, commit: str) -> RepoFile:
+        """``agent.toml`` at ``commit`` (a prefix or HEAD~n) of ``agent``'s proposed repo."""
+        host = await self.disk_host(agent, place=False)
+        got = await self.link.calls.ask(
+            host,
+            lambda n: RepoShowAsk(cmd="repo_show", ask=n, agent=agent, commit=commit),
+            DISK_ASK_WITHIN,
+            f"a read of {agent}'s config repo",
+        )
+        return RepoFile.model_validate(got)
+
+    async def sync_acls(self, topo: Mapping[str, str | None], agents: list[str]) -> None:
+        """Each of ``agents``' repos writable by exactly it and its ancestors, on each one's
+        host. A host not connected now is brought in line when it registers again."""
+        by_host: dict[str, list[str]] = defaultdict(list)
+        for agent in agents:
+            assigned = await self.assignments.get(agent)
+            serving = await self._serving(assigned.host if assigned is not None else LOCAL)
+            if serving is None:
+                log.info("%s's repo ACLs wait for its host to register", agent)
+                continue
+            by_host[serving].append(agent)
+        for host, names in by_host.items():
+            try:
+                await self._acls_on(host, topo, names)
+            except Unavailable as exc:  # went meanwhile: done when it registers again
+                log.warning("agent host %s: repo ACLs not set now: %s", host, exc.message)
+
+    async def _acls_on(self, host: str, topo: Mapping[str, str | None], names: list[str]) -> None:
+        repos = [RepoAcl(agent=a, writers=[a, *topology.ancestors(topo, a)]) for a in sorted(names)]
+        await self.link.calls.ask(
+            host,
+            lambda n: RepoAclAsk(cmd="repo_acl", ask=n, repos=repos, hive_agents=sorted(topo)),
+            DISK_ASK_WITHIN,
+            "setting config repos' ACLs",
+        )
+
+    # ---- destroy ----------------------------------------------------------------------
+
+    async def trash(self, agent: str) -> tuple[str | None, str | None]:
+        # A host that does not answer in time: kept for its next registration (trashing
+        # is idempotent there: what is already gone is nothing to move).
+        """Move destroyed ``agent``'s directories to its host's trash and remove its user:
+        ``(where they went, None)``; or, its host away, record that durably and return
+        ``(None, the host it waits for)``."""
+        assigned = await self.assignments.get(agent)
+        host = assigned.host if assigned is not None else LOCAL
+        serving = await self._serving(host)
+        if serving is not None:
+            try:
+                return (await self._trash_on(serving, agent, TRASH_WITHIN)).moved_to, None
+            except Unavailable as exc:
+                log.warning("agent host %s went before trashing %s: %s", serving, agent, exc)
+        await self.pending_trash.add(agent, host)
+        log.warning(
+            "%s destroyed while agent host %s holding its directories is away: they move "
+            "to its trash when it registers again",
+            agent,
+            host or "(local)",
+        )
+        return None, host or "a local agent host"
+
+    async def _trash_on(self, host: str, agent: str, within: float = DISK_ASK_WITHIN) -> Trashed:
+        got = await self.link.calls.ask(
+            host,
+            lambda n: AgentTrashAsk(cmd="agent_trash", ask=n, agent=agent),
+            within,
+            f"trashing {agent}'s directories",
+        )
+        return Trashed.model_validate(got)
+
+    async def check_no_pending_trash(self, agent: str) -> None:
+        """Refuse a new agent under a name whose old directories still wait for trash."""
+        pending = await self.pending_trash.get(agent)
+        if pending is not None:
+            raise Conflict(
+                f"a destroyed {agent}'s directories are still to be trashed on agent host "
+                f"{pending.host or '(local)'}, which is not connected; the name is free once "
+                "that host is back"
+            )
+
+    # ---- a host (re)registers ---------------------------------------------------------
+
+    async def host_registered(
+        self, host_id: str, applied: Mapping[str, str], topo: Mapping[str, str | None]
+    ) -> None:
+        """Before its agents start: carry out the trash that waited for ``host_id``, seed
+        the repos missing on it (from ``applied``: agent → applied config text), and bring
+        its repos' ACLs in line with the tree (a reparent may have happened meanwhile)."""
+        try:
+            remote = {row.name for row in await self.hosts.list()}
+            linked = self.link.hosts.get(host_id)
+            local = linked is not None and not linked.remote
+
+            def holds(host: str) -> bool:
+                return host == host_id or (local and host not in remote)
+
+            for pending in await self.pending_trash.all():
+                if holds(pending.host):
+                    trashed = await self._trash_on(host_id, pending.agent)
+                    await self.pending_trash.done(pending.agent)
+                    log.info(
+                        "carried out %s's pending trash on agent host %s: %s",
+                        pending.agent,
+                        host_id,
+                        trashed.moved_to or "nothing was left",
+                    )
+            # An agent never placed (made with no host, or stopped before its first
+            # activation) has its directories on the local disk, as a destroy's trash does.
+            assigned = {a.agent: a.host for a in await self.assignments.all()}
+            mine = sorted(a for a in {*assigned, *applied} if holds(assigned.get(a, LOCAL)))
+            await self._seed_missing(host_id, [a for a in mine if a in applied], applied)
+            if any(a in topo for a in mine):
+                await self._acls_on(host_id, topo, [a for a in mine if a in topo])
+        except HiveError as exc:
+            log.warning(
+                "agent host %s: its agents' directories not brought in line now: %s",
+                host_id,
+                exc.message,
+            )
+
+    async def _seed_missing(
+        self, host_id: str, agents: list[str], applied: Mapping[str, str]
+    ) -> None:
+        if not agents:
+            return
+        got = await self.link.calls.ask(
+            host_id,
+            lambda n: ReposMissingAsk(cmd="repos_missing", ask=n, agents=agents),
+            DISK_ASK_WITHIN,
+            "which config repos it lacks",
+        )
+        missing = [str(a) for a in got] if isinstance(got, list) else []
+        for agent in missing:
+            await self._write_on(
+                host_id, agent, applied[agent], f"seed {agent} from meta", missing_only=True
+            )

@@ -1,0 +1,103 @@
+"""What the coordinator asks of the host that holds an agent's directories, over the link.
+
+An agent's proposed config repo, its state, home and workspace, and its
+system user are on the disk (and in the user database) of its host, never
+the coordinator's (#14: no shared disk). The coordinator asks that host —
+the agent's durable placement, even while the agent is stopped — with the
+one-answer asks of :mod:`hyperhive.protocol.hostreads`:
+
+- ``repo_write``: make the agent's directories and proposed repo if missing,
+  and commit ``agent.toml`` (or, ``missing_only``, only seed a repo not there);
+- ``repo_show``: a file of the proposed repo at a commit;
+- ``repos_missing``: which of some agents have no proposed repo on this host;
+- ``repo_acl``: who may write each proposed repo (the agent and its ancestors);
+- ``agent_trash``: move a destroyed agent's directories to the host's trash and
+  remove its system user.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hyperhive.protocol.base import _Out, _Req
+from hyperhive.protocol.hostreads import AGENT_NAME
+
+__all__ = [
+    "AgentTrashAsk",
+    "HostDiskCommand",
+    "RepoAcl",
+    "RepoAclAsk",
+    "RepoFile",
+    "RepoShowAsk",
+    "RepoWriteAsk",
+    "RepoWritten",
+    "ReposMissingAsk",
+    "Trashed",
+]
+
+# An agent.toml is small; this bounds what one ask carries (a frame holds it).
+MAX_CONFIG = 256 * 1024
+
+
+class RepoWriteAsk(_Req):
+    cmd: Literal["repo_write"]
+    ask: int
+    agent: AGENT_NAME
+    text: str = Field(max_length=MAX_CONFIG)
+    message: str = Field(min_length=1, max_length=2000)
+    # Seed a repo that is not there yet; one that is keeps its commits untouched.
+    missing_only: bool = False
+
+
+class RepoWritten(_Out):
+    commit: str  # the repo's head after the write
+    changed: bool  # whether this write made a commit
+
+
+class RepoShowAsk(_Req):
+    cmd: Literal["repo_show"]
+    ask: int
+    agent: AGENT_NAME
+    commit: str = Field(min_length=1, max_length=64)
+    path: Literal["agent.toml"] = "agent.toml"
+
+
+class RepoFile(_Out):
+    commit: str  # the full commit id ``commit`` resolved to
+    text: str
+
+
+class ReposMissingAsk(_Req):
+    cmd: Literal["repos_missing"]
+    ask: int
+    agents: list[AGENT_NAME] = Field(max_length=100_000)
+
+
+class RepoAcl(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    agent: AGENT_NAME
+    # Who may write the repo: the agent and its ancestors (those with users here count).
+    writers: list[AGENT_NAME] = Field(max_length=64)
+
+
+class RepoAclAsk(_Req):
+    cmd: Literal["repo_acl"]
+    ask: int
+    repos: list[RepoAcl] = Field(max_length=100_000)
+    # Every agent of the hive: entries for these users are the hive's to revoke.
+    hive_agents: list[AGENT_NAME] = Field(max_length=100_000)
+
+
+class AgentTrashAsk(_Req):
+    cmd: Literal["agent_trash"]
+    ask: int
+    agent: AGENT_NAME
+
+
+class Trashed(_Out):
+    moved_to: str | None  # where its directories went on the host; None: it had none
+
+
+HostDiskCommand = RepoWriteAsk | RepoShowAsk | ReposMissingAsk | RepoAclAsk | AgentTrashAsk
