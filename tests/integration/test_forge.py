@@ -475,7 +475,7 @@ async def test_taking_the_forge_group_away_revokes_the_identity(
 ) -> None:
     from hyperhive.config import AgentConfig
     from hyperhive.permissions import ToolGroup
-    from tests.support.hive import coordinator, op_call, operator, seed_home
+    from tests.support.hive import coordinator, seed_home
 
     home = tmp_path / "home"
     config = _config(forgejo.url, tmp_path, forgejo.admin_token)
@@ -494,12 +494,12 @@ async def test_taking_the_forge_group_away_revokes_the_identity(
         token = await _agent_forge(f, tmp_path, "fg-pia").token()
     finally:
         await f.aclose()
-    async with coordinator(home) as c, operator(c.paths) as op:
-        groups = [g.value for g in ToolGroup.AGENT_DEFAULT]
-        proposal = await op_call(op, "perms_set", agent="fg-pia", tool_groups=groups)
-        assert isinstance(proposal, dict)
-        assert token in forgejo.tokens  # a proposal alone changes nothing
-        await op_call(op, "approve", approval_id=proposal["approval_id"])
+    async with coordinator(home) as c:
+        assert token in forgejo.tokens
+        # The applied change made directly: a `perms set` proposal is committed by the
+        # agent's host (#14), and none runs here.
+        groups = list(ToolGroup.AGENT_DEFAULT)
+        await c.lifecycle.apply("fg-pia", AgentConfig(tool_groups=groups), "apply fg-pia")
     assert token not in forgejo.tokens and forgejo.tokens_of("fg-pia") == []
     assert forgejo.users["fg-pia"].prohibit_login and not forgejo.users["fg-pia"].active
 
