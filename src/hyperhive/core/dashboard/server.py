@@ -16,6 +16,13 @@ from collections.abc import Iterator
 
 import anyio
 import uvicorn
+
+# What uvicorn's Config.load() would import on the event loop once the dashboard
+# starts, after the coordinator says it is up (~0.4 s of a busy loop): imported
+# here instead, with this module, on the worker thread (coordinator.run).
+import uvicorn.lifespan.on
+import uvicorn.protocols.http.auto
+import uvicorn.protocols.websockets.auto
 from anyio.abc import TaskStatus
 
 from hyperhive.core.dashboard.app import build_dashboard
