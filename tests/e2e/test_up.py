@@ -17,11 +17,12 @@ import pytest
 
 from hyperhive.config import HivePaths
 from hyperhive.homelock import holder
-from tests.support.hive import hivectl_env
+from tests.support.hive import SERVE_START_WITHIN_S, hivectl_env
 from tests.support.model_server import ModelServer, text, tool_call
 from tests.support.procs import hivectl, process_gone, wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+# A hang guard: two hives may start in one test, each allowed SERVE_START_WITHIN_S.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
 
 class Up:
@@ -158,7 +159,8 @@ def test_up_starts_everything_restarts_a_dead_host_and_stops_cleanly(up: Up) -> 
 
 def _running(up: Up) -> tuple[int, int]:
     """(coordinator pid, host pid) once the hive's root agent is up."""
-    up.wait_for(lambda: up.saw("agent queen: up"))
+    # As long as a bare serve may take to listen: a loaded machine took over 45 s here.
+    up.wait_for(lambda: up.saw("agent queen: up"), SERVE_START_WITHIN_S)
     return up.wait_for(lambda: _coordinator_pid(up.home)), up.wait_for(lambda: _host_pid(up.home))
 
 
