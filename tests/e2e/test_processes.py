@@ -217,7 +217,9 @@ def test_tool_calls_reach_a_coordinator_restarted_in_the_middle_of_a_turn(
     model_server.set_script(
         [
             stall,
-            tool_call("mcp__bash__run", {"cmd": "sleep 3", "wait_seconds": 0}),
+            # Long enough that its completion (which wakes a turn of its own) comes after
+            # the count below: a 3 s task finished first on a loaded machine (4 requests).
+            tool_call("mcp__bash__run", {"cmd": "sleep 60", "wait_seconds": 0}),
             text("done"),
         ]
     )
