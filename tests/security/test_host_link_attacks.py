@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -42,6 +45,9 @@ from tests.support.hostlink import (
 from tests.support.surfaces import until
 
 pytestmark = pytest.mark.anyio
+
+if TYPE_CHECKING:
+    from tests.support.forgejo_server import FakeForgejo
 
 HIVE_TOML = '[hostlink]\nlisten = "127.0.0.1:0"\n'
 
@@ -185,27 +191,36 @@ async def test_an_abandoned_long_poll_takes_no_mail_and_a_stopping_agent_can_fen
                 await other.call(forward("alice", inc, {"cmd": "fence", "id": 5}, conn=1))
 
 
+@contextmanager
+def _forge_hive(home: Path) -> Iterator[FakeForgejo]:
+    """A fake Forgejo, and ``home`` seeded with alice and bob in the forge group; only the
+    coordinator holds the forge's admin token (a file of its home's)."""
+    from hyperhive.permissions import ToolGroup
+    from tests.support.forgejo_server import FakeForgejo
+
+    with FakeForgejo() as forgejo:
+        forgejo.add_org("agents")
+        token_file = home / "forge-admin-token"
+        token_file.write_text(forgejo.admin_token)
+        token_file.chmod(0o600)
+        forge = [*ToolGroup.AGENT_DEFAULT, ToolGroup.FORGE]
+        seed_home(
+            home,
+            {"alice": AgentConfig(tool_groups=forge), "bob": AgentConfig(tool_groups=forge)},
+            hive_toml=HIVE_TOML
+            + f'[forge]\nurl = "{forgejo.url}"\nadmin_token_file = "{token_file}"\n',
+        )
+        yield forgejo
+
+
 async def test_a_host_gets_only_its_own_agents_forge_token_never_anothers(
     tmp_path: Path,
 ) -> None:
     """Issue #14: the coordinator holds the forge's admin token and hands a host only the
     token of an agent it holds, at its incarnation; a host asking for another host's
     agent (or for its own at a stale incarnation) gets nothing and mints nothing."""
-    from hyperhive.permissions import ToolGroup
-    from tests.support.forgejo_server import FakeForgejo
 
-    with FakeForgejo() as forgejo:
-        forgejo.add_org("agents")
-        token_file = tmp_path / "forge-admin-token"
-        token_file.write_text(forgejo.admin_token)
-        token_file.chmod(0o600)
-        forge = [*ToolGroup.AGENT_DEFAULT, ToolGroup.FORGE]
-        seed_home(
-            tmp_path,
-            {"alice": AgentConfig(tool_groups=forge), "bob": AgentConfig(tool_groups=forge)},
-            hive_toml=HIVE_TOML
-            + f'[forge]\nurl = "{forgejo.url}"\nadmin_token_file = "{token_file}"\n',
-        )
+    with _forge_hive(tmp_path) as forgejo:
         async with coordinator(tmp_path) as c, operator(c.paths) as op:
             url = link_url(c.paths)
             h1 = LinkTarget(url, "h1", await add_host(op, "h1", tmp_path / "creds"))
@@ -258,21 +273,8 @@ async def test_a_host_cannot_mint_its_agents_tokens_and_repos_without_limit(
     the hive's admin token: a host hammering them for an agent it holds is refused past
     a few a minute, per agent and kind, before anything is minted or made."""
     from hyperhive.core.identities import ASKS_BURST
-    from hyperhive.permissions import ToolGroup
-    from tests.support.forgejo_server import FakeForgejo
 
-    with FakeForgejo() as forgejo:
-        forgejo.add_org("agents")
-        token_file = tmp_path / "forge-admin-token"
-        token_file.write_text(forgejo.admin_token)
-        token_file.chmod(0o600)
-        forge = [*ToolGroup.AGENT_DEFAULT, ToolGroup.FORGE]
-        seed_home(
-            tmp_path,
-            {"alice": AgentConfig(tool_groups=forge), "bob": AgentConfig(tool_groups=forge)},
-            hive_toml=HIVE_TOML
-            + f'[forge]\nurl = "{forgejo.url}"\nadmin_token_file = "{token_file}"\n',
-        )
+    with _forge_hive(tmp_path) as forgejo:
         async with coordinator(tmp_path) as c, operator(c.paths) as op:
             h1 = LinkTarget(link_url(c.paths), "h1", await add_host(op, "h1", tmp_path / "creds"))
             pushes = Pushes()
