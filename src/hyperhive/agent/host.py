@@ -70,21 +70,8 @@ from hyperhive.protocol import (
     MoveOutCmd,
     PlaceCmd,
 )
-from hyperhive.protocol.hostdisk import (
-    AgentTrashAsk,
-    RepoAclAsk,
-    RepoShowAsk,
-    ReposMissingAsk,
-    RepoWriteAsk,
-)
-from hyperhive.protocol.hostreads import (
-    AgentSnapshotAsk,
-    EventsFollowCmd,
-    HostJournalAsk,
-    LinkAnswerReq,
-    LogTailAsk,
-    StreamStopCmd,
-)
+from hyperhive.protocol.hostreads import LinkAnswerReq
+from hyperhive.protocol.link import HostAsk
 from hyperhive.subagent.mcp import control_surface, subagent_surface
 from hyperhive.sysusers import adopt_hive_id, ensure_user
 
@@ -377,19 +364,7 @@ class AgentHost:
                 rt.meta.forget()
             if cmd.ask is not None and self._link is not None and self._tg is not None:
                 self._tg.start_soon(self._forgotten, self._link, cmd.ask)
-        elif isinstance(
-            cmd,
-            LogTailAsk
-            | HostJournalAsk
-            | AgentSnapshotAsk
-            | EventsFollowCmd
-            | StreamStopCmd
-            | RepoWriteAsk
-            | RepoShowAsk
-            | ReposMissingAsk
-            | RepoAclAsk
-            | AgentTrashAsk,
-        ):
+        elif isinstance(cmd, HostAsk):
             if self._link is not None and self._tg is not None:
                 self.reads.start(cmd, self._link, self._tg)
 

@@ -197,16 +197,9 @@ class MetaChangedCmd(_Req):
     ask: int | None = None
 
 
-LinkCommand = Annotated[
-    ActivateCmd
-    | DeactivateCmd
-    | PlaceCmd
-    | MetaChangedCmd
-    | MoveOutCmd
-    | MoveInCmd
-    | MoveDropCmd
+HostAsk = (
     # The coordinator's reads of the host (protocol.hostreads):
-    | LogTailAsk
+    LogTailAsk
     | HostJournalAsk
     | AgentSnapshotAsk
     | EventsFollowCmd
@@ -216,6 +209,18 @@ LinkCommand = Annotated[
     | RepoShowAsk
     | ReposMissingAsk
     | RepoAclAsk
-    | AgentTrashAsk,
+    | AgentTrashAsk
+)
+"""The pushes a host's reader answers (``agent/hostreads``), off the link's own loop."""
+
+LinkCommand = Annotated[
+    ActivateCmd
+    | DeactivateCmd
+    | PlaceCmd
+    | MetaChangedCmd
+    | MoveOutCmd
+    | MoveInCmd
+    | MoveDropCmd
+    | HostAsk,
     Field(discriminator="cmd"),
 ]
