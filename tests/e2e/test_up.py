@@ -17,6 +17,7 @@ import pytest
 
 from hyperhive.config import HivePaths
 from hyperhive.homelock import holder
+from hyperhive.unixsock import is_listening
 from tests.support.hive import SERVE_START_WITHIN_S, hivectl_env
 from tests.support.model_server import ModelServer, text, tool_call
 from tests.support.procs import hivectl, process_gone, wait_until
@@ -223,22 +224,10 @@ def test_a_failed_start_leaves_nothing_running(tmp_path: Path, claude_bin: Path)
         # Nothing serves the operator's or the hosts' socket, and their files are gone:
         # the coordinator, stopped while it was still starting, cleaned up after itself.
         for sock in ("host.sock", "hosts.sock"):
-            assert not _answers(tmp_path / "run" / sock)
+            assert not is_listening(tmp_path / "run" / sock)
             assert not (tmp_path / "run" / sock).exists(), sock
     finally:
         _finish(failed)
-
-
-def _answers(sock: Path) -> bool:
-    """Whether anything listens on the unix socket ``sock``."""
-    import socket
-
-    with socket.socket(socket.AF_UNIX) as s:
-        try:
-            s.connect(str(sock))
-        except OSError:
-            return False
-    return True
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="agent users (and so traversal) need root")
