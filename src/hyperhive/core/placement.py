@@ -181,10 +181,13 @@ class Placement:
         host was lost with, or says it still runs, starts on it."""
         # The store may be away (a database restart, a failover): wait for it with
         # jittered backoff rather than drop the host or take the coordinator down.
-        # Activating is idempotent, so a retry after a partial pass is safe.
+        # Activating is idempotent, so a retry after a partial pass is safe; the retries
+        # end with the host's connection.
         async for attempt in stamina.retry_context(
             on=Unavailable, attempts=None, timeout=None, wait_initial=0.5, wait_max=5.0
         ):
+            if host_id not in self.hostlink.hosts:
+                return  # gone again: its next registration starts this over
             with attempt:
                 try:
                     desired = await self.agent_state.all_desired_running()
