@@ -16,26 +16,18 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from hyperhive.config import AgentConfig, HivePaths
-from hyperhive.core.dashboard.security import TOKEN_FILE
 from hyperhive.tools.inbox import REMIND_MAX_BYTES
-from tests.support.hive import agent_env, hivectl_env, seed_home, start_serve
-from tests.support.hostlink import (
-    credential_from,
-    link_tls,
-    start_remote_host,
-    write_credential,
-)
+from tests.support.hive import hivectl_env
 from tests.support.model_server import ModelServer, text, tool_call
-from tests.support.netns import Lan, lan, netns_available
-from tests.support.procs import agent_rows, hivectl, stop, wait_until
+from tests.support.netns import netns_available
+from tests.support.netns_remote import RemoteHive, remote_hive
+from tests.support.procs import agent_rows, hivectl, wait_until
 
 pytestmark = [
     pytest.mark.e2e,
@@ -44,60 +36,10 @@ pytestmark = [
 ]
 
 
-@dataclass
-class Hive:
-    home: Path
-    host_home: Path
-    net: Lan
-    ca_file: Path
-    url: str = ""
-    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
-
-    def logs(self) -> str:
-        files = [*self.home.glob("*.log"), *self.host_home.glob("*.log")]
-        return "\n".join(f"--- {f}\n{f.read_text(errors='replace')[-3000:]}" for f in files)
-
-    def dashboard(self) -> tuple[str, dict[str, str]]:
-        record = json.loads((HivePaths(self.home).run / "dashboard.json").read_text())
-        token = (HivePaths(self.home).run / TOKEN_FILE).read_text().strip()
-        return record["url"].rstrip("/"), {"authorization": f"Bearer {token}"}
-
-
 @pytest.fixture
-def hive(tmp_path: Path, claude_bin: Path) -> Iterator[tuple[Hive, ModelServer]]:
-    with lan(["coord", "h1"]) as net, ModelServer(host=net.own_address) as model:
-        ca_file = link_tls(tmp_path / "coord" / "tls", net.addresses["coord"], tmp_path / "ca.pem")
-        home, host_home = tmp_path / "coord", tmp_path / "h1"
-        seed_home(
-            home,
-            {"alice": AgentConfig(env=agent_env(model.url))},
-            hive_toml=(
-                # The dashboard on the coordinator's LAN address: the test reaches it there.
-                f'claude_bin = "{claude_bin}"\nbind = "{net.addresses["coord"]}"\n'
-                f'dashboard_port = 0\n[hostlink]\nlisten = "{net.addresses["coord"]}:0"\n'
-                'tls_cert = "tls/link.pem"\ntls_key = "tls/link.pem"\n'
-            ),
-        )
-        host_home.mkdir()
-        (host_home / "hive.toml").write_text(
-            f'claude_bin = "{claude_bin}"\nruntime = "unsandboxed"\n'
-        )
-        made = Hive(home, host_home, net, ca_file)
-        try:
-            made.procs.append(start_serve(home, argv_prefix=net.exec_prefix("coord")))
-            info = HivePaths(home).run / "hostlink.json"
-            made.url = wait_until(
-                lambda: json.loads(info.read_text())["url"] if info.exists() else None,
-                30,
-                "the host link listening",
-            )
-            yield made, model
-        finally:
-            for proc in made.procs:
-                if proc.poll() is None:
-                    proc.send_signal(signal.SIGTERM)
-            for proc in reversed(made.procs):
-                stop(proc)
+def hive(tmp_path: Path, claude_bin: Path) -> Iterator[tuple[RemoteHive, ModelServer]]:
+    with remote_hive(tmp_path, claude_bin, ["alice"]) as made:
+        yield made
 
 
 class Follower:
@@ -162,7 +104,7 @@ class LiveStream:
 
 
 def test_logs_follow_live_stream_and_a_long_reminder_cross_the_link(
-    hive: tuple[Hive, ModelServer],
+    hive: tuple[RemoteHive, ModelServer],
 ) -> None:
     h, model = hive
     big = ("remember this, all of it. " * 3000)[: REMIND_MAX_BYTES - 100]
@@ -173,11 +115,7 @@ def test_logs_follow_live_stream_and_a_long_reminder_cross_the_link(
             text("read my reminder"),
         ]
     )
-    made = hivectl(h.home, "hosts", "add", "h1")
-    cred = write_credential(h.host_home / "creds" / "h1", credential_from(made.stdout))
-    h.procs.append(
-        start_remote_host(h.host_home, "h1", h.url, cred, h.ca_file, h.net.exec_prefix("h1"))
-    )
+    h.start_h1()
     try:
         wait_until(
             lambda: (

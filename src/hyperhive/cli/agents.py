@@ -20,6 +20,7 @@ from hyperhive.protocol import (
     MatrixAccountView,
     OpAgentForgeReq,
     OpAgentMoveReq,
+    OpAgentSnapshotReq,
     OpAgentsReq,
     OpCompactReq,
     OpConfigReq,
@@ -127,20 +128,12 @@ def agents_show(obj: _Ctx, name: str, as_json: bool) -> None:
 
 
 def _host_state(obj: _Ctx, name: str) -> dict[str, Any]:
-    """The agent host's view of ``name`` (empty if no host answers: the rest still shows)."""
-    import httpx
-
+    """The agent host's view of ``name``, through the coordinator (empty if its host does
+    not answer: the rest still shows)."""
     try:
-        host = json.loads((obj.paths.run / "agent-host.json").read_text())
-        got = httpx.get(
-            f"{host['url']}/api/agents/{name}/state",
-            headers={"authorization": f"Bearer {host['token']}"},
-            timeout=5,
-        )
-        data = got.json() if got.status_code == 200 else {}
-    except (OSError, ValueError, KeyError, httpx.HTTPError):
+        return obj.call(OpAgentSnapshotReq(cmd="agent_snapshot", agent=name)).model_dump()
+    except HiveError:
         return {}
-    return data if isinstance(data, dict) else {}
 
 
 @agents.command("tree")
@@ -228,25 +221,18 @@ def agents_move(obj: _Ctx, name: str, to: str) -> None:
 
 
 def wait_until_active(obj: _Ctx, name: str, timeout: float) -> bool:
-    """Until the agent host serves ``name``'s API (its harness is up), or ``timeout``."""
-    import time
+    """Until the agent's host answers for it (its harness is up), or ``timeout``.
 
-    import httpx
+    Asked of the coordinator, which asks the host over its link: the host may be
+    another machine.
+    """
+    import time
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            host = json.loads((obj.paths.run / "agent-host.json").read_text())
-            got = httpx.get(
-                f"{host['url']}/api/agents/{name}/state",
-                headers={"authorization": f"Bearer {host['token']}"},
-                timeout=2,
-            )
-            if got.status_code == 200:
-                return True
-        except (OSError, ValueError, KeyError, httpx.HTTPError):
-            pass
-        time.sleep(0.1)
+        if _host_state(obj, name):
+            return True
+        time.sleep(0.2)
     return False
 
 

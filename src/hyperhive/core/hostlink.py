@@ -22,6 +22,7 @@ from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
+from pydantic import ValidationError
 
 from hyperhive.core.link_table import LINK_TABLE, LinkConn
 from hyperhive.core.linked_host import LinkBook, LinkedHost, TurnState
@@ -41,7 +42,7 @@ from hyperhive.protocol import (
     error_response,
     ok_response,
 )
-from hyperhive.protocol.hostreads import LinkStreamItemsReq
+from hyperhive.protocol.hostreads import AgentSnapshot, AgentSnapshotAsk, LinkStreamItemsReq
 from hyperhive.streams import ByteStream
 from hyperhive.unixsock import serve_unix_streams
 
@@ -57,6 +58,8 @@ MAX_FORWARDS = 4096
 # How long a meta change's reply waits for the host to drop the answer it keeps: the
 # change is stored either way; past this a stale get_agent_meta is possible, and logged.
 META_FORGET_WITHIN = 5.0
+# How long a host has to answer for an agent's turn state.
+STATE_WITHIN = 5.0
 
 
 class HostLink(LinkBook):
@@ -89,6 +92,27 @@ class HostLink(LinkBook):
         self.turns[cmd.agent] = TurnState("idle")
         await target.push(encode(cmd))
         self.bus.emit("agent", agent=cmd.agent, running=True, host=host_id)
+
+    def serving(self, agent: str) -> str:
+        """The connected host ``agent`` runs on (``Unavailable`` if none)."""
+        host = self.host_of(agent)
+        if host is None:
+            raise Unavailable(f"{agent} is not running on any agent host")
+        return host
+
+    async def snapshot(self, agent: str) -> AgentSnapshot:
+        """``agent``'s authoritative turn state, asked of the host that holds it."""
+        host = self.serving(agent)
+        got = await self.calls.ask(
+            host,
+            lambda n: AgentSnapshotAsk(cmd="agent_snapshot", ask=n, agent=agent),
+            STATE_WITHIN,
+            f"{agent}'s turn state",
+        )
+        try:
+            return AgentSnapshot.model_validate(got)
+        except ValidationError as exc:
+            raise Unavailable(f"agent host {host} answered {agent}'s state with {exc}") from None
 
     async def push(self, host_id: str, cmd: Any) -> bool:
         """Push ``cmd`` to ``host_id``; ``False`` if it is not connected (or just went)."""

@@ -61,6 +61,7 @@ from hyperhive.protocol import (
     OpAckReq,
     OpAgentForgeReq,
     OpAgentMoveReq,
+    OpAgentSnapshotReq,
     OpAgentsReq,
     OpAnswerReq,
     OpApprovalShowReq,
@@ -98,6 +99,7 @@ from hyperhive.protocol import (
     SpendSeries,
     WaitingSlot,
 )
+from hyperhive.protocol.hostreads import AgentSnapshot
 from hyperhive.store.rows import AgentState as AgentStateRow
 from hyperhive.topology import TopologyStore
 
@@ -328,6 +330,11 @@ class OperatorApi:
     async def _logs(self, req: OpLogsReq) -> LogTail:
         self.registry.require(req.agent)
         return await self.logs.agent(req.agent, req.lines, req.after, req.wait)
+
+    @on(OpAgentSnapshotReq)
+    async def _agent_snapshot(self, req: OpAgentSnapshotReq) -> AgentSnapshot:
+        self.registry.require(req.agent)
+        return await self.hostlink.snapshot(req.agent)
 
     @on(OpCompactReq)
     async def _compact(self, req: OpCompactReq) -> CompactQueued:

@@ -27,6 +27,7 @@ from hyperhive.protocol.base import (
     _Out,
 )
 from hyperhive.protocol.budget import OpBudgetReq, OpBudgetSetReq, OpSpendReq, OpSpendSeriesReq
+from hyperhive.protocol.hostreads import AgentSnapshot
 from hyperhive.protocol.link import HostCapacity
 from hyperhive.protocol.move import OpAgentMoveReq
 
@@ -303,6 +304,14 @@ class OpLogsReq(Req[LogTail]):
     wait: float = Field(default=0.0, ge=0.0, le=25.0)
 
 
+class OpAgentSnapshotReq(Req[AgentSnapshot]):
+    """``agent``'s turn state (and Matrix account) from the host that holds it, over
+    that host's link: the host may be another machine, so ``hivectl`` never reads it."""
+
+    cmd: Literal["agent_snapshot"]
+    agent: str
+
+
 class OpCompactReq(Req[CompactQueued]):
     cmd: Literal["compact"]
     agent: str
@@ -417,6 +426,7 @@ HostRequest = Annotated[
     | OpLifecycleReq
     | OpAgentMoveReq
     | OpLogsReq
+    | OpAgentSnapshotReq
     | OpCompactReq
     | OpPermsSetReq
     | OpConfigReq

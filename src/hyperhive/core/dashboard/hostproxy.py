@@ -21,12 +21,9 @@ import httpx
 from hyperhive.core.hostlink import HostLink
 from hyperhive.errors import Unavailable
 from hyperhive.protocol.hostapi import HostWork
-from hyperhive.protocol.hostreads import AgentSnapshotAsk, EventsFollowCmd
+from hyperhive.protocol.hostreads import EventsFollowCmd
 
 __all__ = ["HostProxy"]
-
-# How long a host has to answer for an agent's turn state.
-STATE_WITHIN = 5.0
 
 
 class HostProxy:
@@ -39,24 +36,9 @@ class HostProxy:
         """Every host endpoint file on this machine: the local host's, then named hosts'."""
         return [self._file, *sorted((self._run / "hosts").glob("*/agent-host.json"))]
 
-    def _holder(self, agent: str) -> str:
-        host = self._link.host_of(agent)
-        if host is None:
-            raise Unavailable(f"{agent} is not running on any agent host")
-        return host
-
     async def state(self, agent: str) -> dict[str, Any]:
         """``agent``'s authoritative turn state, from the host that holds it."""
-        host = self._holder(agent)
-        got = await self._link.calls.ask(
-            host,
-            lambda n: AgentSnapshotAsk(cmd="agent_snapshot", ask=n, agent=agent),
-            STATE_WITHIN,
-            f"{agent}'s turn state",
-        )
-        if not isinstance(got, dict):
-            raise Unavailable(f"agent host {host} answered {agent}'s state with no object")
-        return dict(got)
+        return (await self._link.snapshot(agent)).model_dump(mode="json")
 
     async def work(self) -> HostWork:
         """The bash tasks and subagents running on every host reachable here, per agent
@@ -89,7 +71,7 @@ class HostProxy:
     async def events(self, agent: str) -> AsyncIterator[dict[str, Any]]:
         """``agent``'s turn events (its host's kept history first), relayed from its host
         until the agent stops there (``StreamEnded``) or the host goes (``Unavailable``)."""
-        host = self._holder(agent)
+        host = self._link.serving(agent)
         async with self._link.calls.stream(
             host, lambda n: EventsFollowCmd(cmd="events_follow", stream=n, agent=agent)
         ) as batches:
