@@ -19,15 +19,10 @@ import pytest
 from hyperhive.config import HivePaths
 from hyperhive.gitrepo import GitRepo
 from tests.support.model_server import ModelServer
-from tests.support.netns import netns_available
-from tests.support.netns_remote import RemoteHive, remote_hive
+from tests.support.netns_remote import NETNS_E2E, RemoteHive, remote_hive
 from tests.support.procs import agent_rows, hivectl, hivectl_json, wait_until
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.timeout(240),
-    pytest.mark.skipif(netns_available() is not None, reason=str(netns_available())),
-]
+pytestmark = NETNS_E2E
 
 
 @pytest.fixture

@@ -17,13 +17,22 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.core.dashboard.security import TOKEN_FILE
 from tests.support.hive import agent_env, seed_home, start_serve
 from tests.support.hostlink import credential_from, link_tls, start_remote_host, write_credential
 from tests.support.model_server import ModelServer
-from tests.support.netns import Lan, lan
+from tests.support.netns import Lan, lan, netns_available
 from tests.support.procs import hivectl, stop, wait_until
+
+# The marks of a test module built on this rig.
+NETNS_E2E = [
+    pytest.mark.e2e,
+    pytest.mark.timeout(240),
+    pytest.mark.skipif(netns_available() is not None, reason=str(netns_available())),
+]
 
 
 @dataclass
