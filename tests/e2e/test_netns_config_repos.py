@@ -2,7 +2,8 @@
 
 The coordinator and agent host h1 on separate network stacks, each with its
 own home (``tests/support/netns_remote``). The operator spawns bob on h1,
-proposes and approves a config change, then destroys bob: the proposed repo is
+proposes and approves a config change, is told ``choom`` must not open bob's
+session here, then destroys bob: the proposed repo is
 seeded, committed to and read (for the approval's diff) on h1 through the host
 link, bob's directories go to h1's trash, and the coordinator's home never
 holds an ``agents/bob`` directory at any step.
@@ -61,6 +62,11 @@ def test_spawn_propose_approve_and_destroy_on_a_remote_hosts_disk(
         approved = hivectl(h.home, "approvals", "approve", "1")
         assert json.loads(approved.stdout)["state"] == "approved"
         assert "web_tools" in hivectl_json(h.home, "perms", "show", "bob")["tool_groups"]
+        assert not coord.agent_dir("bob").exists()
+
+        # An operator's claude session in bob's sandbox would start in empty dirs here.
+        choom = hivectl(h.home, "choom", "bob", check=False)
+        assert choom.returncode != 0 and "on agent host h1's disk" in choom.stderr, choom.stderr
         assert not coord.agent_dir("bob").exists()
 
         hivectl(h.home, "agents", "destroy", "bob", "--yes")

@@ -18,7 +18,7 @@ import click
 from hyperhive.cli.base import _Ctx, main, pass_ctx
 from hyperhive.config import AgentConfig, load_hive_config
 from hyperhive.errors import InvalidRequest, Unavailable
-from hyperhive.protocol import OpConfigReq, OpTopologyReq
+from hyperhive.protocol import OpAgentsReq, OpConfigReq, OpHostsListReq, OpTopologyReq
 
 __all__ = ["choom", "choom_argv"]
 
@@ -35,6 +35,24 @@ def choom_argv(claude_bin: str, extra: tuple[str, ...]) -> list[str]:
     return [claude_bin, *extra]
 
 
+def _require_files_here(obj: _Ctx, name: str) -> None:
+    """Refuse an agent whose HOME and work dir are on another machine's agent host:
+    a session here would start in empty directories of this disk."""
+    if obj.paths.agent_dir(name).exists():
+        return  # here (a host on this machine, or one sharing the hive home's disk)
+    row = next((a for a in obj.call(OpAgentsReq(cmd="agents")) if a.name == name), None)
+    host = (row.assigned_host or row.host) if row is not None else None
+    if host is None:
+        return
+    remote = {h.name: h.remote for h in obj.call(OpHostsListReq(cmd="hosts_list"))}
+    if remote.get(host, False):
+        raise Unavailable(
+            f"{name}'s session and work dir are on agent host {host}'s disk, not this "
+            f"machine's; choom opens claude where they are: move it to a host here first "
+            f"(`hivectl agents move {name} --to HOST`)"
+        )
+
+
 @main.command(context_settings={"ignore_unknown_options": True})
 @click.argument("name")
 @click.argument("claude_args", nargs=-1, type=click.UNPROCESSED)
@@ -49,6 +67,7 @@ def choom(obj: _Ctx, name: str, claude_args: tuple[str, ...]) -> None:
     from hyperhive.agent.runtime import AgentRuntime
 
     data = obj.call(OpConfigReq(cmd="agent_config", agent=name))
+    _require_files_here(obj, name)
     config = AgentConfig.model_validate(data.config)
     parent = obj.call(OpTopologyReq(cmd="topology")).get(name)
     hive = load_hive_config(obj.home)
