@@ -28,6 +28,7 @@ from hyperhive.protocol import (
     OpLifecycleReq,
     OpPermsSetReq,
     OpResolveReq,
+    OpSetParentReq,
     OpSpawnReq,
 )
 from hyperhive.protocol.move import OpAgentMoveReq
@@ -128,7 +129,17 @@ async def test_a_manager_edits_its_childs_config_held_by_another_host(
             await until(lambda: _mirror_source(a, "bob") == real.head())
             assert "web_tools" not in _head_text(mirror) and "#" not in _head_text(mirror)
 
-            # bob moved beside alice: its own directories replace the mirror.
+            # A reparent out of this host's reach takes the mirror away; one back into it
+            # (under carol now) brings it back, for carol alone.
+            await op.call(OpSetParentReq(cmd="set_parent", child="bob", new_parent=None))
+            await until(lambda: not a.agent_dir("bob").exists())
+            await op.call(OpSetParentReq(cmd="set_parent", child="bob", new_parent="carol"))
+            await until(lambda: _mirror_source(a, "bob") == real.head())
+            async with agent(c.paths, "alice") as alice:
+                with pytest.raises(PermissionDenied, match="not a descendant"):
+                    await agent_call(alice, "request_apply_commit", agent="bob", commit="HEAD")
+
+            # bob moved beside its manager: its own directories replace the mirror.
             latest = _head_text(real.path)
             await op.call(OpAgentMoveReq(cmd="agent_move", agent="bob", to=local.host_id))
             await until(lambda: (a.agent_dir("bob") / "state").is_dir())
