@@ -244,6 +244,11 @@ async def test_the_mirror_is_bound_into_the_managers_sandbox_and_writable_by_it_
                 assert isinstance(asked, dict) and asked["commit"] == real.head()
                 assert "# by alice" in (_head_text(real.path) or "")
 
+                # bob destroyed: its mirror here goes too (and its trash on h2).
+                await op.call(OpLifecycleReq(cmd="agent_destroy", agent="bob"))
+                await until(lambda: not a.agent_dir("bob").exists())
+                assert not b.agent_dir("bob").exists()
+
 
 def _runtime(
     paths: HivePaths, c: Coordinator, name: str, descendants: tuple[str, ...]

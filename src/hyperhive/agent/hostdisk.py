@@ -4,7 +4,9 @@ Each agent's proposed config repo, state, home and workspace live on the
 disk of the host that holds it, and its system user in that host's user
 database. The coordinator asks (:mod:`hyperhive.protocol.hostdisk`); this
 does it with the host's own git, ACL and user tools, on a worker thread
-(git and useradd must not stall the host's event loop).
+(git and useradd must not stall the host's event loop), one ask at a time
+per agent. The mirrors it keeps of repos held on other hosts, for the
+ancestors it runs, are :mod:`hyperhive.agent.mirrorrepos`'.
 """
 
 from __future__ import annotations

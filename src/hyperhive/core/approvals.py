@@ -128,6 +128,7 @@ class Approvals:
                 text, f"{agent}/config@{full[:12]}/{AGENT_TOML}", strict=True
             )
             note = None
+            self.repo_changed()  # committed to where it is: its mirrors may be behind
         else:
             full, config, note = await self._from_mirror(via, requester, agent, commit)
         approval = await self._create(
