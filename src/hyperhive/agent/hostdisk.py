@@ -6,7 +6,7 @@ database. The coordinator asks (:mod:`hyperhive.protocol.hostdisk`); this
 does it with the host's own git, ACL and user tools, on a worker thread
 (git and useradd must not stall the host's event loop), one ask at a time
 per agent. The mirrors it keeps of repos held on other hosts, for the
-ancestors it runs, are :mod:`hyperhive.agent.mirrorrepos`'.
+ancestors it runs, are in :mod:`hyperhive.agent.mirrorrepos`.
 """
 
 from __future__ import annotations
