@@ -204,7 +204,8 @@ async def test_the_mirror_is_bound_into_the_managers_sandbox_and_writable_by_it_
                 mirror = a.agent_config_repo("bob")
                 assert mirror.stat().st_uid == existing_uid(a, "bob")
                 carol_uid = existing_uid(a, "carol")
-                assert existing_uid(a, "alice") in named_uids(mirror)
+                # Its writers, and its own user (it writes in what they made), as a real repo.
+                assert {existing_uid(a, "alice"), existing_uid(a, "bob")} <= named_uids(mirror)
                 assert carol_uid not in named_uids(mirror)
 
                 alice = _runtime(c.paths, c, "alice", ("bob",))
@@ -243,6 +244,15 @@ async def test_the_mirror_is_bound_into_the_managers_sandbox_and_writable_by_it_
                     )
                 assert isinstance(asked, dict) and asked["commit"] == real.head()
                 assert "# by alice" in (_head_text(real.path) or "")
+                assert "# by alice" in (_head_text(mirror) or "")
+
+                # The host brings the mirror alice wrote in to a new head, as bob's user.
+                await op.call(
+                    OpPermsSetReq(cmd="perms_set", agent="bob", tool_groups=["web_tools"])
+                )
+                await until(lambda: _mirror_source(a, "bob") == _head(real), 60)
+                assert "web_tools" in (_head_text(mirror) or "")
+                assert "# by alice" not in (_head_text(mirror) or "")
 
                 # bob destroyed: its mirror here goes too (and its trash on h2).
                 await op.call(OpLifecycleReq(cmd="agent_destroy", agent="bob"))

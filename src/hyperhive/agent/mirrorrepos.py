@@ -95,7 +95,8 @@ class MirrorRepos:
                 continue
             sources[agent] = self.source(agent)
             if self.isolated:
-                mine = {u for w in writers if (u := uids.get(w)) is not None}
+                # Its own user too, as on a real repo: it writes what the writers made.
+                mine = {u for w in (agent, *writers) if (u := uids.get(w)) is not None}
                 sync_repo(self.paths.agent_config_repo(agent), mine, hive_uids)
         return MirrorsKept(sources=sources), gone
 
@@ -129,7 +130,8 @@ class MirrorRepos:
             cmd.text,
         )
         if self.isolated:
-            writers = {u for w in cmd.writers if (u := existing_uid(self.paths, w)) is not None}
+            named = (cmd.agent, *cmd.writers)  # its own user too (see keep)
+            writers = {u for w in named if (u := existing_uid(self.paths, w)) is not None}
             sync_repo(repo.path, writers, writers)  # grants only: keep revokes
         atomic_write_text(
             self._marker(cmd.agent),
