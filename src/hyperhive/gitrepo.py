@@ -140,6 +140,15 @@ class GitRepo:
             raise NotFound(f"no commit {commit!r} in {self.path}")
         return result.stdout.strip()
 
+    def subject(self, commit: str) -> str:
+        """The subject line of ``commit`` (a full id)."""
+        return self._git("log", "-1", "--format=%s", commit).stdout.strip()
+
+    def size(self, commit: str, path: str) -> int | None:
+        """The size in bytes of ``path`` at ``commit`` (a full id); None if it has none."""
+        result = self._git("cat-file", "-s", f"{commit}:{path}", check=False)
+        return int(result.stdout) if result.returncode == 0 else None
+
     def show(self, commit: str, path: str) -> str:
         """The text of ``path`` at ``commit``."""
         full = self.resolve(commit)

@@ -12,14 +12,11 @@ across a coordinator restart.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 import pytest
 
-from hyperhive.agent.host import AgentHost
 from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.errors import PermissionDenied, Unavailable
@@ -39,12 +36,11 @@ from tests.support.hive import (
     agent,
     agent_call,
     coordinator,
-    hive_config,
     operator,
     running_hive,
     seed_home,
 )
-from tests.support.hostlink import Pushes, add_host, link_url, registered
+from tests.support.hostlink import Pushes, add_host, inprocess_remote_host, link_url, registered
 from tests.support.surfaces import until, until_async
 
 pytestmark = pytest.mark.anyio
@@ -117,24 +113,6 @@ async def test_local_host_seeds_reads_commits_and_trashes_config_repos(
         assert await c.store.trash.all() == []
 
 
-@asynccontextmanager
-async def _remote_host(
-    coord_paths: HivePaths, home: Path, cred: Path, name: str = "h2"
-) -> AsyncIterator[AgentHost]:
-    """A remote agent host with a home of its own (its own disk), dialling in."""
-    host_paths = HivePaths(home)
-    hive = hive_config(coord_paths.home)
-    host = AgentHost(host_paths, hive, remote=LinkTarget(link_url(coord_paths), name, cred))
-    async with anyio.create_task_group() as tg:
-        await tg.start(host.run)
-        try:
-            yield host
-        finally:
-            with anyio.move_on_after(10):
-                await host.stop_all(graceful=False)
-            tg.cancel_scope.cancel()
-
-
 async def test_a_remote_hosts_agents_live_on_its_disk_and_trash_waits_for_it(
     tmp_path: Path, claude_bin: Path, hive_store_url: str | None
 ) -> None:
@@ -151,7 +129,7 @@ async def test_a_remote_hosts_agents_live_on_its_disk_and_trash_waits_for_it(
     async with coordinator(tmp_path) as c, operator(c.paths) as op:
         c.disks.wait = 1.0  # what "briefly" is for a host that is away, in a test
         cred = await add_host(op, "h2", tmp_path / "creds")
-        async with _remote_host(coord_paths, h2_home, cred) as host:
+        async with inprocess_remote_host(coord_paths, h2_home, cred) as host:
             await until(lambda: "h2" in c.hostlink.hosts)
             # The host took the hive's id: its users would be hh-<hive id>-<agent>.
             await until(lambda: (h2_home / "hive-id").exists())
@@ -191,7 +169,7 @@ async def test_a_remote_hosts_agents_live_on_its_disk_and_trash_waits_for_it(
     # A coordinator restart keeps it; the host's return carries it out.
     async with coordinator(tmp_path) as c, operator(c.paths) as op:
         assert [p.agent for p in await c.store.trash.all()] == ["bob"]
-        async with _remote_host(coord_paths, h2_home, cred):
+        async with inprocess_remote_host(coord_paths, h2_home, cred):
             await until_async(lambda: _no_trash(c), 30)
             assert not h2.agent_dir("bob").exists()
             trashed = list((h2_home / "agents" / ".trash").iterdir())

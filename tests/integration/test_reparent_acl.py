@@ -15,9 +15,11 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
-from hyperhive.config import HivePaths
+from hyperhive.config import AgentConfig, HivePaths
+from hyperhive.permissions import ToolGroup
 from hyperhive.repoacl import named_uids
 from hyperhive.sysusers import existing_uid, remove_user
 from tests.support.hive import op_call, operator, running_hive, seed_home
@@ -79,4 +81,57 @@ async def test_new_ancestors_gain_the_acl_and_old_ones_lose_it(
             assert c.mirror.git.log(1)[0]["subject"] == "reparent kid: p1 -> p2"
     finally:
         for agent in AGENTS:
+            remove_user(paths, agent)
+
+
+async def test_the_host_answers_while_a_slow_setfacl_grants_a_repo(
+    open_home: Path, claude_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Granting a running agent its new descendant's repo runs ``setfacl`` off the host's
+    event loop: a real ``setfacl``, held by a wrapper until the test lets it go, and the
+    host's HTTP server answers meanwhile (on the loop, it would wait for the wrapper's
+    own time-out, and the test could not release it)."""
+    manager = AgentConfig(tool_groups=list(ToolGroup.MANAGER_DEFAULT))
+    seed_home(
+        open_home,
+        {"alice": manager, "bob": AgentConfig()},
+        topology={"alice": None, "bob": None},
+        hive_toml='runtime = "bwrap"\n',
+    )
+    paths = HivePaths(open_home)
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    (gate / "setfacl").write_text(
+        "#!/bin/sh\n"
+        f"touch {gate}/started\n"
+        "i=0\n"
+        f'while [ ! -e {gate}/release ] && [ "$i" -lt 150 ]; do sleep 0.1; i=$((i+1)); done\n'
+        f"[ -e {gate}/release ] || touch {gate}/timed-out\n"
+        f'exec {shutil.which("setfacl")} "$@"\n'
+    )
+    (gate / "setfacl").chmod(0o755)
+    try:
+        async with running_hive(open_home, claude_bin, runtime="bwrap") as (c, host):
+            bob_repo = paths.agent_config_repo("bob")
+
+            def ready() -> bool:
+                rt = host.runtimes.get("alice")
+                return rt is not None and rt.isolation is not None and bob_repo.is_dir()
+
+            await until(ready, 60)
+            alice = host.runtimes["alice"]
+            assert alice.isolation is not None and bob_repo not in alice.isolation.rw
+            monkeypatch.setenv("PATH", f"{gate}:{os.environ['PATH']}")
+
+            host.place("alice", None, ("bob",))  # as a reparent of bob under alice tells it
+            await until(lambda: (gate / "started").exists(), 90)
+            async with httpx.AsyncClient(base_url=host.base_url) as http:
+                assert (await http.get("/healthz")).status_code == 200
+            assert not (gate / "timed-out").exists()  # answered while setfacl still waited
+            (gate / "release").touch()
+
+            await until(lambda: alice.isolation is not None and bob_repo in alice.isolation.rw)
+            assert existing_uid(paths, "alice") in named_uids(bob_repo)
+    finally:
+        for agent in ("alice", "bob"):
             remove_user(paths, agent)

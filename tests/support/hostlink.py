@@ -14,12 +14,20 @@ from typing import Any
 import anyio
 import trustme
 
+from hyperhive.agent.host import AgentHost
 from hyperhive.client import RpcClient
 from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.netlink.dialer import LinkTarget, dial
 from hyperhive.protocol import HostCredential, LinkRegisterReq, OpHostsAddReq
-from tests.support.hive import SERVE_START_WITHIN_S, coordinator, hivectl_env, operator, seed_home
+from tests.support.hive import (
+    SERVE_START_WITHIN_S,
+    coordinator,
+    hive_config,
+    hivectl_env,
+    operator,
+    seed_home,
+)
 from tests.support.procs import stop, wait_until
 
 
@@ -57,6 +65,27 @@ def link_url(paths: HivePaths) -> str:
     """The URL the coordinator's network host link listens on (``run/hostlink.json``)."""
     url: str = json.loads((paths.run / "hostlink.json").read_text())["url"]
     return url
+
+
+@asynccontextmanager
+async def inprocess_remote_host(
+    coord_paths: HivePaths, home: Path, cred: Path, name: str = "h2"
+) -> AsyncIterator[AgentHost]:
+    """A remote agent host in this process with a home of its own (its own disk),
+    dialling the coordinator's network link on loopback."""
+    host = AgentHost(
+        HivePaths(home),
+        hive_config(coord_paths.home),
+        remote=LinkTarget(link_url(coord_paths), name, cred),
+    )
+    async with anyio.create_task_group() as tg:
+        await tg.start(host.run)
+        try:
+            yield host
+        finally:
+            with anyio.move_on_after(10):
+                await host.stop_all(graceful=False)
+            tg.cancel_scope.cancel()
 
 
 # A hive serving the network host link: its coordinator, the operator's connection,

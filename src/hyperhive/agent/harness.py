@@ -431,7 +431,8 @@ async def run_agent(rt: AgentRuntime) -> None:
     A coordinator restart is ridden out: the loop reconnects to the agent's
     socket and carries on (no new incarnation, so nothing is redelivered).
     """
-    rt.prepare_dirs()
+    # Off the event loop: useradd, chown and setfacl must not stall the host's other agents.
+    await anyio.to_thread.run_sync(rt.prepare_dirs)
     loop = _Loop(rt)
     while True:
         try:

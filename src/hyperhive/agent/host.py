@@ -151,7 +151,10 @@ class AgentHost:
         # The coordinator reads this host's agents' logs and turn streams over the link.
         # ... and does its work in their directories (config repos, trash, users).
         self.disk = AgentDisk(
-            paths, self.host_id, isolated=self.hive.runtime == "bwrap", repo_made=self._repo_made
+            paths,
+            self.host_id,
+            isolated=self.hive.runtime == "bwrap",
+            repos_changed=self._repos_changed,
         )
         self.reads = HostReads(
             self.host_id, paths.logs, self.runtimes.get, self.hive.max_frame_bytes, self.disk
@@ -453,13 +456,21 @@ class AgentHost:
             return
         log.info("%s: parent %s, descendants %s", name, parent or "(root)", list(descendants))
         rt.move(parent, descendants)
+        self._reach(rt)
 
-    def _repo_made(self, agent: str) -> None:
-        """``agent``'s config repo was just made here (seeded after it or an ancestor
-        started): their sandboxes bind it from their next spawn."""
+    def _reach(self, rt: AgentRuntime) -> None:
+        """Re-bind ``rt``'s config repos in a task: the command loop never waits on it."""
+        if self._tg is not None:
+            self._tg.start_soon(rt.reach_config_repos)
+
+    def _repos_changed(self, agents: list[str]) -> None:
+        """These agents' config repos (or this host's mirrors of them) were just made or
+        removed here: the sandboxes of those who may write them follow from their next
+        spawn."""
+        changed = set(agents)
         for rt in list(self.runtimes.values()):
-            if agent == rt.name or agent in rt.descendants:
-                rt.reach_config_repos()
+            if rt.name in changed or changed.intersection(rt.descendants):
+                self._reach(rt)
 
     def _state_reporter(self, name: str) -> Callable[[Any, float], None]:
         def report(state: Any, since: float) -> None:

@@ -4,7 +4,9 @@ Each agent's proposed config repo, state, home and workspace live on the
 disk of the host that holds it, and its system user in that host's user
 database. The coordinator asks (:mod:`hyperhive.protocol.hostdisk`); this
 does it with the host's own git, ACL and user tools, on a worker thread
-(git and useradd must not stall the host's event loop).
+(git and useradd must not stall the host's event loop), one ask at a time
+per agent. The mirrors it keeps of repos held on other hosts, for the
+ancestors it runs, are in :mod:`hyperhive.agent.mirrorrepos`.
 """
 
 from __future__ import annotations
@@ -12,20 +14,26 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 from pydantic import JsonValue
 
+from hyperhive.agent.mirrorrepos import MirrorRepos
 from hyperhive.atomic import atomic_write_text
 from hyperhive.config import HivePaths
-from hyperhive.errors import NotFound, StorageError
+from hyperhive.errors import InvalidRequest, NotFound, StorageError
 from hyperhive.gitrepo import AGENT_TOML, GitRepo
 from hyperhive.protocol.hostdisk import (
+    MAX_CONFIG,
     AgentTrashAsk,
     HostDiskCommand,
+    MirrorsKeepAsk,
+    MirrorWriteAsk,
     RepoAclAsk,
     RepoFile,
     RepoShowAsk,
@@ -41,10 +49,15 @@ __all__ = ["AgentDisk"]
 
 log = logging.getLogger(__name__)
 
+C = TypeVar("C", bound=HostDiskCommand)
+R = TypeVar("R")
+
 
 def _subject(cmd: HostDiskCommand) -> str:
     if isinstance(cmd, RepoAclAsk):
         return f"{len(cmd.repos)} config repo(s)"
+    if isinstance(cmd, MirrorsKeepAsk):
+        return f"{len(cmd.mirrors)} config repo mirror(s)"
     if isinstance(cmd, ReposMissingAsk):
         return f"{len(cmd.agents)} agent(s)"
     return cmd.agent
@@ -58,15 +71,28 @@ class AgentDisk:
         paths: HivePaths,
         host_id: str,
         isolated: bool,
-        repo_made: Callable[[str], None] | None = None,
+        repos_changed: Callable[[list[str]], None] | None = None,
     ) -> None:
         self.paths = paths
         self.host_id = host_id
-        # Told (on the event loop) of each config repo made here, so the sandboxes of the
-        # agents running here that may write it bind it.
-        self.repo_made = repo_made
+        # Told (on the event loop) of the agents whose config repo (or mirror) was made or
+        # removed here, so the sandboxes of the agents running here that may write it
+        # bind it, or no longer do.
+        self.repos_changed = repos_changed
         # Under bubblewrap (as root) each proposed repo belongs to its agent's user.
         self.isolated = isolated and os.geteuid() == 0
+        self.mirrors = MirrorRepos(paths, host_id, self.isolated)
+        self._locks: dict[str, threading.Lock] = {}
+
+    def _one(self, agent: str, fn: Callable[[C], R], cmd: C) -> R:
+        """``fn(cmd)`` alone on ``agent``'s directories: asks run concurrently, and a
+        read racing a first commit must not find (and restart) a half-made repo."""
+        with self._locks.setdefault(agent, threading.Lock()):
+            return fn(cmd)
+
+    def _changed(self, agents: list[str]) -> None:
+        if agents and self.repos_changed is not None:
+            self.repos_changed(agents)
 
     async def answer(self, cmd: HostDiskCommand) -> JsonValue:
         """Do what ``cmd`` asks, off the event loop; its result as JSON."""
@@ -79,13 +105,24 @@ class AgentDisk:
 
     async def _answer(self, cmd: HostDiskCommand) -> JsonValue:
         if isinstance(cmd, RepoWriteAsk):
-            existed = (self.paths.agent_config_repo(cmd.agent) / ".git").exists()
-            written = await anyio.to_thread.run_sync(self.write, cmd)
-            if not existed and self.repo_made is not None:
-                self.repo_made(cmd.agent)
+            existed = self._real(cmd.agent)
+            written = await anyio.to_thread.run_sync(self._one, cmd.agent, self.write, cmd)
+            if not existed:
+                self._changed([cmd.agent])
             return written.model_dump(mode="json")
+        if isinstance(cmd, MirrorsKeepAsk):
+            kept, gone = await anyio.to_thread.run_sync(self.mirrors.keep, cmd)
+            self._changed(gone)
+            return kept.model_dump(mode="json")
+        if isinstance(cmd, MirrorWriteAsk):
+            mirrored, made = await anyio.to_thread.run_sync(
+                self._one, cmd.agent, self.mirrors.write, cmd
+            )
+            if made:
+                self._changed([cmd.agent])
+            return mirrored.model_dump(mode="json")
         if isinstance(cmd, RepoShowAsk):
-            shown = await anyio.to_thread.run_sync(self.show, cmd)
+            shown = await anyio.to_thread.run_sync(self._one, cmd.agent, self.show, cmd)
             return shown.model_dump(mode="json")
         if isinstance(cmd, ReposMissingAsk):
             missing: list[JsonValue] = list(
@@ -95,10 +132,16 @@ class AgentDisk:
         if isinstance(cmd, RepoAclAsk):
             await anyio.to_thread.run_sync(self.sync_acls, cmd)
             return None
-        trashed = await anyio.to_thread.run_sync(self.trash, cmd)
+        trashed = await anyio.to_thread.run_sync(self._one, cmd.agent, self.trash, cmd)
         return trashed.model_dump(mode="json")
 
     # ---- proposed config repos ---------------------------------------------------------
+
+    def _real(self, agent: str) -> bool:
+        """Whether ``agent``'s own proposed repo is here (a mirror of it is not)."""
+        return (self.paths.agent_config_repo(agent) / ".git").exists() and not (
+            self.mirrors.is_mirror(agent)
+        )
 
     def proposed(self, agent: str) -> GitRepo:
         """``agent``'s proposed repo, made (and given to its user) if it is not yet."""
@@ -123,8 +166,11 @@ class AgentDisk:
             d.mkdir(parents=True, exist_ok=True, mode=0o700)
 
     def write(self, cmd: RepoWriteAsk) -> RepoWritten:
+        if self.mirrors.is_mirror(cmd.agent):
+            # Its directories are here now (the coordinator's word): the mirror makes way.
+            self.mirrors.drop(cmd.agent, frozenset([cmd.agent]))
         self._dirs_ready(cmd.agent)
-        existed = (self.paths.agent_config_repo(cmd.agent) / ".git").exists()
+        existed = self._real(cmd.agent)
         repo = self.proposed(cmd.agent)
         if cmd.missing_only and existed:
             return RepoWritten(commit=repo.head(), changed=False)
@@ -135,14 +181,37 @@ class AgentDisk:
         return RepoWritten(commit=commit or repo.head(), changed=commit is not None)
 
     def show(self, cmd: RepoShowAsk) -> RepoFile:
-        if not (self.paths.agent_config_repo(cmd.agent) / ".git").exists():
-            raise NotFound(f"{cmd.agent} has no proposed config repo on agent host {self.host_id}")
-        repo = self.proposed(cmd.agent)
-        full = repo.resolve(cmd.commit)
-        return RepoFile(commit=full, text=repo.show(full, cmd.path))
+        label = (
+            f"the mirror of {cmd.agent}'s config repo"
+            if cmd.mirror
+            else f"{cmd.agent}'s proposed config repo"
+        )
+        there = (self.paths.agent_config_repo(cmd.agent) / ".git").exists()
+        if not there or self.mirrors.is_mirror(cmd.agent) != cmd.mirror:
+            raise NotFound(
+                f"agent host {self.host_id} keeps no mirror of {cmd.agent}'s config repo"
+                if cmd.mirror
+                else f"{cmd.agent} has no proposed config repo on agent host {self.host_id}"
+            )
+        owner = ensure_user(self.paths, cmd.agent) if self.isolated else None
+        repo = GitRepo(self.paths.agent_config_repo(cmd.agent), run_as=owner)  # read only
+        try:
+            full = repo.resolve(cmd.commit)
+        except NotFound as exc:
+            raise NotFound(
+                f"no commit {cmd.commit!r} in {label} on agent host {self.host_id}"
+            ) from exc
+        size = repo.size(full, cmd.path)
+        if size is not None and size > MAX_CONFIG:
+            raise InvalidRequest(
+                f"{cmd.agent}'s {cmd.path} at {full[:12]} on agent host {self.host_id} is "
+                f"{size} bytes, over the {MAX_CONFIG // 1024} KiB limit; make it smaller and "
+                "commit again"
+            )
+        return RepoFile(commit=full, text=repo.show(full, cmd.path), subject=repo.subject(full))
 
     def missing(self, agents: list[str]) -> list[str]:
-        return [a for a in agents if not (self.paths.agent_config_repo(a) / ".git").exists()]
+        return [a for a in agents if not self._real(a)]
 
     def sync_acls(self, cmd: RepoAclAsk) -> None:
         """Each repo writable by exactly its writers among the hive's users on this host

@@ -29,6 +29,8 @@ from hyperhive.protocol import ErrorInfo
 from hyperhive.protocol.hostdisk import (
     AgentTrashAsk,
     HostDiskCommand,
+    MirrorsKeepAsk,
+    MirrorWriteAsk,
     RepoAclAsk,
     RepoShowAsk,
     ReposMissingAsk,
@@ -57,7 +59,15 @@ FOLLOW_EVERY = 0.2
 
 
 _Ask = LogTailAsk | HostJournalAsk | AgentSnapshotAsk | HostDiskCommand
-_DISK_ASKS = (RepoWriteAsk, RepoShowAsk, ReposMissingAsk, RepoAclAsk, AgentTrashAsk)
+_DISK_ASKS = (
+    RepoWriteAsk,
+    RepoShowAsk,
+    ReposMissingAsk,
+    RepoAclAsk,
+    AgentTrashAsk,
+    MirrorsKeepAsk,
+    MirrorWriteAsk,
+)
 
 
 class JournalRing(logging.Handler):

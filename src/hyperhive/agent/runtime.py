@@ -81,6 +81,8 @@ class AgentRuntime:
     matrix_problem: str | None = None
     # Its own get_agent_meta, until the coordinator pushes a change (see metacache).
     meta: MetaCache = field(default_factory=MetaCache)
+    # One re-binding of its config repos at a time, each from the descendants of then.
+    reaching: anyio.Lock = field(default_factory=anyio.Lock)
 
     def __post_init__(self) -> None:
         if not self.groups:
@@ -198,19 +200,24 @@ class AgentRuntime:
         """A reparent, without a restart: the next turn, task or subagent sees it.
 
         The system prompt and ``HIVE_*`` env are built per spawn from these
-        fields; the sandbox's writable config repos follow the descendants.
+        fields; the sandbox's writable config repos follow the descendants once
+        :meth:`reach_config_repos` has run (its host starts it).
         """
         self.parent = parent
         self.descendants = descendants
         self.meta.forget()
-        self.reach_config_repos()
 
-    def reach_config_repos(self) -> None:
+    async def reach_config_repos(self) -> None:
         """The sandbox's writable config repos as they are on disk now (its own and its
-        descendants'), from the next spawn: one made after it started (its host seeds a
-        new agent's repo after activating it) is bound from then on."""
-        if self.isolation is not None:
-            self.isolation = retarget_isolation(self, self.isolation)
+        descendants', or this host's mirrors of them), from the next spawn: one made
+        after it started (its host seeds a new agent's repo after activating it) is
+        bound from then on. On a worker thread: granting it the repos' ACLs runs
+        ``setfacl``, which must not stall the host's other agents."""
+        async with self.reaching:
+            if self.isolation is not None:
+                self.isolation = await anyio.to_thread.run_sync(
+                    retarget_isolation, self, self.isolation
+                )
 
     def install_skills(self) -> None:
         """The hive's skills for this agent, in its claude config (see :mod:`.skills`)."""

@@ -44,7 +44,9 @@ log = logging.getLogger(__name__)
 @asynccontextmanager
 async def agent_services(rt: AgentRuntime) -> AsyncIterator[None]:
     """Run ``rt``'s task manager, subagent manager and forge poller for the block."""
-    rt.prepare_dirs()  # first, so the state dir is made private before anything fills it
+    # First, so the state dir is made private before anything fills it; off the event
+    # loop: useradd, chown and setfacl must not stall the host's other agents.
+    await anyio.to_thread.run_sync(rt.prepare_dirs)
     iso = rt.isolation
     if iso is not None and iso.uid is not None and iso.gid is not None:
         # Its token files become the agent user's.

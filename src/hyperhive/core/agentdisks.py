@@ -25,8 +25,9 @@ import anyio
 from hyperhive import topology
 from hyperhive.core.hostlink import HostLink
 from hyperhive.core.placement import MOVING_PHASES, Placement, PlacementWait
-from hyperhive.errors import Conflict, HiveError, Unavailable
+from hyperhive.errors import Conflict, HiveError, InvalidRequest, Unavailable
 from hyperhive.protocol.hostdisk import (
+    MAX_CONFIG,
     AgentTrashAsk,
     RepoAcl,
     RepoAclAsk,
@@ -88,6 +89,19 @@ class AgentDisks:
         if await self._is_local(host):
             return self._local_connected()
         return None
+
+    async def disk(self, host: str) -> str:
+        """Which disk ``host`` has: its own, or (a local host) the coordinator's home."""
+        return LOCAL if await self._is_local(host) else host
+
+    async def disk_of(self, agent: str) -> str:
+        """The disk holding ``agent``'s directories (see :meth:`disk`): its placement's."""
+        assigned = await self.assignments.get(agent)
+        return await self.disk(assigned.host if assigned is not None else LOCAL)
+
+    async def serving(self, host: str) -> str | None:
+        """The connected host that reaches ``host``'s disk now, if any."""
+        return await self._serving(host)
 
     async def disk_host(self, agent: str, *, place: bool = True) -> str:
         """The connected host holding ``agent``'s directories, waiting up to ``wait`` for
@@ -187,14 +201,28 @@ class AgentDisks:
 
     async def show(self, agent: str, commit: str) -> RepoFile:
         """``agent.toml`` at ``commit`` (a prefix or HEAD~n) of ``agent``'s proposed repo."""
-        host = await self.disk_host(agent, place=False)
+        return await self.show_on(await self.disk_host(agent, place=False), agent, commit)
+
+    async def show_on(
+        self, host: str, agent: str, commit: str, *, mirror: bool = False
+    ) -> RepoFile:
+        """``agent.toml`` at ``commit`` of ``agent``'s repo on ``host`` (``mirror``: of
+        ``host``'s mirror of it), at most ``MAX_CONFIG`` long (the host refuses more)."""
         got = await self.link.calls.ask(
             host,
-            lambda n: RepoShowAsk(cmd="repo_show", ask=n, agent=agent, commit=commit),
+            lambda n: RepoShowAsk(
+                cmd="repo_show", ask=n, agent=agent, commit=commit, mirror=mirror
+            ),
             DISK_ASK_WITHIN,
-            f"a read of {agent}'s config repo",
+            f"a read of {agent}'s config repo" + (" mirror" if mirror else ""),
         )
-        return RepoFile.model_validate(got)
+        shown = RepoFile.model_validate(got)
+        if len(shown.text.encode()) > MAX_CONFIG:  # a host that did not refuse it
+            raise InvalidRequest(
+                f"{agent}'s agent.toml at {shown.commit[:12]} on agent host {host} is over "
+                f"the {MAX_CONFIG // 1024} KiB limit; make it smaller and commit again"
+            )
+        return shown
 
     async def sync_acls(self, topo: Mapping[str, str | None], agents: list[str]) -> None:
         """Each of ``agents``' repos writable by exactly it and its ancestors, on each one's

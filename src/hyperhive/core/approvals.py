@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from hyperhive import topology
@@ -63,6 +64,7 @@ class Approvals:
         notices: Notices,
         lifecycle: Lifecycle,
         bus: EventBus,
+        repo_changed: Callable[[], None] = lambda: None,
     ) -> None:
         self.paths = paths
         self.store = store
@@ -75,6 +77,8 @@ class Approvals:
         self.activity = ActivityLog(store, bus)
         self.lifecycle = lifecycle
         self.bus = bus
+        # Told when a proposed repo moved on here: the mirrors of it catch up.
+        self.repo_changed = repo_changed
         self._resolving: set[int] = set()
 
     # ---- asking ---------------------------------------------------------------------
@@ -116,16 +120,56 @@ class Approvals:
                 f"{agent} is not you or your descendant (not a descendant); only its "
                 "ancestors may apply its config"
             )
-        shown = await self.disks.show(agent, commit)
-        full, text = shown.commit, shown.text
-        config = parse_agent_config(text, f"{agent}/config@{full[:12]}/{AGENT_TOML}", strict=True)
+        via = await self._mirror_host(requester, agent)
+        if via is None:
+            shown = await self.disks.show(agent, commit)
+            full, text = shown.commit, shown.text
+            config = parse_agent_config(
+                text, f"{agent}/config@{full[:12]}/{AGENT_TOML}", strict=True
+            )
+            note = None
+            self.repo_changed()  # committed to where it is: its mirrors may be behind
+        else:
+            full, config, note = await self._from_mirror(via, requester, agent, commit)
         approval = await self._create(
             "apply_commit",
             requester,
             agent,
             {"agent": agent, "commit": full, "config": dump_agent_config(config)},
         )
-        return ApprovalRequested(approval_id=approval, commit=full, state="pending")
+        return ApprovalRequested(approval_id=approval, commit=full, state="pending", note=note)
+
+    async def _mirror_host(self, requester: str, agent: str) -> str | None:
+        """The requester's host, when it is not the one holding ``agent``'s repo: the
+        requester committed in that host's mirror of it (``core/configmirrors.py``). Known
+        here from placement, never from the request."""
+        if requester == agent or requester == OPERATOR:
+            return None
+        if await self.disks.disk_of(requester) == await self.disks.disk_of(agent):
+            return None
+        return await self.disks.disk_host(requester, place=False)
+
+    async def _from_mirror(
+        self, host: str, requester: str, agent: str, commit: str
+    ) -> tuple[str, AgentConfig, str]:
+        """``commit`` of ``host``'s mirror of ``agent``'s repo, committed into the real
+        repo on ``agent``'s host: what the operator approves is what gets applied."""
+        shown = await self.disks.show_on(host, agent, commit, mirror=True)
+        config = parse_agent_config(
+            shown.text, f"{agent}/config@{shown.commit[:12]} (mirror)/{AGENT_TOML}", strict=True
+        )
+        subject = shown.subject or f"{agent}'s config from {requester}"
+        message = (
+            f"{subject}\n\nCommitted by {requester} as {shown.commit} in agent host "
+            f"{host}'s mirror of this repo."
+        )
+        written = await self.disks.write(agent, shown.text, message[:2000])
+        self.repo_changed()
+        note = (
+            f"your commit {shown.commit[:12]} is {written.commit[:12]} in {agent}'s own config "
+            "repo (on its agent host): the operator approves or denies that"
+        )
+        return written.commit, config, note
 
     async def propose(
         self, requester: str, agent: str, config: AgentConfig, subject: str
@@ -134,6 +178,7 @@ class Approvals:
         self.registry.require(agent)
         # On the agent's host (its pin or placement): refused, naming it, if it is away.
         commit = (await self.disks.write(agent, dump_agent_config(config), subject)).commit
+        self.repo_changed()
         approval = await self._create(
             "apply_commit",
             requester,
@@ -260,6 +305,7 @@ class Approvals:
             config,
             f"apply {agent} {payload.get('commit', '')[:12]} (requested by {requester})",
         )
+        self.repo_changed()  # its mirrors start from what is now applied
         if requester != OPERATOR:
             await self.notices.notify_agent(requester, Rebuilt(agent=agent))
         return {"meta_commit": commit}

@@ -23,6 +23,7 @@ from hyperhive.core.approvals import Approvals
 from hyperhive.core.background import Background
 from hyperhive.core.broker import Broker
 from hyperhive.core.budgets import Budgets
+from hyperhive.core.configmirrors import ConfigMirrors
 from hyperhive.core.hive_identity import hive_identity
 from hyperhive.core.host_admin import HostAdmin
 from hyperhive.core.hostlink import HostLink
@@ -108,8 +109,19 @@ class Coordinator:
         self.disks = disks = AgentDisks(
             hostlink, placement, store.placements, store.hosts, store.trash
         )
+        # ... and an ancestor on another host than its descendant edits a mirror of its repo.
+        self.config_mirrors = mirrors = ConfigMirrors(
+            disks, hostlink, topo, store.placements, store.hosts, background
+        )
+        placement.on_activated = mirrors.refresh_soon
         self.mover = mover = Mover(
-            paths, registry, hostlink, placement, store.placements, agent_state
+            paths,
+            registry,
+            hostlink,
+            placement,
+            store.placements,
+            agent_state,
+            mirrors.refresh_soon,
         )
         self.sockets = sockets = AgentSockets(
             paths, config, background, lambda name: self._agent_api(name)
@@ -131,9 +143,20 @@ class Coordinator:
             background,
             config.forge,
             config.matrix,
+            mirrors.refresh_soon,
         )
         self.approvals = approvals = Approvals(
-            paths, store, registry, topo, disks, mirror, loose_ends, notices, lifecycle, bus
+            paths,
+            store,
+            registry,
+            topo,
+            disks,
+            mirror,
+            loose_ends,
+            notices,
+            lifecycle,
+            bus,
+            mirrors.refresh_soon,
         )
         self._agent_api_parts = functools.partial(
             AgentApi,
@@ -186,12 +209,14 @@ class Coordinator:
         # Then (its agents placed) trash that waited for it, repos it lacks, their ACLs:
         # asks of the host, so off this call, made from its connection's reader, which
         # must go on reading the answers.
-        self.background.start_soon(
-            self.disks.host_registered,
-            host_id,
-            dict(self.registry.texts),
-            self.topology_store.read_cached(),
+        self.background.start_soon(self._host_disk_registered, host_id)
+
+    async def _host_disk_registered(self, host_id: str) -> None:
+        await self.disks.host_registered(
+            host_id, dict(self.registry.texts), self.topology_store.read_cached()
         )
+        # Its repos seeded: the mirrors it keeps of others', and others keep of its.
+        self.config_mirrors.host_registered(host_id)
 
     @classmethod
     async def open(cls, paths: HivePaths, config: HiveConfig) -> Coordinator:

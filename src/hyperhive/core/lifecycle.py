@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 
 import anyio
 import stamina
@@ -74,6 +75,7 @@ class Lifecycle:
         background: Background,
         forge: ForgeConfig | None,
         matrix: MatrixConfig | None = None,
+        tree_changed: Callable[[], None] = lambda: None,
     ) -> None:
         self.paths = paths
         self.registry = registry
@@ -89,6 +91,8 @@ class Lifecycle:
         self.background = background
         self.forge = forge
         self.matrix = matrix
+        # Told when the tree changes (config mirrors follow who descends from whom).
+        self.tree_changed = tree_changed
         self._crashes: dict[str, deque[float]] = {}
 
     # ---- rules ----------------------------------------------------------------------
@@ -170,6 +174,7 @@ class Lifecycle:
     async def _seed(self, name: str, text: str, message: str, topo: dict[str, str | None]) -> None:
         await self.disks.seed(name, text, message)
         await self.disks.sync_acls(topo, [name])
+        self.tree_changed()
 
     async def apply(self, name: str, config: AgentConfig, message: str) -> str | None:
         """Apply a new config to an existing agent: log it, reconcile, rebuild."""
@@ -239,6 +244,7 @@ class Lifecycle:
                 PlaceCmd(cmd="place", agent=name, parent=parent, descendants=list(below))
             )
         self.bus.emit("topology", child=child, parent=new_parent)
+        self.tree_changed()
         await self.agent_state.activity.record(
             "reparent",
             child,
@@ -289,6 +295,7 @@ class Lifecycle:
         trash, waits_for = await self.disks.trash(name)
         await self.agent_state.forget(name)
         await self.placement.forget(name)
+        self.tree_changed()  # its mirrors on its ancestors' hosts go
         self.hostlink.turns.pop(name, None)
         if applied is not None and ToolGroup.FORGE in applied.tool_groups:
             await self._revoke_forge(name, "was destroyed")

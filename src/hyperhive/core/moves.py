@@ -25,6 +25,7 @@ import base64
 import hashlib
 import logging
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,8 +116,11 @@ class Mover:
         placement: Placement,
         assignments: PlacementRepo,
         agent_state: AgentState,
+        placed: Callable[[], None] = lambda: None,
     ) -> None:
         self.paths = paths
+        # Told when a move ends (or is undone): the config mirrors follow the agent.
+        self.placed = placed
         self.registry = registry
         self.hostlink = hostlink
         self.placement = placement
@@ -149,6 +153,7 @@ class Mover:
         assigned = await self.assignments.get(agent)
         if assigned is None:  # never placed: nothing to copy, it starts there
             await self.assignments.assign(agent, target, pinned=False)
+            self.placed()
             running = await self._start(agent)
             return Moved(agent=agent, source=None, target=target, copied_bytes=0, running=running)
         source = assigned.host
@@ -177,6 +182,7 @@ class Mover:
             return await self._commit(m)
         finally:
             self.active.pop(agent, None)
+            self.placed()
 
     async def _copy(self, m: _Move) -> None:
         log.info("moving %s from %s to %s (move %s)", m.agent, m.source, m.target, m.move_id)
@@ -231,6 +237,7 @@ class Mover:
             await self._start(m.agent)
         except Unavailable as exc:  # the store is away: the restart's resolve undoes it
             log.error("could not record the undone move of %s yet: %s", m.agent, exc)
+        self.placed()
 
     async def _push(self, host: str, cmd: Any) -> None:
         if not await self.hostlink.push(host, cmd):

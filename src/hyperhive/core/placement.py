@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Callable
 
 import stamina
 
@@ -59,6 +60,8 @@ class Placement:
         self.hosts = hosts
         # The last crash reason of agents not running again yet (for views).
         self.crash_reasons: dict[str, str] = {}
+        # Told of each activation: the agent's sandbox is built afresh (config mirrors).
+        self.on_activated: Callable[[], None] = lambda: None
 
     # ---- which host -------------------------------------------------------------------
 
@@ -171,6 +174,7 @@ class Placement:
             ),
             host,
         )
+        self.on_activated()
 
     async def forget(self, name: str) -> None:
         await self.assignments.forget(name)

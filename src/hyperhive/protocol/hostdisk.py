@@ -12,7 +12,12 @@ one-answer asks of :mod:`hyperhive.protocol.hostreads`:
 - ``repos_missing``: which of some agents have no proposed repo on this host;
 - ``repo_acl``: who may write each proposed repo (the agent and its ancestors);
 - ``agent_trash``: move a destroyed agent's directories to the host's trash and
-  remove its system user.
+  remove its system user;
+- ``mirrors_keep`` / ``mirror_write``: the *mirrors* a host keeps of config repos
+  held on other hosts, for the ancestors it runs (``core/configmirrors.py``):
+  which it keeps (any other goes) and who may write each, then a mirror's
+  ``agent.toml`` brought to its real repo's head. ``repo_show`` with ``mirror``
+  reads a commit an ancestor made in one.
 """
 
 from __future__ import annotations
@@ -27,6 +32,10 @@ from hyperhive.protocol.hostreads import AGENT_NAME
 __all__ = [
     "AgentTrashAsk",
     "HostDiskCommand",
+    "MirrorWriteAsk",
+    "MirrorWriters",
+    "MirrorsKeepAsk",
+    "MirrorsKept",
     "RepoAcl",
     "RepoAclAsk",
     "RepoFile",
@@ -62,11 +71,15 @@ class RepoShowAsk(_Req):
     agent: AGENT_NAME
     commit: str = Field(min_length=1, max_length=64)
     path: Literal["agent.toml"] = "agent.toml"
+    # Read this host's mirror of the agent's repo (an ancestor here committed in it),
+    # never its real one; and, without it, never a mirror.
+    mirror: bool = False
 
 
 class RepoFile(_Out):
     commit: str  # the full commit id ``commit`` resolved to
     text: str
+    subject: str = ""  # that commit's subject line
 
 
 class ReposMissingAsk(_Req):
@@ -100,4 +113,44 @@ class Trashed(_Out):
     moved_to: str | None  # where its directories went on the host; None: it had none
 
 
-HostDiskCommand = RepoWriteAsk | RepoShowAsk | ReposMissingAsk | RepoAclAsk | AgentTrashAsk
+class MirrorWriters(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    agent: AGENT_NAME
+    # Its ancestors on this host, who may write the mirror (nearest first).
+    writers: list[AGENT_NAME] = Field(min_length=1, max_length=64)
+
+
+class MirrorsKeepAsk(_Req):
+    cmd: Literal["mirrors_keep"]
+    ask: int
+    # The mirrors this host is to keep, with their writers; any other mirror goes.
+    mirrors: list[MirrorWriters] = Field(max_length=100_000)
+    # Every agent of the hive: entries for these users are the hive's to revoke, and a
+    # mirror of an agent not among them (destroyed) takes its user here with it.
+    hive_agents: list[AGENT_NAME] = Field(max_length=100_000)
+
+
+class MirrorsKept(_Out):
+    # Each kept mirror's source: the real repo's head it was last brought to.
+    sources: dict[str, str]
+
+
+class MirrorWriteAsk(_Req):
+    cmd: Literal["mirror_write"]
+    ask: int
+    agent: AGENT_NAME
+    writers: list[AGENT_NAME] = Field(min_length=1, max_length=64)
+    text: str = Field(max_length=MAX_CONFIG)
+    source: str = Field(pattern=r"^[0-9a-f]{40,64}$")  # the real repo's head it mirrors
+    source_host: str = Field(min_length=1, max_length=200)  # the host holding that repo
+
+
+HostDiskCommand = (
+    RepoWriteAsk
+    | RepoShowAsk
+    | ReposMissingAsk
+    | RepoAclAsk
+    | AgentTrashAsk
+    | MirrorsKeepAsk
+    | MirrorWriteAsk
+)

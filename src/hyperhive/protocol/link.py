@@ -13,6 +13,8 @@ from hyperhive.config import AgentConfig
 from hyperhive.protocol.base import Req, TurnStateName, _Out, _Req
 from hyperhive.protocol.hostdisk import (
     AgentTrashAsk,
+    MirrorsKeepAsk,
+    MirrorWriteAsk,
     RepoAclAsk,
     RepoShowAsk,
     ReposMissingAsk,
@@ -210,6 +212,8 @@ HostAsk = (
     | ReposMissingAsk
     | RepoAclAsk
     | AgentTrashAsk
+    | MirrorsKeepAsk
+    | MirrorWriteAsk
 )
 """The pushes a host's reader answers (``agent/hostreads``), off the link's own loop."""
 
