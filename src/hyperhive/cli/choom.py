@@ -38,8 +38,10 @@ def choom_argv(claude_bin: str, extra: tuple[str, ...]) -> list[str]:
 def _require_files_here(obj: _Ctx, name: str) -> None:
     """Refuse an agent whose HOME and work dir are on another machine's agent host:
     a session here would start in empty directories of this disk."""
-    if obj.paths.agent_dir(name).exists():
-        return  # here (a host on this machine, or one sharing the hive home's disk)
+    if obj.paths.agent_home(name).exists():
+        # Here: a host on this machine, or one sharing the hive home's disk. (A mirror of
+        # its config repo, kept for an ancestor here, is no home.)
+        return
     row = next((a for a in obj.call(OpAgentsReq(cmd="agents")) if a.name == name), None)
     host = (row.assigned_host or row.host) if row is not None else None
     if host is None:
