@@ -11,15 +11,7 @@ from pydantic import (
 
 from hyperhive.config import AgentConfig
 from hyperhive.protocol.base import Req, TurnStateName, _Out, _Req
-from hyperhive.protocol.hostdisk import (
-    AgentTrashAsk,
-    MirrorsKeepAsk,
-    MirrorWriteAsk,
-    RepoAclAsk,
-    RepoShowAsk,
-    ReposMissingAsk,
-    RepoWriteAsk,
-)
+from hyperhive.protocol.hostdisk import HostDiskCommand
 from hyperhive.protocol.hostreads import (
     AgentSnapshotAsk,
     EventsFollowCmd,
@@ -207,13 +199,7 @@ HostAsk = (
     | EventsFollowCmd
     | StreamStopCmd
     # What it does in agents' directories for the coordinator (protocol.hostdisk):
-    | RepoWriteAsk
-    | RepoShowAsk
-    | ReposMissingAsk
-    | RepoAclAsk
-    | AgentTrashAsk
-    | MirrorsKeepAsk
-    | MirrorWriteAsk
+    | HostDiskCommand
 )
 """The pushes a host's reader answers (``agent/hostreads``), off the link's own loop."""
 
