@@ -232,10 +232,19 @@ class Budgets:
         day = day_id(self.clock(), self.zone)
         for scope in scopes:
             over, warnings = await self._check(scope)
+            if over:
+                self._hold_now(scope)
             for hit in over:
                 await self._notice(hit, "over", day)
             for hit in warnings:
                 await self._notice(hit, "warning", day)
+
+    def _hold_now(self, scope: str) -> None:
+        """Wake the waits ``scope`` holds (every agent's, for the hive's budget): a wait
+        parked in the store before the limit was reached re-checks it now, rather
+        than be answered with the next mail."""
+        for agent in self.registry.known() if scope == HIVE_SCOPE else [scope]:
+            self.notifier.notify(agent)
 
     async def _notice(self, hit: LimitHit, state: str, day: str) -> None:
         if not await self.store.spend.mark_notice(hit.scope, f"{state}:{hit.marker(day)}"):

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from hyperhive.store.base import FeedCursor, MessageRepo
+from hyperhive.store.base import FeedCursor, MessageRepo, ParkedPoll
 from hyperhive.store.rows import MessageCounts, MessageRow, Poll, Recv
 from hyperhive.store.sqlite.common import ensure_agent, insert_message
 from hyperhive.store.sqlite.engine import Engine, Tx
@@ -33,6 +33,26 @@ def _take_undelivered(tx: Tx, agent: str, limit: int) -> tuple[MessageRow, ...]:
         "UPDATE messages SET delivered_at = ? WHERE id = ?", [(now, r["id"]) for r in rows]
     )
     return tuple(message_row(r) for r in rows)
+
+
+def _poll_op(agent: str, todo_version: int, limit: int) -> Callable[[Tx], Poll | None]:
+    def op(tx: Tx) -> Poll | None:
+        state = ensure_agent(tx, agent)
+        if state.fenced:
+            return Poll(stop=True, todo_version=state.todo_version)
+        messages = _take_undelivered(tx, agent, max(1, limit))
+        changed = _todos_newer(tx, agent, todo_version)
+        if not messages and not changed and not state.compact_pending:
+            return None
+        return Poll(
+            stop=False,
+            todo_version=state.todo_version,
+            messages=messages,
+            todos_changed=changed,
+            compact=state.compact_pending,
+        )
+
+    return op
 
 
 class SqliteMessages(MessageRepo):
@@ -82,23 +102,11 @@ class SqliteMessages(MessageRepo):
         return await self._db.run(op, durable=False)
 
     async def poll(self, agent: str, todo_version: int, limit: int) -> Poll | None:
-        def op(tx: Tx) -> Poll | None:
-            state = ensure_agent(tx, agent)
-            if state.fenced:
-                return Poll(stop=True, todo_version=state.todo_version)
-            messages = _take_undelivered(tx, agent, max(1, limit))
-            changed = _todos_newer(tx, agent, todo_version)
-            if not messages and not changed and not state.compact_pending:
-                return None
-            return Poll(
-                stop=False,
-                todo_version=state.todo_version,
-                messages=messages,
-                todos_changed=changed,
-                compact=state.compact_pending,
-            )
+        return await self._db.run(_poll_op(agent, todo_version, limit), durable=False)
 
-        return await self._db.run(op, durable=False)
+    async def poll_or_park(self, agent: str, todo_version: int, limit: int) -> Poll | ParkedPoll:
+        # Parked on the database thread: the commit that wakes ``agent`` answers it.
+        return await self._db.run_or_park(agent, _poll_op(agent, todo_version, limit))
 
     async def ack_until(self, agent: str, up_to: int) -> int:
         return await self._db.run(
