@@ -69,10 +69,11 @@ def serve(paths: HivePaths, agents: Sequence[str]) -> Iterator[subprocess.Popen[
 
 
 @contextmanager
-def echo_server(path: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """The bare anyio unix-socket echo server of :mod:`bench._echo`, for the block."""
+def echo_server(path: Path, db: Path | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """The bare anyio unix-socket echo server of :mod:`bench._echo`, for the block;
+    with ``db``, each echo follows one durable INSERT + COMMIT into it."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bench._echo", str(path)],
+        [sys.executable, "-m", "bench._echo", str(path), *([str(db)] if db else [])],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
     )

@@ -16,6 +16,7 @@ from time import perf_counter_ns
 from typing import Any
 
 import anyio
+from anyio.abc import SocketStream
 
 from bench._procs import cpu_seconds, echo_server, open_raw, seed_home, serve
 from bench.registry import Context, Latency, Row, Throughput, benchmark
@@ -228,22 +229,26 @@ def _raw_recv_samples(db: Path, agents: Sequence[str], samples: int) -> Latency:
 @benchmark("coordinator.wake")
 def wake_latency(ctx: Context) -> list[Row]:
     samples = 200 if ctx.quick else 2000
-    # Both the figure and the floor idle this long before each sample, so each
+    # Both the figure and the floors idle this long before each sample, so each
     # measures a wake-up from idle (and the long-poll is parked, not mid-poll).
     idle_s = 0.003
     paths = seed_home(ctx.scratch("w"), ["a", "b"])
-    with serve(paths, ["a", "b"]):
-        figure = anyio.run(_wake_samples, paths, samples, idle_s)
-    sock = ctx.scratch("e") / "echo.sock"
-    with echo_server(sock):
-        floor = anyio.run(_pingpong_samples, sock, samples, idle_s)
-    return [
-        Row(
-            "send → wait wake-up (a long-polls, b sends to a)",
-            figure,
-            "bare anyio unix-socket ping-pong",
-            floor,
+    bare, durable = ctx.scratch("e") / "echo.sock", ctx.scratch("d") / "echo.sock"
+    # The durable floor: the same ping-pong with one INSERT + COMMIT (one fsync) before
+    # each echo. Its samples alternate with the figure's: this disk's fsync latency moves
+    # with the machine's other I/O, and both must meet the same disk.
+    with (
+        serve(paths, ["a", "b"]),
+        echo_server(bare),
+        echo_server(durable, ctx.scratch("d") / "floor.db"),
+    ):
+        figure, floor, durable_floor = anyio.run(
+            _wake_rounds, paths, bare, durable, samples, idle_s
         )
+    name = "send → wait wake-up (a long-polls, b sends to a)"
+    return [
+        Row(name, figure, "bare anyio unix-socket ping-pong", floor, "p50 ≤ 3×"),
+        Row(name, figure, "ping-pong + raw sqlite3 INSERT+COMMIT (1 fsync)", durable_floor),
     ]
 
 
@@ -252,38 +257,60 @@ async def _wait_once(client: RpcClient, box: list[Any]) -> None:
     box.extend((perf_counter_ns(), result))
 
 
-async def _wake_samples(paths: HivePaths, samples: int, idle_s: float) -> Latency:
+async def _wake_rounds(
+    paths: HivePaths, bare: Path, durable: Path, samples: int, idle_s: float
+) -> tuple[Latency, Latency, Latency]:
+    """The figure and both floors, one sample of each per round."""
     request = SendReq(cmd="send", to="a", body=BODY)
-    out: list[int] = []
-    async with connect(paths.agent_sock("a")) as waiter, connect(paths.agent_sock("b")) as sender:
+    frame = _echo_frame()
+    out: tuple[list[int], list[int], list[int]] = ([], [], [])
+    async with (
+        connect(paths.agent_sock("a")) as waiter,
+        connect(paths.agent_sock("b")) as sender,
+        await anyio.connect_unix(bare) as echo,
+        await anyio.connect_unix(durable) as durable_echo,
+    ):
         for i in range(samples + 20):  # the first 20 are the warm-up
-            box: list[Any] = []
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(_wait_once, waiter, box)
-                await anyio.sleep(idle_s)
-                t0 = perf_counter_ns()
-                await sender.call(request)
-            woke, result = box
-            assert isinstance(woke, int)
-            if not isinstance(result, WaitResult) or not result.messages:
-                raise RuntimeError(f"wait returned without the message: {result!r}")
+            wake = await _wake_once(waiter, sender, request, idle_s)
+            pong = await _pingpong_once(echo, frame, idle_s)
+            durable_pong = await _pingpong_once(durable_echo, frame, idle_s)
             if i >= 20:
-                out.append(woke - t0)
-    return Latency.of(out)
+                for series, ns in zip(out, (wake, pong, durable_pong), strict=True):
+                    series.append(ns)
+    return Latency.of(out[0]), Latency.of(out[1]), Latency.of(out[2])
+
+
+async def _wake_once(waiter: RpcClient, sender: RpcClient, request: SendReq, idle_s: float) -> int:
+    box: list[Any] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_wait_once, waiter, box)
+        await anyio.sleep(idle_s)
+        t0 = perf_counter_ns()
+        await sender.call(request)
+    woke, result = box
+    assert isinstance(woke, int)
+    if not isinstance(result, WaitResult) or not result.messages:
+        raise RuntimeError(f"wait returned without the message: {result!r}")
+    return woke - t0
+
+
+async def _pingpong_once(stream: SocketStream, frame: bytes, idle_s: float) -> int:
+    await anyio.sleep(idle_s)
+    t0 = perf_counter_ns()
+    await stream.send(frame)
+    got = b""
+    while not got.endswith(b"\n"):
+        got += await stream.receive(65536)
+    return perf_counter_ns() - t0
 
 
 async def _pingpong_samples(path: Path, samples: int, idle_s: float) -> Latency:
-    # A frame the size of a send request, so both paths move the same bytes.
-    frame = SendReq(cmd="send", to="a", body=BODY, id=1).model_dump_json().encode() + b"\n"
-    out: list[int] = []
+    frame = _echo_frame()
     async with await anyio.connect_unix(path) as stream:
-        for i in range(samples + 20):
-            await anyio.sleep(idle_s)
-            t0 = perf_counter_ns()
-            await stream.send(frame)
-            got = b""
-            while not got.endswith(b"\n"):
-                got += await stream.receive(65536)
-            if i >= 20:
-                out.append(perf_counter_ns() - t0)
-    return Latency.of(out)
+        out = [await _pingpong_once(stream, frame, idle_s) for _ in range(samples + 20)]
+    return Latency.of(out[20:])  # the first 20 are the warm-up
+
+
+def _echo_frame() -> bytes:
+    """A frame the size of a send request, so the floor moves the same bytes."""
+    return SendReq(cmd="send", to="a", body=BODY, id=1).model_dump_json().encode() + b"\n"

@@ -315,7 +315,8 @@ def read_topology_file(path: Path) -> dict[str, str | None]:
 class TopologyStore:
     """The tree in the hive's store, cached in memory for routing.
 
-    Routing reads the tree on every send, so reads are a dict copy. Only the
+    Routing reads the tree on every send: :meth:`view` is the cached tree itself
+    (read-only; a write replaces it), :meth:`read_cached` a copy. Only the
     active coordinator writes, and it loads the tree from the store when it
     starts (a standby taking over included), so the cache cannot go stale.
     """
@@ -330,6 +331,13 @@ class TopologyStore:
 
     def read_cached(self) -> dict[str, str | None]:
         return dict(self._tree)
+
+    def view(self) -> Topology:
+        """The cached tree, not copied (a send reads it; a copy per send grew with the hive).
+
+        Never changed in place: a write replaces it, so a caller holding it sees one tree.
+        """
+        return self._tree
 
     async def write(self, tree: Topology, note: str) -> DeployEntry | None:
         """Store ``tree`` (one logged entry); ``None`` and nothing written if unchanged."""

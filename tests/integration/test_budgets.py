@@ -179,6 +179,40 @@ async def test_the_hive_limit_holds_every_agent_and_bad_limits_are_refused(
         assert all(s["over"] is None for s in view["scopes"])
 
 
+async def test_a_wait_parked_before_the_hive_limit_is_reached_is_held_not_handed_mail(
+    tmp_path: Path,
+) -> None:
+    # bob's wait is parked in the store (answered by the commit that wakes him) when
+    # alice's turn takes the hive over its limit: the next mail must wait all the same.
+    paths = seed_home(
+        tmp_path,
+        {"alice": AgentConfig(), "bob": AgentConfig()},
+        hive_toml='[budget]\nusd_per_day = 1.0\ntimezone = "UTC"\n',
+    )
+    async with coordinator(tmp_path), agent(paths, "alice") as alice, agent(paths, "bob") as bob:
+        await agent_call(bob, "attach")
+        got: dict[str, Any] = {}
+
+        async def waiter() -> None:
+            result = await agent_call(bob, "wait", timeout=1.5)
+            assert isinstance(result, dict)
+            got.update(result)
+
+        async with operator(paths) as op, anyio.create_task_group() as tg:
+            tg.start_soon(waiter)
+            await anyio.sleep(0.3)  # parked
+            await agent_call(alice, "turn_end", outcome="ok", spend=_spend(1, 1.5))
+            await op_call(op, "send", to="bob", body="not now")
+        assert got["messages"] == []
+
+        async with operator(paths) as op, anyio.create_task_group() as tg:
+            got.clear()
+            tg.start_soon(waiter)
+            await anyio.sleep(0.3)
+            await op_call(op, "budget_set", scope="*", limits={"usd_per_day": None})
+        assert [m["body"] for m in got["messages"]] == ["not now"]
+
+
 async def test_a_new_day_in_the_operators_zone_lifts_a_daily_limit(tmp_path: Path) -> None:
     """The service on a real store, its clock the one plain part set by the test."""
     paths = seed_home(tmp_path, {"alice": "budget = { usd_per_day = 1.0, usd_total = 5.0 }\n"})

@@ -168,8 +168,8 @@ class AgentApi:
         gate(req.cmd, self.name, self.registry.config(self.name))
         return await AGENT_TABLE(self, req)
 
-    def _topology(self) -> dict[str, str | None]:
-        return self.topology_store.read_cached()
+    def _topology(self) -> topology.Topology:
+        return self.topology_store.view()
 
     def _resolve_recipient(self, to: str) -> str:
         """``<parent>`` → the parent (``operator`` for a root); unknown names refused."""

@@ -20,7 +20,8 @@ from hyperhive.errors import LimitExceeded
 from hyperhive.names import GRACEFUL_STOP
 from hyperhive.protocol import Message, WaitResult
 from hyperhive.store import Store
-from hyperhive.store.rows import MessageRow
+from hyperhive.store.base import NOT_PARKED, ParkedPoll
+from hyperhive.store.rows import MessageRow, Poll
 
 __all__ = ["RECV_CAP", "WAKE_BATCH", "Broker", "graceful_stop_message", "to_message"]
 
@@ -108,10 +109,8 @@ class Broker:
     async def fence(self, agent: str) -> None:
         await self.store.messages.fence(agent)
 
-    async def _poll(self, agent: str, todo_version: int) -> WaitResult | None:
-        got = await self.store.messages.poll(agent, todo_version, WAKE_BATCH)
-        if got is None:
-            return None
+    @staticmethod
+    def _result(got: Poll) -> WaitResult:
         if got.stop:
             return WaitResult(stop=True, todo_version=got.todo_version)
         return WaitResult(
@@ -136,16 +135,24 @@ class Broker:
         deadline = time.monotonic() + seconds
         while True:
             event = self.notifier.event(agent)  # taken before the poll: no lost wake-up
+            parked: ParkedPoll = NOT_PARKED
             if hold is not None and await hold():
                 if (await self.store.agents.get(agent)).fenced:
                     return WaitResult(stop=True, todo_version=todo_version)
-                result = None
             else:
-                result = await self._poll(agent, todo_version)
-            if result is not None:
-                return result
+                got = await self.store.messages.poll_or_park(agent, todo_version, WAKE_BATCH)
+                if isinstance(got, Poll):
+                    return self._result(got)
+                parked = got
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or not await self.notifier.wait(event, remaining):
+            try:
+                fired = remaining > 0 and await self.notifier.wait(event, remaining)
+            finally:
+                # Woken, timed out or cancelled: the commit that woke us may hold an answer.
+                coming = not parked.withdraw()
+            if coming and (answer := await parked.answer()) is not None:
+                return self._result(answer)
+            if not fired:
                 return WaitResult(todo_version=todo_version)
 
     async def inbox(

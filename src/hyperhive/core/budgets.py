@@ -60,6 +60,10 @@ __all__ = ["Budgets"]
 log = logging.getLogger(__name__)
 
 
+# Read only: shared by every scope without overrides, so a cache hit is an identity test.
+_NO_OVERRIDES: dict[str, float | None] = {}
+
+
 @dataclass(frozen=True, slots=True)
 class _Totals:
     day: str
@@ -116,6 +120,10 @@ class Budgets:
         # totals are kept up to date by record() and rebuilt each new day.
         self._totals: _Totals | None = None
         self._overrides: dict[str, dict[str, float | None]] | None = None
+        # Effective limits by scope, kept while neither input changes: a wait checks
+        # two scopes, and validating a BudgetLimits each time was most of its cost.
+        self._effective: dict[str, tuple[BudgetLimits, dict[str, float | None], BudgetLimits]] = {}
+        self._hive_limits = config.limits()
         # One writer or rebuilder at a time: a rebuild racing a record could miss it
         # (or count it twice) in the cache until the next day.
         self._lock = anyio.Lock()
@@ -171,7 +179,7 @@ class Budgets:
 
     def configured(self, scope: str) -> BudgetLimits:
         if scope == HIVE_SCOPE:
-            return self.config.limits()
+            return self._hive_limits
         try:
             return self.registry.config(scope).budget
         except HiveError:  # a broken config: no limits from it (its agent cannot run anyway)
@@ -187,8 +195,15 @@ class Budgets:
         return overrides
 
     async def limits(self, scope: str) -> BudgetLimits:
-        overrides = (await self.overrides()).get(scope, {})
-        return effective_limits(self.configured(scope), overrides)
+        configured = self.configured(scope)
+        overrides = (await self.overrides()).get(scope, _NO_OVERRIDES)
+        # By identity: a new config or new overrides are new objects.
+        hit = self._effective.get(scope)
+        if hit is not None and hit[0] is configured and hit[1] is overrides:
+            return hit[2]
+        effective = effective_limits(configured, overrides)
+        self._effective[scope] = (configured, overrides, effective)
+        return effective
 
     async def _check(self, scope: str) -> tuple[list[LimitHit], list[LimitHit]]:
         today, total = (await self._current()).spent(scope)
@@ -232,10 +247,19 @@ class Budgets:
         day = day_id(self.clock(), self.zone)
         for scope in scopes:
             over, warnings = await self._check(scope)
+            if over:
+                self._hold_now(scope)
             for hit in over:
                 await self._notice(hit, "over", day)
             for hit in warnings:
                 await self._notice(hit, "warning", day)
+
+    def _hold_now(self, scope: str) -> None:
+        """Wake the waits ``scope`` holds (every agent's, for the hive's budget): a wait
+        parked in the store before the limit was reached re-checks it now, rather
+        than be answered with the next mail."""
+        for agent in self.registry.known() if scope == HIVE_SCOPE else [scope]:
+            self.notifier.notify(agent)
 
     async def _notice(self, hit: LimitHit, state: str, day: str) -> None:
         if not await self.store.spend.mark_notice(hit.scope, f"{state}:{hit.marker(day)}"):

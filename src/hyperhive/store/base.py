@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from hyperhive.errors import Conflict, NotFound
 from hyperhive.store.rows import (
@@ -69,6 +69,8 @@ __all__ = [
     "LooseEndRepo",
     "MessageRepo",
     "MetaLogRepo",
+    "NOT_PARKED",
+    "ParkedPoll",
     "ScheduleRepo",
     "SettingsRepo",
     "SpendRepo",
@@ -110,6 +112,31 @@ class ChangeFeed:
                     callback(agent)
                 except Exception:  # one bad subscriber must not starve the others
                     log.exception("store change subscriber failed for %s", agent)
+
+
+class ParkedPoll(Protocol):
+    """A poll that found nothing, left in the store for its agent's next wake-up."""
+
+    def withdraw(self) -> bool:
+        """Stop it. True: no answer is coming. False: one is, from :meth:`answer`."""
+        ...
+
+    async def answer(self) -> Poll | None:
+        """What the commit that held it found (``None``: nothing, poll again)."""
+        ...
+
+
+class _NotParked:
+    """A parked poll nothing will answer."""
+
+    def withdraw(self) -> bool:
+        return True
+
+    async def answer(self) -> Poll | None:
+        return None
+
+
+NOT_PARKED: ParkedPoll = _NotParked()
 
 
 class MessageRepo(ABC):
@@ -158,6 +185,16 @@ class MessageRepo(ABC):
         an open todo upserted after the caller's ``todo_version`` (a net change:
         a todo filed and cleared since then wakes no one), or a pending compact.
         """
+
+    async def poll_or_park(self, agent: str, todo_version: int, limit: int) -> Poll | ParkedPoll:
+        """:meth:`poll` for a long-poll: when nothing is there yet, a parked poll.
+
+        A backend may answer the parked poll from the commit that next wakes
+        ``agent`` (no second round trip); this one never does. Either way the
+        waiter sleeps on the store's wake-up, then withdraws the parked poll.
+        """
+        got = await self.poll(agent, todo_version, limit)
+        return NOT_PARKED if got is None else got
 
     @abstractmethod
     async def ack_until(self, agent: str, up_to: int) -> int:

@@ -13,6 +13,10 @@ An operation may be *lazy* (``durable=False``): a batch made only of lazy
 operations commits with ``synchronous=NORMAL``, so it costs no fsync; the
 next durable commit fsyncs its WAL frames too. Only marks whose loss is
 harmless are lazy (a lost ``delivered_at`` means one more delivery).
+
+A long-poll's poll may be *parked* (:meth:`Engine.run_or_park`): when it
+finds nothing, the batch that next wakes its agent re-runs it before
+committing, and answers it with its own hand-back (see ``parking``).
 """
 
 from __future__ import annotations
@@ -29,9 +33,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hyperhive.errors import HiveError, StorageError, Unavailable
+from hyperhive.store.sqlite.parking import ANSWERED, PARKED, Parked, Parking
 from hyperhive.store.sqlite.schema import MIGRATIONS
 
-__all__ = ["MAX_BATCH", "Engine", "Tx", "migrate"]
+__all__ = ["MAX_BATCH", "Engine", "Parked", "Tx", "migrate"]
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +79,8 @@ class Tx:
 _Op = Callable[[Tx], Any]
 # An operation's value, its failure, and the agents it woke.
 _Outcome = tuple[Any, BaseException | None, set[str]]
-_Job = tuple[_Op, "asyncio.Future[Any]", asyncio.AbstractEventLoop, bool]
+# The operation, its caller's future and loop, durable, and its parked poll if any.
+_Job = tuple[_Op, "asyncio.Future[Any]", asyncio.AbstractEventLoop, bool, Parked[Any] | None]
 
 
 @contextmanager
@@ -185,6 +191,7 @@ class Engine:
         self._synchronous_full = True
         self._readonly = readonly
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._parking = Parking()
         self._closing = threading.Lock()
         self._closed = False
         self._thread = threading.Thread(target=self._loop, name="hive-db", daemon=True)
@@ -192,13 +199,26 @@ class Engine:
 
     async def run(self, op: Callable[[Tx], _T], *, durable: bool = True) -> _T:
         """Run ``op`` on the database thread inside the next group commit."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[_T] = loop.create_future()
+        return await self._submit(op, durable, None)  # type: ignore[no-any-return]
+
+    async def run_or_park(self, agent: str, op: Callable[[Tx], _T | None]) -> _T | Parked[_T]:
+        """Run ``op`` lazily; if it finds nothing (``None``), park it for ``agent``.
+
+        The batch that next wakes ``agent`` re-runs ``op`` in its own
+        transaction; what it finds is the parked poll's answer. ``op`` must
+        only read, and write what a lazy operation may (it can run many times).
+        """
+        parked: Parked[_T] = Parked(self._parking, agent, op)
+        value: _T | Parked[_T] = await self._submit(op, False, parked)
+        return value
+
+    async def _submit(self, op: _Op, durable: bool, parked: Parked[Any] | None) -> Any:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         # Checked and queued under the lock close() takes: nothing lands behind its stop.
         with self._closing:
             if self._closed:
                 raise Unavailable(_CLOSED)
-            self._jobs.put((op, future, loop, durable))
+            self._jobs.put((op, future, future.get_loop(), durable, parked))
         return await future
 
     def integrity_check(self) -> str:
@@ -234,7 +254,7 @@ class Engine:
                 return
             if job is None:
                 continue
-            _op, future, loop, _durable = job
+            _op, future, loop, *_ = job
             try:
                 loop.call_soon_threadsafe(_fail_unless_done, future, Unavailable(_CLOSED))
             except RuntimeError:  # its loop is closed: nobody waits on it any more
@@ -302,8 +322,10 @@ class Engine:
     def _run_batch(self, batch: list[_Job]) -> None:
         conn = self._conn
         results: list[_Outcome]
+        parked: list[Parked[Any]] = []  # new parks of this batch, then the ones it took
+        answered: list[tuple[Parked[Any], Any]] = []
         try:
-            self._set_synchronous(any(durable for *_, durable in batch))
+            self._set_synchronous(any(job[3] for job in batch))
             conn.execute(self._begin)
             plain = self._run_plain(batch)
             if plain is not None:
@@ -312,6 +334,11 @@ class Engine:
                 conn.execute(self._begin)
                 results = self._run_isolated(batch)
             if conn.in_transaction:
+                new = self._parks(batch, results)
+                parked = [p for _, p in new]
+                if new or self._parking:
+                    taken, answered = self._answer_parked(new, results)
+                    parked += taken
                 conn.execute("COMMIT")
         except sqlite3.Error as exc:
             try:
@@ -320,9 +347,16 @@ class Engine:
                 pass
             failure = _storage_error(exc)
             results = [(None, failure, set())] * len(batch)
+            # What this batch took waits on; its own new parks (not yet registered,
+            # so still in their first state) failed with their operations.
+            parked = [p for p in parked if p.state != PARKED]
+            answered = []
+        nothing = self._parking.settle(parked, [p for p, _ in answered]) if parked else []
         # One wake-up of each waiting event loop per batch, not one per operation.
         by_loop: dict[asyncio.AbstractEventLoop, _Settled] = {}
-        for (_, future, loop, _), (value, error, changed) in zip(batch, results, strict=True):
+        for p, value in [*answered, *((p, None) for p in nothing)]:
+            by_loop.setdefault(p.loop, _Settled(self._publish)).answers.append((p.future, value))
+        for (_, future, loop, *_), (value, error, changed) in zip(batch, results, strict=True):
             settled = by_loop.setdefault(loop, _Settled(self._publish))
             settled.futures.append((future, value, error))
             settled.changed.update(changed)
@@ -332,18 +366,72 @@ class Engine:
             except RuntimeError:  # that loop has closed: nobody is waiting any more
                 pass
 
+    def _parks(self, batch: list[_Job], results: list[_Outcome]) -> list[tuple[int, Parked[Any]]]:
+        """This batch's polls that found nothing: their callers get the parked poll."""
+        new: list[tuple[int, Parked[Any]]] = []
+        for i, job in enumerate(batch):
+            p = job[4]
+            if p is not None:
+                value, error, changed = results[i]
+                if error is None and value is None:
+                    results[i] = (p, None, changed)
+                    new.append((i, p))
+        return new
+
+    def _answer_parked(
+        self, new: list[tuple[int, Parked[Any]]], results: list[_Outcome]
+    ) -> tuple[list[Parked[Any]], list[tuple[Parked[Any], Any]]]:
+        """Re-run, inside this transaction, the polls parked for the agents it woke.
+
+        Returns the polls taken from the parking, and the answers found. A poll
+        parked by this very batch and woken in it is answered straight to its
+        caller. A poll that fails here stays parked: its waiter is woken by the
+        commit anyway, and polls again itself (and meets the failure there).
+        """
+        woken: set[str] = set()
+        for _, _, changed in results:
+            if changed:
+                woken |= changed
+        if not woken:
+            return [], []
+        taken = self._parking.take(woken)
+        answered: list[tuple[Parked[Any], Any]] = []
+        candidates = [(i, p) for i, p in new if p.agent in woken]
+        for i, p in [*candidates, *((-1, p) for p in taken)]:
+            try:
+                with _savepoint(self._conn):
+                    value = p.op(Tx(self._conn))
+            except Exception:
+                log.exception(
+                    "hive.db: a parked poll for %s failed; its waiter polls again", p.agent
+                )
+                continue
+            if value is None:
+                continue
+            if i >= 0:
+                results[i] = (value, None, results[i][2])
+                p.state = ANSWERED  # never registered: settle() leaves it
+            else:
+                answered.append((p, value))
+        return taken, answered
+
 
 class _Settled:
-    """A batch's outcome for one event loop: wake subscribers, then the callers."""
+    """A batch's outcome for one event loop: answer parked polls, wake subscribers,
+    then the callers (the woken waiter's reply goes out first)."""
 
-    __slots__ = ("changed", "futures", "publish")
+    __slots__ = ("answers", "changed", "futures", "publish")
 
     def __init__(self, publish: Callable[[Iterable[str]], None]) -> None:
         self.publish = publish
+        self.answers: list[tuple[asyncio.Future[Any], Any]] = []
         self.futures: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
         self.changed: set[str] = set()
 
     def __call__(self) -> None:
+        for future, value in self.answers:
+            if not future.done():
+                future.set_result(value)
         if self.changed:
             self.publish(sorted(self.changed))
         for future, value, error in self.futures:

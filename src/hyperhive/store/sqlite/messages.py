@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from hyperhive.store.base import FeedCursor, MessageRepo
+from hyperhive.store.base import FeedCursor, MessageRepo, ParkedPoll
 from hyperhive.store.rows import MessageCounts, MessageRow, Poll, Recv
 from hyperhive.store.sqlite.common import ensure_agent, insert_message
 from hyperhive.store.sqlite.engine import Engine, Tx
@@ -20,19 +20,55 @@ def _todos_newer(tx: Tx, agent: str, seen: int) -> bool:
     return row is not None
 
 
+# One statement takes the rows and marks them (RETURNING's order is not the id's).
+_TAKE = (
+    "UPDATE messages SET delivered_at = ? WHERE id IN ("
+    "SELECT id FROM messages WHERE recipient = ? AND acked_at IS NULL "
+    "AND delivered_at IS NULL ORDER BY id LIMIT ?) RETURNING *"
+)
+
+
 def _take_undelivered(tx: Tx, agent: str, limit: int) -> tuple[MessageRow, ...]:
-    rows = tx.all(
-        "SELECT * FROM messages WHERE recipient = ? AND acked_at IS NULL "
-        "AND delivered_at IS NULL ORDER BY id LIMIT ?",
-        (agent, limit),
-    )
+    rows = tx.all(_TAKE, (time.time(), agent, limit))
     if not rows:
         return ()
-    now = time.time()
-    tx.conn.executemany(
-        "UPDATE messages SET delivered_at = ? WHERE id = ?", [(now, r["id"]) for r in rows]
+    return tuple(sorted((message_row(r) for r in rows), key=_by_id))
+
+
+def _by_id(m: MessageRow) -> int:
+    return m.id
+
+
+def _state(tx: Tx, agent: str) -> tuple[bool, int, bool]:
+    """(fenced, todo_version, compact_pending): a poll's three columns, no full row and no
+    write (the row is created only when absent)."""
+    row = tx.one(
+        "SELECT fenced, todo_version, compact_pending FROM agent_state WHERE name = ?", (agent,)
     )
-    return tuple(message_row(r) for r in rows)
+    if row is None:
+        state = ensure_agent(tx, agent)
+        return state.fenced, state.todo_version, state.compact_pending
+    return bool(row[0]), int(row[1]), bool(row[2])
+
+
+def _poll_op(agent: str, todo_version: int, limit: int) -> Callable[[Tx], Poll | None]:
+    def op(tx: Tx) -> Poll | None:
+        fenced, version, compact = _state(tx, agent)
+        if fenced:
+            return Poll(stop=True, todo_version=version)
+        messages = _take_undelivered(tx, agent, max(1, limit))
+        changed = _todos_newer(tx, agent, todo_version)
+        if not messages and not changed and not compact:
+            return None
+        return Poll(
+            stop=False,
+            todo_version=version,
+            messages=messages,
+            todos_changed=changed,
+            compact=compact,
+        )
+
+    return op
 
 
 class SqliteMessages(MessageRepo):
@@ -75,30 +111,18 @@ class SqliteMessages(MessageRepo):
 
     async def recv(self, agent: str, limit: int) -> Recv:
         def op(tx: Tx) -> Recv:
-            if ensure_agent(tx, agent).fenced:
+            if _state(tx, agent)[0]:
                 return Recv(fenced=True)
             return Recv(fenced=False, messages=_take_undelivered(tx, agent, max(1, limit)))
 
         return await self._db.run(op, durable=False)
 
     async def poll(self, agent: str, todo_version: int, limit: int) -> Poll | None:
-        def op(tx: Tx) -> Poll | None:
-            state = ensure_agent(tx, agent)
-            if state.fenced:
-                return Poll(stop=True, todo_version=state.todo_version)
-            messages = _take_undelivered(tx, agent, max(1, limit))
-            changed = _todos_newer(tx, agent, todo_version)
-            if not messages and not changed and not state.compact_pending:
-                return None
-            return Poll(
-                stop=False,
-                todo_version=state.todo_version,
-                messages=messages,
-                todos_changed=changed,
-                compact=state.compact_pending,
-            )
+        return await self._db.run(_poll_op(agent, todo_version, limit), durable=False)
 
-        return await self._db.run(op, durable=False)
+    async def poll_or_park(self, agent: str, todo_version: int, limit: int) -> Poll | ParkedPoll:
+        # Parked on the database thread: the commit that wakes ``agent`` answers it.
+        return await self._db.run_or_park(agent, _poll_op(agent, todo_version, limit))
 
     async def ack_until(self, agent: str, up_to: int) -> int:
         return await self._db.run(
