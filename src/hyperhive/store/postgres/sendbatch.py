@@ -24,6 +24,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Iterable
+from time import perf_counter_ns
 from typing import NamedTuple
 
 from hyperhive.errors import HiveError, InvalidRequest, NotFound, StorageError, Unavailable
@@ -138,7 +139,10 @@ class SendBatcher:
         # Each drain loop's connection, kept between batches (at most ``WRITERS``).
         self._conns: list[Conn] = []
         self._drainers: set[asyncio.Task[None]] = set()
-        self.commits = 0  # batches committed (the bench reports sends per commit)
+        # Batches committed, and their rounds summed (statement sent to committed reply,
+        # as this process sees it): the bench reports sends per commit and the round.
+        self.commits = 0
+        self.round_ns = 0
 
     async def send(self, sender: str, recipient: str, body: str, reply: int | None) -> int:
         check_text(sender, recipient, body)
@@ -207,11 +211,14 @@ class SendBatcher:
         """``{index in batch: message id}`` for every row written."""
         rows = _ENCODE([s[:4] for s in batch])
         epoch = self._db.fence_epoch
+        started = perf_counter_ns()
         if epoch is None:
             cur = await conn.execute(self._sql, (rows, now()))
         else:
             cur = await conn.execute(self._sql_fenced, (rows, now(), epoch))
-        return {ord_ - 1: msg_id for ord_, msg_id in await cur.fetchall()}
+        written = await cur.fetchall()
+        self.round_ns += perf_counter_ns() - started
+        return {ord_ - 1: msg_id for ord_, msg_id in written}
 
 
 def _refused(exc: ValueError) -> StorageError:
