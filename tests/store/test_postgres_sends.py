@@ -191,3 +191,25 @@ async def test_the_batchers_kept_connections_go_back_when_the_store_closes(
     finally:
         await store.close()
     await until(lambda: _backends(pg_url) == 0, within=10)
+
+
+async def test_sends_in_flight_together_commit_as_one_transaction(pg_url: str) -> None:
+    # Group commit is what the send rate rests on: sends queued together are one
+    # statement, one transaction (their rows share its xmin), one commit round.
+    store = await open_postgres(pg_url)
+    try:
+        await store.messages.send("alice", "bob", "warm")
+        batcher = store.pg_messages.batcher
+        commits, rounds = batcher.commits, batcher.round_ns
+        landed, failed = await _send_all(store, [f"m{i}" for i in range(8)])
+        assert not failed and len(set(landed.values())) == 8
+        assert batcher.commits == commits + 1
+        assert batcher.round_ns > rounds
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            xmins = conn.execute(
+                "SELECT DISTINCT xmin::text FROM messages WHERE id = ANY(%s)",
+                (list(landed.values()),),
+            ).fetchall()
+        assert len(xmins) == 1
+    finally:
+        await store.close()
