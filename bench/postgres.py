@@ -16,7 +16,9 @@ The store row also stands beside the same transactions from *one* pgbench
 client: with ``IN_FLIGHT`` sends in flight, a sender's next send waits for its
 last one's commit, and notifying commits never overlap, so no client can beat
 ``IN_FLIGHT`` rows per (statement + commit) round; that is the ceiling on this
-disk, where ``-c 8`` has 64 rows in flight.
+disk, where ``-c 8`` has 64 rows in flight. A second store row runs the same
+sends as the active coordinator does under a lease: every batch also proves
+the lease's epoch (``hyperhive_fence``) inside its statement.
 """
 
 from __future__ import annotations
