@@ -60,7 +60,10 @@ def batch_sql(channel: str, origin: str, *, fenced: bool) -> str:
     (``[[sender, recipient, body, reply], ...]``), the time, and the fence's epoch."""
     # Ids are drawn in the callers' order (``ord``) and inserted explicitly, so the
     # result maps each caller to its row; ``ok`` is materialized (referenced thrice,
-    # volatile), so each row draws one id. A reply to a missing row is filtered out.
+    # volatile), so each row draws one id. A reply to a missing row is filtered out
+    # by a scalar subquery, one primary-key probe per reply: written as EXISTS, the
+    # planner hashed every id in ``messages`` (a sequential scan of the whole table
+    # for each batch holding a reply) whenever the table was small enough to hash.
     # The rows travel as one JSON text because psycopg dumps a ``str`` in C, where
     # four list parameters went through its Python array dumper (most of a batch's
     # client CPU); channel and origin are fixed for the store, so they are literals.
@@ -76,7 +79,7 @@ WITH ok AS (
                 (e.v->>3)::bigint AS reply
             FROM json_array_elements(%s::json) WITH ORDINALITY AS e(v, ord)
         ) AS t
-        WHERE t.reply IS NULL OR EXISTS (SELECT 1 FROM messages m WHERE m.id = t.reply)
+        WHERE t.reply IS NULL OR (SELECT true FROM messages m WHERE m.id = t.reply)
         ORDER BY t.ord
     ) AS s
 ), ins AS (
