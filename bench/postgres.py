@@ -18,7 +18,8 @@ last one's commit, and notifying commits never overlap, so no client can beat
 ``IN_FLIGHT`` rows per (statement + commit) round; that is the ceiling on this
 disk, where ``-c 8`` has 64 rows in flight. A second store row runs the same
 sends as the active coordinator does under a lease: every batch also proves
-the lease's epoch (``hyperhive_fence``) inside its statement.
+the lease's epoch (``hyperhive_fence``) inside its statement; a third sends
+each message in reply to one sent before (the batch checks that it exists).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ def pg_sends(ctx: Context) -> list[Row]:
         url = cluster.url(db)
         plain_run = asyncio.run(_send_rate(url, total, fenced=False))
         fenced_run = asyncio.run(_send_rate(url, total, fenced=True))
+        reply_run = asyncio.run(_send_rate(url, total, fenced=False, replies=True))
         scratch = ctx.scratch("pgb")
         plain = _pgbench(cluster, db, scratch, total, notify=False)
         notified = _pgbench(cluster, db, scratch, total, notify=True)
@@ -68,6 +70,7 @@ def pg_sends(ctx: Context) -> list[Row]:
         cluster.destroy()
     name = f"PostgreSQL durable sends/s, {IN_FLIGHT} in flight (store API)"
     fenced_name = f"PostgreSQL durable sends/s, {IN_FLIGHT} in flight (store API, lease-fenced)"
+    reply_name = f"PostgreSQL durable sends/s, {IN_FLIGHT} in flight (store API, each a reply)"
     goal = "≥ 5,000/s"
     figure = plain_run.figure
     return [
@@ -89,6 +92,17 @@ def pg_sends(ctx: Context) -> list[Row]:
             serial,
             goal,
             fenced_run.note("PostgreSQL store, every batch fenced by the lease's epoch"),
+        ),
+        Row(
+            reply_name,
+            reply_run.figure,
+            SERIAL.format(rows=GROUP_ROWS),
+            serial,
+            goal,
+            reply_run.note(
+                "PostgreSQL store, every send in reply to a message (the batch checks that "
+                "it exists)"
+            ),
         ),
     ]
 
@@ -121,9 +135,10 @@ class SendRun:
         )
 
 
-async def _send_rate(url: str, total: int, *, fenced: bool) -> SendRun:
+async def _send_rate(url: str, total: int, *, fenced: bool, replies: bool = False) -> SendRun:
     """``total`` sends at ``IN_FLIGHT`` in flight; ``fenced``: as the active coordinator
-    under a lease, every batch proving its epoch."""
+    under a lease, every batch proving its epoch; ``replies``: each send in reply to
+    one message, sent before them."""
     store = await open_postgres(url)
     lease = Lease(url, "bench", ttl=3600)  # never renewed: it must outlast the run
     try:
@@ -134,13 +149,14 @@ async def _send_rate(url: str, total: int, *, fenced: bool) -> SendRun:
             store.db.fence_with(epoch)
         for _ in range(200):  # warm-up: pool connections, prepared statements
             await store.messages.send("warm", "sink", BODY)
+        reply = await store.messages.send("bench", "sink", BODY) if replies else None
         batcher = store.pg_messages.batcher
         commits0, round0 = batcher.commits, batcher.round_ns
         cpu0 = time.process_time()
         t0 = perf_counter_ns()
         async with anyio.create_task_group() as tg:
             for n in _lanes(total, IN_FLIGHT):
-                tg.start_soon(_lane, store, n)
+                tg.start_soon(_lane, store, n, reply)
         elapsed = perf_counter_ns() - t0
         cpu = time.process_time() - cpu0
         return SendRun(
@@ -156,9 +172,9 @@ async def _send_rate(url: str, total: int, *, fenced: bool) -> SendRun:
         await store.close()
 
 
-async def _lane(store: PostgresStore, count: int) -> None:
+async def _lane(store: PostgresStore, count: int, reply: int | None = None) -> None:
     for _ in range(count):
-        await store.messages.send("bench", "sink", BODY)
+        await store.messages.send("bench", "sink", BODY, reply)
 
 
 def _wal_syncs(cluster: PgCluster) -> int:
