@@ -59,8 +59,11 @@ def pg_sends(ctx: Context) -> list[Row]:
         db = cluster.create_database("bench")
         url = cluster.url(db)
         plain_run = asyncio.run(_send_rate(url, total, fenced=False))
-        fenced_run = asyncio.run(_send_rate(url, total, fenced=True))
-        reply_run = asyncio.run(_send_rate(url, total, fenced=False, replies=True))
+        # Each on an empty mailbox of its own, as the first run had.
+        fresh = cluster.url(cluster.create_database("fenced"))
+        fenced_run = asyncio.run(_send_rate(fresh, total, fenced=True))
+        fresh = cluster.url(cluster.create_database("replies"))
+        reply_run = asyncio.run(_send_rate(fresh, total, fenced=False, replies=True))
         scratch = ctx.scratch("pgb")
         plain = _pgbench(cluster, db, scratch, total, notify=False)
         notified = _pgbench(cluster, db, scratch, total, notify=True)
