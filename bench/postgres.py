@@ -16,7 +16,10 @@ The store row also stands beside the same transactions from *one* pgbench
 client: with ``IN_FLIGHT`` sends in flight, a sender's next send waits for its
 last one's commit, and notifying commits never overlap, so no client can beat
 ``IN_FLIGHT`` rows per (statement + commit) round; that is the ceiling on this
-disk, where ``-c 8`` has 64 rows in flight.
+disk, where ``-c 8`` has 64 rows in flight. A second store row runs the same
+sends as the active coordinator does under a lease: every batch also proves
+the lease's epoch (``hyperhive_fence``) inside its statement; a third sends
+each message in reply to one sent before (the batch checks that it exists).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import re
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from time import perf_counter_ns
 
@@ -38,6 +42,7 @@ from bench.coordinator import BODY, SENDERS, SINK, _lanes, _pingpong_samples
 from bench.coordinator import _send_rate as _coord_send_rate
 from bench.registry import Context, Latency, Row, Throughput, benchmark
 from hyperhive.store.postgres import PostgresStore, open_postgres
+from hyperhive.store.postgres.lease import Lease
 
 __all__ = ["pg_coordinator_sends", "pg_sends", "pg_wake"]
 
@@ -53,7 +58,12 @@ def pg_sends(ctx: Context) -> list[Row]:
     try:
         db = cluster.create_database("bench")
         url = cluster.url(db)
-        figure, cpu_s, commits = asyncio.run(_send_rate(url, total))
+        plain_run = asyncio.run(_send_rate(url, total, fenced=False))
+        # Each on an empty mailbox of its own, as the first run had.
+        fresh = cluster.url(cluster.create_database("fenced"))
+        fenced_run = asyncio.run(_send_rate(fresh, total, fenced=True))
+        fresh = cluster.url(cluster.create_database("replies"))
+        reply_run = asyncio.run(_send_rate(fresh, total, fenced=False, replies=True))
         scratch = ctx.scratch("pgb")
         plain = _pgbench(cluster, db, scratch, total, notify=False)
         notified = _pgbench(cluster, db, scratch, total, notify=True)
@@ -62,18 +72,41 @@ def pg_sends(ctx: Context) -> list[Row]:
     finally:
         cluster.destroy()
     name = f"PostgreSQL durable sends/s, {IN_FLIGHT} in flight (store API)"
+    fenced_name = f"PostgreSQL durable sends/s, {IN_FLIGHT} in flight (store API, lease-fenced)"
+    reply_name = f"PostgreSQL durable sends/s, {IN_FLIGHT} in flight (store API, each a reply)"
     goal = "≥ 5,000/s"
-    per_send = cpu_s / figure.ops * 1e6
-    note = (
-        f"PostgreSQL store: {per_send:.0f} µs of CPU per send in the calling process "
-        f"(store + callers), {cpu_s / (figure.elapsed_ns / 1e9):.0%} of one core; "
-        f"{figure.ops / commits:.1f} sends per commit"
-    )
+    figure = plain_run.figure
     return [
-        Row(name, figure, f"pgbench -c {IN_FLIGHT}: INSERT per transaction", plain, goal, note),
+        Row(
+            name,
+            figure,
+            f"pgbench -c {IN_FLIGHT}: INSERT per transaction",
+            plain,
+            goal,
+            plain_run.note("PostgreSQL store"),
+        ),
         Row(name, figure, f"pgbench -c {IN_FLIGHT}: INSERT + pg_notify", notified, goal),
         Row(name, figure, GROUPED.format(rows=GROUP_ROWS), grouped, goal),
         Row(name, figure, SERIAL.format(rows=GROUP_ROWS), serial, goal),
+        Row(
+            fenced_name,
+            fenced_run.figure,
+            SERIAL.format(rows=GROUP_ROWS),
+            serial,
+            goal,
+            fenced_run.note("PostgreSQL store, every batch fenced by the lease's epoch"),
+        ),
+        Row(
+            reply_name,
+            reply_run.figure,
+            SERIAL.format(rows=GROUP_ROWS),
+            serial,
+            goal,
+            reply_run.note(
+                "PostgreSQL store, every send in reply to a message (the batch checks that "
+                "it exists)"
+            ),
+        ),
     ]
 
 
@@ -81,29 +114,70 @@ GROUPED = "pgbench -c 8: {rows} rows + 1 pg_notify per transaction (group commit
 SERIAL = "pgbench -c 1: the same {rows} rows + pg_notify per transaction (ceiling at 8 in flight)"
 
 
-async def _send_rate(url: str, total: int) -> tuple[Throughput, float, int]:
-    """Sends/s, the CPU seconds this process spent on them, and the commits they took."""
+@dataclass(frozen=True)
+class SendRun:
+    """One run of ``total`` sends through the store API."""
+
+    figure: Throughput
+    cpu_s: float  # this process's CPU over the run (store and callers)
+    commits: int  # batches committed
+    round_ns: int  # their rounds summed: statement sent to committed reply
+
+    def note(self, what: str) -> str:
+        per_commit = self.figure.ops / self.commits
+        per_batch_us = self.figure.elapsed_ns / self.commits / 1e3
+        round_us = self.round_ns / self.commits / 1e3
+        return (
+            f"{what}: {self.cpu_s / self.figure.ops * 1e6:.0f} µs of CPU per send in the "
+            f"calling process (store + callers), "
+            f"{self.cpu_s / (self.figure.elapsed_ns / 1e9):.0%} of one core; "
+            f"{per_commit:.1f} sends per commit, one round trip each: "
+            f"{round_us:.0f} µs from a batch's statement to its committed reply as the store "
+            f"sees it, {per_batch_us - round_us:.0f} µs per batch outside it (the callers' "
+            "turn, the next batch forming)"
+        )
+
+
+async def _send_rate(url: str, total: int, *, fenced: bool, replies: bool = False) -> SendRun:
+    """``total`` sends at ``IN_FLIGHT`` in flight; ``fenced``: as the active coordinator
+    under a lease, every batch proving its epoch; ``replies``: each send in reply to
+    one message, sent before them."""
     store = await open_postgres(url)
+    lease = Lease(url, "bench", ttl=3600)  # never renewed: it must outlast the run
     try:
+        if fenced:
+            epoch = await lease.try_acquire()
+            if epoch is None:
+                raise RuntimeError("the bench's lease is held by someone else")
+            store.db.fence_with(epoch)
         for _ in range(200):  # warm-up: pool connections, prepared statements
             await store.messages.send("warm", "sink", BODY)
+        reply = await store.messages.send("bench", "sink", BODY) if replies else None
         batcher = store.pg_messages.batcher
-        commits0 = batcher.commits
+        commits0, round0 = batcher.commits, batcher.round_ns
         cpu0 = time.process_time()
         t0 = perf_counter_ns()
         async with anyio.create_task_group() as tg:
             for n in _lanes(total, IN_FLIGHT):
-                tg.start_soon(_lane, store, n)
+                tg.start_soon(_lane, store, n, reply)
         elapsed = perf_counter_ns() - t0
         cpu = time.process_time() - cpu0
-        return Throughput(total, elapsed), cpu, batcher.commits - commits0
+        return SendRun(
+            Throughput(total, elapsed),
+            cpu,
+            batcher.commits - commits0,
+            batcher.round_ns - round0,
+        )
     finally:
+        if fenced:
+            await lease.release()
+        await lease.close()
         await store.close()
 
 
-async def _lane(store: PostgresStore, count: int) -> None:
+async def _lane(store: PostgresStore, count: int, reply: int | None = None) -> None:
     for _ in range(count):
-        await store.messages.send("bench", "sink", BODY)
+        await store.messages.send("bench", "sink", BODY, reply)
 
 
 def _wal_syncs(cluster: PgCluster) -> int:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 import anyio
 import psycopg
 import pytest
 
 from hyperhive.errors import InvalidRequest, NotFound, StorageError
 from hyperhive.store.postgres import PostgresStore, open_postgres
+from hyperhive.store.postgres.listener import CHANNEL
+from hyperhive.store.postgres.sendbatch import batch_sql
 from tests.support.surfaces import until
 
 pytestmark = pytest.mark.anyio
@@ -191,3 +195,56 @@ async def test_the_batchers_kept_connections_go_back_when_the_store_closes(
     finally:
         await store.close()
     await until(lambda: _backends(pg_url) == 0, within=10)
+
+
+async def test_sends_in_flight_together_commit_as_one_transaction(pg_url: str) -> None:
+    # Group commit is what the send rate rests on: sends queued together are one
+    # statement, one transaction (their rows share its xmin), one commit round.
+    store = await open_postgres(pg_url)
+    try:
+        await store.messages.send("alice", "bob", "warm")
+        batcher = store.pg_messages.batcher
+        commits, rounds = batcher.commits, batcher.round_ns
+        landed, failed = await _send_all(store, [f"m{i}" for i in range(8)])
+        assert not failed and len(set(landed.values())) == 8
+        assert batcher.commits == commits + 1
+        assert batcher.round_ns > rounds
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            xmins = conn.execute(
+                "SELECT DISTINCT xmin::text FROM messages WHERE id = ANY(%s)",
+                (list(landed.values()),),
+            ).fetchall()
+        assert len(xmins) == 1
+    finally:
+        await store.close()
+
+
+async def test_a_batch_checks_its_replies_by_key_not_by_scanning_the_mailbox(
+    pg_url: str,
+) -> None:
+    # A batch holding a reply looks that one id up. Written as EXISTS, the planner
+    # chose to hash every id in messages instead (a sequential scan of the whole
+    # mailbox per batch) for any table small enough to hash: tens of thousands of rows.
+    store = await open_postgres(pg_url)
+    try:
+        root = await store.messages.send("alice", "bob", "root")
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(
+                "INSERT INTO messages(sender, recipient, body, created_at) "
+                "SELECT 'a', 'b', 'filler', 0 FROM generate_series(1, 20000)"
+            )
+            conn.execute("ANALYZE messages")
+            rows = json.dumps([["alice", "bob", "re", root], ["alice", "bob", "new", None]])
+            with conn.transaction(force_rollback=True):
+                plan = conn.execute(
+                    "EXPLAIN " + batch_sql(CHANNEL, "origin", fenced=False), (rows, 0.0)
+                ).fetchall()
+        text = "\n".join(str(r[0]) for r in plan)
+        assert "Seq Scan on messages" not in text and "hashed SubPlan" not in text, text
+        # ...and the reply is still checked: a missing one fails alone, as in any batch.
+        landed = await store.messages.send("alice", "bob", "re", root)
+        with pytest.raises(NotFound):
+            await store.messages.send("alice", "bob", "re", 10**12)
+        assert (await store.messages.get(landed)).in_reply_to == root  # type: ignore[union-attr]
+    finally:
+        await store.close()

@@ -24,6 +24,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Iterable
+from time import perf_counter_ns
 from typing import NamedTuple
 
 from hyperhive.errors import HiveError, InvalidRequest, NotFound, StorageError, Unavailable
@@ -59,7 +60,10 @@ def batch_sql(channel: str, origin: str, *, fenced: bool) -> str:
     (``[[sender, recipient, body, reply], ...]``), the time, and the fence's epoch."""
     # Ids are drawn in the callers' order (``ord``) and inserted explicitly, so the
     # result maps each caller to its row; ``ok`` is materialized (referenced thrice,
-    # volatile), so each row draws one id. A reply to a missing row is filtered out.
+    # volatile), so each row draws one id. A reply to a missing row is filtered out
+    # by a scalar subquery, one primary-key probe per reply: written as EXISTS, the
+    # planner hashed every id in ``messages`` (a sequential scan of the whole table
+    # for each batch holding a reply) whenever the table was small enough to hash.
     # The rows travel as one JSON text because psycopg dumps a ``str`` in C, where
     # four list parameters went through its Python array dumper (most of a batch's
     # client CPU); channel and origin are fixed for the store, so they are literals.
@@ -75,7 +79,7 @@ WITH ok AS (
                 (e.v->>3)::bigint AS reply
             FROM json_array_elements(%s::json) WITH ORDINALITY AS e(v, ord)
         ) AS t
-        WHERE t.reply IS NULL OR EXISTS (SELECT 1 FROM messages m WHERE m.id = t.reply)
+        WHERE t.reply IS NULL OR (SELECT true FROM messages m WHERE m.id = t.reply)
         ORDER BY t.ord
     ) AS s
 ), ins AS (
@@ -138,7 +142,10 @@ class SendBatcher:
         # Each drain loop's connection, kept between batches (at most ``WRITERS``).
         self._conns: list[Conn] = []
         self._drainers: set[asyncio.Task[None]] = set()
-        self.commits = 0  # batches committed (the bench reports sends per commit)
+        # Batches committed, and their rounds summed (statement sent to committed reply,
+        # as this process sees it): the bench reports sends per commit and the round.
+        self.commits = 0
+        self.round_ns = 0
 
     async def send(self, sender: str, recipient: str, body: str, reply: int | None) -> int:
         check_text(sender, recipient, body)
@@ -207,11 +214,14 @@ class SendBatcher:
         """``{index in batch: message id}`` for every row written."""
         rows = _ENCODE([s[:4] for s in batch])
         epoch = self._db.fence_epoch
+        started = perf_counter_ns()
         if epoch is None:
             cur = await conn.execute(self._sql, (rows, now()))
         else:
             cur = await conn.execute(self._sql_fenced, (rows, now(), epoch))
-        return {ord_ - 1: msg_id for ord_, msg_id in await cur.fetchall()}
+        written = await cur.fetchall()
+        self.round_ns += perf_counter_ns() - started
+        return {ord_ - 1: msg_id for ord_, msg_id in written}
 
 
 def _refused(exc: ValueError) -> StorageError:
