@@ -15,7 +15,7 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["acl_changes", "grant_repo", "named_uids", "revoke_repo", "sync_repo"]
+__all__ = ["REPO_FILE_MODE", "acl_changes", "grant_repo", "named_uids", "revoke_repo", "sync_repo"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,12 @@ def _setfacl(repo: Path, args: list[str], what: str) -> None:
             repo,
             result.stderr.strip() or result.returncode,
         )
+
+
+# The mode of a file the host writes into a proposed repo (or a mirror): with an ACL,
+# its group bits are the mask, so 0644 would cap every writer's named entry at read
+# until the next grant. The owning group still gets only its own ``group::`` entry.
+REPO_FILE_MODE = 0o664
 
 
 def grant_repo(repo: Path, uid: int) -> None:

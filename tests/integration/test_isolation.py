@@ -192,3 +192,11 @@ print(r.returncode, r.stderr.strip())
         await until(lambda: bound("alpha"), 60)
         code, out = await run_in(alpha, commit('model = "haiku"', "alpha sets gamma's model"))
         assert code == 0 and out.startswith("0"), out
+        # The operator's proposal rewrites agent.toml on the host: alpha still writes it
+        # (a file written 0644 under an ACL capped alpha's entry at read).
+        await coord.approvals.propose(
+            "operator", "gamma", AgentConfig(model="opus"), "the operator picks opus"
+        )
+        assert (repo / "agent.toml").stat().st_mode & 0o060 == 0o060
+        code, out = await run_in(alpha, commit('subagent_model = "haiku"', "alpha again"))
+        assert code == 0 and out.startswith("0"), out

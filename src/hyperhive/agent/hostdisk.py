@@ -42,7 +42,7 @@ from hyperhive.protocol.hostdisk import (
     RepoWritten,
     Trashed,
 )
-from hyperhive.repoacl import sync_repo
+from hyperhive.repoacl import REPO_FILE_MODE, sync_repo
 from hyperhive.sysusers import chown_tree, ensure_user, existing_uid, remove_user
 
 __all__ = ["AgentDisk"]
@@ -174,7 +174,7 @@ class AgentDisk:
         repo = self.proposed(cmd.agent)
         if cmd.missing_only and existed:
             return RepoWritten(commit=repo.head(), changed=False)
-        atomic_write_text(repo.path / AGENT_TOML, cmd.text)
+        atomic_write_text(repo.path / AGENT_TOML, cmd.text, REPO_FILE_MODE)
         if repo.run_as is not None:
             os.chown(repo.path / AGENT_TOML, *repo.run_as, follow_symlinks=False)
         commit = repo.commit_file(cmd.message, AGENT_TOML, cmd.text)

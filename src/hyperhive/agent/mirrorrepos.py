@@ -25,7 +25,7 @@ from hyperhive.config import HivePaths
 from hyperhive.errors import Conflict
 from hyperhive.gitrepo import AGENT_TOML, GitRepo
 from hyperhive.protocol.hostdisk import MirrorsKeepAsk, MirrorsKept, MirrorWriteAsk, RepoWritten
-from hyperhive.repoacl import sync_repo
+from hyperhive.repoacl import REPO_FILE_MODE, sync_repo
 from hyperhive.sysusers import chown_tree, ensure_user, existing_uid, remove_user
 
 __all__ = ["MARKER", "MirrorRepos"]
@@ -121,7 +121,7 @@ class MirrorRepos:
         if repo.run_as is not None:
             chown_tree(repo.path, *repo.run_as)
         repo.ensure()
-        atomic_write_text(repo.path / AGENT_TOML, cmd.text)
+        atomic_write_text(repo.path / AGENT_TOML, cmd.text, REPO_FILE_MODE)
         if repo.run_as is not None:
             os.chown(repo.path / AGENT_TOML, *repo.run_as, follow_symlinks=False)
         commit = repo.commit_file(
