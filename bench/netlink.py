@@ -36,7 +36,7 @@ from hyperhive.protocol import (
     LinkHeartbeatReq,
     LinkRegisterReq,
     OpHostsAddReq,
-    OpLifecycleReq,
+    OpSpawnReq,
     Req,
 )
 
@@ -134,12 +134,12 @@ def _credential(paths: HivePaths, name: str) -> Path:
     return path
 
 
-def _wake_samples(waiter: _Proc, sender: _Proc, samples: int) -> Latency:
+def _wake_samples(waiter: _Proc, sender: _Proc, samples: int, sender_agent: str) -> Latency:
     out: list[int] = []
     for i in range(samples + WARMUP):
         waiter.tell("wait a")
         time.sleep(IDLE_S)  # the long-poll parks, as in coordinator.wake
-        sender.tell("send b a")
+        sender.tell(f"send {sender_agent} a")
         t0 = int(sender.expect("sent"))
         woke = int(waiter.expect("woke"))
         if i >= WARMUP:
@@ -156,11 +156,12 @@ def cross_host_wake(ctx: Context) -> list[Row]:
     home = ctx.scratch("nl")
     with lan(["coord", "h1", "h2"]) as net:
         link_tls(home, net.addresses["coord"])
-        paths = seed_home(home, ["a", "b"])
+        paths = seed_home(home, ["a", "c"])
         with (home / "hive.toml").open("a") as toml:
+            # The bare hosts send no heartbeat: a lease longer than the run stands in.
             toml.write(
                 f'dashboard_port = 0\n[hostlink]\nlisten = "{net.addresses["coord"]}:0"\n'
-                'tls_cert = "link.pem"\ntls_key = "link.pem"\n'
+                'tls_cert = "link.pem"\ntls_key = "link.pem"\nlease_seconds = 900\n'
             )
         with _coordinator(net, home) as url:
             procs: list[_Proc] = []
@@ -174,16 +175,14 @@ def cross_host_wake(ctx: Context) -> list[Row]:
                     host.expect("registered")
                 h1, h2 = hosts["h1"], hosts["h2"]
                 h1.expect("activate")
-                h1.expect("activate")  # the first host took a and b
-                # Placement spreads by load: b, started again, goes to h2.
-                _op(paths, OpLifecycleReq(cmd="agent_kill", agent="b"))
-                _op(paths, OpLifecycleReq(cmd="agent_start", agent="b"))
+                h1.expect("activate")  # the first host took a and c
+                # A new agent goes to the least loaded host: b to h2.
+                _op(paths, OpSpawnReq(cmd="spawn", name="b"))
                 h2.expect("activate")
                 h1.tell("attach a")
                 h1.expect("attached")
-                cross = _wake_samples(h1, h2, samples)
-                _move_b_beside_a(paths, h1, h2)
-                same = _wake_samples(h1, h1, samples)
+                cross = _wake_samples(h1, h2, samples, "b")
+                same = _wake_samples(h1, h1, samples, "c")
                 echo = _Proc(_helper(net, "coord", "echo", net.addresses["coord"]), home / "e.log")
                 procs.append(echo)
                 port = echo.expect("port")
@@ -216,16 +215,8 @@ def cross_host_wake(ctx: Context) -> list[Row]:
             "crosses a veth bridge twice plus TLS WebSocket framing",
         )
     ]
-    rows.append(Row("same-host send → wake (a and b on host 1, TLS)", same, floor_name, floor))
+    rows.append(Row("same-host send → wake (a and c on host 1, TLS)", same, floor_name, floor))
     return rows
-
-
-def _move_b_beside_a(paths: HivePaths, h1: _Proc, h2: _Proc) -> None:
-    """Load-based placement (there is no pin yet) would put b back on the empty h2:
-    end h2's link instead, and start b on the one host left."""
-    h2.stop()
-    _op(paths, OpLifecycleReq(cmd="agent_start", agent="b"))
-    h1.expect("activate")
 
 
 # ---- the lease's cost on the wire ---------------------------------------------------
