@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -28,11 +27,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.coordinator import BODY, _lanes
+from bench.profile_sends import _dumped
 
 __all__ = ["main"]
 
 WARMUP = 400
-_TOTALS = re.compile(rb"^(?:summary|totals):\s+(\d+)", re.MULTILINE)
 # How often the child looks for the parent's go-ahead: rarely, so that waiting
 # adds next to nothing to either dump.
 _POLL_S = 0.05
@@ -70,19 +69,6 @@ def _dump(pid: int, label: str) -> None:
         timeout=300,
         capture_output=True,
     )
-
-
-def _dumped(out: Path, pid: int, label: str) -> dict[str, int]:
-    """Instructions per thread in the dump named ``label``."""
-    found: dict[str, int] = {}
-    for path in sorted(out.glob(f"callgrind.{pid}.*")):
-        data = path.read_bytes()
-        if f"desc: Trigger: dump {label}\n".encode() in data:
-            if (m := _TOTALS.search(data)) is not None:
-                found[path.name.rsplit("-", 1)[-1]] = int(m.group(1))
-    if not found:
-        raise RuntimeError(f"no callgrind dump {label!r} in {out}")
-    return found
 
 
 def _line(proc: subprocess.Popen[str], want: str) -> str:
