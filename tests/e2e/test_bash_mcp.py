@@ -70,12 +70,19 @@ async def coordinator_and_host(
             tg.cancel_scope.cancel()
 
 
+def _bash_ready(host: AgentHost, name: str) -> bool:
+    """Its bash tasks are served: a runtime is listed while its directories are still being
+    prepared (off the event loop), and ``run`` says "agent starting" until then."""
+    rt = host.runtimes.get(name)
+    return rt is not None and rt.bash_tasks is not None
+
+
 async def test_run_inline_started_completion_todo_and_status_clearing(
     tmp_path: Path, model_server: ModelServer, claude_bin: Path
 ) -> None:
     paths = _seed(tmp_path, model_server, alice=AgentConfig())
     async with coordinator_and_host(tmp_path, claude_bin) as (host, _scope, _tg):
-        await until(lambda: "alice" in host.runtimes)
+        await until(lambda: _bash_ready(host, "alice"))
         async with surface_client(host, "alice", "bash") as bash:
             listed = {t.name for t in (await bash.list_tools()).tools}
             assert listed == {"run", "status", "kill"}
@@ -106,7 +113,7 @@ async def test_kill_timeout_name_reuse_and_bad_input(
 ) -> None:
     _seed(tmp_path, model_server, alice=AgentConfig())
     async with coordinator_and_host(tmp_path, claude_bin) as (host, _scope, _tg):
-        await until(lambda: "alice" in host.runtimes)
+        await until(lambda: _bash_ready(host, "alice"))
         async with surface_client(host, "alice", "bash") as bash:
             started = await bash.call_tool(
                 "run",
