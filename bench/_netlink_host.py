@@ -24,6 +24,7 @@ from typing import Any
 import anyio
 from anyio.abc import SocketStream
 
+from bench.coordinator import _pingpong_once
 from hyperhive.netlink.dialer import LinkTarget, dial
 from hyperhive.protocol import LinkForwardReq, LinkRegisterReq, SendReq
 
@@ -94,13 +95,7 @@ async def _ping(address: str, port: int, count: int, idle_s: float) -> None:
     frame = SendReq(cmd="send", to="a", body=BODY, id=1).model_dump_json().encode() + b"\n"
     async with await anyio.connect_tcp(address, port) as stream:
         for _ in range(count):
-            await anyio.sleep(idle_s)
-            t0 = perf_counter_ns()
-            await stream.send(frame)
-            got = b""
-            while not got.endswith(b"\n"):
-                got += await stream.receive(65536)
-            _say(f"rtt {perf_counter_ns() - t0}")
+            _say(f"rtt {await _pingpong_once(stream, frame, idle_s)}")
 
 
 if __name__ == "__main__":
