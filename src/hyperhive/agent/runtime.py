@@ -43,6 +43,8 @@ __all__ = ["AgentRuntime"]
 R = TypeVar("R")
 # A one-off call that gets no answer in this long is reported as the coordinator being away.
 CALL_TIMEOUT = 30.0
+# How long a tool call made while the agent's directories are prepared waits for them.
+SERVICES_WAIT = 30.0
 log = logging.getLogger(__name__)
 
 
@@ -73,6 +75,9 @@ class AgentRuntime:
     # Per-agent services the host runs beside the harness, while the agent is active.
     bash_tasks: TaskManager | None = None
     subagents: SubagentManager | None = None
+    # Set once bash_tasks and subagents serve: a tool call that arrives while the host is
+    # still preparing the agent's directories waits for it rather than failing.
+    services_up: anyio.Event = field(default_factory=anyio.Event)
     # Its forge identity (None: no forge group, or no forge on this host: forge_problem says).
     forge: AgentForge | None = None
     forge_problem: str | None = None
@@ -89,6 +94,19 @@ class AgentRuntime:
             self.groups = tuple(self.config.tool_groups)
         if not self.capabilities:
             self.capabilities = tuple(self.config.capabilities)
+
+    async def services_ready(self, within: float = SERVICES_WAIT) -> None:
+        """Wait (bounded) until the agent's services serve, or it stops."""
+        with anyio.move_on_after(within):
+            async with anyio.create_task_group() as tg:
+
+                async def stopped() -> None:
+                    await self.stopping.wait()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(stopped)
+                await self.services_up.wait()
+                tg.cancel_scope.cancel()
 
     @property
     def runtime_dir(self) -> Path:

@@ -68,6 +68,7 @@ async def agent_services(rt: AgentRuntime) -> AsyncIterator[None]:
         ) as subagents,
     ):
         rt.bash_tasks, rt.subagents = tasks, subagents
+        rt.services_up.set()
         try:
             # Only now: a recovered todo wakes a turn whose status call must find them.
             await tasks.report_recovered()

@@ -56,23 +56,25 @@ def render_started(started: TaskStarted) -> str:
     )
 
 
-def _manager(rt: AgentRuntime) -> TaskManager:
+async def _manager(rt: AgentRuntime) -> TaskManager:
+    if rt.bash_tasks is None:
+        await rt.services_ready()
     if rt.bash_tasks is None:
         raise Unavailable(f"bash tasks are not running for {rt.name} (agent starting or stopping)")
     return rt.bash_tasks
 
 
 async def _run(rt: AgentRuntime, a: RunArgs) -> str:
-    got = await _manager(rt).run(a.cmd, a.timeout_secs, a.wait_seconds, a.name)
+    got = await (await _manager(rt)).run(a.cmd, a.timeout_secs, a.wait_seconds, a.name)
     return render_started(got) if isinstance(got, TaskStarted) else render_report(got)
 
 
 async def _status(rt: AgentRuntime, a: StatusArgs) -> str:
-    return render_report(await _manager(rt).status(a.id, a.wait_seconds))
+    return render_report(await (await _manager(rt)).status(a.id, a.wait_seconds))
 
 
 async def _kill(rt: AgentRuntime, a: KillArgs) -> str:
-    outcome = await _manager(rt).kill(a.id, a.force)
+    outcome = await (await _manager(rt)).kill(a.id, a.force)
     if outcome == "already_finished":
         return f"task {a.id} had already finished; status({a.id!r}) has its result"
     if outcome == "cancelled":

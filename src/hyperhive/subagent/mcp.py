@@ -52,14 +52,16 @@ __all__ = [
 ]
 
 
-def _manager(rt: AgentRuntime) -> SubagentManager:
+async def _manager(rt: AgentRuntime) -> SubagentManager:
+    if rt.subagents is None:
+        await rt.services_ready()
     if rt.subagents is None:
         raise Unavailable(f"subagents are not running for {rt.name} (agent starting or stopping)")
     return rt.subagents
 
 
 async def _start(rt: AgentRuntime, a: StartArgs) -> str:
-    rec = await _manager(rt).start(a.prompt, a.name, a.model, a.dir, a.prompt_file)
+    rec = await (await _manager(rt)).start(a.prompt, a.name, a.model, a.dir, a.prompt_file)
     verb = "queued for a free claude slot" if rec.waiting_since is not None else "started"
     return (
         f"subagent {verb}: id={rec.id} (model {rec.model or rt.config.subagent_model}, "
@@ -69,20 +71,20 @@ async def _start(rt: AgentRuntime, a: StartArgs) -> str:
 
 
 async def _continue(rt: AgentRuntime, a: ContinueArgs) -> str:
-    rec = await _manager(rt).resume(a.id, a.prompt)
+    rec = await (await _manager(rt)).resume(a.id, a.prompt)
     return (
         f"subagent {rec.id} continues in its session (run {rec.runs}); its result arrives as a todo"
     )
 
 
 async def _interrupt(rt: AgentRuntime, a: IdArgs) -> str:
-    if await _manager(rt).interrupt(a.id):
+    if await (await _manager(rt)).interrupt(a.id):
         return f"subagent {a.id} interrupted (its process group is stopped); continue() resumes it"
     return f"subagent {a.id} was not running; status({a.id!r}) has its result"
 
 
 async def _status(rt: AgentRuntime, a: IdArgs) -> str:
-    return render_status(await _manager(rt).status(a.id), time.time())
+    return render_status(await (await _manager(rt)).status(a.id), time.time())
 
 
 HANDLERS: dict[str, Handler] = {
