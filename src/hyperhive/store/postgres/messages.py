@@ -205,17 +205,21 @@ class PgMessages(PgRepo, MessageRepo):
     async def inbox(
         self, recipient: str, limit: int = 50, unread_only: bool = False
     ) -> list[MessageRow]:
-        unread = " AND acked_at IS NULL" if unread_only else ""
+        # Unread: few rows, found through messages_pending; else along messages_recipient_at.
+        unread, order = (
+            (" AND acked_at IS NULL", "id") if unread_only else ("", "created_at DESC, id")
+        )
         rows = await self._read(
             f"SELECT {MSG_COLS} FROM messages WHERE recipient = %s{unread} "
-            "ORDER BY id DESC LIMIT %s",
+            f"ORDER BY {order} DESC LIMIT %s",
             (recipient, max(0, limit)),
         )
         return [message_row(r) for r in reversed(rows)]
 
     async def outbox(self, sender: str, limit: int = 50) -> list[MessageRow]:
         rows = await self._read(
-            f"SELECT {MSG_COLS} FROM messages WHERE sender = %s ORDER BY id DESC LIMIT %s",
+            f"SELECT {MSG_COLS} FROM messages WHERE sender = %s "
+            "ORDER BY created_at DESC, id DESC LIMIT %s",
             (sender, max(0, limit)),
         )
         return [message_row(r) for r in reversed(rows)]

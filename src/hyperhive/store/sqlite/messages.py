@@ -35,6 +35,10 @@ def _take_undelivered(tx: Tx, agent: str, limit: int) -> tuple[MessageRow, ...]:
     return tuple(sorted((message_row(r) for r in rows), key=_by_id))
 
 
+# Newest first along messages_sender_at / messages_recipient_at (the id's order too).
+_BY_TIME = "created_at DESC, id"
+
+
 def _by_id(m: MessageRow) -> int:
     return m.id
 
@@ -170,19 +174,16 @@ class SqliteMessages(MessageRepo):
     async def inbox(
         self, recipient: str, limit: int = 50, unread_only: bool = False
     ) -> list[MessageRow]:
-        where = "recipient = ?" + (" AND acked_at IS NULL" if unread_only else "")
-        return await self._newest(where, recipient, limit)
+        if unread_only:  # few rows, found through messages_pending
+            return await self._newest("recipient = ? AND acked_at IS NULL", "id", recipient, limit)
+        return await self._newest("recipient = ?", _BY_TIME, recipient, limit)
 
     async def outbox(self, sender: str, limit: int = 50) -> list[MessageRow]:
-        return await self._newest("sender = ?", sender, limit)
+        return await self._newest("sender = ?", _BY_TIME, sender, limit)
 
-    async def _newest(self, where: str, who: str, limit: int) -> list[MessageRow]:
-        rows = await self._db.run(
-            lambda tx: tx.all(
-                f"SELECT * FROM messages WHERE {where} ORDER BY id DESC LIMIT ?", (who, limit)
-            ),
-            durable=False,
-        )
+    async def _newest(self, where: str, order: str, who: str, limit: int) -> list[MessageRow]:
+        sql = f"SELECT * FROM messages WHERE {where} ORDER BY {order} DESC LIMIT ?"
+        rows = await self._db.run(lambda tx: tx.all(sql, (who, limit)), durable=False)
         return [message_row(r) for r in reversed(rows)]
 
     async def thread(self, message_id: int) -> list[MessageRow]:
@@ -248,7 +249,7 @@ class SqliteMessages(MessageRepo):
         return [MessageCounts(str(a), int(s), int(d), int(q)) for a, s, d, q in rows]
 
 
-# Both halves are index-only scans (messages_sender, messages_pending).
+# Both halves are index-only scans (messages_sender_at, messages_pending).
 COUNTS_SQL = (
     "SELECT agent, SUM(sent), SUM(delivered), SUM(queued) FROM ("
     "SELECT sender AS agent, COUNT(*) AS sent, 0 AS delivered, 0 AS queued "
