@@ -128,6 +128,15 @@ class Poll:
     todos_changed: bool = False
     compact: bool = False
 
+    @staticmethod
+    def found(
+        version: int, messages: tuple[MessageRow, ...], todos_changed: bool, compact: bool
+    ) -> Poll | None:
+        """What an unfenced poll found; ``None`` when there is nothing to wake for."""
+        if not messages and not todos_changed and not compact:
+            return None
+        return Poll(False, version, messages, todos_changed, compact)
+
 
 @dataclass(frozen=True, slots=True)
 class TurnRecord:

@@ -138,16 +138,7 @@ class PgMessages(PgRepo, MessageRepo):
                 (agent, todo_version),
             )
             row = await cur.fetchone()
-            changed = bool(row and row[0])
-            if not messages and not changed and not compact:
-                return None
-            return Poll(
-                stop=False,
-                todo_version=version,
-                messages=messages,
-                todos_changed=changed,
-                compact=compact,
-            )
+            return Poll.found(version, messages, bool(row and row[0]), compact)
 
         return await self._tx(op)
 

@@ -61,16 +61,7 @@ def _poll_op(agent: str, todo_version: int, limit: int) -> Callable[[Tx], Poll |
         if fenced:
             return Poll(stop=True, todo_version=version)
         messages = _take_undelivered(tx, agent, max(1, limit))
-        changed = _todos_newer(tx, agent, todo_version)
-        if not messages and not changed and not compact:
-            return None
-        return Poll(
-            stop=False,
-            todo_version=version,
-            messages=messages,
-            todos_changed=changed,
-            compact=compact,
-        )
+        return Poll.found(version, messages, _todos_newer(tx, agent, todo_version), compact)
 
     return op
 
