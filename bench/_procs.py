@@ -19,7 +19,15 @@ from pathlib import Path
 from hyperhive.config import AgentConfig, HivePaths, dump_agent_config
 from hyperhive.store.sqlite.engine import migrate
 
-__all__ = ["cpu_seconds", "echo_server", "open_raw", "seed_home", "serve", "wait_up"]
+__all__ = [
+    "cpu_seconds",
+    "echo_server",
+    "open_raw",
+    "seed_home",
+    "serve",
+    "thread_cpu",
+    "wait_up",
+]
 
 START_TIMEOUT = 30.0
 
@@ -104,6 +112,23 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU time a process has used so far (Linux ``/proc``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu(pid: int) -> dict[str, tuple[float, float]]:
+    """(user, system) CPU seconds of each thread of ``pid`` so far, by thread name
+    (threads of one name summed)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    found: dict[str, tuple[float, float]] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:  # the thread ended meanwhile
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat.rsplit(")", 1)[1].split()
+        user, system = found.get(name, (0.0, 0.0))
+        found[name] = (user + int(fields[11]) / tick, system + int(fields[12]) / tick)
+    return found
 
 
 def _wait_listening(

@@ -11,6 +11,7 @@ import sqlite3
 import time
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from time import perf_counter_ns
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import anyio
 from anyio.abc import SocketStream
 
-from bench._procs import cpu_seconds, echo_server, open_raw, seed_home, serve
+from bench._procs import cpu_seconds, echo_server, open_raw, seed_home, serve, thread_cpu
 from bench.registry import Context, Latency, Row, Throughput, benchmark
 from hyperhive.client import RpcClient, connect
 from hyperhive.config import HivePaths
@@ -74,18 +75,54 @@ def durable_sends(ctx: Context) -> list[Row]:
     ]
 
 
-def _cpu_note(figure: Throughput, cpu_s: float) -> str:
-    busy = cpu_s / (figure.elapsed_ns / 1e9)
+# The coordinator's threads by name: the event loop (the process's main thread is named
+# after its program) and SQLite's writer.
+_STORE_THREAD = "hive-db"
+
+
+def _cpu_note(figure: Throughput, cpu: _Cpu) -> str:
+    busy = cpu.total / (figure.elapsed_ns / 1e9)
+
+    def us(seconds: float) -> str:
+        return f"{seconds / figure.ops * 1e6:.0f}"
+
+    loop_user, loop_sys = cpu.loop
+    store_user, store_sys = cpu.store
     return (
-        f"coordinator CPU {cpu_s / figure.ops * 1e6:.0f} µs per send, "
-        f"{busy:.0%} of one core during the run"
+        f"coordinator CPU {us(cpu.total)} µs per send, {busy:.0%} of one core during the run "
+        f"(event loop {us(loop_user)} user + {us(loop_sys)} kernel, store thread "
+        f"{us(store_user)} user + {us(store_sys)} kernel)"
     )
+
+
+@dataclass(frozen=True)
+class _Cpu:
+    """The coordinator's CPU seconds over a timed part: all of it, and its two busy
+    threads' (user, kernel)."""
+
+    total: float
+    loop: tuple[float, float]
+    store: tuple[float, float]
+
+
+def _cpu_between(
+    before: dict[str, tuple[float, float]], after: dict[str, tuple[float, float]], total: float
+) -> _Cpu:
+    def spent(name: str) -> tuple[float, float]:
+        u0, s0 = before.get(name, (0.0, 0.0))
+        u1, s1 = after.get(name, (0.0, 0.0))
+        return u1 - u0, s1 - s0
+
+    others = [n for n in after if n != _STORE_THREAD]
+    # The loop: the busiest thread that is not the store's (worker threads idle here).
+    loop = max((spent(n) for n in others), key=sum, default=(0.0, 0.0))
+    return _Cpu(total, loop, spent(_STORE_THREAD))
 
 
 async def _send_rate(
     paths: HivePaths, senders: Sequence[str], per_client: int, in_flight: int, pid: int
-) -> tuple[Throughput, float]:
-    """Sends/s over the timed part, and the coordinator's CPU seconds during it."""
+) -> tuple[Throughput, _Cpu]:
+    """Sends/s over the timed part, and the coordinator's CPU during it."""
     async with AsyncExitStack() as stack:
         clients = [
             await stack.enter_async_context(connect(paths.agent_sock(name))) for name in senders
@@ -93,12 +130,13 @@ async def _send_rate(
         async with anyio.create_task_group() as tg:
             for client in clients:
                 tg.start_soon(_sends, client, 20, 1)  # warm-up: connections, caches, pages
-        cpu0, t0 = cpu_seconds(pid), perf_counter_ns()
+        threads0, cpu0, t0 = thread_cpu(pid), cpu_seconds(pid), perf_counter_ns()
         async with anyio.create_task_group() as tg:
             for client in clients:
                 tg.start_soon(_sends, client, per_client, in_flight)
         elapsed, cpu = perf_counter_ns() - t0, cpu_seconds(pid) - cpu0
-    return Throughput(per_client * len(senders), elapsed), cpu
+        threads = thread_cpu(pid)
+    return Throughput(per_client * len(senders), elapsed), _cpu_between(threads0, threads, cpu)
 
 
 async def _sends(client: RpcClient, count: int, in_flight: int) -> None:

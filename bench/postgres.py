@@ -268,7 +268,7 @@ def pg_coordinator_sends(ctx: Context) -> list[Row]:
         paths = seed_home(home, [*senders, SINK])
         syncs0 = _wal_syncs(cluster)
         with serve(paths, [*senders, SINK]) as proc:
-            figure, cpu_s = anyio.run(_coord_send_rate, paths, senders, per_client, 8, proc.pid)
+            figure, cpu = anyio.run(_coord_send_rate, paths, senders, per_client, 8, proc.pid)
         # The whole serve run (start, warm-up, stop); its backends have exited, so
         # their counts are in.
         syncs = _wal_syncs(cluster) - syncs0
@@ -277,11 +277,13 @@ def pg_coordinator_sends(ctx: Context) -> list[Row]:
         grouped = _pgbench(cluster, db, scratch, per_client * SENDERS, notify=True, rows=GROUP_ROWS)
     finally:
         cluster.destroy()
-    busy = cpu_s / (figure.elapsed_ns / 1e9)
+    busy = cpu.total / (figure.elapsed_ns / 1e9)
+    loop_user, loop_sys = (seconds / figure.ops * 1e6 for seconds in cpu.loop)
     note = (
-        f"coordinator on PostgreSQL: {cpu_s / figure.ops * 1e6:.0f} µs of coordinator CPU "
-        f"per send, {busy:.0%} of one core during the run; ~{figure.ops / max(1, syncs):.1f} "
-        "sends per WAL flush (pg_stat_wal, the whole serve run)"
+        f"coordinator on PostgreSQL: {cpu.total / figure.ops * 1e6:.0f} µs of coordinator CPU "
+        f"per send (event loop {loop_user:.0f} user + {loop_sys:.0f} kernel), {busy:.0%} of "
+        f"one core during the run; ~{figure.ops / max(1, syncs):.1f} sends per WAL flush "
+        "(pg_stat_wal, the whole serve run)"
     )
     name = f"PostgreSQL durable sends/s, {SENDERS} clients × 8 in flight (hivectl serve)"
     return [
