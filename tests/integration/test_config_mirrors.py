@@ -26,7 +26,7 @@ import pytest
 from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.core.coordinator import Coordinator
-from hyperhive.errors import HiveError, InvalidRequest, NotFound, PermissionDenied
+from hyperhive.errors import HiveError, InvalidRequest, NotFound, PermissionDenied, Unavailable
 from hyperhive.gitrepo import GitRepo
 from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import (
@@ -165,6 +165,54 @@ async def test_a_manager_edits_its_childs_config_held_by_another_host(
             await until(lambda: (a.agent_dir("bob") / "state").is_dir())
             assert _mirror_source(a, "bob") is None
             assert latest is not None and _head_text(a.agent_config_repo("bob")) == latest
+
+
+async def test_a_request_through_a_mirror_waits_for_the_childs_host_and_names_it(
+    tmp_path: Path, claude_bin: Path, hive_store_url: str | None
+) -> None:
+    seed_home(
+        tmp_path,
+        {"alice": MANAGER},
+        topology={"alice": None},
+        hive_toml='hostlink = { listen = "127.0.0.1:0", lease_seconds = 60 }\n',
+        store_url=hive_store_url,
+    )
+    a = HivePaths(tmp_path)
+    b = HivePaths(tmp_path / "h2-disk")
+    async with running_hive(tmp_path, claude_bin) as (c, _local), operator(c.paths) as op:
+        c.disks.wait = 1.0  # what "briefly" is for a host that is away, in a test
+        cred = await add_host(op, "h2", tmp_path / "creds")
+        real = GitRepo(b.agent_config_repo("bob"))
+        mirror = a.agent_config_repo("bob")
+        async with inprocess_remote_host(c.paths, b.home, cred):
+            await until(lambda: "h2" in c.hostlink.hosts)
+            await op.call(OpSpawnReq(cmd="spawn", name="bob", parent="alice", host="h2"))
+            for name in ("alice", "bob"):
+                await op.call(OpLifecycleReq(cmd="agent_kill", agent=name))  # no turns here
+            await until(lambda: _head(real) is not None and _mirror_source(a, "bob") == _head(real))
+        await until(lambda: "h2" not in c.hostlink.hosts)
+        before = _head(real)
+
+        # bob's host is away: alice's commit in the mirror is kept, her request refused
+        # after a short wait, naming the host; nothing reached an approval.
+        _commit(mirror, 'tool_groups = ["messaging", "web_tools"]\n', "bob: the web")
+        mirrored = GitRepo(mirror).head()
+        async with agent(c.paths, "alice") as alice:
+            with pytest.raises(Unavailable, match="agent host h2 holding bob's config repo"):
+                await agent_call(alice, "request_apply_commit", agent="bob", commit="HEAD")
+        assert GitRepo(mirror).head() == mirrored
+        assert await c.store.approvals.list() == []
+
+        # It comes back: the same request goes through, into bob's real repo on h2.
+        async with inprocess_remote_host(c.paths, b.home, cred):
+            await until(lambda: "h2" in c.hostlink.hosts)
+            async with agent(c.paths, "alice") as alice:
+                asked = await agent_call(
+                    alice, "request_apply_commit", agent="bob", commit=mirrored
+                )
+            assert isinstance(asked, dict)
+            assert asked["commit"] == real.head() != before
+            assert "web_tools" in (_head_text(real.path) or "")
 
 
 @pytest.mark.xdist_group("sysusers")
