@@ -364,3 +364,5 @@ def test_a_stale_tool_group_is_skipped_and_shown(tmp_path: Path) -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0, (tmp_path / "serve.log").read_text()
+    # All of it served by the coordinator on uvloop (hivectl serve's loop).
+    assert "event loop uvloop" in (tmp_path / "serve.log").read_text()

@@ -88,6 +88,8 @@ async def test_the_lease_comes_before_the_dashboard_unless_standing_by(
         assert first.wait(timeout=60) == 0, _log(homes[0])[-3000:]
         await anyio.to_thread.run_sync(wait_until, lambda: _up(homes[1]), 60, "takeover")
         assert _at(homes[1], FASTAPI) < _at(homes[1], LEASE)
+        # Both ways to serve (active at once, and a standby taking over) run on uvloop.
+        assert "event loop uvloop" in first_log and "event loop uvloop" in _log(homes[1])
     finally:
         for proc in (first, second):
             if proc is not None:

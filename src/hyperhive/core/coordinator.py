@@ -6,6 +6,7 @@ newcomer can read what a service touches from its constructor.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib
 import logging
@@ -298,7 +299,10 @@ class Coordinator:
                         "run as this user with the whole filesystem in reach"
                     )
                 log.info(
-                    "coordinator up: %s (%d agents)", self.paths.home, len(self.registry.known())
+                    "coordinator up: %s (%d agents, event loop %s)",
+                    self.paths.home,
+                    len(self.registry.known()),
+                    type(asyncio.get_running_loop()).__module__.split(".")[0],
                 )
                 task_status.started()
         finally:

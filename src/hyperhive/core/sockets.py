@@ -14,7 +14,7 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -152,8 +152,8 @@ class _Connection(asyncio.Protocol):
         self.closed = self._loop.create_future()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # A stream transport (uvloop's is not an ``asyncio.Transport`` subclass).
+        self._transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         for frame in self._decoder.feed(data):
