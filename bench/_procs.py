@@ -114,20 +114,17 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def thread_cpu(pid: int) -> dict[str, tuple[float, float]]:
-    """(user, system) CPU seconds of each thread of ``pid`` so far, by thread name
-    (threads of one name summed)."""
+def thread_cpu(pid: int) -> dict[int, tuple[float, float]]:
+    """(user, system) CPU seconds of each live thread of ``pid`` so far, by thread id
+    (the main thread's is ``pid``)."""
     tick = os.sysconf("SC_CLK_TCK")
-    found: dict[str, tuple[float, float]] = {}
+    found: dict[int, tuple[float, float]] = {}
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
-            stat = (task / "stat").read_text()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:  # the thread ended meanwhile
             continue
-        name = stat[stat.index("(") + 1 : stat.rindex(")")]
-        fields = stat.rsplit(")", 1)[1].split()
-        user, system = found.get(name, (0.0, 0.0))
-        found[name] = (user + int(fields[11]) / tick, system + int(fields[12]) / tick)
+        found[int(task.name)] = (int(fields[11]) / tick, int(fields[12]) / tick)
     return found
 
 

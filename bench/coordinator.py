@@ -75,11 +75,6 @@ def durable_sends(ctx: Context) -> list[Row]:
     ]
 
 
-# The coordinator's threads by name: the event loop (the process's main thread is named
-# after its program) and SQLite's writer.
-_STORE_THREAD = "hive-db"
-
-
 def _cpu_note(figure: Throughput, cpu: _Cpu) -> str:
     busy = cpu.total / (figure.elapsed_ns / 1e9)
 
@@ -90,7 +85,7 @@ def _cpu_note(figure: Throughput, cpu: _Cpu) -> str:
     store_user, store_sys = cpu.store
     return (
         f"coordinator CPU {us(cpu.total)} µs per send, {busy:.0%} of one core during the run "
-        f"(event loop {us(loop_user)} user + {us(loop_sys)} kernel, store thread "
+        f"(event loop {us(loop_user)} user + {us(loop_sys)} kernel, busiest other thread "
         f"{us(store_user)} user + {us(store_sys)} kernel)"
     )
 
@@ -106,17 +101,20 @@ class _Cpu:
 
 
 def _cpu_between(
-    before: dict[str, tuple[float, float]], after: dict[str, tuple[float, float]], total: float
+    before: dict[int, tuple[float, float]],
+    after: dict[int, tuple[float, float]],
+    total: float,
+    pid: int,
 ) -> _Cpu:
-    def spent(name: str) -> tuple[float, float]:
-        u0, s0 = before.get(name, (0.0, 0.0))
-        u1, s1 = after.get(name, (0.0, 0.0))
+    def spent(tid: int) -> tuple[float, float]:
+        u0, s0 = before.get(tid, (0.0, 0.0))
+        u1, s1 = after.get(tid, (0.0, 0.0))
         return u1 - u0, s1 - s0
 
-    others = [n for n in after if n != _STORE_THREAD]
-    # The loop: the busiest thread that is not the store's (worker threads idle here).
-    loop = max((spent(n) for n in others), key=sum, default=(0.0, 0.0))
-    return _Cpu(total, loop, spent(_STORE_THREAD))
+    # The event loop is the main thread; the store's writer (SQLite) is the busiest
+    # other one (worker threads are idle here; PostgreSQL has none: ~0).
+    others = [spent(tid) for tid in after if tid != pid]
+    return _Cpu(total, spent(pid), max(others, key=sum, default=(0.0, 0.0)))
 
 
 async def _send_rate(
@@ -136,7 +134,7 @@ async def _send_rate(
                 tg.start_soon(_sends, client, per_client, in_flight)
         elapsed, cpu = perf_counter_ns() - t0, cpu_seconds(pid) - cpu0
         threads = thread_cpu(pid)
-    return Throughput(per_client * len(senders), elapsed), _cpu_between(threads0, threads, cpu)
+    return Throughput(per_client * len(senders), elapsed), _cpu_between(threads0, threads, cpu, pid)
 
 
 async def _sends(client: RpcClient, count: int, in_flight: int) -> None:
