@@ -248,3 +248,28 @@ async def test_a_batch_checks_its_replies_by_key_not_by_scanning_the_mailbox(
         assert (await store.messages.get(landed)).in_reply_to == root  # type: ignore[union-attr]
     finally:
         await store.close()
+
+
+async def test_the_batchers_kept_connections_go_back_to_the_pool_when_due(pg_url: str) -> None:
+    # Kept between batches, a connection still goes back to the pool once it has been
+    # kept for ``keep_for``: the pool's lifetime and reconnect rules apply to it too.
+    store = await open_postgres(pg_url)
+    try:
+
+        def checkouts() -> int:
+            return store.db.pool.get_stats().get("requests_num", 0)
+
+        await store.messages.send("alice", "bob", "warm")
+        before = checkouts()
+        for i in range(5):
+            await store.messages.send("alice", "bob", f"kept {i}")
+        assert checkouts() == before  # one connection, kept: no checkout per batch
+
+        store.db.keep_for = 0.0  # every kept connection is due at once
+        for i in range(5):
+            await store.messages.send("alice", "bob", f"due {i}")
+        assert checkouts() == before + 5
+        assert len(await store.messages.inbox("bob")) == 11
+    finally:
+        await store.close()
+    await until(lambda: _backends(pg_url) == 0, within=10)

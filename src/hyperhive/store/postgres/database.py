@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import secrets
 import select
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -47,6 +48,9 @@ CONNECT_KWARGS: dict[str, Any] = {
 }
 # Serialization failures and deadlocks are retried this many times, then reported.
 TX_ATTEMPTS = 3
+# A connection a steady writer keeps (autocommit_kept) goes back to the pool after this
+# long, so the pool's own lifetime and reconnect rules apply to it too.
+KEEP_FOR_S = 300.0
 
 
 async def check_idle(conn: Conn) -> None:
@@ -89,6 +93,9 @@ class PgDatabase:
         # Told at once when a write is refused for a superseded epoch: the coordinator
         # stops serving then, instead of answering every later request with an error.
         self.on_fenced: Callable[[], None] | None = None
+        # When each connection kept by autocommit_kept was taken from the pool.
+        self.keep_for = KEEP_FOR_S
+        self._kept_at: dict[int, float] = {}
 
     @classmethod
     async def open(
@@ -203,22 +210,27 @@ class PgDatabase:
         conn = kept.pop() if kept else None
         try:
             if conn is not None:
-                try:
-                    await check_idle(conn)
-                except psycopg.Error:
-                    await self.pool.putconn(conn)  # the pool discards a broken one
+                if time.monotonic() - self._kept_at.get(id(conn), 0.0) > self.keep_for:
+                    await self._put_back(conn)  # the pool recycles it when it is due
                     conn = None
+                else:
+                    try:
+                        await check_idle(conn)
+                    except psycopg.Error:
+                        await self._put_back(conn)  # the pool discards a broken one
+                        conn = None
             if conn is None:
                 conn = await self.pool.getconn()
+                self._kept_at[id(conn)] = time.monotonic()
             result = await op(conn)
         except BaseException as exc:
             if conn is not None:
-                await self.pool.putconn(conn)
+                await self._put_back(conn)
             if isinstance(exc, psycopg.Error | PoolTimeout):
                 raise self._translate(exc) from None
             raise
         if self.pool.closed:
-            await self.pool.putconn(conn)
+            await self._put_back(conn)
         else:
             kept.append(conn)
         return result
@@ -226,7 +238,11 @@ class PgDatabase:
     async def give_back(self, kept: list[Conn]) -> None:
         """Return connections kept by :meth:`autocommit_kept` to the pool."""
         while kept:
-            await self.pool.putconn(kept.pop())
+            await self._put_back(kept.pop())
+
+    async def _put_back(self, conn: Conn) -> None:
+        self._kept_at.pop(id(conn), None)
+        await self.pool.putconn(conn)
 
     async def close(self) -> None:
         await self.pool.close()
