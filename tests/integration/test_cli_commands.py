@@ -245,6 +245,8 @@ def test_spawn_waits_for_the_agent_host(hive: Path, tmp_path: Path) -> None:
         assert out.stdout.strip() == "spawned worker (running)"
         row = next(a for a in ok_json(hive, "agents", "list") if a["name"] == "worker")
         assert row["running"] is True and row["parent"] == "bob"
+        # hivectl host runs on uvloop, as hivectl serve does.
+        assert "(event loop uvloop)" in (hive / "host.log").read_text()
     finally:
         host.send_signal(signal.SIGTERM)
         host.wait(timeout=30)

@@ -11,6 +11,7 @@ reported to the coordinator and never stops the others.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -237,7 +238,12 @@ class AgentHost:
                 timeout_graceful_shutdown=2,
             )
         )
-        log.info("agent host %s serving MCP on %s", self.host_id, self.base_url)
+        log.info(
+            "agent host %s serving MCP on %s (event loop %s)",
+            self.host_id,
+            self.base_url,
+            type(asyncio.get_running_loop()).__module__.split(".")[0],
+        )
         task_status.started()
         done = anyio.Event()
 
