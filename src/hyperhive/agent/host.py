@@ -11,7 +11,6 @@ reported to the coordinator and never stops the others.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
@@ -47,6 +46,7 @@ from hyperhive.bash.mcp import bash_surface
 from hyperhive.client import RpcClient, connect
 from hyperhive.config import MATRIX_SERVER, SUBAGENT_SERVER, HiveConfig, HivePaths
 from hyperhive.errors import HiveError, Unavailable
+from hyperhive.eventloop import loop_name
 from hyperhive.forge.agent import AgentForge
 from hyperhive.matrix.agent import AgentMatrix
 from hyperhive.matrix.tools import matrix_surface
@@ -242,7 +242,7 @@ class AgentHost:
             "agent host %s serving MCP on %s (event loop %s)",
             self.host_id,
             self.base_url,
-            type(asyncio.get_running_loop()).__module__.split(".")[0],
+            loop_name(),
         )
         task_status.started()
         done = anyio.Event()

@@ -23,6 +23,7 @@ from hyperhive.cli.base import (
 from hyperhive.config import AgentConfig, HivePaths, load_hive_config
 from hyperhive.effective import turn_tool_args
 from hyperhive.errors import ConfigError
+from hyperhive.eventloop import UVLOOP
 from hyperhive.lifeline import die_with_supervisor
 from hyperhive.permissions import Capability, ToolGroup, builtin_tools_arg
 from hyperhive.protocol import (
@@ -31,11 +32,6 @@ from hyperhive.protocol import (
     WaitingSlot,
 )
 from hyperhive.telemetry import configure as configure_tracing
-
-# The coordinator and the agent host run on uvloop: the broker path (a frame in, a store
-# operation, a reply out) costs about a third less event-loop CPU than on asyncio's own
-# loop, and a host's MCP call about a seventh less (bench coordinator.sends, agent_host.mcp).
-UVLOOP: dict[str, Any] = {"use_uvloop": True}
 
 
 @main.command()

@@ -6,7 +6,6 @@ newcomer can read what a service touches from its constructor.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import importlib
 import logging
@@ -42,6 +41,7 @@ from hyperhive.core.registry import AgentRegistry
 from hyperhive.core.scheduler import Scheduler
 from hyperhive.core.sockets import serve_unix
 from hyperhive.errors import ConfigError, StorageError
+from hyperhive.eventloop import loop_name
 from hyperhive.fdlimit import check_fd_limit
 from hyperhive.protocol import HostRequest
 from hyperhive.store import Store, open_store
@@ -302,7 +302,7 @@ class Coordinator:
                     "coordinator up: %s (%d agents, event loop %s)",
                     self.paths.home,
                     len(self.registry.known()),
-                    type(asyncio.get_running_loop()).__module__.split(".")[0],
+                    loop_name(),
                 )
                 task_status.started()
         finally:
