@@ -15,6 +15,7 @@ import socket
 from collections.abc import Iterator
 
 import anyio
+import anyio.lowlevel
 import uvicorn
 
 # What uvicorn's Config.load() would import on the event loop once the dashboard
@@ -86,6 +87,18 @@ def _bind(host: str, port: int) -> tuple[socket.socket, str | None]:
     return sock, None
 
 
+async def _abort_leftovers(server: uvicorn.Server) -> None:
+    """Drop connections uvicorn's graceful shutdown left open: a closed transport with
+    unsent bytes (a tab that stopped reading an event stream) waits for a drain that
+    never comes, and would be collected unclosed, its socket leaked."""
+    leftovers = list(server.server_state.connections)
+    for conn in leftovers:
+        conn.transport.abort()
+    if leftovers:
+        with anyio.CancelScope(shield=True):
+            await anyio.lowlevel.checkpoint()  # abort() closes the socket on the loop's next pass
+
+
 def dashboard_url(bind: str, port: int) -> str:
     """The URL an operator opens: a wildcard bind is reached by the machine's name."""
     host = socket.gethostname() if bind in ("", "0.0.0.0", "::") else bind  # noqa: S104
@@ -144,5 +157,6 @@ async def serve_dashboard(
                     server.should_exit = True
                     await done.wait()
                 serving.cancel()
+                await _abort_leftovers(server)
     finally:
         sock.close()
