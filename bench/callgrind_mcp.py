@@ -22,6 +22,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -94,10 +95,14 @@ def _measure(
     cg: Callgrind, sampler: Callable[..., Awaitable[Any]], calls: int, *args: Any
 ) -> tuple[float, float]:
     """(instructions per call, idle instructions over as long) for ``sampler``'s calls."""
-    anyio.run(sampler, *args, 1)  # warm: imports, first-call caches
+
+    def run(n: int) -> None:
+        anyio.run(partial(sampler, *args, n))
+
+    run(1)  # warm: imports, first-call caches
     cg.control("--instr=on")
-    anyio.run(sampler, *args, 1)  # and once more instrumented (callgrind's own caches)
-    busy, took = cg.window(lambda: anyio.run(sampler, *args, calls))
+    run(1)  # and once more instrumented (callgrind's own caches)
+    busy, took = cg.window(lambda: run(calls))
     idle, _ = cg.window(lambda: time.sleep(took))
     return busy / (WARMUP + calls), idle / (WARMUP + calls)
 
