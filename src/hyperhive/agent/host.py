@@ -11,7 +11,6 @@ reported to the coordinator and never stops the others.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import math
@@ -19,13 +18,12 @@ import os
 import random
 import secrets
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import stamina
-import uvicorn
 from anyio.abc import TaskGroup, TaskStatus
 from pydantic import TypeAdapter, ValidationError
 
@@ -41,6 +39,7 @@ from hyperhive.agent.moving import HostMoves
 from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.agent.services import agent_services
 from hyperhive.agent.web import build_app
+from hyperhive.asgiserve import serve_asgi
 from hyperhive.atomic import atomic_write_text
 from hyperhive.bash.mcp import bash_surface
 from hyperhive.client import RpcClient, connect
@@ -92,14 +91,6 @@ def resolve_claude_bin(configured: str | None) -> str:
     if os.access(checkout, os.X_OK):
         return str(checkout)
     return "claude"
-
-
-class _QuietServer(uvicorn.Server):
-    """uvicorn without its own signal handlers: the process's owner decides."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
 
 
 class AgentHost:
@@ -227,17 +218,6 @@ class AgentHost:
             json.dumps({"url": self.base_url, "token": self.operator_token, "pid": os.getpid()}),
             0o600,
         )
-        server = _QuietServer(
-            uvicorn.Config(
-                self.app,
-                log_level="warning",
-                # At "warning" no access line is ever written, but with the log on uvicorn
-                # still renders the client address and quoted path of every request.
-                access_log=False,
-                lifespan="on",
-                timeout_graceful_shutdown=2,
-            )
-        )
         log.info(
             "agent host %s serving MCP on %s (event loop %s)",
             self.host_id,
@@ -245,24 +225,7 @@ class AgentHost:
             loop_name(),
         )
         task_status.started()
-        done = anyio.Event()
-
-        async def serve() -> None:
-            # Shielded so uvicorn shuts down its way (lifespan, connections) on should_exit
-            # instead of being cancelled mid-lifespan.
-            with anyio.CancelScope(shield=True):
-                await server.serve(sockets=[sock])
-            done.set()
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(serve)
-            try:
-                await anyio.sleep_forever()
-            finally:
-                server.should_exit = True
-                with anyio.CancelScope(shield=True):
-                    await done.wait()
-                sock.close()
+        await serve_asgi(self.app, sock)
 
     async def _linked(self, task_status: TaskStatus[None]) -> None:
         send, receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
