@@ -16,6 +16,13 @@ from collections.abc import Callable, Iterator
 import anyio
 import anyio.lowlevel
 import uvicorn
+
+# What uvicorn's Config.load() would import on the event loop as a server starts
+# (~0.4 s of a busy loop once the coordinator is up): imported with this module
+# instead, which the dashboard imports on a worker thread (coordinator.run).
+import uvicorn.lifespan.on
+import uvicorn.protocols.http.auto
+import uvicorn.protocols.websockets.auto
 from starlette.types import ASGIApp
 
 __all__ = ["serve_asgi"]

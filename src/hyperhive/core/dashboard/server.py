@@ -13,10 +13,6 @@ import re
 import socket
 
 import anyio
-
-# What uvicorn's Config.load() would import on the event loop once the dashboard
-# starts, after the coordinator says it is up (~0.4 s of a busy loop): imported
-# here instead, with this module, on the worker thread (coordinator.run).
 from anyio.abc import TaskStatus
 
 from hyperhive.asgiserve import serve_asgi
