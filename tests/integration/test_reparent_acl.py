@@ -90,7 +90,12 @@ async def test_the_host_answers_while_a_slow_setfacl_grants_a_repo(
     """Granting a running agent its new descendant's repo runs ``setfacl`` off the host's
     event loop: a real ``setfacl``, held by a wrapper until the test lets it go, and the
     host's HTTP server answers meanwhile (on the loop, it would wait for the wrapper's
-    own time-out, and the test could not release it)."""
+    own time-out, and the test could not release it).
+
+    A real reparent (the operator's ``set_parent``): the coordinator's own ACL syncs
+    (its registration's, the reparent's) then agree with the host's grant, whichever
+    lands last. The wrapper holds only calls on alice's own repo, which the reparent's
+    sync does not touch: the held one is the host's re-binding of alice's sandbox."""
     manager = AgentConfig(tool_groups=list(ToolGroup.MANAGER_DEFAULT))
     seed_home(
         open_home,
@@ -99,19 +104,26 @@ async def test_the_host_answers_while_a_slow_setfacl_grants_a_repo(
         hive_toml='runtime = "bwrap"\n',
     )
     paths = HivePaths(open_home)
+    alice_repo = paths.agent_config_repo("alice")
     gate = tmp_path / "gate"
     gate.mkdir()
     (gate / "setfacl").write_text(
         "#!/bin/sh\n"
-        f"touch {gate}/started\n"
-        "i=0\n"
-        f'while [ ! -e {gate}/release ] && [ "$i" -lt 150 ]; do sleep 0.1; i=$((i+1)); done\n'
-        f"[ -e {gate}/release ] || touch {gate}/timed-out\n"
+        "for last; do :; done\n"
+        f'if [ "$last" = "{alice_repo}" ]; then\n'
+        f"  touch {gate}/started\n"
+        "  i=0\n"
+        f'  while [ ! -e {gate}/release ] && [ "$i" -lt 150 ]; do sleep 0.1; i=$((i+1)); done\n'
+        f"  [ -e {gate}/release ] || touch {gate}/timed-out\n"
+        "fi\n"
         f'exec {shutil.which("setfacl")} "$@"\n'
     )
     (gate / "setfacl").chmod(0o755)
     try:
-        async with running_hive(open_home, claude_bin, runtime="bwrap") as (c, host):
+        async with (
+            running_hive(open_home, claude_bin, runtime="bwrap") as (c, host),
+            operator(c.paths) as op,
+        ):
             bob_repo = paths.agent_config_repo("bob")
 
             def ready() -> bool:
@@ -123,15 +135,21 @@ async def test_the_host_answers_while_a_slow_setfacl_grants_a_repo(
             assert alice.isolation is not None and bob_repo not in alice.isolation.rw
             monkeypatch.setenv("PATH", f"{gate}:{os.environ['PATH']}")
 
-            host.place("alice", None, ("bob",))  # as a reparent of bob under alice tells it
+            moved = await op_call(op, "set_parent", child="bob", new_parent="alice")
+            assert isinstance(moved, dict) and moved["changed"] is True
             await until(lambda: (gate / "started").exists(), 90)
             async with httpx.AsyncClient(base_url=host.base_url) as http:
                 assert (await http.get("/healthz")).status_code == 200
             assert not (gate / "timed-out").exists()  # answered while setfacl still waited
+            assert bob_repo not in alice.isolation.rw  # not re-bound before the grant
             (gate / "release").touch()
 
             await until(lambda: alice.isolation is not None and bob_repo in alice.isolation.rw)
-            assert existing_uid(paths, "alice") in named_uids(bob_repo)
+            uid = existing_uid(paths, "alice")
+            await until(lambda: uid in named_uids(bob_repo))
+            # ... and it stays: no sync from an older tree takes it away afterwards.
+            await c.disks.sync_acls(["alice", "bob"])
+            assert uid in named_uids(bob_repo)
     finally:
         for agent in ("alice", "bob"):
             remove_user(paths, agent)

@@ -39,6 +39,7 @@ from hyperhive.protocol.hostdisk import (
     Trashed,
 )
 from hyperhive.store.base import HostRepo, PlacementRepo, TrashRepo
+from hyperhive.topology import TopologyStore
 
 __all__ = ["DISK_ASK_WITHIN", "DISK_WAIT", "LOCAL", "AgentDisks"]
 
@@ -60,6 +61,7 @@ class AgentDisks:
         self,
         link: HostLink,
         placement: Placement,
+        topology: TopologyStore,
         assignments: PlacementRepo,
         hosts: HostRepo,
         trash: TrashRepo,
@@ -67,6 +69,11 @@ class AgentDisks:
     ) -> None:
         self.link = link
         self.placement = placement
+        self.topology = topology
+        # One ACL sync at a time per host, each from the tree as it is when it asks: a
+        # sync computed from an older tree (a registration's, say) cannot land after a
+        # reparent's and take the new ancestors' access away again.
+        self._acl_locks: defaultdict[str, anyio.Lock] = defaultdict(anyio.Lock)
         self.assignments = assignments
         self.hosts = hosts
         self.pending_trash = trash
@@ -224,9 +231,10 @@ class AgentDisks:
             )
         return shown
 
-    async def sync_acls(self, topo: Mapping[str, str | None], agents: list[str]) -> None:
-        """Each of ``agents``' repos writable by exactly it and its ancestors, on each one's
-        host. A host not connected now is brought in line when it registers again."""
+    async def sync_acls(self, agents: list[str]) -> None:
+        """Each of ``agents``' repos writable by exactly it and its ancestors (in the tree
+        as it is when its host is asked), on each one's host. A host not connected now is
+        brought in line when it registers again."""
         by_host: dict[str, list[str]] = defaultdict(list)
         for agent in agents:
             assigned = await self.assignments.get(agent)
@@ -237,18 +245,26 @@ class AgentDisks:
             by_host[serving].append(agent)
         for host, names in by_host.items():
             try:
-                await self._acls_on(host, topo, names)
+                await self._acls_on(host, names)
             except Unavailable as exc:  # went meanwhile: done when it registers again
                 log.warning("agent host %s: repo ACLs not set now: %s", host, exc.message)
 
-    async def _acls_on(self, host: str, topo: Mapping[str, str | None], names: list[str]) -> None:
-        repos = [RepoAcl(agent=a, writers=[a, *topology.ancestors(topo, a)]) for a in sorted(names)]
-        await self.link.calls.ask(
-            host,
-            lambda n: RepoAclAsk(cmd="repo_acl", ask=n, repos=repos, hive_agents=sorted(topo)),
-            DISK_ASK_WITHIN,
-            "setting config repos' ACLs",
-        )
+    async def _acls_on(self, host: str, names: list[str]) -> None:
+        async with self._acl_locks[host]:
+            topo = self.topology.read_cached()
+            repos = [
+                RepoAcl(agent=a, writers=[a, *topology.ancestors(topo, a)])
+                for a in sorted(names)
+                if a in topo
+            ]
+            if not repos:
+                return
+            await self.link.calls.ask(
+                host,
+                lambda n: RepoAclAsk(cmd="repo_acl", ask=n, repos=repos, hive_agents=sorted(topo)),
+                DISK_ASK_WITHIN,
+                "setting config repos' ACLs",
+            )
 
     # ---- destroy ----------------------------------------------------------------------
 
@@ -296,9 +312,7 @@ class AgentDisks:
 
     # ---- a host (re)registers ---------------------------------------------------------
 
-    async def host_registered(
-        self, host_id: str, applied: Mapping[str, str], topo: Mapping[str, str | None]
-    ) -> None:
+    async def host_registered(self, host_id: str, applied: Mapping[str, str]) -> None:
         """Before its agents start: carry out the trash that waited for ``host_id``, seed
         the repos missing on it (from ``applied``: agent → applied config text), and bring
         its repos' ACLs in line with the tree (a reparent may have happened meanwhile)."""
@@ -325,8 +339,8 @@ class AgentDisks:
             assigned = {a.agent: a.host for a in await self.assignments.all()}
             mine = sorted(a for a in {*assigned, *applied} if holds(assigned.get(a, LOCAL)))
             await self._seed_missing(host_id, [a for a in mine if a in applied], applied)
-            if any(a in topo for a in mine):
-                await self._acls_on(host_id, topo, [a for a in mine if a in topo])
+            if mine:
+                await self._acls_on(host_id, mine)
         except HiveError as exc:
             log.warning(
                 "agent host %s: its agents' directories not brought in line now: %s",

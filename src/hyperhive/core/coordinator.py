@@ -108,7 +108,7 @@ class Coordinator:
         )
         # Agents' directories are on their hosts' disks: reached by asking those hosts.
         self.disks = disks = AgentDisks(
-            hostlink, placement, store.placements, store.hosts, store.trash
+            hostlink, placement, topo, store.placements, store.hosts, store.trash
         )
         # ... and an ancestor on another host than its descendant edits a mirror of its repo.
         self.config_mirrors = mirrors = ConfigMirrors(
@@ -213,9 +213,7 @@ class Coordinator:
         self.background.start_soon(self._host_disk_registered, host_id)
 
     async def _host_disk_registered(self, host_id: str) -> None:
-        await self.disks.host_registered(
-            host_id, dict(self.registry.texts), self.topology_store.read_cached()
-        )
+        await self.disks.host_registered(host_id, dict(self.registry.texts))
         # Its repos seeded: the mirrors it keeps of others', and others keep of its.
         self.config_mirrors.host_registered(host_id)
 

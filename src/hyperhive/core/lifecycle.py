@@ -168,12 +168,12 @@ class Lifecycle:
         # Placed now (or not, with no host): its dirs and config repo on that host, then
         # its ancestors' write access. Asks of the host, which a spawn does not wait on
         # (nor on a host at all: without one, the repo is seeded when it registers).
-        self.background.start_soon(self._seed, name, text, message, topo)
+        self.background.start_soon(self._seed, name, text, message)
         return commit
 
-    async def _seed(self, name: str, text: str, message: str, topo: dict[str, str | None]) -> None:
+    async def _seed(self, name: str, text: str, message: str) -> None:
         await self.disks.seed(name, text, message)
-        await self.disks.sync_acls(topo, [name])
+        await self.disks.sync_acls([name])
         self.tree_changed()
 
     async def apply(self, name: str, config: AgentConfig, message: str) -> str | None:
@@ -237,7 +237,7 @@ class Lifecycle:
             updated, f"reparent {child}: {old or '(root)'} -> {new_parent or '(root)'}"
         )
         moved = [child, *topology.descendants(updated, child)]
-        self.background.start_soon(self.disks.sync_acls, updated, moved)
+        self.background.start_soon(self.disks.sync_acls, moved)
         await self.mirror.sync()
         for name, (parent, below) in topology.places_changed(before, updated).items():
             await self.hostlink.place(
