@@ -132,6 +132,9 @@ async def test_a_herd_of_wakes_runs_within_the_slots_in_wake_order(
                     )
             assert [w.agent for w in host.admission.waiting()] == names[2:]
             assert _started(_runs(log)) == names[:2]
+            # The host reports each state over its link a moment later: the coordinator's
+            # view (status, the tree) is in step once the last one has landed.
+            await until(lambda: [a for a, _ in c.hostlink.waiting_for_slots()] == names[2:])
 
             # The operator sees who waits, and since when, in `hivectl status` and the tree.
             async with operator(c.paths) as op:

@@ -193,13 +193,13 @@ async def test_a_wait_parked_before_the_hive_limit_is_reached_is_held_not_handed
         await agent_call(bob, "attach")
         got: dict[str, Any] = {}
 
-        async def waiter() -> None:
-            result = await agent_call(bob, "wait", timeout=1.5)
+        async def waiter(within: float) -> None:
+            result = await agent_call(bob, "wait", timeout=within)
             assert isinstance(result, dict)
             got.update(result)
 
         async with operator(paths) as op, anyio.create_task_group() as tg:
-            tg.start_soon(waiter)
+            tg.start_soon(waiter, 1.5)  # held: it runs out with nothing
             await anyio.sleep(0.3)  # parked
             await agent_call(alice, "turn_end", outcome="ok", spend=_spend(1, 1.5))
             await op_call(op, "send", to="bob", body="not now")
@@ -207,7 +207,8 @@ async def test_a_wait_parked_before_the_hive_limit_is_reached_is_held_not_handed
 
         async with operator(paths) as op, anyio.create_task_group() as tg:
             got.clear()
-            tg.start_soon(waiter)
+            # Woken by the lift, however long that takes on a loaded machine.
+            tg.start_soon(waiter, 30.0)
             await anyio.sleep(0.3)
             await op_call(op, "budget_set", scope="*", limits={"usd_per_day": None})
         assert [m["body"] for m in got["messages"]] == ["not now"]

@@ -41,6 +41,9 @@ pytestmark = pytest.mark.anyio
 HIVE_TOML = 'hostlink = { listen = "127.0.0.1:0", lease_seconds = 30 }\n'
 CAPACITY = HostCapacity(claude_slots=1, slots_in_use=0, mem_total=1 << 30, mem_available=1 << 29)
 SOON = 1.5  # seconds until a short-lived credential expires
+# ... one a host must dial, register and beat with before it expires (a slow machine's
+# handshake and first calls can take seconds).
+LIVE_FOR = 6.0
 
 
 async def _past(at: float) -> None:
@@ -92,7 +95,7 @@ async def test_a_connected_host_is_cut_at_its_first_heartbeat_past_the_expiry(
 ) -> None:
     seed_home(tmp_path, {"alice": AgentConfig()}, hive_toml=HIVE_TOML)
     async with coordinator(tmp_path) as c, operator(c.paths) as op:
-        soon = time.time() + SOON
+        soon = time.time() + LIVE_FOR
         cred = await op.call(OpHostsAddReq(cmd="hosts_add", name="h1", expires_at=soon))
         target = LinkTarget(
             link_url(c.paths), "h1", write_credential(tmp_path / "h1.cred", cred.credential)

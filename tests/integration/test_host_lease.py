@@ -167,7 +167,10 @@ async def test_an_expired_lease_makes_agents_lost_and_the_returning_host_is_fenc
     async with linked(1, store_url=hive_store_url) as (c, op, add):
         target = await add("h1")
         pushes = Pushes()
-        async with host(target, pushes) as (link, _):
+        # Alive (beating) while set up: the 1 s lease must not run out mid-setup on a slow
+        # machine; it runs from the last beat once the host goes silent below.
+        async with host(target, pushes) as (link, _), anyio.create_task_group() as live:
+            live.start_soon(beat, link, 0.2)
             inc = (await pushes.activation("alice"))["incarnation"]
             await link.call(forward("alice", inc, {"cmd": "attach", "id": 1}))
             await op.call(OpSendReq(cmd="send", to="alice", body="m1"))
@@ -175,6 +178,7 @@ async def test_an_expired_lease_makes_agents_lost_and_the_returning_host_is_fenc
             assert isinstance(woke.result, dict)
             [m1] = woke.result["messages"]
             assert "alice" in c.hostlink.cached_apis()
+            live.cancel_scope.cancel()
         # No heartbeat, no link: one lease later alice is lost.
         await until(lambda: c.hostlink.lost.get("alice") == "h1", 15)
         assert "alice" not in c.hostlink.cached_apis()
@@ -258,11 +262,14 @@ async def test_replace_moves_a_lost_agent_to_another_host_and_fences_the_old_one
         h1, h2 = await add("h1"), await add("h2")
         first, second = Pushes(), Pushes()
         async with dial(h2, on_push=second) as link2, anyio.create_task_group() as tg:
-            async with host(h1, first) as _:
+            # h1 beats until h2 is up: its 1 s lease must not run out mid-setup.
+            async with host(h1, first) as (link1, _), anyio.create_task_group() as live:
+                live.start_soon(beat, link1, 0.1)
                 await first.activation("alice")
                 await first.activation("bob")
                 await link2.call(LinkRegisterReq(cmd="register", host_id="h2"))
                 tg.start_soon(beat, link2, 0.1)
+                live.cancel_scope.cancel()
             # h1 is gone: one lease later alice is re-placed on h2, bob waits for h1.
             await second.activation("alice")
             await until(lambda: c.hostlink.lost.get("bob") == "h1", 15)

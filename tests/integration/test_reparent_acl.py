@@ -64,19 +64,35 @@ async def test_new_ancestors_gain_the_acl_and_old_ones_lose_it(
             def acl(agent: str) -> frozenset[int]:
                 return named_uids(paths.agent_config_repo(agent))
 
-            # Spawned: each repo is its own agent's and its ancestors', nobody else's.
-            await until(lambda: acl("grandkid") == {uid["grandkid"], uid["kid"], uid["p1"]})
-            assert acl("kid") == {uid["kid"], uid["p1"]}
+            # Spawned: each repo is its own agent's and its ancestors', nobody else's (each
+            # spawn's seed and ACL sync is its own background task: wait for all of them).
+            spawned = {
+                "grandkid": {uid["grandkid"], uid["kid"], uid["p1"]},
+                "kid": {uid["kid"], uid["p1"]},
+                "p1": {uid["p1"]},
+                "p2": {uid["p2"]},
+            }
+            await until(lambda: all(acl(a) == want for a, want in spawned.items()))
 
             moved = await op_call(op, "set_parent", child="kid", new_parent="p2")
             assert isinstance(moved, dict) and moved["changed"] is True
 
             # The whole moved subtree follows: p2 in, p1 out; p1's and p2's own untouched.
-            await until(lambda: acl("grandkid") == {uid["grandkid"], uid["kid"], uid["p2"]})
-            assert acl("kid") == {uid["kid"], uid["p2"]}
-            assert acl("p1") == {uid["p1"]} and acl("p2") == {uid["p2"]}
+            # (One sync, repo after repo: wait for the last of them, then check the rest.)
+            moved_to = {
+                "grandkid": {uid["grandkid"], uid["kid"], uid["p2"]},
+                "kid": {uid["kid"], uid["p2"]},
+                "p1": {uid["p1"]},
+                "p2": {uid["p2"]},
+            }
             toml = paths.agent_config_repo("grandkid") / "agent.toml"
-            assert uid["p1"] not in named_uids(toml) and uid["p2"] in named_uids(toml)
+            await until(
+                lambda: (
+                    all(acl(a) == want for a, want in moved_to.items())
+                    and uid["p2"] in named_uids(toml)
+                )
+            )
+            assert uid["p1"] not in named_uids(toml)
 
             assert c.mirror.git.log(1)[0]["subject"] == "reparent kid: p1 -> p2"
     finally:

@@ -21,7 +21,7 @@ from hyperhive.config import STORE_URL_ENV, AgentConfig, HivePaths
 from hyperhive.errors import StorageError
 from hyperhive.names import legacy_system_user
 from hyperhive.sysusers import agent_user, ensure_user, hive_id, owner_comment, remove_user
-from tests.support.hive import seed_home
+from tests.support.hive import SERVE_START_WITHIN_S, seed_home
 from tests.support.postgres import PgCluster
 from tests.support.procs import wait_until
 
@@ -187,7 +187,7 @@ def test_a_non_root_operator_runs_agents_as_itself_whatever_users_exist(
                 raise AssertionError(f"serve exited {serve.returncode}: {log.read_text()}")
             return paths.host_sock.exists() and sock.exists()
 
-        wait_until(up, 30, "the coordinator serving as the operator")
+        wait_until(up, SERVE_START_WITHIN_S, "the coordinator serving as the operator")
         assert sock.stat().st_uid == operator_user.pw_uid
         assert paths.db.exists() == (hive_store == "sqlite")  # the store the switch chose
     finally:

@@ -239,12 +239,15 @@ async def live_hive(
 
 
 def _seeded(repo: Path) -> bool:
-    """The seed's commit is in (and its index written: that follows the commit)."""
-    shown = subprocess.run(
-        ["git", "-c", "safe.directory=*", "-C", str(repo), "cat-file", "-e", "HEAD:agent.toml"],
-        capture_output=True,
-    )
-    return shown.returncode == 0 and not (repo / ".git" / "index.lock").exists()
+    """The seed's commit is in, and the repo's index written to match it: the host
+    updates the index in a separate ``git`` run after moving HEAD, with no lock held
+    in between, so HEAD alone does not say the files have stopped changing."""
+    git = ["git", "-c", "safe.directory=*", "-C", str(repo)]
+    shown = subprocess.run([*git, "cat-file", "-e", "HEAD:agent.toml"], capture_output=True)
+    if shown.returncode != 0 or (repo / ".git" / "index.lock").exists():
+        return False
+    in_step = subprocess.run([*git, "diff-index", "--cached", "--quiet", "HEAD", "--"])
+    return in_step.returncode == 0
 
 
 async def _attached(c: Coordinator, name: str) -> None:
