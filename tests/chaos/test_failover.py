@@ -34,7 +34,7 @@ from tests.chaos.rig import ChaosProcs, chaos_wrapper, claude_pids, kill_strays,
 from tests.chaos.soak_model import SoakModel
 from tests.chaos.test_soak import PG_PLAN, Operator, Tally, _check_messages, _settle
 from tests.e2e.test_up import Up, _coordinator_pid, _finish
-from tests.support.hive import seed_home, start_serve
+from tests.support.hive import SERVE_START_WITHIN_S, seed_home, start_serve
 from tests.support.model_server import ModelServer
 from tests.support.procs import hivectl, start_host, stop, wait_until
 from tests.support.stores import read_hive
@@ -55,7 +55,7 @@ def _log(home: Path, name: str) -> str:
 
 
 def _standing_by(home: Path, name: str) -> None:
-    wait_until(lambda: "standing by" in _log(home, name), 60, f"{name} stands by")
+    wait_until(lambda: "standing by" in _log(home, name), SERVE_START_WITHIN_S, f"{name} stands by")
 
 
 def _took_over(home: Path, name: str) -> float:

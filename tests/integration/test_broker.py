@@ -66,7 +66,7 @@ async def test_recv_is_capped_at_five_and_never_blocks(
         async with agent(c.paths, "alice") as alice, operator(c.paths) as op:
             for i in range(8):
                 await op_call(op, "send", to="alice", body=f"m{i}")
-            with anyio.fail_after(2):
+            with anyio.fail_after(10):  # none waits for mail: a blocking one would hang
                 first = await agent_call(alice, "recv", max=50)
                 rest = await agent_call(alice, "recv", max=50)
                 empty = await agent_call(alice, "recv", max=50)
