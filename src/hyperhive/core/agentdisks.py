@@ -313,9 +313,10 @@ class AgentDisks:
     # ---- a host (re)registers ---------------------------------------------------------
 
     async def host_registered(self, host_id: str, applied: Mapping[str, str]) -> None:
-        """Before its agents start: carry out the trash that waited for ``host_id``, seed
-        the repos missing on it (from ``applied``: agent → applied config text), and bring
-        its repos' ACLs in line with the tree (a reparent may have happened meanwhile)."""
+        """Once its agents are placed (they may already be running): carry out the trash
+        that waited for ``host_id``, seed the repos missing on it (from ``applied``: agent →
+        applied config text), and bring its repos' ACLs in line with the tree as it is
+        then (a reparent may have happened meanwhile, or happen while this runs)."""
         try:
             remote = {row.name for row in await self.hosts.list()}
             linked = self.link.hosts.get(host_id)
