@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 
 from hyperhive.config import AgentConfig
 from hyperhive.names import OPERATOR
@@ -80,6 +80,32 @@ def test_tree_renders_roots_first_with_state(
             expect(page.locator('li[data-agent="bob"] .badge.stopped')).to_be_visible()
         finally:
             gate.set()
+
+
+def test_what_changed_before_the_stream_connected_is_shown_once_it_does(
+    tmp_path: Path, page: Page
+) -> None:
+    """Between the server's render and the event stream's connecting, an event is lost:
+    the page fetches every live part once on the stream's hello (here, the agent head too,
+    which listens for no hello of its own)."""
+    seed(tmp_path)
+    with live_hive(tmp_path) as hive:
+        held: list[Route] = []
+        page.route("**/api/events", lambda route: held.append(route))
+        parts = (("/tree", 'li[data-agent="bob"] .status'), ("/agents/bob", "#head-live"))
+        for where, part in parts:
+            held.clear()
+            page.goto(f"{hive.url}{where}")
+            for _ in range(300):  # the page asked for its stream: held, not yet open
+                if held:
+                    break
+                page.wait_for_timeout(50)
+            assert held, "the page never opened its event stream"
+            status = f"changed before {where} connected"
+            hive.call(hive.coord.agent_state.set_status, "bob", status)
+            held[0].continue_()
+            wait_live(page)
+            expect(page.locator(part)).to_contain_text(status)
 
 
 def test_set_parent_moves_the_node_live_in_a_second_tab(tmp_path: Path, browser: Browser) -> None:

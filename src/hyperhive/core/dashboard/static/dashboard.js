@@ -156,15 +156,14 @@ function connectHive() {
   const dot = document.getElementById("live-dot");
   const source = new EventSource("/api/events");
   const kinds = new Set(boxes.flatMap((b) => b.dataset.on.split(" ")));
-  kinds.add("hello");
   source.addEventListener("hello", () => {
     if (dot) dot.classList.add("on");
     document.body.dataset.live = "1";
-    // (Re)connected: whatever changed while no stream was open is fetched once.
-    boxes.filter((b) => b.dataset.on.split(" ").includes("hello")).forEach(schedule);
+    // (Re)connected: whatever changed while no stream was open (since the page was
+    // rendered, or while it was away) is fetched once, by every live part.
+    boxes.forEach(schedule);
   });
   for (const kind of kinds) {
-    if (kind === "hello") continue;
     source.addEventListener(kind, () => {
       boxes.filter((b) => b.dataset.on.split(" ").includes(kind)).forEach(schedule);
     });
