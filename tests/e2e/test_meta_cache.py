@@ -66,7 +66,7 @@ async def test_the_next_call_sees_every_change_to_the_agents_own_meta(
             assert shown["status_text"] == "writing tests"
             assert shown["status_set_at"] is not None
 
-            # A reparent by the operator.
+            # A reparent by the operator (answered once the host has taken the new place).
             async with operator(c.paths) as op:
                 await op_call(op, "set_parent", child="alice", new_parent="bob")
             assert (await meta(mcp))["parent"] == "bob"

@@ -239,10 +239,16 @@ class Lifecycle:
         moved = [child, *topology.descendants(updated, child)]
         self.background.start_soon(self.disks.sync_acls, moved)
         await self.mirror.sync()
-        for name, (parent, below) in topology.places_changed(before, updated).items():
+        places = topology.places_changed(before, updated)
+        for name, (parent, below) in places.items():
             await self.hostlink.place(
                 PlaceCmd(cmd="place", agent=name, parent=parent, descendants=list(below))
             )
+        # ... and taken: each one's next call (by another connection to its host) sees
+        # its new place, as after a status change (the host takes its link's commands
+        # in order, so this answer comes after the place).
+        for name in places:
+            await self.hostlink.meta_changed(name)
         self.bus.emit("topology", child=child, parent=new_parent)
         self.tree_changed()
         await self.agent_state.activity.record(
