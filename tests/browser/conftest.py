@@ -30,7 +30,7 @@ from tests.support.hive import agent_call, coordinator, hive_with_idle_host, op_
 
 os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
 
-from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -146,10 +146,16 @@ def browser() -> Iterator[Browser]:
         chromium.close()
 
 
+# Actions and assertions alike: a loaded machine runs chromium beside the whole hive
+# (``expect`` keeps its own 5 s default, which the context's timeout does not change).
+TIMEOUT_MS = 15_000
+expect.set_options(timeout=TIMEOUT_MS)
+
+
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1200, "height": 800})
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(TIMEOUT_MS)
     pg = context.new_page()
     yield pg
     context.close()

@@ -14,6 +14,7 @@ from hyperhive.protocol import HostCapacity, LinkHeartbeatReq
 from tests.browser.conftest import live_hive
 from tests.support.hive import seed_home
 from tests.support.hostlink import link_url, registered, write_credential
+from tests.support.surfaces import until
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -28,6 +29,8 @@ def test_the_hosts_page_shows_local_and_remote_hosts(tmp_path: Path, claude_bin:
         ),
     )
     with live_hive(tmp_path, claude_bin) as hive, httpx.Client(base_url=hive.url) as http:
+        # Placed on the local host before rack2 exists (placement could pick either).
+        hive.call(until, lambda: hive.coord.hostlink.running("alice"))
         made = hive.op("hosts_add", name="rack2")
         cred = write_credential(tmp_path / "creds" / "rack2", made["credential"])
         target = LinkTarget(link_url(hive.paths), "rack2", cred)

@@ -363,8 +363,13 @@ async def test_one_broken_agent_does_not_stop_another(
         # The host drops the runtime, then reports the crash over its link: the coordinator
         # learns a moment later (and restarts it after a back-off, so poll for the window).
         await until(lambda: "broken" not in host.runtimes and not c.hostlink.running("broken"))
-        async with operator(c.paths) as op:
-            queen_mail = await op_call(op, "messages", agent="queen")
-        assert isinstance(queen_mail, dict)
-        crash = [m for m in queen_mail["inbox"] if "container_crash" in m["body"]]
-        assert crash and "broken" in crash[0]["body"]
+
+        # The queen's notice is stored after the coordinator books the crash: poll for it.
+        async def crash_mail() -> list[dict[str, str]]:
+            async with operator(c.paths) as op:
+                queen_mail = await op_call(op, "messages", agent="queen")
+            assert isinstance(queen_mail, dict)
+            return [m for m in queen_mail["inbox"] if "container_crash" in m["body"]]
+
+        crash = await until_async(crash_mail)
+        assert "broken" in crash[0]["body"]

@@ -161,7 +161,7 @@ async def test_execution_gate_and_a_disabled_entry_are_enforced_server_side(
         carol=disabled,
     )
     async with coordinator_and_host(tmp_path, claude_bin) as (host, _scope, _tg):
-        await until(lambda: {"bob", "carol"} <= set(host.runtimes))
+        await until(lambda: {"bob", "carol"} <= set(host.runtimes) and _bash_ready(host, "bob"))
         async with surface_client(host, "bob", "bash") as bash:
             assert (await bash.list_tools()).tools == []
             refused = await bash.call_tool("run", {"cmd": "touch /tmp/should-not-exist"})

@@ -187,7 +187,8 @@ async def test_dm_wakes_once_reply_reaches_the_operator_across_a_host_restart(
             # The replayed batch was delivered before the new message (same sync, in
             # order): had the first landed again, it would be the second message.
             assert len(woken) == 2
-            assert read_sync_state(state).since != before_dm.since
+            # The host saves its sync position after delivering the batch: a moment later.
+            await until(lambda: read_sync_state(state).since != before_dm.since)
         finally:
             with anyio.move_on_after(10):
                 await second.stop_all(graceful=False)

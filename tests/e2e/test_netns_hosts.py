@@ -183,6 +183,8 @@ def test_an_agent_on_one_host_wakes_an_agent_on_another_and_hears_back(
     except TimeoutError as exc:
         raise AssertionError(f"{exc}\n{hive.logs()}") from None
     assert reply["body"] == "bob answered"
+    # The reply is stored during alice's send call; her last model request follows it.
+    wait_until(lambda: len(lan_model.main_requests) >= 6, 60, "alice's last model request")
     mains = lan_model.main_requests
     assert len(mains) == 6, hive.logs()
     # Each turn's claude ran in its host's namespace: alice on h1, bob on h2, alice again.

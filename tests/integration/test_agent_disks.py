@@ -41,18 +41,12 @@ from tests.support.hive import (
     seed_home,
 )
 from tests.support.hostlink import Pushes, add_host, inprocess_remote_host, link_url, registered
+from tests.support.repos import seeded
 from tests.support.surfaces import until, until_async
 
 pytestmark = pytest.mark.anyio
 
 MANAGER = AgentConfig(tool_groups=list(ToolGroup.MANAGER_DEFAULT))
-
-
-def _seeded(repo: Path) -> bool:
-    shown = subprocess.run(
-        ["git", "-C", str(repo), "cat-file", "-e", "HEAD:agent.toml"], capture_output=True
-    )
-    return shown.returncode == 0
 
 
 def _head_text(repo: Path) -> str:
@@ -75,7 +69,7 @@ async def test_local_host_seeds_reads_commits_and_trashes_config_repos(
     )
     async with running_hive(tmp_path, claude_bin) as (c, _host), operator(c.paths) as op:
         # Seeded by the host when it registered (the coordinator no longer does it).
-        await until(lambda: _seeded(paths.agent_config_repo("bob")))
+        await until(lambda: seeded(paths.agent_config_repo("bob")))
         assert _head_text(paths.agent_config_repo("bob")) == c.registry.text("bob")
         for name in ("alice", "bob"):
             await op.call(OpLifecycleReq(cmd="agent_kill", agent=name))  # no turns here
@@ -100,7 +94,7 @@ async def test_local_host_seeds_reads_commits_and_trashes_config_repos(
 
         # A spawn makes the new agent's directories and repo on the host it is placed on.
         await op.call(OpSpawnReq(cmd="spawn", name="carol", parent="alice"))
-        await until(lambda: _seeded(paths.agent_config_repo("carol")))
+        await until(lambda: seeded(paths.agent_config_repo("carol")))
         assert (await c.store.placements.get("carol")) is not None
         assert paths.agent_work("carol").is_dir()
 
@@ -136,7 +130,7 @@ async def test_a_remote_hosts_agents_live_on_its_disk_and_trash_waits_for_it(
             assert (h2_home / "hive-id").read_text().strip() == hive_id(coord_paths)
 
             await op.call(OpSpawnReq(cmd="spawn", name="bob", host="h2"))
-            await until(lambda: _seeded(h2.agent_config_repo("bob")))
+            await until(lambda: seeded(h2.agent_config_repo("bob")))
             assert h2.agent_state("bob").is_dir()
             assert not coord_paths.agent_dir("bob").exists()  # never on the coordinator
             await until(lambda: "bob" in host.runtimes)

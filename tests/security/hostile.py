@@ -51,6 +51,7 @@ from tests.support.hive import (
     seed_home,
 )
 from tests.support.model_server import ModelServer
+from tests.support.repos import seeded
 from tests.support.stores import read_hive_sync
 from tests.support.surfaces import until
 
@@ -230,24 +231,12 @@ async def live_hive(
                 await _attached(coord, name)
             # The host seeds every config repo after it registers (#14): done before a
             # test snapshots the files, or the seeding would look like the attack's work.
-            await until(lambda: all(_seeded(paths.agent_config_repo(a)) for a in TOPOLOGY), 60)
+            await until(lambda: all(seeded(paths.agent_config_repo(a)) for a in TOPOLOGY), 60)
             yield coord, host
         finally:
             with anyio.move_on_after(10):
                 await host.stop_all(graceful=False)
             tg.cancel_scope.cancel()
-
-
-def _seeded(repo: Path) -> bool:
-    """The seed's commit is in, and the repo's index written to match it: the host
-    updates the index in a separate ``git`` run after moving HEAD, with no lock held
-    in between, so HEAD alone does not say the files have stopped changing."""
-    git = ["git", "-c", "safe.directory=*", "-C", str(repo)]
-    shown = subprocess.run([*git, "cat-file", "-e", "HEAD:agent.toml"], capture_output=True)
-    if shown.returncode != 0 or (repo / ".git" / "index.lock").exists():
-        return False
-    in_step = subprocess.run([*git, "diff-index", "--cached", "--quiet", "HEAD", "--"])
-    return in_step.returncode == 0
 
 
 async def _attached(c: Coordinator, name: str) -> None:
