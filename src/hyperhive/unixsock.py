@@ -104,9 +104,9 @@ async def serve_unix_streams(
 
 def listening_socket(
     path: Path, mode: int, owner: tuple[int, int] | None
-) -> tuple[socket.socket, int]:
-    """A listening unix socket at ``path`` (a stale file replaced), and the inode of the
-    socket file it made (for :func:`unlink_if`).
+) -> tuple[socket.socket, SocketFile]:
+    """A listening unix socket at ``path`` (a stale file replaced), and which socket file
+    it made (for :func:`unlink_if`).
 
     The mode is set between ``bind`` and ``listen``: nobody can connect before
     the socket file has its final permissions.
@@ -114,13 +114,14 @@ def listening_socket(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    made: int | None = None
+    made: SocketFile | None = None
     try:
         sock.bind(str(path))
-        made = os.stat(path).st_ino
+        made = _identity(path)
         os.chmod(path, mode)
         if owner is not None:
             os.chown(path, *owner)
+        made = _identity(path)  # its final change time: what a successor cannot share
         sock.listen(256)
     except BaseException:
         if made is not None:
@@ -130,11 +131,22 @@ def listening_socket(
     return sock, made
 
 
-def unlink_if(path: Path, inode: int) -> None:
+# A socket file as bound: (inode, change time in ns). The inode alone is not enough: a
+# successor bound on the same path right after the file was removed can get the same
+# inode number back (ext4 reuses them), and its predecessor's cleanup would remove it.
+SocketFile = tuple[int, int]
+
+
+def _identity(path: Path) -> SocketFile:
+    st = os.stat(path)
+    return st.st_ino, st.st_ctime_ns
+
+
+def unlink_if(path: Path, made: SocketFile) -> None:
     """Remove ``path`` if it is still the socket file we bound (a successor listening
     on the same path, an agent's socket reopened, keeps its own)."""
     with contextlib.suppress(FileNotFoundError):
-        if os.stat(path).st_ino == inode:
+        if _identity(path) == made:
             path.unlink(missing_ok=True)
 
 

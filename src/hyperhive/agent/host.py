@@ -477,7 +477,9 @@ class AgentHost:
             if self.forwarded is not None:
                 self.forwarded.close(rt.name)
         rt.done.set()
-        if reason is not None and self._link is not None:
+        # One the coordinator stopped (a fence, a rebuild) is no longer its to restart:
+        # a report now would land on the agent's next incarnation, maybe already here.
+        if reason is not None and self._link is not None and not rt.stopping.is_set():
             with anyio.CancelScope(shield=True):
                 try:
                     await self._link.call(

@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 
 # In-flight frames per agent connection; beyond it the reader waits (backpressure).
 MAX_IN_FLIGHT = 32
+# How long a reopen waits for the closed server of the same socket to finish.
+CLOSE_WITHIN = 10.0
 
 
 class ForwardedSockets:
@@ -46,6 +48,9 @@ class ForwardedSockets:
         self._link = link
         self._max_frame = max_frame
         self._scopes: dict[str, anyio.CancelScope] = {}
+        # Set once a closed socket's server has finished (its file removed): a reopen of
+        # the same path waits for it, or that cleanup could remove the new socket's file.
+        self._ended: dict[str, anyio.Event] = {}
         self._conn_ids = itertools.count(1)
         self.incarnations: dict[str, int] = {}
 
@@ -61,17 +66,29 @@ class ForwardedSockets:
         self.incarnations[agent] = incarnation
         if agent in self._scopes:
             return
+        previous = self._ended.get(agent)
+        if previous is not None:
+            with anyio.move_on_after(CLOSE_WITHIN):
+                await previous.wait()
+            if agent in self._scopes:  # opened by another activation meanwhile
+                return
         scope = anyio.CancelScope()
         self._scopes[agent] = scope
+        ended = self._ended[agent] = anyio.Event()
 
         async def run(*, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-            with scope:
-                await serve_unix_streams(
-                    path,
-                    lambda stream: self._connection(agent, stream),
-                    owner=owner,
-                    task_status=task_status,
-                )
+            try:
+                with scope:
+                    await serve_unix_streams(
+                        path,
+                        lambda stream: self._connection(agent, stream),
+                        owner=owner,
+                        task_status=task_status,
+                    )
+            finally:
+                ended.set()
+                if self._ended.get(agent) is ended:
+                    del self._ended[agent]
 
         await tg.start(run)
 
