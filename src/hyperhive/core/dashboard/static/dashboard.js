@@ -131,15 +131,20 @@ function tick() {
 
 const pending = new Map();
 
-async function refresh(box) {
+function typingIn(box) {
   const active = document.activeElement;
-  if (active && box.contains(active) && active.value) {
-    box.dataset.stale = "1";  // do not wipe what the operator is typing
-    return;
-  }
+  return Boolean(active && box.contains(active) && active.value);
+}
+
+async function refresh(box) {
+  // Never wipe what the operator is typing: checked again when the answer is in, since
+  // they may have started while it was on its way; the part refreshes on focusout.
+  if (typingIn(box)) { box.dataset.stale = "1"; return; }
   const resp = await fetch(box.dataset.src, { headers: { Accept: "text/html" } });
   if (resp.ok) {
-    box.innerHTML = await resp.text();
+    const html = await resp.text();
+    if (typingIn(box)) { box.dataset.stale = "1"; return; }
+    box.innerHTML = html;
     delete box.dataset.stale;
     box.dispatchEvent(new CustomEvent("hive:refreshed", { bubbles: true }));
     tick();
