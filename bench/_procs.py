@@ -24,6 +24,7 @@ __all__ = [
     "echo_server",
     "open_raw",
     "seed_home",
+    "send_floor",
     "serve",
     "thread_cpu",
     "wait_up",
@@ -87,6 +88,21 @@ def echo_server(path: Path, db: Path | None = None) -> Iterator[subprocess.Popen
     )
     try:
         _wait_listening(proc, [path], None)
+        yield proc
+    finally:
+        _stop(proc)
+
+
+@contextmanager
+def send_floor(db: Path, sockets: Sequence[Path]) -> Iterator[subprocess.Popen[bytes]]:
+    """The minimal group-commit send server of :mod:`bench._send_floor`, for the block."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench._send_floor", str(db), *map(str, sockets)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        _wait_listening(proc, sockets, None)
         yield proc
     finally:
         _stop(proc)

@@ -19,7 +19,15 @@ from typing import Any
 import anyio
 from anyio.abc import SocketStream
 
-from bench._procs import cpu_seconds, echo_server, open_raw, seed_home, serve, thread_cpu
+from bench._procs import (
+    cpu_seconds,
+    echo_server,
+    open_raw,
+    seed_home,
+    send_floor,
+    serve,
+    thread_cpu,
+)
 from bench.registry import Context, Latency, Row, Throughput, benchmark
 from hyperhive.client import RpcClient, connect
 from hyperhive.config import HivePaths
@@ -58,21 +66,56 @@ def durable_sends(ctx: Context) -> list[Row]:
     senders = [f"s{i}" for i in range(SENDERS)]
     paths = seed_home(ctx.scratch("s"), [*senders, SINK])
     with serve(paths, [*senders, SINK]) as proc:
-        one, cpu_one = anyio.run(_send_rate, paths, senders, per_client, 1, proc.pid)
-        eight, cpu_eight = anyio.run(_send_rate, paths, senders, per_client, 8, proc.pid)
+        hive = [paths.agent_sock(name) for name in senders]
+        one, cpu_one = anyio.run(_socket_send_rate, hive, per_client, 1, proc.pid)
+        eight, cpu_eight = anyio.run(_socket_send_rate, hive, per_client, 8, proc.pid)
+    # The same clients and work against the least Python that can do it (same run).
+    lean_dir = ctx.scratch("lean")
+    lean_socks = [lean_dir / f"{name}.sock" for name in senders]
+    with send_floor(lean_dir / "hive.db", lean_socks) as lean_proc:
+        lean_one, lean_cpu_one = anyio.run(
+            _socket_send_rate, lean_socks, per_client, 1, lean_proc.pid
+        )
+        lean_eight, lean_cpu_eight = anyio.run(
+            _socket_send_rate, lean_socks, per_client, 8, lean_proc.pid
+        )
 
     single = _insert_rate(ctx.scratch("f") / "floor.db", floor_single, per_commit=1)
     batched = _insert_rate(ctx.scratch("f") / "floor.db", floor_batched, per_commit=MAX_BATCH)
     row_floor = "raw sqlite3, 1 INSERT+COMMIT per row, 1 thread"
     batch_floor = f"raw sqlite3, {MAX_BATCH} rows per COMMIT"
+    lean_floor = "minimal Python group-commit server (same clients, schema, FULL)"
     name = f"durable sends/s, {SENDERS} clients × 1 in flight (FULL)"
     piped = f"durable sends/s, {SENDERS} clients × 8 in flight (FULL)"
+    cpu_name = f"sends per coordinator CPU-second, {SENDERS} clients × 1 in flight"
+    cpu_piped = f"sends per coordinator CPU-second, {SENDERS} clients × 8 in flight"
     goal = "≥ 5,000/s"
     return [
         Row(name, one, row_floor, single, goal, _cpu_note(one, cpu_one)),
         Row(name, one, batch_floor, batched, goal),
+        Row(name, one, lean_floor, lean_one, goal, _lean_note(lean_one, lean_cpu_one)),
         Row(piped, eight, batch_floor, batched, goal, _cpu_note(eight, cpu_eight)),
+        Row(piped, eight, lean_floor, lean_eight, goal, _lean_note(lean_eight, lean_cpu_eight)),
+        Row(
+            cpu_name,
+            _per_cpu(one, cpu_one),
+            lean_floor,
+            _per_cpu(lean_one, lean_cpu_one),
+            "≥ 16,667/s (≤ 60 µs per send)",
+        ),
+        Row(
+            cpu_piped, _per_cpu(eight, cpu_eight), lean_floor, _per_cpu(lean_eight, lean_cpu_eight)
+        ),
     ]
+
+
+def _per_cpu(figure: Throughput, cpu: _Cpu) -> Throughput:
+    """Sends per CPU-second of the serving process: its CPU cost, as a throughput."""
+    return Throughput(figure.ops, max(1, round(cpu.total * 1e9)))
+
+
+def _lean_note(figure: Throughput, cpu: _Cpu) -> str:
+    return "the minimal server: " + _cpu_note(figure, cpu).replace("coordinator CPU", "CPU", 1)
 
 
 def _cpu_note(figure: Throughput, cpu: _Cpu) -> str:
@@ -121,10 +164,16 @@ async def _send_rate(
     paths: HivePaths, senders: Sequence[str], per_client: int, in_flight: int, pid: int
 ) -> tuple[Throughput, _Cpu]:
     """Sends/s over the timed part, and the coordinator's CPU during it."""
+    socks = [paths.agent_sock(name) for name in senders]
+    return await _socket_send_rate(socks, per_client, in_flight, pid)
+
+
+async def _socket_send_rate(
+    sockets: Sequence[Path], per_client: int, in_flight: int, pid: int
+) -> tuple[Throughput, _Cpu]:
+    """Sends/s through one client per socket, and the serving process's CPU during it."""
     async with AsyncExitStack() as stack:
-        clients = [
-            await stack.enter_async_context(connect(paths.agent_sock(name))) for name in senders
-        ]
+        clients = [await stack.enter_async_context(connect(path)) for path in sockets]
         async with anyio.create_task_group() as tg:
             for client in clients:
                 tg.start_soon(_sends, client, 20, 1)  # warm-up: connections, caches, pages
@@ -134,7 +183,7 @@ async def _send_rate(
                 tg.start_soon(_sends, client, per_client, in_flight)
         elapsed, cpu = perf_counter_ns() - t0, cpu_seconds(pid) - cpu0
         threads = thread_cpu(pid)
-    return Throughput(per_client * len(senders), elapsed), _cpu_between(threads0, threads, cpu, pid)
+    return Throughput(per_client * len(sockets), elapsed), _cpu_between(threads0, threads, cpu, pid)
 
 
 async def _sends(client: RpcClient, count: int, in_flight: int) -> None:
