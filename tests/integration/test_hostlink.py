@@ -76,9 +76,22 @@ async def test_host_registration_activation_and_loss(
             async with agent(c.paths, "alice") as alice_sock:
                 meta = await agent_call(alice_sock, "get_agent_meta")
                 assert isinstance(meta, dict) and meta["running"] is True
+            # A crash of an incarnation the coordinator has since replaced is not this one's.
+            live = next(p["incarnation"] for p in pushed if p.get("agent") == "alice")
+            await host.call(
+                LinkAgentCrashedReq(
+                    cmd="agent_crashed", agent="alice", reason="stale", incarnation=live - 1
+                )
+            )
+            assert c.hostlink.running("alice")
             # A crash report: not running, and queen (root manager) hears of it.
             await host.call(
-                LinkAgentCrashedReq(cmd="agent_crashed", agent="alice", reason="harness exploded")
+                LinkAgentCrashedReq(
+                    cmd="agent_crashed",
+                    agent="alice",
+                    reason="harness exploded",
+                    incarnation=live,
+                )
             )
             assert not c.hostlink.running("alice")
             async with agent(c.paths, "queen") as queen:

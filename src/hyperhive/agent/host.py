@@ -362,6 +362,7 @@ class AgentHost:
                 # The coordinator re-sent what is already running (it restarted); a
                 # reparent it made meanwhile needs no restart either.
                 await self._serve_socket(cmd)  # takes the new activation's incarnation
+                current.incarnation = cmd.incarnation
                 current.meta.forget()  # a restarted coordinator may run another revision
                 self.place(cmd.agent, cmd.parent, tuple(cmd.descendants))
                 self._report_state(
@@ -379,6 +380,7 @@ class AgentHost:
             hive=self.hive,
             bus=EventsBus(on_state=self._state_reporter(cmd.agent)),
             admission=self.admission,
+            incarnation=cmd.incarnation,
         )
         rt.base_url = self.base_url
         if ToolGroup.FORGE in rt.groups:
@@ -483,7 +485,12 @@ class AgentHost:
             with anyio.CancelScope(shield=True):
                 try:
                     await self._link.call(
-                        LinkAgentCrashedReq(cmd="agent_crashed", agent=rt.name, reason=reason)
+                        LinkAgentCrashedReq(
+                            cmd="agent_crashed",
+                            agent=rt.name,
+                            reason=reason,
+                            incarnation=rt.incarnation,
+                        )
                     )
                 except HiveError:
                     pass

@@ -64,6 +64,7 @@ class AgentRuntime:
     token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     bus: EventsBus = field(default_factory=EventsBus)
     rpc: RpcClient | None = None
+    incarnation: int | None = None  # the coordinator's activation this runtime serves
     stopping: anyio.Event = field(default_factory=anyio.Event)
     killed: anyio.Event = field(default_factory=anyio.Event)
     done: anyio.Event = field(default_factory=anyio.Event)

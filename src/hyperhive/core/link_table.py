@@ -193,6 +193,18 @@ async def _goodbye(conn: LinkConn, req: LinkGoodbyeReq) -> None:
 @LINK_TABLE.on(LinkAgentCrashedReq)
 async def _agent_crashed(conn: LinkConn, req: LinkAgentCrashedReq) -> None:
     host = conn.registered()
+    current = conn.link.incarnations.get(req.agent)
+    if req.incarnation is not None and current is not None and req.incarnation != current:
+        # Its host reports an incarnation the coordinator has since replaced: the live
+        # one is not the one that crashed.
+        log.info(
+            "agent host %s reported incarnation %d of %s crashed; %d is current: ignored",
+            host.host_id,
+            req.incarnation,
+            req.agent,
+            current,
+        )
+        return
     if req.agent in host.agents:
         host.agents.discard(req.agent)
         conn.link.placement.pop(req.agent, None)

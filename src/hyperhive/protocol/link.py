@@ -96,9 +96,16 @@ class LinkAgentStateReq(Req[None]):
 
 
 class LinkAgentCrashedReq(Req[None]):
+    """The host's runtime of ``agent`` ended on its own.
+
+    ``incarnation``: the activation that crashed; a report for an earlier one
+    than the coordinator's (it was fenced or replaced meanwhile) is ignored.
+    """
+
     cmd: Literal["agent_crashed"]
     agent: str
     reason: str
+    incarnation: int | None = None
 
 
 class LinkGoodbyeReq(Req[None]):
