@@ -26,8 +26,9 @@ from tests.support.hostlink import Pushes, add_host, link_url
 
 pytestmark = pytest.mark.anyio
 
-# Enough agents that starting them on the host is still going when the stop comes.
-AGENTS = 40
+# Enough agents that starting them on the host is still going when the stop comes, even
+# on a store that commits in microseconds (each start is a write, then a push).
+AGENTS = 120
 # The bound on the coordinator's exit (its link handlers get 10 s, then are cancelled).
 EXITS_WITHIN = 60.0
 
