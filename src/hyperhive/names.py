@@ -23,6 +23,7 @@ __all__ = [
     "TASK_NAME_MAX",
     "USER_NAME_MAX",
     "legacy_system_user",
+    "listed",
     "system_user",
     "validate_agent_name",
     "validate_task_name",
@@ -96,3 +97,14 @@ def system_user(hive_id: str, agent: str) -> str:
 def legacy_system_user(agent: str) -> str:
     """The user name before hive ids (``hh-<agent>``): shared by every hive on a machine."""
     return SYSTEM_USER_PREFIX + validate_agent_name(agent)
+
+
+def listed(names: list[str], shown: int = 20, empty: str = "(none)") -> str:
+    """``a, b, c`` for a log line or notice; past ``shown`` names, how many more.
+
+    A host with a thousand agents must not make a line of a thousand names.
+    """
+    if not names:
+        return empty
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more

@@ -19,6 +19,7 @@ from hyperhive.errors import ConfigError, InvalidName
 from hyperhive.names import (
     AGENT_NAME_MAX,
     RESERVED_NAMES,
+    listed,
     system_user,
     validate_agent_name,
     validate_task_name,
@@ -208,3 +209,12 @@ def test_a_config_being_proposed_is_held_to_known_groups() -> None:
         parse_agent_config(text, "w/agent.toml", strict=True)
     assert info.value.line == 2
     assert parse_agent_config(text).tool_groups == [ToolGroup.MESSAGING]
+
+
+def test_a_long_list_of_names_is_cut_with_a_count() -> None:
+    names = [f"a{i}" for i in range(1000)]
+    line = listed(names)
+    assert line.startswith("a0, a1, ") and line.endswith("a19 and 980 more")
+    assert listed(names[:3]) == "a0, a1, a2"
+    assert listed(names[:20], shown=20) == ", ".join(names[:20])
+    assert listed([], empty="no agents") == "no agents"

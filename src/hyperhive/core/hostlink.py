@@ -28,6 +28,7 @@ from hyperhive.core.link_table import LINK_TABLE, LinkConn
 from hyperhive.core.linked_host import LinkBook, LinkedHost, TurnState
 from hyperhive.errors import HiveError, Unavailable
 from hyperhive.framing import FrameDecoder
+from hyperhive.names import listed
 from hyperhive.netlink import lease
 from hyperhive.protocol import (
     ActivateCmd,
@@ -394,7 +395,7 @@ class HostLink(LinkBook):
             log.warning(
                 "agent host %s's link dropped; it holds %s until its lease expires",
                 host.host_id,
-                ", ".join(sorted(host.agents)) or "no agents",
+                listed(sorted(host.agents), empty="no agents"),
             )
             self.bus.emit("host", host=host.host_id, connected=False)
             return
@@ -420,7 +421,7 @@ class HostLink(LinkBook):
             "agent host %s %s; not running now: %s",
             host.host_id,
             "is lost (lease expired)" if lease_expired else "went away",
-            ", ".join(gone) or "(none)",
+            listed(gone),
         )
         self.bus.emit("host", host=host.host_id, connected=False)
         if host.leaving:
