@@ -25,6 +25,15 @@ class FrameDecoder:
 
     def feed(self, data: bytes) -> list[bytes | FrameTooLarge]:
         """Add bytes; return the complete frames (and oversize markers) they finish."""
+        if (
+            not self._buf
+            and not self._discarding
+            and data.find(b"\n") == len(data) - 1
+            and len(data) <= self.max_frame
+        ):
+            # The common chunk: exactly one whole frame (one request, one write).
+            frame = data[:-1].rstrip(b"\r")
+            return [frame] if frame.strip() else []
         out: list[bytes | FrameTooLarge] = []
         start = 0
         while True:

@@ -230,6 +230,17 @@ def test_decoder_splits_joins_and_drops_oversized_frames() -> None:
     assert dec.feed(b"\n  \n\r\n") == []
 
 
+@given(st.binary(max_size=24).filter(lambda b: b"\n" not in b))
+def test_a_chunk_of_one_whole_frame_decodes_as_in_a_stream(frame: bytes) -> None:
+    # One frame per chunk takes a shortcut; it must agree with the general path
+    # (a frame split from its neighbours), the size cap included.
+    alone = FrameDecoder(max_frame=20).feed(frame + b"\n")
+    among = FrameDecoder(max_frame=20).feed(b"x\n" + frame + b"\n")[1:]
+    assert [None if isinstance(x, FrameTooLarge) else x for x in alone] == [
+        None if isinstance(x, FrameTooLarge) else x for x in among
+    ]
+
+
 @given(
     st.lists(st.binary(max_size=30).filter(lambda b: b"\n" not in b), max_size=20),
     st.lists(st.integers(min_value=1, max_value=17), min_size=1),

@@ -10,6 +10,7 @@ reads — and every cross-agent action is checked against the topology.
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable
 from typing import Any
 
 from hyperhive import __version__, topology
@@ -164,9 +165,10 @@ class AgentApi:
         self.matrix = matrix
         self.identities = identities or AgentIdentities(None, matrix)
 
-    async def __call__(self, req: Any) -> Any:
+    def __call__(self, req: Any) -> Awaitable[Any]:
+        """The handler's coroutine for ``req``, once the gate lets it through."""
         gate(req.cmd, self.name, self.registry.config(self.name))
-        return await AGENT_TABLE(self, req)
+        return AGENT_TABLE(self, req)
 
     def _topology(self) -> topology.Topology:
         return self.topology_store.view()

@@ -74,12 +74,15 @@ class Broker:
                 "Put large content in a file and send its path"
             )
 
-    async def send(
+    def send(
         self, sender: str, recipient: str, body: str, in_reply_to: int | None = None
-    ) -> int:
-        """Store a message (routing already decided by the caller); return its id."""
+    ) -> Awaitable[int]:
+        """Store a message (routing already decided by the caller); await its id.
+
+        The store's coroutine, returned (a send's path has no coroutine of the broker's).
+        """
         self.check_body(body)
-        return await self.store.messages.send(sender, recipient, body, in_reply_to)
+        return self.store.messages.send(sender, recipient, body, in_reply_to)
 
     async def send_keyed(self, sender: str, recipient: str, body: str, key: str) -> int:
         """Store a message once per ``(sender, recipient, key)``; a repeat returns the first id."""

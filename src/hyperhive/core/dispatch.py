@@ -92,7 +92,8 @@ class Dispatcher(Generic[Ctx]):
             raise DispatchTableError(f"{self.name} dispatch table: " + "; ".join(problems))
         self._sealed = True
 
-    async def __call__(self, ctx: Ctx, request: BaseModel) -> Any:
+    def __call__(self, ctx: Ctx, request: BaseModel) -> Awaitable[Any]:
+        """The handler's coroutine, to await (no coroutine of the table's own on the path)."""
         if not self._sealed:
             raise DispatchTableError(f"{self.name}: dispatch before seal()")
-        return await self._handlers[type(request)](ctx, request)
+        return self._handlers[type(request)](ctx, request)

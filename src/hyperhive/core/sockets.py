@@ -43,15 +43,19 @@ Dispatch = Callable[[Any], Awaitable[Any]]
 MAX_IN_FLIGHT = 32
 
 
-async def _traced(request: Any, dispatch: Dispatch, identity: str | None) -> Any:
+def _traced(request: Any, dispatch: Dispatch, identity: str | None) -> Awaitable[Any]:
     """Dispatch; inside a span when the caller sent its trace context.
 
     A request without one (a long-poll ``wait``, ``hivectl``) makes no span:
-    a trace of every idle poll would bury the turns.
+    a trace of every idle poll would bury the turns (nor a coroutine of its own).
     """
     parent = context_from(getattr(request, "traceparent", None))
     if parent is None:
-        return await dispatch(request)
+        return dispatch(request)
+    return _in_span(request, dispatch, identity, parent)
+
+
+async def _in_span(request: Any, dispatch: Dispatch, identity: str | None, parent: Any) -> Any:
     cmd = getattr(request, "cmd", "request")
     with tracer().start_as_current_span(
         f"coordinator {cmd}",

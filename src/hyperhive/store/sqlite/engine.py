@@ -197,9 +197,13 @@ class Engine:
         self._thread = threading.Thread(target=self._loop, name="hive-db", daemon=True)
         self._thread.start()
 
-    async def run(self, op: Callable[[Tx], _T], *, durable: bool = True) -> _T:
-        """Run ``op`` on the database thread inside the next group commit."""
-        return await self._submit(op, durable, None)  # type: ignore[no-any-return]
+    def run(self, op: Callable[[Tx], _T], *, durable: bool = True) -> asyncio.Future[_T]:
+        """Run ``op`` on the database thread inside the next group commit; await the result.
+
+        A plain function returning the future (no coroutine of its own): a send's
+        path awaits through enough layers already.
+        """
+        return self._submit(op, durable, None)
 
     async def run_or_park(self, agent: str, op: Callable[[Tx], _T | None]) -> _T | Parked[_T]:
         """Run ``op`` lazily; if it finds nothing (``None``), park it for ``agent``.
@@ -212,14 +216,15 @@ class Engine:
         value: _T | Parked[_T] = await self._submit(op, False, parked)
         return value
 
-    async def _submit(self, op: _Op, durable: bool, parked: Parked[Any] | None) -> Any:
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    def _submit(self, op: _Op, durable: bool, parked: Parked[Any] | None) -> asyncio.Future[Any]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
         # Checked and queued under the lock close() takes: nothing lands behind its stop.
         with self._closing:
             if self._closed:
                 raise Unavailable(_CLOSED)
-            self._jobs.put((op, future, future.get_loop(), durable, parked))
-        return await future
+            self._jobs.put((op, future, loop, durable, parked))
+        return future
 
     def integrity_check(self) -> str:
         """SQLite's own verdict on the file ("ok" when sound); read-only, any thread."""
