@@ -33,7 +33,7 @@ from hyperhive.protocol import (
 from hyperhive.telemetry import context_from, tracer
 from hyperhive.unixsock import listening_socket, unlink_if
 
-__all__ = ["Dispatch", "Listeners", "answer", "answer_line", "serve_unix"]
+__all__ = ["Dispatch", "Listeners", "answer", "serve_unix"]
 
 log = logging.getLogger(__name__)
 
@@ -86,17 +86,8 @@ async def answer(
         return _failure(exc, line, rid, request)
 
 
-async def answer_line(
-    line: bytes, union: Any, dispatch: Dispatch, identity: str | None = None
-) -> bytes:
-    """:func:`answer`, encoded: a success is written straight from its result model."""
-    rid: int | str | None = None
-    request: Any = None
-    try:
-        rid, request = decode_frame(union, line)
-        result = await _traced(request, dispatch, identity)
-    except Exception as exc:
-        return _encoded(_failure(exc, line, rid, request))
+def _encoded_ok(rid: int | str | None, result: Any) -> bytes:
+    """A success, written straight from its result model."""
     try:
         return encode_ok(rid, result)
     except Exception:  # a reply that cannot be encoded must not take the server down
@@ -220,7 +211,16 @@ class _Connection(asyncio.Protocol):
             self._transport.write(data)
 
     async def _handle(self, frame: bytes) -> None:
-        line = await answer_line(frame, self._union, self._dispatch, self._identity)
+        """:func:`answer`, encoded and written (inline: one coroutine per request)."""
+        rid: int | str | None = None
+        request: Any = None
+        try:
+            rid, request = decode_frame(self._union, frame)
+            result = await _traced(request, self._dispatch, self._identity)
+        except Exception as exc:
+            line = _encoded(_failure(exc, frame, rid, request))
+        else:
+            line = _encoded_ok(rid, result)
         while self._writable is not None:  # the client is not reading: wait for room
             await asyncio.shield(self._writable)
         self._write(line)
