@@ -46,8 +46,9 @@ MAX_IN_FLIGHT = 32
 def _traced(request: Any, dispatch: Dispatch, identity: str | None) -> Awaitable[Any]:
     """Dispatch; inside a span when the caller sent its trace context.
 
-    A request without one (a long-poll ``wait``, ``hivectl``) makes no span:
-    a trace of every idle poll would bury the turns (nor a coroutine of its own).
+    A request without one (a long-poll ``wait``, ``hivectl``) makes no span,
+    since a trace of every idle poll would bury the turns, and no coroutine of
+    its own: the handler's is returned to await.
     """
     parent = context_from(getattr(request, "traceparent", None))
     if parent is None:
