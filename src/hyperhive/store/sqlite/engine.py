@@ -197,13 +197,9 @@ class Engine:
         self._thread = threading.Thread(target=self._loop, name="hive-db", daemon=True)
         self._thread.start()
 
-    def run(self, op: Callable[[Tx], _T], *, durable: bool = True) -> asyncio.Future[_T]:
-        """Run ``op`` on the database thread inside the next group commit; await the result.
-
-        A plain function returning the future (no coroutine of its own): a send's
-        path awaits through enough layers already.
-        """
-        return self._submit(op, durable, None)
+    async def run(self, op: Callable[[Tx], _T], *, durable: bool = True) -> _T:
+        """Run ``op`` on the database thread inside the next group commit."""
+        return await self._submit(op, durable, None)  # type: ignore[no-any-return]
 
     async def run_or_park(self, agent: str, op: Callable[[Tx], _T | None]) -> _T | Parked[_T]:
         """Run ``op`` lazily; if it finds nothing (``None``), park it for ``agent``.
