@@ -9,9 +9,11 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from hyperhive.client import RpcClient
+from hyperhive.config import AgentConfig
 from hyperhive.errors import NotFound
 from hyperhive.netlink.dialer import LinkTarget
 from hyperhive.protocol import OpAgentsReq, OpSpawnReq
@@ -83,3 +85,46 @@ async def test_parents_and_children_together_capacity_respected_and_a_pin_honour
             async with host(url, "h4", creds["h4"], slots=8) as h4:
                 assert (await h4.activation("waiter"))["agent"] == "waiter"
                 await until_async(lambda: _on(op, "waiter", "h4"), 10)
+
+
+async def test_two_hosts_registering_at_once_start_each_agent_once(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    # Each registration starts the agents not running yet. Both passes found the same
+    # agent not yet placed and both started it: two runtimes, one a ghost on its host.
+    agents = [f"a{i:02d}" for i in range(24)]
+    seed_home(
+        tmp_path,
+        {name: AgentConfig() for name in agents},
+        hive_toml='hostlink = { listen = "127.0.0.1:0" }\n',
+        store_url=hive_store_url,
+    )
+    async with coordinator(tmp_path) as c, operator(c.paths) as op:
+        url = link_url(c.paths)
+        creds = {n: await add_host(op, n, tmp_path / "creds") for n in ("h1", "h2")}
+        pushes = {"h1": Pushes(), "h2": Pushes()}
+        done = anyio.Event()
+
+        async def dial_in(name: str) -> None:
+            async with registered(LinkTarget(url, name, creds[name]), pushes[name]):
+                await done.wait()
+
+        async with anyio.create_task_group() as tg:
+            for name in ("h1", "h2"):  # both register at the same time
+                tg.start_soon(dial_in, name)
+            await until_async(lambda: _all_running(op, agents), 30)
+            await anyio.sleep(0.5)  # a second start, if any, would be pushed by now
+            started = [
+                f["agent"] for p in pushes.values() for f in p.frames if f.get("cmd") == "activate"
+            ]
+            assert sorted(started) == agents, sorted(started)
+            placed = await where(op)
+            for name in agents:
+                host_of = c.hostlink.host_of(name)
+                assert host_of == placed[name] and host_of in ("h1", "h2")
+            done.set()
+
+
+async def _all_running(op: RpcClient, agents: list[str]) -> bool:
+    placed = await where(op)
+    return all(placed.get(name) is not None for name in agents)

@@ -62,6 +62,11 @@ class Placement:
         self.crash_reasons: dict[str, str] = {}
         # Told of each activation: the agent's sandbox is built afresh (config mirrors).
         self.on_activated: Callable[[], None] = lambda: None
+        # Agents a host registration's pass is starting now. Two hosts registering together
+        # each found an agent not running yet, and both started it: two runtimes, the first
+        # a ghost on its host. A pass claims an agent before its first await, so another
+        # pass skips it (the passes run on the hosts' link readers: no lock that blocks one).
+        self._starting: set[str] = set()
 
     # ---- which host -------------------------------------------------------------------
 
@@ -193,23 +198,34 @@ class Placement:
             if host_id not in self.hostlink.hosts:
                 return  # gone again: its next registration starts this over
             with attempt:
+                await self._start_missing(host_id)
+
+    async def _start_missing(self, host_id: str) -> None:
+        """One pass of :meth:`host_registered`."""
+        try:
+            desired = await self.agent_state.all_desired_running()
+            for name in sorted(self.registry.configs):
+                if name not in desired or self.hostlink.running(name) or name in self._starting:
+                    continue
+                self._starting.add(name)
                 try:
-                    desired = await self.agent_state.all_desired_running()
-                    for name in sorted(self.registry.configs):
-                        if name not in desired or self.hostlink.running(name):
-                            continue
-                        lost_on = self.hostlink.lost.get(name)
-                        host = self.hostlink.hosts.get(host_id)
-                        if lost_on == host_id or (host is not None and name in host.reported):
-                            # Back where its disk is (or adopted where it still runs).
-                            await self.activate(name, host=host_id)
-                        elif lost_on is None:
-                            await self.try_activate(name)
-                        elif self._policy(name) == "replace":
-                            await self.replace(name, exclude={lost_on})
-                except Unavailable as exc:
-                    log.warning("agent host %s: cannot activate agents yet: %s", host_id, exc)
-                    raise
+                    await self._start_one(name, host_id)
+                finally:
+                    self._starting.discard(name)
+        except Unavailable as exc:
+            log.warning("agent host %s: cannot activate agents yet: %s", host_id, exc)
+            raise
+
+    async def _start_one(self, name: str, host_id: str) -> None:
+        lost_on = self.hostlink.lost.get(name)
+        host = self.hostlink.hosts.get(host_id)
+        if lost_on == host_id or (host is not None and name in host.reported):
+            # Back where its disk is (or adopted where it still runs).
+            await self.activate(name, host=host_id)
+        elif lost_on is None:
+            await self.try_activate(name)
+        elif self._policy(name) == "replace":
+            await self.replace(name, exclude={lost_on})
 
     async def restore_leases(self) -> None:
         """Before the link serves: hold what the store says remote hosts hold under their
