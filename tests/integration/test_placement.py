@@ -128,3 +128,26 @@ async def test_two_hosts_registering_at_once_start_each_agent_once(
 async def _all_running(op: RpcClient, agents: list[str]) -> bool:
     placed = await where(op)
     return all(placed.get(name) is not None for name in agents)
+
+
+async def test_an_agent_started_on_another_host_is_stopped_where_it_ran(
+    tmp_path: Path, hive_store_url: str | None
+) -> None:
+    seed_home(
+        tmp_path,
+        {"alice": AgentConfig()},
+        hive_toml='hostlink = { listen = "127.0.0.1:0" }\n',
+        store_url=hive_store_url,
+    )
+    async with coordinator(tmp_path) as c, operator(c.paths) as op:
+        url = link_url(c.paths)
+        creds = {n: await add_host(op, n, tmp_path / "creds") for n in ("h1", "h2")}
+        async with host(url, "h1", creds["h1"], slots=2) as h1:
+            await h1.activation("alice")
+            async with host(url, "h2", creds["h2"], slots=2) as h2:
+                await c.placement.activate("alice", host="h2")
+                await h2.activation("alice")
+                stopped = await h1.command("deactivate", "alice")
+                assert stopped["graceful"] is False and "does not hold alice" in stopped["fenced"]
+                assert c.hostlink.host_of("alice") == "h2"
+                assert "alice" not in c.hostlink.hosts["h1"].agents

@@ -83,6 +83,9 @@ class HostLink(LinkBook):
         previous = self.all_hosts().get(self.placement.get(cmd.agent, ""))
         if previous is not None and previous.host_id != host_id:
             previous.agents.discard(cmd.agent)
+            if previous.host_id in self.hosts:
+                # Still running there (a move stops it first): one agent, one runtime.
+                await self._fence(previous, cmd.agent)
         target = self.hosts[host_id]
         target.agents.add(cmd.agent)
         self.placement[cmd.agent] = host_id
