@@ -8,12 +8,12 @@ import threading
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, Route, expect
+from playwright.sync_api import Browser, Locator, Page, Route, expect
 
 from hyperhive.config import AgentConfig
 from hyperhive.names import OPERATOR
 from hyperhive.permissions import ToolGroup
-from tests.browser.conftest import live_hive, screenshot
+from tests.browser.conftest import LiveHive, live_hive, screenshot
 from tests.support.hive import agent_env, seed_home
 from tests.support.model_server import ModelServer, Stall, text
 
@@ -41,7 +41,7 @@ def tree_order(page: Page) -> list[tuple[str, str, int]]:
 
 
 def wait_live(page: Page) -> None:
-    """The page's event stream is connected (so nothing after this is missed)."""
+    """The page's event stream is connected and its live parts caught up with it."""
     expect(page.locator("body")).to_have_attribute("data-live", "1")
 
 
@@ -226,11 +226,58 @@ def test_questions_are_answered_from_the_inbox(tmp_path: Path, page: Page) -> No
     with live_hive(tmp_path) as hive:
         asked = hive.as_agent("bob", "ask_operator", question="which branch?")
         page.goto(f"{hive.url}/inbox")
+        wait_live(page)  # else Playwright may type into the field the catch-up repaint swaps
         question = page.locator(f'[data-question="{asked["question_id"]}"]')
         question.locator("input[name=answer]").fill("main")
         question.locator("button[type=submit]").click()
         expect(page.locator("#flash")).to_contain_text("sent to bob")
         assert hive.op("questions") == []
+
+
+def _stale_while_typing(page: Page, hive: LiveHive, field: Locator, text: str, body: str) -> None:
+    """Type into ``field``, then let news arrive: the inbox goes stale rather than wipe it."""
+    field.fill(text)
+    hive.as_agent("alice", "send", to=OPERATOR, body=body)
+    expect(page.locator("#inbox-live")).to_have_attribute("data-stale", "1")
+
+
+def test_a_slow_click_on_a_stale_inbox_still_submits(tmp_path: Path, page: Page) -> None:
+    # A human's click spans ~100 ms between press and release. The press moves focus off
+    # the typed field, which used to let the stale part repaint under the pointer: the
+    # release then landed on a new button, no click happened, and the answer was lost.
+    seed(tmp_path)
+    with live_hive(tmp_path) as hive:
+        asked = hive.as_agent("bob", "ask_operator", question="which branch?")
+        page.goto(f"{hive.url}/inbox")
+        wait_live(page)
+        question = page.locator(f'[data-question="{asked["question_id"]}"]')
+        _stale_while_typing(page, hive, question.locator("input[name=answer]"), "main", "news")
+        button = question.locator("button[type=submit]").bounding_box()
+        assert button is not None
+        page.mouse.move(button["x"] + button["width"] / 2, button["y"] + button["height"] / 2)
+        page.mouse.down()
+        page.wait_for_timeout(400)  # a slow hand: time enough for any repaint to land
+        page.mouse.up()
+        expect(page.locator("#flash")).to_contain_text("sent to bob")
+        assert hive.op("questions") == []
+        # Released, the part catches up with the news that made it stale.
+        expect(page.locator("#inbox-live")).to_contain_text("news")
+
+
+def test_a_repaint_keeps_what_the_operator_typed_and_did_not_send(
+    tmp_path: Path, page: Page
+) -> None:
+    seed(tmp_path)
+    with live_hive(tmp_path) as hive:
+        sent = hive.as_agent("carol", "send", to=OPERATOR, body="first question")
+        page.goto(f"{hive.url}/inbox")
+        wait_live(page)
+        reply = page.locator(f'[data-message="{sent["id"]}"] input[name=body]')
+        _stale_while_typing(page, hive, reply, "half an answer", "second message")
+        page.locator("h1").first.click()  # focus leaves the field: the part repaints
+        expect(page.locator("#inbox-live")).to_contain_text("second message")
+        expect(page.locator("#inbox-live")).not_to_have_attribute("data-stale", "1")
+        expect(reply).to_have_value("half an answer")
 
 
 def test_agent_page_buttons_compact_ungated_and_destroy(tmp_path: Path, page: Page) -> None:

@@ -130,21 +130,53 @@ function tick() {
 // ---- live fragments -------------------------------------------------------------------
 
 const pending = new Map();
+// The element a pointer is pressed on, if any. A click is a press and a release on the
+// same element: a repaint between the two would swallow it (a human's click spans
+// ~100 ms, so a refresh landing in between is no rare race).
+let pressed = null;
 
-function typingIn(box) {
+function busy(box) {
+  if (pressed && box.contains(pressed)) return true;
+  // Never swap the field the operator is typing in: focus, caret and an IME's
+  // composition would not survive it. Typed text elsewhere in the part is carried over.
   const active = document.activeElement;
   return Boolean(active && box.contains(active) && active.value);
 }
 
+function fieldKey(el) {
+  const form = el.closest("form[data-api]");
+  return form && el.name ? `${form.dataset.api}\u0000${el.name}` : null;
+}
+
+function typedFields(box) {
+  // What the operator typed and has not sent, by form and field: a repaint keeps it.
+  const typed = new Map();
+  box.querySelectorAll("input:not([type=hidden]):not([type=checkbox]):not([type=radio]), textarea").forEach((el) => {
+    const key = fieldKey(el);
+    if (key && el.value !== el.defaultValue) typed.set(key, el.value);
+  });
+  return typed;
+}
+
+function restoreFields(box, typed) {
+  if (!typed.size) return;
+  box.querySelectorAll("input, textarea").forEach((el) => {
+    const key = fieldKey(el);
+    if (key && typed.has(key)) el.value = typed.get(key);
+  });
+}
+
 async function refresh(box) {
-  // Never wipe what the operator is typing: checked again when the answer is in, since
-  // they may have started while it was on its way; the part refreshes on focusout.
-  if (typingIn(box)) { box.dataset.stale = "1"; return; }
+  // Checked again when the answer is in, since the operator may have started typing
+  // or pressing while it was on its way; the part refreshes on focusout and release.
+  if (busy(box)) { box.dataset.stale = "1"; return; }
   const resp = await fetch(box.dataset.src, { headers: { Accept: "text/html" } });
   if (resp.ok) {
     const html = await resp.text();
-    if (typingIn(box)) { box.dataset.stale = "1"; return; }
+    if (busy(box)) { box.dataset.stale = "1"; return; }
+    const typed = typedFields(box);
     box.innerHTML = html;
+    restoreFields(box, typed);
     delete box.dataset.stale;
     box.dispatchEvent(new CustomEvent("hive:refreshed", { bubbles: true }));
     tick();
@@ -161,22 +193,31 @@ function connectHive() {
   const dot = document.getElementById("live-dot");
   const source = new EventSource("/api/events");
   const kinds = new Set(boxes.flatMap((b) => b.dataset.on.split(" ")));
-  source.addEventListener("hello", () => {
+  source.addEventListener("hello", async () => {
     if (dot) dot.classList.add("on");
-    document.body.dataset.live = "1";
     // (Re)connected: whatever changed while no stream was open (since the page was
-    // rendered, or while it was away) is fetched once, by every live part.
-    boxes.forEach(schedule);
+    // rendered, or while it was away) is fetched once, by every live part. The page is
+    // live (data-live) once that is in: from then on it shows all and misses nothing.
+    await Promise.allSettled(boxes.map(refresh));
+    document.body.dataset.live = "1";
   });
   for (const kind of kinds) {
     source.addEventListener(kind, () => {
       boxes.filter((b) => b.dataset.on.split(" ").includes(kind)).forEach(schedule);
     });
   }
-  source.onerror = () => { if (dot) dot.classList.remove("on"); };
-  document.addEventListener("focusout", () => {
-    boxes.filter((b) => b.dataset.stale).forEach(schedule);
-  });
+  source.onerror = () => {
+    if (dot) dot.classList.remove("on");
+    delete document.body.dataset.live;
+  };
+  const catchUp = () => boxes.filter((b) => b.dataset.stale).forEach(schedule);
+  document.addEventListener("focusout", catchUp);
+  document.addEventListener("pointerdown", (ev) => { pressed = ev.target; }, true);
+  for (const kind of ["pointerup", "pointercancel"]) {
+    // Capture phase, before the click this release makes: schedule()'s timer runs after it.
+    document.addEventListener(kind, () => { pressed = null; catchUp(); }, true);
+  }
+  window.addEventListener("blur", () => { pressed = null; catchUp(); });
 }
 
 // ---- the agent page's turn stream -------------------------------------------------------
