@@ -13,11 +13,18 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+import stat
 from pathlib import Path
 
 from hyperhive.errors import StorageError
 
-__all__ = ["atomic_write_beneath", "open_beneath", "read_beneath", "remove_beneath"]
+__all__ = [
+    "atomic_write_beneath",
+    "open_beneath",
+    "read_beneath",
+    "remove_beneath",
+    "write_if_changed_beneath",
+]
 
 Owner = tuple[int, int]
 
@@ -96,11 +103,20 @@ def read_beneath(root: Path, path: Path, limit: int) -> bytes | None:
 
 
 def atomic_write_beneath(
-    root: Path, path: Path, data: bytes, mode: int = 0o644, owner: Owner | None = None
+    root: Path,
+    path: Path,
+    data: bytes,
+    mode: int = 0o644,
+    owner: Owner | None = None,
+    *,
+    durable: bool = True,
 ) -> None:
     """Replace ``path`` atomically (temp + fsync + rename) without following links.
 
     ``owner`` (uid, gid) is given the file and any directory created for it.
+    ``durable=False`` skips both fsyncs, for a file derived afresh at every start
+    (a reader still never sees it half-written; a crash may leave the old or an
+    empty one, which the next start replaces).
     """
     parts = _parts(root, path)
     try:
@@ -119,12 +135,14 @@ def atomic_write_beneath(
             os.write(fd, data)
             if owner is not None:
                 os.fchown(fd, *owner)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         # rename replaces a planted link itself, never what it points at.
         os.rename(tmp, parts[-1], src_dir_fd=dfd, dst_dir_fd=dfd)
-        os.fsync(dfd)
+        if durable:
+            os.fsync(dfd)
     except OSError as exc:
         try:
             os.unlink(tmp, dir_fd=dfd)
@@ -133,6 +151,41 @@ def atomic_write_beneath(
         raise _refuse(path, exc) from exc
     finally:
         os.close(dfd)
+
+
+def write_if_changed_beneath(
+    root: Path,
+    path: Path,
+    data: bytes,
+    mode: int = 0o644,
+    owner: Owner | None = None,
+    *,
+    durable: bool = True,
+) -> bool:
+    """:func:`atomic_write_beneath`, unless ``path`` already is exactly that file.
+
+    "Exactly" is a regular file with these bytes, this mode and (if given) owner.
+    A host restoring its agents writes every one's skill files again, mostly the
+    same bytes. True if it wrote.
+    """
+    if _holds(root, path, data, mode, owner):
+        return False
+    atomic_write_beneath(root, path, data, mode, owner, durable=durable)
+    return True
+
+
+def _holds(root: Path, path: Path, data: bytes, mode: int, owner: Owner | None) -> bool:
+    try:  # O_NONBLOCK: a FIFO the agent planted there must not hang the open
+        fd = open_beneath(root, path, os.O_RDONLY | os.O_NONBLOCK, make_dirs=False)
+    except StorageError:
+        return False  # missing, or a link on the way: the write replaces or refuses it
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or stat.S_IMODE(st.st_mode) != mode:
+            return False
+        if st.st_size != len(data) or (owner is not None and (st.st_uid, st.st_gid) != owner):
+            return False
+        return fh.read(len(data) + 1) == data
 
 
 def remove_beneath(root: Path, path: Path) -> bool:

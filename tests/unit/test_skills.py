@@ -63,6 +63,24 @@ def test_install_writes_replaces_and_drops_what_no_longer_applies(tmp_path: Path
     assert sorted(p.name for p in (skills / "hive-basics").iterdir()) == ["notes.md"]
 
 
+def test_an_unchanged_install_writes_nothing(tmp_path: Path) -> None:
+    # A host restoring its agents installs every agent's skills again: unchanged
+    # files stay as they are (each rewrite costs two fsyncs), a changed one is redone.
+    written = install_skills(tmp_path, SKILLS, "queen", "/h")
+    before = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in written}
+    install_skills(tmp_path, SKILLS, "queen", "/h")
+    assert {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in written} == before
+    install_skills(tmp_path, SKILLS, "queen", "/elsewhere")
+    changed = {
+        p
+        for p in written
+        if skill_text(p.parent.name, "queen", "/h") != skill_text(p.parent.name, "queen", "/x")
+    }
+    assert changed  # the hive's home is named in some skills, so those are redone
+    assert {p for p in written if p.stat().st_ino != before[p][0]} == changed
+    assert all("/elsewhere" in p.read_text() for p in changed)
+
+
 def test_unknown_skill_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not a hive skill: telepathy"):
         install_skills(tmp_path, ["telepathy"], "a", "/h")

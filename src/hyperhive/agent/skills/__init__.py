@@ -22,7 +22,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from hyperhive.permissions import ToolGroup
-from hyperhive.safefs import atomic_write_beneath, remove_beneath
+from hyperhive.safefs import remove_beneath, write_if_changed_beneath
 
 __all__ = ["SKILLS", "install_skills", "skill_text", "skills_for"]
 
@@ -76,7 +76,9 @@ def install_skills(
     for name in wanted:
         path = root / name / "SKILL.md"
         text = skill_text(name, agent, hive_home).encode()
-        atomic_write_beneath(home, path, text, 0o644, owner=owner)
+        # Derived, not state: rewritten (if it differs) at every activation, so
+        # no fsync. Two per file made a 1,000-agent host start mostly fsyncs.
+        write_if_changed_beneath(home, path, text, 0o644, owner=owner, durable=False)
         written.append(path)
     for name in SKILLS:
         if name not in wanted:
