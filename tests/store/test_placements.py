@@ -19,8 +19,12 @@ async def test_assign_replaces_and_keeps_the_pin(store: Store) -> None:
     assert (pinned.host, pinned.pinned) == ("h2", True)
     await store.placements.assign("b", "h1", pinned=False)
     assert [(p.agent, p.host) for p in await store.placements.all()] == [("a", "h2"), ("b", "h1")]
+    assert await store.placements.per_host() == {"h1": 1, "h2": 1}
+    await store.placements.assign("c", "h1", pinned=False)
+    assert await store.placements.per_host() == {"h1": 2, "h2": 1}
     await store.placements.forget("a")
     assert await store.placements.get("a") is None
+    assert await store.placements.per_host() == {"h1": 2}
 
 
 async def test_a_move_is_undone_before_commit_and_switches_host_at_commit(store: Store) -> None:

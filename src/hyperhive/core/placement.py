@@ -5,7 +5,6 @@ or loss means for the agents it should run."""
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Callable
 
 import stamina
@@ -72,9 +71,9 @@ class Placement:
 
     async def loads(self) -> list[HostLoad]:
         """Every connected host's capacity and the agents assigned to it."""
-        counts = Counter(a.host for a in await self.assignments.all())
+        counts = await self.assignments.per_host()
         return [
-            capacity_of(name, self.hostlink.capacity_report(name), counts[name])
+            capacity_of(name, self.hostlink.capacity_report(name), counts.get(name, 0))
             for name in sorted(self.hostlink.hosts)
         ]
 

@@ -571,6 +571,14 @@ class PlacementRepo(ABC):
         """Every assignment, by agent."""
 
     @abstractmethod
+    async def per_host(self) -> dict[str, int]:
+        """How many agents are assigned to each host (hosts with none are absent).
+
+        Placement asks this for every agent it starts: counted by the database, not by
+        loading every assignment (a host's registration starting 1,000 agents did that
+        1,000 times)."""
+
+    @abstractmethod
     async def assign(self, agent: str, host: str, *, pinned: bool) -> Assignment:
         """Put ``agent`` on ``host`` (replacing any assignment; a move in progress stays)."""
 

@@ -27,6 +27,10 @@ class PgPlacements(PgRepo, PlacementRepo):
     async def all(self) -> list[Assignment]:
         return [_row(r) for r in await self._read(f"SELECT {_COLS} FROM placements ORDER BY agent")]
 
+    async def per_host(self) -> dict[str, int]:
+        rows = await self._read("SELECT host, COUNT(*) FROM placements GROUP BY host")
+        return {host: int(n) for host, n in rows}
+
     async def assign(self, agent: str, host: str, *, pinned: bool) -> Assignment:
         async def op(conn: Conn) -> Assignment:
             cur = await conn.execute(

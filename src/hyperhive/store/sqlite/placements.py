@@ -43,6 +43,13 @@ class SqlitePlacements(PlacementRepo):
         )
         return [_row(r) for r in rows]
 
+    async def per_host(self) -> dict[str, int]:
+        rows = await self._db.run(
+            lambda tx: tx.all("SELECT host, COUNT(*) AS n FROM placements GROUP BY host"),
+            durable=False,
+        )
+        return {r["host"]: r["n"] for r in rows}
+
     async def assign(self, agent: str, host: str, *, pinned: bool) -> Assignment:
         def op(tx: Tx) -> Assignment:
             row = tx.one(
