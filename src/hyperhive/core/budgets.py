@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 
@@ -64,18 +64,27 @@ log = logging.getLogger(__name__)
 _NO_OVERRIDES: dict[str, float | None] = {}
 
 
+def _spent_sum(rows: Mapping[str, SpendTotal]) -> Spent:
+    return Spent(sum(r.usd for r in rows.values()), sum(r.tokens for r in rows.values()))
+
+
 @dataclass(frozen=True, slots=True)
 class _Totals:
     day: str
     today: dict[str, SpendTotal]
     total: dict[str, SpendTotal]
+    # Summed once per snapshot: every agent's wait asks the hive's scope too, and the
+    # agents view asks it once per agent (a sum over every agent, per agent, before).
+    hive: tuple[Spent, Spent] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hive", (_spent_sum(self.today), _spent_sum(self.total)))
 
     def spent(self, scope: str) -> tuple[Spent, Spent]:
+        if scope == HIVE_SCOPE:
+            return self.hive
+
         def of(rows: dict[str, SpendTotal]) -> Spent:
-            if scope == HIVE_SCOPE:
-                return Spent(
-                    sum(r.usd for r in rows.values()), sum(r.tokens for r in rows.values())
-                )
             row = rows.get(scope)
             return Spent(row.usd, row.tokens) if row else Spent()
 
@@ -162,6 +171,7 @@ class Budgets:
             rows[entry.agent] = SpendTotal(
                 entry.agent, old.usd + entry.cost_usd, old.tokens + entry.tokens, old.runs + 1
             )
+        self._totals = _Totals(totals.day, totals.today, totals.total)  # the hive's sums anew
 
     async def _current(self) -> _Totals:
         now = self.clock()
