@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import signal
 import subprocess
 import uuid
@@ -35,6 +34,7 @@ from hyperhive.agent import launch
 from hyperhive.agent.admission import Abandoned
 from hyperhive.agent.agentlog import AgentLog
 from hyperhive.agent.events import TurnStateName
+from hyperhive.agent.outage import Outage, redial_delay
 from hyperhive.agent.prompt import wake_prompt
 from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.agent.sandbox import CLAUDE_OOM_SCORE_ADJ, signal_group
@@ -76,6 +76,7 @@ SETTLE_SECONDS = 0.2
 MAX_STREAM_LINE = 64 << 20
 BACKOFF = (1.0, 2.0, 5.0, 15.0, 60.0)
 RECONNECT_SECONDS = 0.5
+RECONNECT_MAX_SECONDS = 2.0  # the wait doubles up to this while the coordinator is away
 LOGIN_POLL_SECONDS = 1.0
 CHECKPOINT_PROMPT = (
     "Your context window is nearly full and will be compacted right after this turn. "
@@ -434,21 +435,41 @@ async def run_agent(rt: AgentRuntime) -> None:
     # Off the event loop: useradd, chown and setfacl must not stall the host's other agents.
     await anyio.to_thread.run_sync(rt.prepare_dirs)
     loop = _Loop(rt)
+    outage = Outage(log, f"{rt.name}: coordinator unavailable")
     while True:
         try:
             async with connect(rt.paths.agent_sock(rt.name)) as rpc:
                 rt.rpc = rpc
+                outage.ended()
                 await loop.serve(rpc)
                 break
         except Unavailable as exc:
             rt.rpc = None
-            log.warning("%s: coordinator unavailable (%s); reconnecting", rt.name, exc.message)
-            with anyio.move_on_after(RECONNECT_SECONDS * random.uniform(0.6, 1.4)):
-                await rt.killed.wait()
+            if rt.stopping.is_set() and loop.pending_end is None:
+                break  # a graceful stop with nothing left to tell the coordinator
+            outage.failed(exc.message)
+            # A stop asked while away ends the wait; one with a turn_end still owed waits
+            # (within its host's grace) for the coordinator, to settle that turn first.
+            ends = (rt.killed,) if rt.stopping.is_set() else (rt.killed, rt.stopping)
+            delay = redial_delay(outage.failures, RECONNECT_SECONDS, RECONNECT_MAX_SECONDS)
+            with anyio.move_on_after(delay):
+                await _first_set(*ends)
             if rt.killed.is_set():
                 break  # stopped by its host (a fence, a kill): not a crash
     rt.rpc = None
     rt.bus.set_state("stopped")
+
+
+async def _first_set(*events: anyio.Event) -> None:
+    """Return once any of ``events`` is set."""
+    async with anyio.create_task_group() as tg:
+
+        async def one(event: anyio.Event) -> None:
+            await event.wait()
+            tg.cancel_scope.cancel()
+
+        for event in events:
+            tg.start_soon(one, event)
 
 
 def _model(rt: AgentRuntime) -> str | None:

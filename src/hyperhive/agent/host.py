@@ -36,6 +36,7 @@ from hyperhive.agent.hyperhive_tools import hyperhive_surface
 from hyperhive.agent.identities import CoordinatorForge, CoordinatorMatrix
 from hyperhive.agent.launch import SUBAGENT_CONTROL_SERVER
 from hyperhive.agent.moving import HostMoves
+from hyperhive.agent.outage import Outage
 from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.agent.services import agent_services
 from hyperhive.agent.web import build_app
@@ -138,6 +139,7 @@ class AgentHost:
         # No admin credential of the forge or the homeserver is read here (issue #14):
         # the coordinator provisions each agent's identity and hands back its own token.
         self._link: RpcClient | None = None
+        self._link_outage: Outage | None = None  # the local link's (a remote host logs its own)
         self._tg: TaskGroup | None = None
         self.moves = HostMoves(paths, self.hive.runtime, lambda: self._link, self._stopped)
         # The coordinator reads this host's agents' logs and turn streams over the link.
@@ -169,11 +171,13 @@ class AgentHost:
                 await self._run_remote(task_status)
                 return
             first = True
+            outage = Outage(log, "coordinator link down", remind=60.0)
+            self._link_outage = outage
             while True:
                 try:
                     await self._linked(task_status if first else anyio.TASK_STATUS_IGNORED)
                 except (Unavailable, OSError) as exc:
-                    log.warning("coordinator link down (%s); retrying", exc)
+                    outage.failed(exc)
                 first = False
                 # Jittered: after a failover every host (and agent) reconnects at once.
                 await anyio.sleep(random.uniform(0.3, 0.7))
@@ -250,6 +254,8 @@ class AgentHost:
                     agents=sorted(self.runtimes),
                 )
             )
+            if self._link_outage is not None:
+                self._link_outage.ended()
             log.info(
                 "agent host %s registered with the coordinator (link epoch %d)",
                 self.host_id,
