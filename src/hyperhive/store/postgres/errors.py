@@ -9,6 +9,8 @@ store by its masked URL and never carries the password.
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -18,9 +20,36 @@ from psycopg_pool import PoolTimeout
 from hyperhive.errors import Conflict, HiveError, InvalidRequest, StorageError, Unavailable
 from hyperhive.store.url import mask_url
 
-__all__ = ["Fenced", "scrub", "translate"]
+__all__ = ["Fenced", "LogThrottle", "scrub", "translate"]
 
 log = logging.getLogger(__name__)
+
+
+class LogThrottle:
+    """At most one line per key every ``every`` seconds; the line says how many it stood for.
+
+    While the database is away every request fails, and each failure used to log: with
+    a host's agents redialling, hundreds of identical lines a second.
+    """
+
+    def __init__(self, every: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._every = every
+        self._clock = clock
+        self._last: dict[str, float] = {}
+        self._held: dict[str, int] = {}
+
+    def due(self, key: str) -> int | None:
+        """The number of lines held back since the last one if a line is due, else None."""
+        now = self._clock()
+        last = self._last.get(key)
+        if last is not None and now - last < self._every:
+            self._held[key] = self._held.get(key, 0) + 1
+            return None
+        self._last[key] = now
+        return self._held.pop(key, 0)
+
+
+_UNAVAILABLE = LogThrottle(every=10.0)
 
 # States in which retrying the whole transaction is the answer, not an error.
 RETRYABLE = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
@@ -64,7 +93,10 @@ def translate(exc: BaseException, url: str) -> HiveError:
     if isinstance(exc, PoolTimeout | psycopg.OperationalError | psycopg.InterfaceError):
         if isinstance(exc, pg_errors.DiskFull):
             return StorageError(f"the hive database {where} is out of disk space ({reason})")
-        log.warning("store %s unavailable: %s", where, reason)
+        held = _UNAVAILABLE.due(where)
+        if held is not None:
+            more = f" ({held} more failures like it since the last line)" if held else ""
+            log.warning("store %s unavailable: %s%s", where, reason, more)
         return Unavailable(
             f"the hive database {where} is unavailable ({reason}); the request was not "
             "completed: retry once it is back"
