@@ -5,18 +5,20 @@ makes requests fail clearly (``unavailable``) and then carry on; across that and
 from __future__ import annotations
 
 import contextlib
+import logging
 import signal
 from pathlib import Path
 
 import anyio
 import pytest
 
+from hyperhive.agent import harness
 from hyperhive.client import RpcClient, connect
 from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.errors import Unavailable
 from hyperhive.protocol import AckUntilReq, AttachReq, RecvReq, RemindReq, SendReq, WaitReq
 from hyperhive.store.postgres import open_postgres
-from tests.support.hive import coordinator, seed_home, start_serve
+from tests.support.hive import coordinator, running_hive, seed_home, start_serve
 from tests.support.postgres import PgCluster
 from tests.support.procs import agent_rows, log_tail, start_host, stop, wait_until
 
@@ -159,3 +161,57 @@ async def test_a_crash_restart_due_while_the_database_is_away_waits_for_it(
         await anyio.to_thread.run_sync(cluster.start)
         # Still serving: alice's socket answers once the database is back.
         assert await _send_when_back(paths, "after the outage") > 0
+
+
+async def test_agents_whose_database_is_away_warn_once_each_not_per_redial(
+    tmp_path: Path,
+    pg_private_cluster: PgCluster,
+    caplog: pytest.LogCaptureFixture,
+    claude_bin: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The coordinator stays up and takes each redial; only its database is away, so every
+    # attach fails. Once per agent (and once per ten seconds for the store) is the rule.
+    monkeypatch.setattr(harness, "WAIT_SECONDS", 1.0)  # their long-polls return soon
+    cluster = pg_private_cluster
+    url = cluster.url(cluster.create_database())
+    agents = ["a0", "a1", "a2"]
+    seed_home(tmp_path, {name: AgentConfig() for name in agents}, store_url=url)
+    caplog.set_level(logging.INFO)
+    caplog.set_level(logging.DEBUG, "hyperhive.agent.harness")
+    async with running_hive(tmp_path, claude_bin) as (_coord, host):
+
+        def attached() -> bool:
+            return all(
+                (rt := host.runtimes.get(n)) is not None and rt.rpc is not None for n in agents
+            )
+
+        def redialled() -> bool:
+            debug = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+            return all(
+                any(m.startswith(f"{n}: coordinator unavailable") for m in debug) for n in agents
+            )
+
+        def back() -> bool:
+            return all(f"{n}: coordinator unavailable: back after" in caplog.text for n in agents)
+
+        with anyio.fail_after(60):
+            while not attached():  # noqa: ASYNC110 - another component's state
+                await anyio.sleep(0.05)
+        caplog.clear()
+        await anyio.to_thread.run_sync(cluster.stop)
+        # Each request waits for a connection (10 s) before it fails: until every agent
+        # has failed twice (the second time a debug line), the first on its wait, the
+        # second on the attach of its redial, which the coordinator took.
+        with anyio.fail_after(90):
+            while not redialled():  # noqa: ASYNC110 - the log
+                await anyio.sleep(0.2)
+        said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        for name in agents:
+            away = [m for m in said if m.startswith(f"{name}: coordinator unavailable")]
+            assert len(away) == 1, said
+        assert sum(" unavailable: " in m and m.startswith("store ") for m in said) <= 3, said
+        await anyio.to_thread.run_sync(cluster.start)
+        with anyio.fail_after(60):
+            while not back():  # noqa: ASYNC110 - the log
+                await anyio.sleep(0.1)

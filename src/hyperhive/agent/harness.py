@@ -22,7 +22,7 @@ import logging
 import signal
 import subprocess
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -284,7 +284,7 @@ class _Loop:
         # so a clean turn's mail is acked exactly as if nothing had happened.
         self.pending_end: TurnEndReq | None = None
 
-    async def serve(self, rpc: RpcClient) -> None:
+    async def serve(self, rpc: RpcClient, attached: Callable[[], None] = lambda: None) -> None:
         rt = self.rt
         # After a lost connection, first settle the turn that already ran (ack its
         # mail), then start a new incarnation: anything the coordinator marked
@@ -294,6 +294,7 @@ class _Loop:
             self.pending_end = None
         await rpc.call(AttachReq(cmd="attach"))
         self.attached = True
+        attached()
         if rt.stopping.is_set():
             await rpc.call(FenceReq(cmd="fence"))  # a graceful stop survives the reconnect
         try:
@@ -440,8 +441,9 @@ async def run_agent(rt: AgentRuntime) -> None:
         try:
             async with connect(rt.paths.agent_sock(rt.name)) as rpc:
                 rt.rpc = rpc
-                outage.ended()
-                await loop.serve(rpc)
+                # Ended once attached: a coordinator that accepts the connection but
+                # cannot answer (its database away) is still an outage.
+                await loop.serve(rpc, attached=outage.ended)
                 break
         except Unavailable as exc:
             rt.rpc = None
