@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import hyperhive
@@ -22,6 +23,7 @@ from hyperhive.errors import InstallProblem
 
 __all__ = [
     "INSTALL_REMEDY",
+    "Unrunnable",
     "agent_users",
     "claude_install_dir",
     "claude_problem",
@@ -41,6 +43,18 @@ INSTALL_REMEDY = (
     "install hyperhive-VERSION-py3-none-any.whl`, then run /opt/hyperhive/bin/hivectl "
     "(root's home is mode 0700, so a venv or a Python under it, pyenv's too, is out of reach)"
 )
+
+
+@dataclass(frozen=True)
+class Unrunnable:
+    """What the agents cannot run or read, and what to do about it."""
+
+    detail: str
+    remedy: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.detail}; {self.remedy}"
 
 
 def _closed_dir(path: Path) -> Path | None:
@@ -96,28 +110,29 @@ def sandbox_claude(claude: Path) -> Path:
     return Path(os.path.realpath(claude))
 
 
-def claude_problem(claude: Path, home: Path, *, agent_users: bool) -> str | None:
+def claude_problem(claude: Path, home: Path, *, agent_users: bool) -> Unrunnable | None:
     """Why agents could not run ``claude``, with the remedy; None if they can."""
     if not (claude.is_file() and os.access(claude, os.X_OK)):
         why = "is not there" if not claude.exists() else "is not an executable file"
-        return (
-            f"claude at {claude} {why}: install it with `hivectl --home {home} "
-            "install-claude`, or set claude_bin in hive.toml"
+        return Unrunnable(
+            f"claude at {claude} {why}",
+            f"install it with `hivectl --home {home} install-claude`, or set claude_bin in "
+            "hive.toml",
         )
     if not agent_users:
         return None
     reason = reach_problem(claude, execute=True)
     if reason is None:
         return None
-    return (
-        f"claude at {claude} cannot be run by the agents' users: {reason}. Install the "
-        f"pinned claude where they can: `hivectl --home {home} install-claude` (into "
-        f"{home / 'claude'}), or point claude_bin in hive.toml at a claude under /usr/local "
-        "or /opt (every directory on the way mode 0755)"
+    return Unrunnable(
+        f"claude at {claude} cannot be run by the agents' users: {reason}",
+        f"install the pinned claude where they can: `hivectl --home {home} install-claude` "
+        f"(into {home / 'claude'}), or point claude_bin in hive.toml at a claude under "
+        "/usr/local or /opt (every directory on the way mode 0755)",
     )
 
 
-def python_problem() -> str | None:
+def python_problem() -> Unrunnable | None:
     """Why agents could not run this Python or read this package, with the remedy."""
     wanted = (
         ("the Python hyperhive runs on", Path(sys.executable), True),
@@ -127,7 +142,9 @@ def python_problem() -> str | None:
     for what, path, execute in wanted:
         reason = reach_problem(path, execute=execute)
         if reason is not None:
-            return f"{what} ({path}) is out of the agents' users' reach: {reason}; {INSTALL_REMEDY}"
+            return Unrunnable(
+                f"{what} ({path}) is out of the agents' users' reach: {reason}", INSTALL_REMEDY
+            )
     return None
 
 
@@ -136,7 +153,7 @@ def agent_users(runtime: str) -> bool:
     return runtime == "bwrap" and os.geteuid() == 0
 
 
-def launch_problem(claude: Path, home: Path, runtime: str) -> str | None:
+def launch_problem(claude: Path, home: Path, runtime: str) -> Unrunnable | None:
     """What keeps this machine's agents from running, checked before anything starts."""
     own_users = agent_users(runtime)
     problem = claude_problem(claude, home, agent_users=own_users)
@@ -151,5 +168,5 @@ def refuse_unrunnable(configured: str | None, home: Path, runtime: str) -> Path:
     claude = sandbox_claude(require_claude(configured, home))
     problem = launch_problem(claude, home, runtime)
     if problem is not None:
-        raise InstallProblem(problem)
+        raise InstallProblem(problem.text)
     return claude

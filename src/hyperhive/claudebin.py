@@ -25,6 +25,7 @@ from hyperhive.errors import InstallProblem
 __all__ = [
     "CLAUDE_CODE_PACKAGE",
     "CLAUDE_CODE_VERSION",
+    "VERSION_PATTERN",
     "checkout_claude",
     "claude_version",
     "find_claude",
@@ -37,7 +38,7 @@ __all__ = [
 CLAUDE_CODE_PACKAGE = "@anthropic-ai/claude-code"
 CLAUDE_CODE_VERSION = "2.1.328"
 
-_VERSION = re.compile(r"\b(\d+\.\d+\.\d+)\b")
+VERSION_PATTERN = re.compile(r"\b(\d+\.\d+\.\d+)\b")
 
 
 def home_claude(home: Path) -> Path:
@@ -111,7 +112,7 @@ def claude_version(path: Path, timeout: float = 30.0) -> str | None:
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    match = _VERSION.search(out.stdout)
+    match = VERSION_PATTERN.search(out.stdout)
     return match.group(1) if out.returncode == 0 and match else None
 
 

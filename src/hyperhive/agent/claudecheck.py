@@ -33,7 +33,8 @@ def launch_problem_of(rt: AgentRuntime) -> str | None:
             f"claude was not found on this host (claude_bin = {claude!r}): install it with "
             f"`hivectl --home {rt.paths.home} install-claude`, or set claude_bin in hive.toml"
         )
-    return claude_problem(Path(claude), rt.paths.home, agent_users=agent_users(rt.hive.runtime))
+    problem = claude_problem(Path(claude), rt.paths.home, agent_users=agent_users(rt.hive.runtime))
+    return problem.text if problem is not None else None
 
 
 async def hold_while_claude_unrunnable(rt: AgentRuntime) -> bool:
