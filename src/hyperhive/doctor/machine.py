@@ -34,6 +34,7 @@ from hyperhive.core.dashboard.frontdoor import read_record
 from hyperhive.credentials import CREDENTIAL_KEYS, LOGIN_REMEDY, read_credentials
 from hyperhive.doctor.model import Check, fail, ok, skip
 from hyperhive.fdlimit import fd_advice
+from hyperhive.sysusers import home_problem
 
 __all__ = [
     "MIN_FREE_BYTES",
@@ -42,6 +43,7 @@ __all__ = [
     "check_credentials",
     "check_dashboard_port",
     "check_disk",
+    "check_home",
     "check_install",
     "check_open_files",
 ]
@@ -101,6 +103,14 @@ def check_install(hive: HiveConfig) -> Check:
     if problem is not None:
         return fail(name, problem.detail, problem.remedy)
     return ok(name, "the agents' users can run this Python and read the hyperhive package")
+
+
+def check_home(hive: HiveConfig, paths: HivePaths) -> Check:
+    name = "home"
+    problem = home_problem(paths.home, hive.runtime)
+    if problem is not None:
+        return fail(name, problem.split("; ", 1)[0], problem.split("; ", 1)[-1])
+    return ok(name, f"{paths.home} (the agents' users reach their directories under it)")
 
 
 def check_bubblewrap(hive: HiveConfig) -> Check:

@@ -14,6 +14,7 @@ from hyperhive.doctor.machine import (
     check_credentials,
     check_dashboard_port,
     check_disk,
+    check_home,
     check_install,
     check_open_files,
 )
@@ -61,6 +62,7 @@ def run_checks(home: Path) -> DoctorReport:
     agents = live[0] if live is not None else max(1, _agents_on_disk(paths))
     checks += [
         check_install(hive),
+        check_home(hive, paths),
         check_bubblewrap(hive),
         check_claude(hive, home),
         check_credentials(hive, paths),
