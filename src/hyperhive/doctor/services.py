@@ -74,7 +74,7 @@ def _host_check(host: HostView, now: float) -> Check:
         lease = (
             f", lease for {host.lease_expires_at - now:.0f} s more"
             if host.lease_expires_at is not None
-            else ""
+            else ", this machine's own (no lease: its link is a local socket)"
         )
         return ok(name, f"linked (epoch {host.epoch}){lease}, {agents}")
     if host.link == "revoked":
