@@ -166,7 +166,15 @@ def test_a_python_out_of_the_agents_reach_is_named_with_where_to_install(
     closed.chmod(0o700)
     (closed / "venv").symlink_to(Path(sys.prefix), target_is_directory=True)
     out = subprocess.run(
-        [str(closed / "venv" / "bin" / "python"), "-m", "hyperhive", "--home", str(home), "doctor", "--json"],
+        [
+            str(closed / "venv" / "bin" / "python"),
+            "-m",
+            "hyperhive",
+            "--home",
+            str(home),
+            "doctor",
+            "--json",
+        ],
         capture_output=True,
         text=True,
         env=keyed_env(),
