@@ -24,6 +24,7 @@ from tests.support.procs import hivectl, hivectl_json
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 AS_ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="agents' own users need root")
+SYSUSERS = pytest.mark.xdist_group("sysusers")  # one worker for every test making users
 
 
 @pytest.fixture
@@ -85,6 +86,7 @@ def test_up_refuses_a_python_the_agents_cannot_run(open_dir: Path, claude_bin: P
 
 
 @AS_ROOT
+@SYSUSERS
 def test_an_agent_whose_claude_goes_out_of_reach_says_so_then_answers(
     open_dir: Path, claude_bin: Path, model_server: ModelServer
 ) -> None:

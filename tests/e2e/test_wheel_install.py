@@ -43,8 +43,12 @@ PACKAGE_DATA = (
 )
 
 
-def _run(argv: list[str | Path], **kw: object) -> subprocess.CompletedProcess[str]:
-    out = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=300, **kw)  # type: ignore[call-overload]
+def _run(
+    argv: list[str | Path], env: dict[str, str] | None = None, cwd: str | Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    out = subprocess.run(
+        [str(a) for a in argv], capture_output=True, text=True, timeout=300, env=env, cwd=cwd
+    )
     assert out.returncode == 0, f"{argv} exited {out.returncode}: {out.stderr[-2000:]}"
     return out
 
@@ -111,6 +115,7 @@ def test_the_wheel_and_the_sdist_carry_what_runs(wheel: Path) -> None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the sandboxes' own users need root")
+@pytest.mark.xdist_group("sysusers")  # one worker for every test making system users
 def test_installed_from_the_wheel_up_runs_a_hive_and_an_agent_answers(
     venv: Path, scratch: Path, model_server: ModelServer
 ) -> None:
