@@ -11,6 +11,7 @@ import anyio
 import click
 from pydantic import JsonValue
 
+from hyperhive.agentreach import refuse_unrunnable
 from hyperhive.cli.base import (
     _Ctx,
     _emit,
@@ -148,6 +149,7 @@ def host(
     die_with_supervisor()
     hive = load_hive_config(obj.home)
     refuse_unreachable_home(obj.home, hive.runtime)
+    refuse_unrunnable(hive.claude_bin, obj.home, hive.runtime)
     paths, remote = obj.paths, None
     if coordinator is not None:
         from hyperhive.netlink.credentials import validate_host_name
