@@ -15,6 +15,7 @@ import json
 import os
 import secrets
 import subprocess
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,6 +155,17 @@ class Podman:
 
     def exec(self, name: str, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return self("exec", name, *argv, check=check)
+
+    def put(
+        self, name: str, path: str, content: str | bytes, *, mode: int = 0o600, owner: str = "root"
+    ) -> None:
+        """Write ``content`` to ``path`` in container ``name``, with that mode and owner."""
+        with tempfile.NamedTemporaryFile() as f:
+            f.write(content.encode() if isinstance(content, str) else content)
+            f.flush()
+            self("cp", f.name, f"{name}:{path}")
+        self.exec(name, "chown", f"{owner}:{owner}", path)
+        self.exec(name, "chmod", f"{mode:o}", path)
 
     def logs(self, name: str) -> str:
         out = self("logs", name, check=False)
