@@ -30,7 +30,13 @@ from typing import Any
 
 import anyio
 from tests.support.model_server import ModelServer, always, text
-from tests.support.podman import COORDINATOR_IMAGE, HOST_IMAGE, Podman, build_images
+from tests.support.podman import (
+    COORDINATOR_IMAGE,
+    HOST_IMAGE,
+    Podman,
+    build_images,
+    podman_session,
+)
 
 from bench._hostprocs import host
 from bench._procs import serve, wait_up
@@ -146,7 +152,7 @@ def cold_start(ctx: Context) -> list[Row]:
     samples = 3 if ctx.quick else 8
     bare: list[int] = []
     boxed: list[int] = []
-    with _podman() as podman:
+    with podman_session() as podman:
         for i in range(samples + 1):  # the first round warms the page cache; dropped
             for which in ("container", "bare") if i % 2 else ("bare", "container"):
                 if which == "container":
@@ -167,15 +173,6 @@ def cold_start(ctx: Context) -> list[Row]:
             "starts alternating; includes podman's own start (runc, cgroupfs, overlay)",
         )
     ]
-
-
-@contextmanager
-def _podman() -> Iterator[Podman]:
-    podman = Podman()
-    try:
-        yield podman
-    finally:
-        podman.close()
 
 
 def _turn_home(parent: Path, model_url: str, claude: str) -> HivePaths:
@@ -248,7 +245,7 @@ def turn_in_a_container(ctx: Context) -> list[Row]:
     build_images()
     samples = 5 if ctx.quick else 20
     with ModelServer(always(text("done"))) as model, ExitStack() as stack:
-        podman = stack.enter_context(_podman())
+        podman = stack.enter_context(podman_session())
         hives: dict[str, tuple[HivePaths, Any]] = {}
         boxed = _turn_home(ctx.workdir, model.url, IN_IMAGE_CLAUDE)
         hives["container"] = (boxed, stack.enter_context(_container_hive(podman, boxed)))

@@ -60,6 +60,19 @@ def prefixed(objs: list[Obj], kind: str, prefix: str) -> Obj:
     return obj
 
 
+def manifest_images(objs: list[Obj]) -> set[str]:
+    """Every image a pod template of ``objs`` names (init containers too)."""
+    return {
+        c["image"]
+        for o in objs
+        if o["kind"] in ("Deployment", "StatefulSet")
+        for c in [
+            *o["spec"]["template"]["spec"].get("initContainers", []),
+            *o["spec"]["template"]["spec"]["containers"],
+        ]
+    }
+
+
 def set_data(obj: Obj, key: str, value: str | bytes) -> None:
     raw = value.encode() if isinstance(value, str) else value
     if obj["kind"] == "Secret":
@@ -179,18 +192,8 @@ def hive(images: str, tmp_path: Path) -> Iterator[Hive]:
     try:
         network, subnet, gateway = podman.network()
         # The manifests' images are the ones scripts/image built, under the overlay's names.
-        images_map = {}
-        for kind in ("Deployment", "StatefulSet"):
-            for o in objs:
-                if o["kind"] == kind:
-                    for c in [
-                        *o["spec"]["template"]["spec"].get("initContainers", []),
-                        *o["spec"]["template"]["spec"]["containers"],
-                    ]:
-                        local = COORDINATOR_IMAGE if "coordinator" in c["image"] else HOST_IMAGE
-                        images_map[c["image"]] = local
-        for name, local in images_map.items():
-            podman.tag(local, name)
+        for image in sorted(manifest_images(objs)):
+            podman.tag(COORDINATOR_IMAGE if "coordinator" in image else HOST_IMAGE, image)
         cluster = start_cluster(tcp=True, fsync=False, listen="*", allow=(subnet,))
         db = cluster.create_database("image")
         store_url = cluster.url(db, tcp=True).replace("127.0.0.1", gateway)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,15 +44,10 @@ def find(objs: Sequence[Obj], kind: str, name: str) -> Obj:
 
 def _data(obj: Obj) -> dict[str, bytes]:
     """A ConfigMap's or Secret's keys, decoded."""
-    out = (
-        {k: v.encode() for k, v in obj.get("data", {}).items()}
-        if obj["kind"] == "ConfigMap"
-        else {}
-    )
-    if obj["kind"] == "Secret":
-        out = {k: base64.b64decode(v) for k, v in obj.get("data", {}).items()}
-        out |= {k: v.encode() for k, v in obj.get("stringData", {}).items()}
-    return out
+    if obj["kind"] == "ConfigMap":
+        return {k: v.encode() for k, v in obj.get("data", {}).items()}
+    out = {k: base64.b64decode(v) for k, v in obj.get("data", {}).items()}
+    return out | {k: v.encode() for k, v in obj.get("stringData", {}).items()}
 
 
 def container_env(container: Obj, objs: Sequence[Obj], labels: Mapping[str, str]) -> dict[str, str]:
@@ -217,8 +213,6 @@ class PodRunner:
         ]
         pod_dir = self.workdir / pod
         if pod_dir.exists():
-            import shutil
-
             shutil.rmtree(pod_dir)  # a re-run is a new pod: fresh emptyDirs
         mounts = self._mounts(pod, spec)
         labels = template["metadata"].get("labels", {})

@@ -32,6 +32,7 @@ __all__ = [
     "build_images",
     "containers_conf",
     "podman_env",
+    "podman_session",
     "sweep_strays",
 ]
 
@@ -199,7 +200,8 @@ class Podman:
 
 
 @contextlib.contextmanager
-def podman() -> Iterator[Podman]:
+def podman_session() -> Iterator[Podman]:
+    """A :class:`Podman` whose resources are removed when the block ends."""
     made = Podman()
     try:
         yield made
