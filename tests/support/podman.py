@@ -112,6 +112,7 @@ class Podman:
     volumes: list[str] = field(default_factory=list)
     networks: list[str] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
+    _pinned: set[str] = field(default_factory=set)
 
     @property
     def owner_label(self) -> list[str]:
@@ -149,7 +150,29 @@ class Podman:
         if name not in self.containers:
             self.containers.append(name)
         mode = ["-d"] if detach else ["--rm"]
-        return self("run", *mode, "--name", name, *self.owner_label, *argv).stdout
+        out = self("run", *mode, "--name", name, *self.owner_label, *argv).stdout
+        for i, arg in enumerate(argv[:-1]):
+            if arg == "--network" and argv[i + 1] in self.networks:
+                self._pin_bridge_mac(argv[i + 1])
+        return out
+
+    def _pin_bridge_mac(self, network: str) -> None:
+        """Give the network's bridge a MAC address of its own, once it exists.
+
+        A Linux bridge without one takes the lowest MAC of its ports (netavark 1.4 sets
+        none), so removing a container can change the gateway's MAC under the others:
+        their ARP entries then point nowhere, and their connections to the gateway's
+        address (PostgreSQL, the model here) time out until the entries expire.
+        """
+        if network in self._pinned:
+            return
+        [info] = json.loads(self("network", "inspect", network).stdout)
+        bridge = Path("/sys/class/net") / info["network_interface"]
+        mac = (bridge / "address").read_text().strip()
+        subprocess.run(
+            ["ip", "link", "set", "dev", bridge.name, "address", mac], check=True, timeout=30
+        )
+        self._pinned.add(network)
 
     def remove(self, name: str) -> None:
         self("rm", "-f", "-t", "0", name, check=False)
