@@ -49,6 +49,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 OVERLAY = DEPLOY / "k8s" / "overlays" / "example"
 HOSTS = ("rack1", "rack2")
 COORDINATORS = ("coordinator-a", "coordinator-b")
+TOKEN = secrets.token_urlsafe(32)
 # Bounds, not speed claims: containers on 2 loaded cores.
 UP_WITHIN_S = 180
 TURN_WITHIN_S = 180
@@ -197,7 +198,8 @@ def hive(images: str, tmp_path: Path) -> Iterator[Hive]:
         cluster = start_cluster(tcp=True, fsync=False, listen="*", allow=(subnet,))
         db = cluster.create_database("image")
         store_url = cluster.url(db, tcp=True).replace("127.0.0.1", gateway)
-        set_data(prefixed(objs, "Secret", "hyperhive-store-"), "url", store_url)
+        # As an operator makes them: files that end in a newline (`echo … > secrets/…`).
+        set_data(prefixed(objs, "Secret", "hyperhive-store-"), "url", store_url + "\n")
         ca = trustme.CA()
         cert = ca.issue_cert("hyperhive-hostlink")
         tls = prefixed(objs, "Secret", "hyperhive-hostlink-tls-")
@@ -209,9 +211,11 @@ def hive(images: str, tmp_path: Path) -> Iterator[Hive]:
         set_data(
             prefixed(objs, "Secret", "hyperhive-dashboard-token-"),
             "token",
-            secrets.token_urlsafe(32),
+            TOKEN + "\n",
         )
-        set_data(prefixed(objs, "Secret", "hyperhive-model-api-"), "ANTHROPIC_API_KEY", "test-key")
+        set_data(
+            prefixed(objs, "Secret", "hyperhive-model-api-"), "ANTHROPIC_API_KEY", "test-key\n"
+        )
         pods = PodRunner(podman, objs, workdir, network)
         for pod in COORDINATORS:
             run_coordinator(objs, pods, pod)
@@ -301,6 +305,11 @@ def test_the_manifests_containers_run_a_hive_that_survives_losing_a_coordinator_
     hive.wait(lambda: hive.active() == standby, UP_WITHIN_S, "the standby takes over")
     hive.wait(connected, UP_WITHIN_S, "both hosts redialled the new coordinator")
     assert hive.answer("alice", "still there?")["body"] == "alice after failover"
+    # Both replicas got the operator token from its Secret (the init container), so the
+    # takeover kept the operator logged in.
+    for pod in COORDINATORS:
+        token = hive.workdir / pod / "home" / "run" / "dashboard-token"
+        assert token.read_text().strip() == TOKEN
     # Kubernetes would restart the killed replica: it comes back as the standby.
     hive.run_coordinator(first)
     hive.wait(lambda: "standing by" in hive.log(first), UP_WITHIN_S, "the old one stands by")
