@@ -94,14 +94,15 @@ class Sizes:
 
     For what is counted rather than timed (what a request carries); rows of
     one benchmark module share their part labels, which become the columns.
-    ``unit="count"`` shows plain counts instead (model requests, turns).
+    ``unit="count"`` shows plain counts instead (model requests, turns); ``unit="disk"``
+    sizes on disk in MB (an image's layers), where tokens mean nothing.
     """
 
     benchmark: str
     parts: tuple[tuple[str, int], ...]
     target: str = ""
     note: str = ""
-    unit: Literal["bytes", "count"] = "bytes"
+    unit: Literal["bytes", "count", "disk"] = "bytes"
 
     def get(self, label: str) -> int:
         return dict(self.parts)[label]

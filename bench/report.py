@@ -141,10 +141,12 @@ def _cells(items: Sequence[Item | Failure]) -> list[tuple[str, ...]]:
 def _size(n: int, unit: str = "bytes") -> str:
     if unit == "count":
         return f"{n:,}"
+    if unit == "disk":
+        return f"{n / 1e6:,.0f} MB"
     return f"{n:,} B (~{round(n / BYTES_PER_TOKEN):,} tok)"
 
 
-_SIZE_HEADS = {"bytes": "sizes per request", "count": "counts"}
+_SIZE_HEADS = {"bytes": "sizes per request", "count": "counts", "disk": "sizes on disk"}
 
 
 def _size_tables(items: Sequence[Item | Failure]) -> list[list[tuple[str, ...]]]:

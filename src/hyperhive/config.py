@@ -400,7 +400,8 @@ def load_hive_config(home: Path, env: Mapping[str, str] | None = None) -> HiveCo
         )
     if config.store and config.store_url_file is not None:
         raise ConfigError("set `store` or `store_url_file`, not both", path=str(path))
-    url = source.get(STORE_URL_ENV)
+    # A Secret made from a file keeps its trailing newline in the environment.
+    url = (source.get(STORE_URL_ENV) or "").strip()
     where = STORE_URL_ENV
     if not url and config.store_url_file is not None:
         url_file = home / config.store_url_file

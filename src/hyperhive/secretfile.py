@@ -13,7 +13,27 @@ from pathlib import Path
 
 from hyperhive.errors import ConfigError
 
-__all__ = ["read_secret_file"]
+__all__ = ["read_secret_file", "systemd_credential"]
+
+# Set by systemd for a service with LoadCredential=: the unit's own credentials directory.
+CREDENTIALS_DIRECTORY_ENV = "CREDENTIALS_DIRECTORY"
+
+
+def systemd_credential(path: Path) -> bool:
+    """Whether ``path`` is a credential systemd handed this service (``LoadCredential=``).
+
+    systemd makes those readable by the service's user alone, but as root's files with
+    an ACL entry for that user, so their mode shows 0440 and their owner is root: the
+    owner-and-mode checks below would refuse exactly the files meant for secrets. The
+    directory comes from the service's environment, which its caller cannot set.
+    """
+    where = os.environ.get(CREDENTIALS_DIRECTORY_ENV)
+    if not where:
+        return False
+    try:
+        return path.resolve().parent == Path(where).resolve()
+    except OSError:
+        return False
 
 
 def read_secret_file(path: Path, setting: str, what: str) -> str:
@@ -30,12 +50,14 @@ def read_secret_file(path: Path, setting: str, what: str) -> str:
         ) from exc
     if not stat.S_ISREG(st.st_mode):
         raise ConfigError(f"{setting} {path} is not a regular file")
-    if st.st_mode & 0o077:
+    if systemd_credential(path):
+        pass
+    elif st.st_mode & 0o077:
         raise ConfigError(
             f"{setting} {path} is mode {oct(st.st_mode & 0o777)}, readable by "
             f"others than its owner; fix it with: chmod 600 {path}"
         )
-    if st.st_uid != os.geteuid():
+    elif st.st_uid != os.geteuid():
         raise ConfigError(
             f"{setting} {path} belongs to uid {st.st_uid}, not to the hive's "
             f"user (uid {os.geteuid()}); fix it with: chown {os.geteuid()} {path}"

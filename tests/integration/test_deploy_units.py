@@ -1,11 +1,10 @@
-"""deploy/Containerfile and deploy/systemd checked offline.
+"""deploy/Containerfile and deploy/systemd read offline (quick, in every pytest run).
 
-No container engine runs here (the docker client is present, no daemon, and no image
-registry is reachable), so the image build file is read, not built: every file it
-copies exists, every stage it copies from is defined, and each target's command is a
-hivectl call hivectl accepts. The systemd units pass ``systemd-analyze verify`` with
-ExecStart pointed at this checkout's installed entry point, and their ExecStart lines
-and example hive.toml files are read the same way.
+The image is built and run for real by tests/image (scripts/image, Podman), and the
+units started under systemd there; these checks read the files: each target's command
+is a hivectl call hivectl accepts, the host target puts claude where the host's
+hive.toml says, and the units pass ``systemd-analyze verify`` with ExecStart pointed at
+this checkout's installed entry point.
 """
 
 from __future__ import annotations
@@ -52,12 +51,17 @@ def instructions(text: str) -> list[Instruction]:
 def stages(text: str) -> dict[str, list[Instruction]]:
     found: dict[str, list[Instruction]] = {}
     current: list[Instruction] | None = None
+    args: set[str] = set()  # ARGs declared before the first FROM may name a base
     for keyword, rest in instructions(text):
+        if keyword == "ARG" and current is None:
+            args.add(rest.split("=", 1)[0])
+            continue
         if keyword == "FROM":
             image, _, name = rest.partition(" AS ")
             assert name, f"FROM {rest}: every stage is named (a build target)"
             base = image.strip()
-            assert "/" in base or base in found, f"FROM {base}: neither a stage nor an image"
+            from_arg = base.startswith("${") and base[2:-1] in args
+            assert "/" in base or base in found or from_arg, f"FROM {base}: not a stage or image"
             current = found[name.strip()] = [("FROM", base)]
         else:
             assert current is not None, f"{keyword} before the first FROM"
@@ -83,32 +87,6 @@ def image() -> dict[str, list[Instruction]]:
     return stages(CONTAINERFILE.read_text())
 
 
-def test_every_file_the_image_copies_is_in_the_build_context(
-    image: dict[str, list[Instruction]],
-) -> None:
-    copied = 0
-    names = list(image)
-    for position, (name, steps) in enumerate(image.items()):
-        for keyword, rest in steps:
-            if keyword not in ("COPY", "ADD"):
-                continue
-            assert keyword == "COPY", "ADD fetches and unpacks: use COPY"
-            words = rest.split()
-            flags = [w for w in words if w.startswith("--")]
-            paths = [w for w in words if not w.startswith("--")]
-            sources = paths[:-1]
-            source_stage = next(
-                (f.split("=", 1)[1] for f in flags if f.startswith("--from=")), None
-            )
-            if source_stage is not None:
-                assert source_stage in names[:position], f"{name}: COPY --from={source_stage}"
-                continue
-            for source in sources:
-                assert (REPO / source).exists(), f"{name}: COPY {source}: not in the repository"
-                copied += 1
-    assert copied >= 4  # pyproject.toml, README.md, src, package.json + lock
-
-
 def test_both_targets_run_hivectl_subcommands(image: dict[str, list[Instruction]]) -> None:
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
     for target, subcommand in (("coordinator", "serve"), ("host", "host")):
@@ -132,7 +110,8 @@ def test_the_host_image_puts_claude_where_the_host_config_says(
 ) -> None:
     pinned = json.loads((REPO / "package.json").read_text())["dependencies"]
     assert "@anthropic-ai/claude-code" in pinned
-    copies = [r for k, r in image["host"] if k == "COPY" and r.startswith("--from=claude")]
+    # scripts/image stages the npm install of package.json's pin as claude/node_modules.
+    copies = [r for k, r in image["host"] if k == "COPY" and "node_modules" in r]
     (copy,) = copies
     target = Path(copy.split()[-1])
     for config in (DEPLOY / "k8s" / "host" / "host-hive.toml",):

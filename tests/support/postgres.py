@@ -20,7 +20,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, urlsplit
@@ -190,9 +190,14 @@ class PgCluster:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start_cluster(*, tcp: bool = False, fsync: bool = True) -> PgCluster:
+def start_cluster(
+    *, tcp: bool = False, fsync: bool = True, listen: str = "127.0.0.1", allow: Sequence[str] = ()
+) -> PgCluster:
     """initdb + start a cluster in a fresh temp dir. ``fsync=False`` is for tests that
-    never crash the machine; a ``kill -9`` of postgres itself still loses nothing."""
+    never crash the machine; a ``kill -9`` of postgres itself still loses nothing.
+    ``listen`` (with ``tcp``): the addresses it listens on, e.g. ``*`` for containers on
+    a bridge whose address may not exist yet; ``allow``: the networks (CIDR) besides
+    loopback whose clients may log in with the password."""
     bindir = pg_bindir()
     if bindir is None:
         raise RuntimeError("no /usr/lib/postgresql/*/bin/initdb: run scripts/bootstrap --dev")
@@ -236,7 +241,7 @@ def start_cluster(*, tcp: bool = False, fsync: bool = True) -> PgCluster:
     settings = {
         "port": str(cluster.port),
         "unix_socket_directories": f"'{cluster.sockdir}'",
-        "listen_addresses": "'127.0.0.1'" if tcp else "''",
+        "listen_addresses": f"'{listen}'" if tcp else "''",
         "password_encryption": "'scram-sha-256'",
         "max_connections": "200",
         "shared_buffers": "'32MB'",
@@ -247,6 +252,8 @@ def start_cluster(*, tcp: bool = False, fsync: bool = True) -> PgCluster:
     with (cluster.datadir / "postgresql.conf").open("a") as conf:
         conf.write("\n# hyperhive test cluster\n")
         conf.writelines(f"{k} = {v}\n" for k, v in settings.items())
+    with (cluster.datadir / "pg_hba.conf").open("a") as hba:
+        hba.writelines(f"host all all {network} scram-sha-256\n" for network in allow)
     try:
         cluster.start()
     except BaseException:

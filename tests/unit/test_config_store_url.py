@@ -53,3 +53,11 @@ def test_store_and_store_url_file_together_are_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="not both"):
         load_hive_config(tmp_path, {})
+
+
+def test_hive_store_url_from_a_secret_file_loses_its_trailing_newline(tmp_path: Path) -> None:
+    """A Kubernetes Secret made from a file (`echo URL > secrets/store-url`) reaches the
+    environment with the file's newline, which would end up in the database's name."""
+    (tmp_path / "hive.toml").write_text("")
+    assert load_hive_config(tmp_path, {"HIVE_STORE_URL": URL + "\n"}).store == URL
+    assert load_hive_config(tmp_path, {"HIVE_STORE_URL": "  \n"}).store is None

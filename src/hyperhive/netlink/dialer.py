@@ -24,6 +24,7 @@ from hyperhive.client import RpcClient, over_stream
 from hyperhive.errors import ConfigError, HiveError, Unavailable
 from hyperhive.framing import DEFAULT_MAX_FRAME
 from hyperhive.netlink.wsstream import ENVELOPE_BYTES, HOST_HEADER, LINK_PATH, WsStream
+from hyperhive.secretfile import systemd_credential
 
 __all__ = ["LinkRefused", "LinkTarget", "dial", "read_credential"]
 
@@ -65,7 +66,7 @@ def read_credential(path: Path, euid: int | None = None) -> str:
         raise ConfigError(
             f"cannot read the host credential file {path}: {exc.strerror or exc}"
         ) from exc
-    if info.st_uid != uid or info.st_mode & 0o077:
+    if (info.st_uid != uid or info.st_mode & 0o077) and not systemd_credential(path):
         raise ConfigError(
             f"the host credential file {path} is mode {stat.S_IMODE(info.st_mode):o} owned "
             f"by uid {info.st_uid}: it must be readable by this host's user alone (uid {uid}); "

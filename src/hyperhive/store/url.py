@@ -14,6 +14,7 @@ import stat
 from pathlib import Path
 
 from hyperhive.errors import ConfigError
+from hyperhive.secretfile import systemd_credential
 
 __all__ = ["has_password", "is_postgres_url", "mask_url", "read_url_file"]
 
@@ -55,13 +56,15 @@ def read_url_file(path: Path) -> str:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):
             raise ConfigError("store_url_file is not a regular file", path=str(path))
-        if st.st_mode & 0o077:
+        if systemd_credential(path):
+            pass  # systemd made it this service's alone
+        elif st.st_mode & 0o077:
             raise ConfigError(
                 f"store_url_file is readable by others (mode {stat.S_IMODE(st.st_mode):04o}); "
                 f"it holds the database password: chmod 600 {path}",
                 path=str(path),
             )
-        if st.st_uid != os.geteuid():
+        elif st.st_uid != os.geteuid():
             raise ConfigError(
                 f"store_url_file belongs to uid {st.st_uid}, not to the coordinator's "
                 f"uid {os.geteuid()}: chown it to the user that runs the coordinator",
