@@ -21,12 +21,10 @@ import json
 import logging
 import signal
 import subprocess
-import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Literal
 
 import anyio
 
@@ -48,7 +46,8 @@ from hyperhive.agent.stream import (
     parse_line,
     summarize_turn,
 )
-from hyperhive.agent.turntrace import record_turn, turn_span
+from hyperhive.agent.turnend import RunKind, run_spend, tell_turn_end
+from hyperhive.agent.turntrace import turn_span
 from hyperhive.atomic import atomic_write_text
 from hyperhive.client import RpcClient, connect
 from hyperhive.credentials import LOGIN_REMEDY, fingerprint
@@ -57,8 +56,6 @@ from hyperhive.framing import FrameDecoder
 from hyperhive.protocol import (
     AttachReq,
     FenceReq,
-    ModelSpend,
-    RunSpend,
     TurnEnded,
     TurnEndReq,
     WaitReq,
@@ -66,14 +63,7 @@ from hyperhive.protocol import (
 )
 from hyperhive.safefs import atomic_write_beneath
 
-__all__ = [
-    "CHECKPOINT_PROMPT",
-    "claude_slot",
-    "run_agent",
-    "run_spend",
-    "run_turn",
-    "tell_turn_end",
-]
+__all__ = ["CHECKPOINT_PROMPT", "claude_slot", "run_agent", "run_turn"]
 
 log = logging.getLogger(__name__)
 
@@ -235,61 +225,6 @@ async def run_turn(rt: AgentRuntime, prompt: str, session_id: str | None) -> Tur
     return report
 
 
-def run_spend(reports: Sequence[TurnReport], kind: Literal["turn", "compaction"]) -> RunSpend:
-    """What these runs of one session reported about their cost, under a fresh run id.
-
-    The session's totals after the last run that reported any: the coordinator
-    counts their difference to the session's previous totals, so the runs of a
-    compaction (the checkpoint, then ``/compact``, both resuming one session)
-    are counted together. The id is made once, before the first send: a
-    resent ``turn_end`` carries the same one, so the coordinator counts the run once.
-    """
-    last = next((r for r in reversed(reports) if r.session_totals), None)
-    return RunSpend(
-        run_id=uuid.uuid4().hex,
-        kind=kind,
-        session_id=last.session_id if last is not None else None,
-        session_totals=(
-            {m: ModelSpend.of(f) for m, f in last.session_totals.items()} if last else {}
-        ),
-    )
-
-
-def tell_turn_end(
-    rt: AgentRuntime,
-    reports: Sequence[TurnReport],
-    spent: ModelSpend | None,
-    kind: Literal["turn", "compaction"],
-) -> None:
-    """A run counted: its figures to the bus, the agent log and the open span.
-
-    ``spent`` is what the coordinator counted the run at (a compaction's runs
-    together); ``None`` when it counted nothing (no run to count).
-    """
-    if not reports:
-        return
-    last = reports[-1]
-    calls = sum(r.num_turns for r in reports)
-    rt.bus.last_turn = {
-        "outcome": last.outcome,
-        "cost_usd": spent.cost_usd if spent is not None else None,
-        "num_turns": calls,
-        "context_usage": last.context_usage,
-    }
-    rt.bus.emit("turn_end", **rt.bus.last_turn)
-    session = sum(f.usd for f in last.session_totals.values())
-    cost = (
-        f"${spent.cost_usd:.4f} (session so far ${session:.4f})"
-        if spent is not None
-        else "cost not counted"
-    )
-    what = "compaction end (checkpoint and /compact)" if kind == "compaction" else "turn end"
-    AgentLog(rt.paths.logs / "agents" / f"{rt.name}.log").line(
-        f"{what}: {last.outcome}, {calls} model call(s), {cost}, context {last.context_usage:.0%}"
-    )
-    record_turn(reports, spent)
-
-
 async def _run_compaction(rt: AgentRuntime, session_id: str | None) -> list[TurnReport]:
     """The notes-checkpoint turn, then ``/compact``: both reports (both are spend)."""
     if session_id is None:
@@ -317,7 +252,7 @@ class _Loop:
         # so a clean turn's mail is acked exactly as if nothing had happened; and its
         # runs, told once the coordinator says what they were counted at.
         self.pending_end: TurnEndReq | None = None
-        self._untold: tuple[list[TurnReport], Literal["turn", "compaction"]] = ([], "turn")
+        self._untold: tuple[list[TurnReport], RunKind] = ([], "turn")
 
     async def serve(self, rpc: RpcClient, attached: Callable[[], None] = lambda: None) -> None:
         rt = self.rt
@@ -379,7 +314,7 @@ class _Loop:
         rpc: RpcClient,
         req: TurnEndReq,
         reports: list[TurnReport],
-        kind: Literal["turn", "compaction"],
+        kind: RunKind,
     ) -> TurnEnded:
         """Send the turn's end; then tell what its runs were counted at."""
         self.pending_end, self._untold = req, (reports, kind)

@@ -28,16 +28,21 @@ __all__ = [
 ]
 
 
+_MAX_USD = 1e9
+_MAX_TOKENS = 1 << 50
+
+
 class ModelSpend(BaseModel):
     """One model's figures: USD and the four kinds of tokens."""
 
     model_config = ConfigDict(extra="forbid")
 
-    cost_usd: float = Field(default=0.0, ge=0, allow_inf_nan=False)
-    input_tokens: int = Field(default=0, ge=0)
-    output_tokens: int = Field(default=0, ge=0)
-    cache_read_tokens: int = Field(default=0, ge=0)
-    cache_creation_tokens: int = Field(default=0, ge=0)
+    # Bounded so a stored sum stays exact (and fits a 64-bit column) whatever is reported.
+    cost_usd: float = Field(default=0.0, ge=0, le=_MAX_USD, allow_inf_nan=False)
+    input_tokens: int = Field(default=0, ge=0, le=_MAX_TOKENS)
+    output_tokens: int = Field(default=0, ge=0, le=_MAX_TOKENS)
+    cache_read_tokens: int = Field(default=0, ge=0, le=_MAX_TOKENS)
+    cache_creation_tokens: int = Field(default=0, ge=0, le=_MAX_TOKENS)
 
     def figures(self) -> Figures:
         return Figures(
