@@ -52,11 +52,14 @@ def _calls(model_server: ModelServer) -> int:
 
 
 async def _runs(c: Any, n: int) -> list[SpendEntry]:
-    """alice's first ``n`` counted runs, oldest first, once there are that many."""
+    """alice's first ``n`` counted runs, oldest first, once each has ended everywhere:
+    counted (spend), in the feed (written next) and told in the agent log (last)."""
 
     async def counted() -> list[SpendEntry]:
         rows = await c.store.spend.entries("alice", limit=100)
-        return rows[::-1] if len(rows) >= n else []
+        feed = [r for r in await c.store.activity.page(kind="turn") if r.agent == "alice"]
+        told = _turn_end_lines(c.paths) if (c.paths.logs / "agents" / "alice.log").exists() else []
+        return rows[::-1] if min(len(rows), len(feed), len(told)) >= n else []
 
     rows: list[SpendEntry] = await until_async(counted, within=120)
     return rows
