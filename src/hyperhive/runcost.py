@@ -130,8 +130,8 @@ def run_cost(previous: Mapping[str, Figures], reported: Mapping[str, Figures]) -
     """
     if not reported:
         return RunCost(_ZERO, dict(previous))
-    if UNKNOWN_MODEL in previous:
-        return _after_usd_only(previous[UNKNOWN_MODEL], reported)
+    if UNKNOWN_MODEL in previous or UNKNOWN_MODEL in reported:
+        return _after_usd_only(summed(previous.values()), reported)
     restarted = any(
         reported[model].below(before) if model in reported else before != _ZERO
         for model, before in previous.items()
@@ -143,7 +143,8 @@ def run_cost(previous: Mapping[str, Figures], reported: Mapping[str, Figures]) -
 
 
 def _after_usd_only(before: Figures, reported: Mapping[str, Figures]) -> RunCost:
-    """A run after a session total known in USD only (:data:`UNKNOWN_MODEL`).
+    """A run where either total is known in USD only (:data:`UNKNOWN_MODEL`): compared
+    as sums over the models.
 
     The USD is exact. The tokens behind such a total are unknown, so the run's
     tokens are estimated as the session's, in the proportion of its USD that is

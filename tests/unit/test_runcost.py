@@ -219,3 +219,9 @@ def test_a_legacy_total_counts_the_usd_past_it_and_tokens_in_proportion() -> Non
     # Lower than the legacy total: a new count, whole.
     restarted = run_cost(legacy, {"sonnet": Figures(0.5, 100)})
     assert restarted.restarted and restarted.own == Figures(0.5, 100)
+
+
+def test_a_usd_only_report_is_compared_by_its_sum() -> None:
+    previous = {"sonnet": Figures(2.0, 100), "haiku": Figures(1.0, 50)}
+    result = run_cost(previous, {UNKNOWN_MODEL: Figures(3.5)})
+    assert result.own == Figures(0.5) and not result.restarted
