@@ -60,10 +60,8 @@ class AgentState:
         )
         cost = spent.cost_usd if spent is not None else None
         self.bus.emit("turn_end", agent=agent, outcome=req.outcome, cost_usd=cost)
-        if req.spend is not None:
-            await self.activity.turn(agent, req.outcome, req.spend.run_id, spent)
-        else:
-            await self.activity.turn(agent, req.outcome, None, None)
+        run_id = req.spend.run_id if req.spend is not None else None
+        await self.activity.turn(agent, req.outcome, run_id, spent)
         if req.outcome == "needs_login" and not turn.was_needs_login:
             await self.activity.record(
                 "needs_login", agent, f"{agent} needs a login (`hivectl login {agent}`)"
