@@ -22,12 +22,10 @@ import json
 import logging
 import signal
 import subprocess
-import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Literal
 
 import anyio
 
@@ -50,7 +48,8 @@ from hyperhive.agent.stream import (
     parse_line,
     summarize_turn,
 )
-from hyperhive.agent.turntrace import record_turn, turn_span
+from hyperhive.agent.turnend import RunKind, run_spend, tell_turn_end
+from hyperhive.agent.turntrace import turn_span
 from hyperhive.atomic import atomic_write_text
 from hyperhive.client import RpcClient, connect
 from hyperhive.credentials import LOGIN_REMEDY, fingerprint
@@ -59,7 +58,6 @@ from hyperhive.framing import FrameDecoder
 from hyperhive.protocol import (
     AttachReq,
     FenceReq,
-    RunSpend,
     TurnEnded,
     TurnEndReq,
     WaitReq,
@@ -67,7 +65,7 @@ from hyperhive.protocol import (
 )
 from hyperhive.safefs import atomic_write_beneath
 
-__all__ = ["CHECKPOINT_PROMPT", "claude_slot", "run_agent", "run_spend", "run_turn"]
+__all__ = ["CHECKPOINT_PROMPT", "claude_slot", "run_agent", "run_turn"]
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +120,8 @@ def _publish(rt: AgentRuntime, event: StreamEvent) -> None:
             "result",
             subtype=event.subtype,
             is_error=event.is_error,
-            cost_usd=event.total_cost_usd,
+            # The session's total so far, as claude reports it: not this run's cost.
+            session_cost_usd=event.total_cost_usd,
             session_id=event.session_id,
         )
 
@@ -216,7 +215,6 @@ async def run_turn(rt: AgentRuntime, prompt: str, session_id: str | None) -> Tur
     rt_log.line(f"turn start: {prompt.splitlines()[0][:200] if prompt else ''}")
     events, code = await run_claude(rt, launch.harness_argv(spec), prompt)
     report = summarize_turn(events, code, rt.hive.context_window)
-    record_turn(events, report)
     if session_id and not any(isinstance(e, InitEvent) for e in events) and code:
         # claude died before starting the conversation: the session it was asked
         # to resume does not exist (e.g. the turn that made it was killed early).
@@ -226,35 +224,7 @@ async def run_turn(rt: AgentRuntime, prompt: str, session_id: str | None) -> Tur
             session_id,
         )
         report = replace(report, session_id=None)
-    rt.bus.last_turn = {
-        "outcome": report.outcome,
-        "cost_usd": report.total_cost_usd,
-        "num_turns": report.num_turns,
-        "context_usage": report.context_usage,
-    }
-    rt.bus.emit("turn_end", **rt.bus.last_turn)
-    rt_log.line(
-        f"turn end: {report.outcome}, {report.num_turns} model call(s), "
-        f"${report.total_cost_usd:.4f}, context {report.context_usage:.0%}"
-    )
     return report
-
-
-def run_spend(reports: Sequence[TurnReport], kind: Literal["turn", "compaction"]) -> RunSpend:
-    """What these runs cost (claude's own ``result`` figures), under a fresh run id.
-
-    The id is made once, before the first send: a resent ``turn_end`` carries
-    the same one, so the coordinator counts the run once.
-    """
-    return RunSpend(
-        run_id=uuid.uuid4().hex,
-        kind=kind,
-        cost_usd=sum(r.total_cost_usd for r in reports),
-        input_tokens=sum(r.usage.input_tokens for r in reports),
-        output_tokens=sum(r.usage.output_tokens for r in reports),
-        cache_read_tokens=sum(r.usage.cache_read_input_tokens for r in reports),
-        cache_creation_tokens=sum(r.usage.cache_creation_input_tokens for r in reports),
-    )
 
 
 async def _run_compaction(rt: AgentRuntime, session_id: str | None) -> list[TurnReport]:
@@ -262,12 +232,10 @@ async def _run_compaction(rt: AgentRuntime, session_id: str | None) -> list[Turn
     if session_id is None:
         return []
     async with claude_slot(rt, "compacting"):  # one slot for both: they run back to back
-        with turn_span(rt.name, rt.bus, None, _model(rt)):
-            checkpoint = await run_turn(
-                rt, CHECKPOINT_PROMPT.format(state_dir=rt.state_dir), session_id
-            )
-        with turn_span(rt.name, rt.bus, None, _model(rt)):
-            report = await run_turn(rt, "/compact", session_id)
+        checkpoint = await run_turn(
+            rt, CHECKPOINT_PROMPT.format(state_dir=rt.state_dir), session_id
+        )
+        report = await run_turn(rt, "/compact", session_id)
     rt.bus.set_state("idle")
     return [checkpoint, report]
 
@@ -283,8 +251,10 @@ class _Loop:
         self.failures = 0
         self.attached = False
         # A turn_end the coordinator never answered: resent first after reconnecting,
-        # so a clean turn's mail is acked exactly as if nothing had happened.
+        # so a clean turn's mail is acked exactly as if nothing had happened; and its
+        # runs, told once the coordinator says what they were counted at.
         self.pending_end: TurnEndReq | None = None
+        self._untold: tuple[list[TurnReport], RunKind] = ([], "turn")
 
     async def serve(self, rpc: RpcClient, attached: Callable[[], None] = lambda: None) -> None:
         rt = self.rt
@@ -292,8 +262,10 @@ class _Loop:
         # mail), then start a new incarnation: anything the coordinator marked
         # delivered whose answer never reached us (it died mid-reply) comes back.
         if self.pending_end is not None:
-            await rpc.call(self.pending_end)
+            ended = await rpc.call(self.pending_end)
             self.pending_end = None
+            reports, kind = self._untold
+            tell_turn_end(rt, reports, ended.spend, kind)
         await rpc.call(AttachReq(cmd="attach"))
         self.attached = True
         attached()
@@ -339,10 +311,18 @@ class _Loop:
             compact=woke.compact or more.compact,
         )
 
-    async def _end(self, rpc: RpcClient, req: TurnEndReq) -> TurnEnded:
-        self.pending_end = req
+    async def _end(
+        self,
+        rpc: RpcClient,
+        req: TurnEndReq,
+        reports: list[TurnReport],
+        kind: RunKind,
+    ) -> TurnEnded:
+        """Send the turn's end; then tell what its runs were counted at."""
+        self.pending_end, self._untold = req, (reports, kind)
         result = await rpc.call(req)
         self.pending_end = None
+        tell_turn_end(self.rt, reports, result.spend, kind)
         return result
 
     async def _turn(self, rpc: RpcClient, woke: WaitResult) -> bool | None:
@@ -363,9 +343,10 @@ class _Loop:
                     handled=[m.id for m in woke.messages] if clean else [],
                     context_usage=report.context_usage,
                     session_id=self.session_id,
-                    cost_usd=report.total_cost_usd,
                     spend=run_spend([report], "turn"),
                 ),
+                [report],
+                "turn",
             )
         if report.outcome == "needs_login":
             await self._await_login()
@@ -418,19 +399,23 @@ class _Loop:
 
     async def _compact(self, rpc: RpcClient) -> None:
         rt = self.rt
-        reports = await _run_compaction(rt, self.session_id)
-        after = reports[-1] if reports else None
-        usage = (after.usage.output_tokens / rt.hive.context_window) if after else None
-        await self._end(
-            rpc,
-            TurnEndReq(
-                cmd="turn_end",
-                outcome="ok",
-                context_usage=usage,
-                session_id=self.session_id,
-                spend=run_spend(reports, "compaction") if reports else None,
-            ),
-        )
+        # One span for the checkpoint, /compact and their turn_end: they are counted as one.
+        with turn_span(rt.name, rt.bus, None, _model(rt)):
+            reports = await _run_compaction(rt, self.session_id)
+            after = reports[-1] if reports else None
+            usage = (after.usage.output_tokens / rt.hive.context_window) if after else None
+            await self._end(
+                rpc,
+                TurnEndReq(
+                    cmd="turn_end",
+                    outcome="ok",
+                    context_usage=usage,
+                    session_id=self.session_id,
+                    spend=run_spend(reports, "compaction") if reports else None,
+                ),
+                reports,
+                "compaction",
+            )
         rt.bus.context_usage = usage
 
 

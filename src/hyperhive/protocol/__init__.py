@@ -90,6 +90,7 @@ from hyperhive.protocol.base import (
 from hyperhive.protocol.budget import (
     BudgetScope,
     BudgetView,
+    ModelSpend,
     OpBudgetReq,
     OpBudgetSetReq,
     OpSpendReq,
@@ -256,6 +257,7 @@ __all__ = [
     "Attached",
     "BudgetScope",
     "BudgetView",
+    "ModelSpend",
     "CancelLooseEndReq",
     "CancelScheduleReq",
     "Cancelled",

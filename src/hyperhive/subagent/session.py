@@ -340,7 +340,7 @@ class SubagentManager:
             result = await converse(process, prompt, entry.record)
             code = await process.wait()
             if result is not None:
-                await self._record_spend(result)
+                await self._record_spend(entry.record, result)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 signal_group(process, signal.SIGKILL)
@@ -438,13 +438,15 @@ class SubagentManager:
         except Exception:  # the coordinator being away must not lose the subagent itself
             log.warning("could not file the %s todo of subagent %s", kind, sid, exc_info=True)
 
-    async def _record_spend(self, result: ResultEvent) -> None:
+    async def _record_spend(self, rec: SubagentRecord, result: ResultEvent) -> None:
         if self._spend is None:
             return
         try:
-            await self._spend.record(subagent_spend(result))
+            counted = await self._spend.record(subagent_spend(result))
         except Exception:  # the coordinator being away must not lose the subagent itself
             log.warning("could not report a subagent run's spend", exc_info=True)
+            return
+        rec.cost_usd += counted.cost_usd
 
     async def _clear(self, sid: str, kind: Signal) -> None:
         try:
