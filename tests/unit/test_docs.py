@@ -4,6 +4,7 @@ text a user reads carries an internal tracker number ("issue 11", "#11")."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -97,8 +98,13 @@ def _help(command: click.Command, prog: str) -> Iterator[tuple[str, str]]:
             yield from _help(sub, f"{prog} {name}")
 
 
-def _strings_in_code() -> Iterator[tuple[str, str]]:
+@functools.cache
+def _strings_in_code() -> tuple[tuple[str, str], ...]:
     """Every string literal of the package that is not a docstring: messages, help, prompts."""
+    return tuple(_walk_strings())
+
+
+def _walk_strings() -> Iterator[tuple[str, str]]:
     for path in sorted(SRC.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         docstrings = {
@@ -137,3 +143,25 @@ def test_the_tracker_check_tells_them_apart() -> None:
 def test_no_tracker_numbers_where_users_read() -> None:
     found = [f"{where}: {hit!r}" for where, text in user_texts() for hit in tracker_numbers(text)]
     assert not found, "internal tracker numbers in user-facing text:\n" + "\n".join(found)
+
+
+# ---- pointers into the docs stay good ---------------------------------------------------
+
+
+def test_the_readme_links_to_pages_that_exist() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    links = re.findall(r"\]\(((?!https?://|#)[^)\s#]+)(?:#[^)]*)?\)", text)
+    assert len(links) >= 10, links
+    missing = [link for link in links if not (ROOT / link).exists()]
+    assert not missing, f"README.md links to files that do not exist: {missing}"
+
+
+def test_messages_that_point_into_the_docs_point_at_pages_that_exist() -> None:
+    pointers = {
+        (where, page)
+        for where, text in _strings_in_code()
+        for page in re.findall(r"\bdocs/[\w/.-]+\.md\b", text)
+    }
+    assert pointers, "expected the package's messages to point into docs/"
+    missing = [f"{where}: {page}" for where, page in sorted(pointers) if not (ROOT / page).exists()]
+    assert not missing, "messages point at docs pages that do not exist:\n" + "\n".join(missing)
