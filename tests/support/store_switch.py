@@ -54,7 +54,7 @@ _HIVELESS_SUITES = frozenset({"unit", "store"})
 _TESTS_ROOT = Path(__file__).resolve().parents[1]
 # With the switch unset, the switchable tests of these suites (a directory or a module,
 # relative to tests/) run on both backends too: the store-touching suites that fit in
-# CI's time beside the rest on SQLite (README, "The suite on PostgreSQL").
+# CI's time beside the rest on SQLite (docs/testing.md, "The suite on PostgreSQL").
 BOTH_WHEN_UNSET: frozenset[str] = frozenset(
     {
         "chaos",

@@ -397,7 +397,7 @@ class AgentHost:
             else:
                 rt.forge_problem = (
                     f"{rt.name} has the forge group, but this agent host's hive.toml has no "
-                    "[forge] url; the operator adds it (README, 'Forge')"
+                    "[forge] url; the operator adds it (docs/forge.md)"
                 )
         if rt.config.matrix.enabled:
             if self.hive.matrix is not None:
@@ -407,7 +407,7 @@ class AgentHost:
             else:
                 rt.matrix_problem = (
                     f"{rt.name}'s agent.toml enables [matrix], but hive.toml has no [matrix] "
-                    "homeserver; the operator adds one (README, 'Talk to your agents from Matrix')"
+                    "homeserver; the operator adds one (docs/matrix.md)"
                 )
         self.runtimes[rt.name] = rt
         assert self._tg is not None

@@ -26,7 +26,7 @@ async def create_repo(agent: ForgeCaller, a: CreateRepoArgs) -> str:
         raise ForgeNotConfigured(
             agent.forge_problem
             or "no forge is configured for this hive: the operator sets [forge] url and "
-            "admin_token_file in hive.toml (README, 'Forge')"
+            "admin_token_file in hive.toml (docs/forge.md)"
         )
     repo = await agent.forge.create_repo(a.name, a.description, a.private)
     return (

@@ -38,7 +38,7 @@ def _matrix(agent: MatrixCaller) -> AgentMatrix:
         raise MatrixNotConfigured(
             agent.matrix_problem
             or "no homeserver is configured for this hive: the operator sets [matrix] in "
-            "hive.toml (README, 'Talk to your agents from Matrix')"
+            "hive.toml (docs/matrix.md)"
         )
     return agent.matrix
 
