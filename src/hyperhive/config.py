@@ -405,8 +405,10 @@ class HiveConfig(_Strict):
     )
     claude_bin: str | None = Field(
         default=None,
-        description="The Claude Code CLI agents run; unset: the checkout's "
-        "`node_modules/.bin/claude`, else `claude` on PATH.",
+        description="The Claude Code CLI agents run (a path, or a name looked up on PATH); "
+        "unset: `<home>/claude` (`hivectl install-claude`), else a checkout's "
+        "`node_modules/.bin/claude`, else `claude` on PATH. `up` refuses one the agents' "
+        "users cannot run.",
     )
     default_model: str | None = Field(
         default=None,
