@@ -24,6 +24,11 @@ from hyperhive.protocol.base import _Out
 class _Event(_Out):
     agent: str
 
+    @property
+    def key(self) -> str:
+        """The todo this event is filed as (for a recipient, one per kind and agent)."""
+        return f"{self.model_dump()['event']}:{self.agent}"
+
 
 class ContainerCrash(_Event):
     event: Literal["container_crash"] = "container_crash"
@@ -65,6 +70,33 @@ class ConfigReady(_Event):
     event: Literal["config_ready"] = "config_ready"
 
 
+class LostAgent(_Out):
+    """One agent of a lost host, and what became of it."""
+
+    agent: str
+    # waits: for its host to come back; replaced: re-placed on ``host``; stuck: to be
+    # re-placed, but no other host is connected yet.
+    outcome: Literal["waits", "replaced", "stuck"] = "waits"
+    host: str | None = None
+
+
+class HostLost(_Out):
+    """A host went with several agents of one manager: one notice for them all.
+
+    ``died``: a local host's process ended (its agents start again when it is
+    back); ``lease_expired``: a remote host went silent past its lease.
+    """
+
+    event: Literal["host_lost"] = "host_lost"
+    host: str
+    cause: Literal["died", "lease_expired"]
+    agents: list[LostAgent]
+
+    @property
+    def key(self) -> str:
+        return f"host_lost:{self.host}"
+
+
 HelperEvent = Annotated[
     ContainerCrash
     | ApprovalResolved
@@ -74,12 +106,15 @@ HelperEvent = Annotated[
     | Destroyed
     | NeedsLogin
     | LoggedIn
-    | ConfigReady,
+    | ConfigReady
+    | HostLost,
     Field(discriminator="event"),
 ]
 
 # Inbox-worthy events go to the submitter's inbox; the rest become todos.
-INBOX_EVENTS = frozenset({"container_crash", "approval_resolved"})
+INBOX_EVENTS = frozenset({"container_crash", "approval_resolved", "host_lost"})
+# The most agents a host_lost notice names; the rest are counted.
+LOST_NAMED = 20
 
 
 def _crash(e: ContainerCrash) -> str:
@@ -87,6 +122,37 @@ def _crash(e: ContainerCrash) -> str:
     return (
         f"{e.agent} crashed{why}. Read its log (get_logs), then restart it or fix its "
         "config; tell the operator if it keeps crashing."
+    )
+
+
+def _names(agents: list[str]) -> str:
+    more = f" and {len(agents) - LOST_NAMED} more" if len(agents) > LOST_NAMED else ""
+    return ", ".join(agents[:LOST_NAMED]) + more
+
+
+def _host_lost(e: HostLost) -> str:
+    if e.cause == "died":
+        return (
+            f"Agent host {e.host} stopped, and with it {_names([a.agent for a in e.agents])}. "
+            "They start again when it is back, their unfinished mail redelivered; if it "
+            "stays down, tell the operator."
+        )
+    parts = []
+    waits = [a.agent for a in e.agents if a.outcome == "waits"]
+    if waits:
+        parts.append(f"{_names(waits)} wait for it to come back (on_host_loss = wait)")
+    parts.extend(
+        f"{a.agent} runs again on {a.host}, fresh from its config and inbox (its notes and "
+        f"session stay on {e.host}): send it what it must know"
+        for a in e.agents
+        if a.outcome == "replaced"
+    )
+    stuck = [a.agent for a in e.agents if a.outcome == "stuck"]
+    if stuck:
+        parts.append(f"{_names(stuck)} start on another host once one connects")
+    return (
+        f"Agent host {e.host} is lost (its lease expired): " + "; ".join(parts) + ". "
+        "Tell whoever waits on their work; the operator sees the host."
     )
 
 
@@ -106,6 +172,7 @@ def _resolved(e: ApprovalResolved) -> str:
 _DESCRIBE: dict[type[BaseModel], Callable[[Any], str]] = {
     ContainerCrash: _crash,
     ApprovalResolved: _resolved,
+    HostLost: _host_lost,
     Spawned: lambda e: f"{e.agent} was spawned and is idle: send it its task.",
     Rebuilt: lambda e: f"{e.agent} was rebuilt with its applied config and is running again.",
     Killed: lambda e: f"{e.agent} was stopped; its mail waits until start brings it back.",
@@ -132,5 +199,5 @@ def describe(event: BaseModel) -> str:
     render = _DESCRIBE.get(type(event))
     if render is None:
         raise TypeError(f"not a helper event: {type(event).__name__}")
-    kind = event.model_dump()["event"]
+    kind = getattr(event, "event", None)
     return f"[{kind}] {render(event)}"
