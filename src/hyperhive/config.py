@@ -45,6 +45,7 @@ __all__ = [
     "STORE_URL_ENV",
     "SUBAGENT_SERVER",
     "AgentConfig",
+    "Effort",
     "HiveConfig",
     "HivePaths",
     "McpServer",
@@ -121,6 +122,9 @@ class ResourceLimits(_Strict):
     cpu_percent: int | None = Field(default=None, ge=1, le=100_000)
 
 
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+
+
 class AgentConfig(_Strict):
     """An agent's ``agent.toml``.
 
@@ -132,7 +136,9 @@ class AgentConfig(_Strict):
 
     model: str | None = None
     subagent_model: str = "haiku"
-    subagent_effort: str | None = None
+    # The hive's choice for subagent work: cheaper than claude's own default (medium in
+    # claude 2.1.328, high on most models in earlier releases); claude's --effort levels.
+    subagent_effort: Effort = "low"
     tool_groups: list[ToolGroup] = Field(default_factory=lambda: list(ToolGroup.AGENT_DEFAULT))
     capabilities: list[Capability] = Field(default_factory=list)
     allowed_recipients: list[str] = Field(default_factory=list)
