@@ -335,6 +335,10 @@ class HiveConfig(_Strict):
     # kept so a hive.toml from before still loads.
     reminder_spill_bytes: int | None = Field(default=None, ge=64)
     compact_watermark: float = Field(default=0.75, gt=0, lt=1)
+    # After a wake, how long a harness waits for more news before its turn (so news
+    # landing a moment apart is one turn's). 0, the default: the turn-economy table
+    # shows no turn it saves, since news that belongs together wakes once.
+    settle_seconds: float = Field(default=0.0, ge=0, le=10)
     context_window: int = Field(default=200_000, ge=1000)
     # How many claude processes the agent host runs at once (turns, compactions,
     # subagents); unset = from the machine (hyperhive.agent.admission.default_slots).

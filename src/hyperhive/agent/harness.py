@@ -70,9 +70,6 @@ __all__ = ["CHECKPOINT_PROMPT", "claude_slot", "run_agent", "run_spend", "run_tu
 log = logging.getLogger(__name__)
 
 WAIT_SECONDS = 60.0
-# News that lands together (an approval's result message, then its spawned and
-# config_ready todos) is one turn's, not two: after a wake, this long for the rest.
-SETTLE_SECONDS = 0.2
 MAX_STREAM_LINE = 64 << 20
 BACKOFF = (1.0, 2.0, 5.0, 15.0, 60.0)
 RECONNECT_SECONDS = 0.5
@@ -326,8 +323,12 @@ class _Loop:
                 await self._compact(rpc)
 
     async def _gather(self, rpc: RpcClient, woke: WaitResult) -> WaitResult:
-        """``woke`` plus whatever arrives within :data:`SETTLE_SECONDS` (one wake, not two)."""
-        await anyio.sleep(SETTLE_SECONDS)
+        """``woke`` plus whatever arrives within hive.toml's ``settle_seconds`` (news that
+        lands together is one turn's, not two)."""
+        settle = self.rt.hive.settle_seconds
+        if settle <= 0:
+            return woke
+        await anyio.sleep(settle)
         more = await rpc.call(WaitReq(cmd="wait", timeout=0, todo_version=woke.todo_version))
         return WaitResult(
             messages=[*woke.messages, *more.messages],

@@ -67,10 +67,11 @@ class Notices:
         """A notice for the operator's inbox, from ``system``."""
         await self.broker.send(SYSTEM, OPERATOR, body)
 
-    async def notify_agent(self, recipient: str, event: HelperEvent) -> None:
-        """Urgent events to the inbox from ``system``, the rest as core todos."""
+    async def notify_agent(self, recipient: str, event: HelperEvent, *, wake: bool = True) -> None:
+        """Urgent events to the inbox from ``system``, the rest as core todos (``wake=False``:
+        listed, but no wake of their own: a message that follows wakes the recipient)."""
         body = describe(event)
         if event.event in INBOX_EVENTS:
             await self.broker.send(SYSTEM, recipient, body)
         else:
-            await self.loose_ends.todo_upsert(recipient, "core", event.key, body)
+            await self.loose_ends.todo_upsert(recipient, "core", event.key, body, wake=wake)
