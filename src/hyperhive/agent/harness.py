@@ -349,7 +349,8 @@ class _Loop:
         rt = self.rt
         with turn_span(rt.name, rt.bus, woke, _model(rt)):
             async with claude_slot(rt, "thinking"):
-                report = await run_turn(rt, wake_prompt(woke, rt.groups), self.session_id)
+                prompt = wake_prompt(woke, rt.groups, rt.config.servers_for(rt.groups))
+                report = await run_turn(rt, prompt, self.session_id)
             self.session_id = _next_session(rt, self.session_id, report)
             clean = report.outcome == "ok"
             end = await self._end(

@@ -163,7 +163,8 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Machine-read
     "--home",
     type=click.Path(path_type=Path),
     default=None,
-    help="The hive's home (default: $HIVE_HOME or ~/.local/share/hyperhive).",
+    help="The hive's home (default: $HIVE_HOME, else /var/lib/hyperhive as root and "
+    "~/.local/share/hyperhive otherwise).",
 )
 @click.pass_context
 def main(ctx: click.Context, home: Path | None) -> None:

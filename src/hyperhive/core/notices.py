@@ -70,7 +70,8 @@ class Notices:
     async def notify_agent(self, recipient: str, event: HelperEvent, *, wake: bool = True) -> None:
         """Urgent events to the inbox from ``system``, the rest as core todos (``wake=False``:
         listed, but no wake of their own: a message that follows wakes the recipient)."""
-        body = describe(event)
+        config = self.registry.configs.get(recipient)
+        body = describe(event, config.tool_groups if config is not None else ToolGroup.ALL)
         if event.event in INBOX_EVENTS:
             await self.broker.send(SYSTEM, recipient, body)
         else:

@@ -8,7 +8,7 @@ keeps the kind greppable in logs and inboxes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
@@ -17,6 +17,7 @@ from pydantic import (
 )
 
 from hyperhive.protocol.base import _Out
+from hyperhive.tools.groups import ToolGroup
 
 # ---- helper events --------------------------------------------------------
 
@@ -117,11 +118,12 @@ INBOX_EVENTS = frozenset({"container_crash", "approval_resolved", "host_lost"})
 LOST_NAMED = 20
 
 
-def _crash(e: ContainerCrash) -> str:
+def _crash(e: ContainerCrash, groups: Collection[ToolGroup]) -> str:
     why = f": {e.reason}" if e.reason else ""
+    log = "Read its log (get_logs), then restart" if ToolGroup.DIAGNOSTICS in groups else "Restart"
     return (
-        f"{e.agent} crashed{why}. Read its log (get_logs), then restart it or fix its "
-        "config; tell the operator if it keeps crashing."
+        f"{e.agent} crashed{why}. {log} it or fix its config; tell the operator if it keeps "
+        "crashing."
     )
 
 
@@ -130,7 +132,7 @@ def _names(agents: list[str]) -> str:
     return ", ".join(agents[:LOST_NAMED]) + more
 
 
-def _host_lost(e: HostLost) -> str:
+def _host_lost(e: HostLost, groups: Collection[ToolGroup]) -> str:
     if e.cause == "died":
         return (
             f"Agent host {e.host} stopped, and with it {_names([a.agent for a in e.agents])}. "
@@ -156,7 +158,7 @@ def _host_lost(e: HostLost) -> str:
     )
 
 
-def _resolved(e: ApprovalResolved) -> str:
+def _resolved(e: ApprovalResolved, groups: Collection[ToolGroup]) -> str:
     why = f" ({e.reason})" if e.reason else ""
     if e.approved:
         return (
@@ -169,22 +171,29 @@ def _resolved(e: ApprovalResolved) -> str:
     )
 
 
-_DESCRIBE: dict[type[BaseModel], Callable[[Any], str]] = {
+def _config_ready(e: ConfigReady, groups: Collection[ToolGroup]) -> str:
+    how = (
+        ": edit its agent.toml there and request_apply_commit to change it"
+        if ToolGroup.APPROVALS in groups
+        else ""
+    )
+    return f"{e.agent}'s proposed config repo is ready{how}."
+
+
+# Each sentence names only tools the recipient (holding ``groups``) has.
+_DESCRIBE: dict[type[BaseModel], Callable[[Any, Collection[ToolGroup]], str]] = {
     ContainerCrash: _crash,
     ApprovalResolved: _resolved,
     HostLost: _host_lost,
-    Spawned: lambda e: f"{e.agent} was spawned and is idle: send it its task.",
-    Rebuilt: lambda e: f"{e.agent} was rebuilt with its applied config and is running again.",
-    Killed: lambda e: f"{e.agent} was stopped; its mail waits until start brings it back.",
-    Destroyed: lambda e: f"{e.agent} was destroyed for good; stop sending it work.",
-    NeedsLogin: lambda e: (
+    Spawned: lambda e, g: f"{e.agent} was spawned and is idle: send it its task.",
+    Rebuilt: lambda e, g: f"{e.agent} was rebuilt with its applied config and is running again.",
+    Killed: lambda e, g: f"{e.agent} was stopped; its mail waits until start brings it back.",
+    Destroyed: lambda e, g: f"{e.agent} was destroyed for good; stop sending it work.",
+    NeedsLogin: lambda e, g: (
         f"{e.agent} cannot reach the model (claude needs a login or API key); tell the operator."
     ),
-    LoggedIn: lambda e: f"{e.agent} is logged in again and back at work.",
-    ConfigReady: lambda e: (
-        f"{e.agent}'s proposed config repo is ready: edit its agent.toml there and "
-        "request_apply_commit to change it."
-    ),
+    LoggedIn: lambda e, g: f"{e.agent} is logged in again and back at work.",
+    ConfigReady: _config_ready,
 }
 
 
@@ -194,10 +203,11 @@ if _MISSING:
     raise TypeError(f"helper events without a description: {_MISSING}")
 
 
-def describe(event: BaseModel) -> str:
-    """``[<event>] <what happened>. <what to do next>.`` for the model to read. Pure."""
+def describe(event: BaseModel, groups: Collection[ToolGroup] = ToolGroup.ALL) -> str:
+    """``[<event>] <what happened>. <what to do next>.`` for a recipient holding ``groups``
+    to read (it names no tool the recipient lacks). Pure."""
     render = _DESCRIBE.get(type(event))
     if render is None:
         raise TypeError(f"not a helper event: {type(event).__name__}")
     kind = getattr(event, "event", None)
-    return f"[{kind}] {render(event)}"
+    return f"[{kind}] {render(event, groups)}"
