@@ -105,3 +105,13 @@ def test_a_subagent_sandbox_has_no_agent_socket(tmp_path: Path) -> None:
     without = rt.sandbox(agent_socket=False).command(["true"], WORK)
     assert (str(SOCK), str(SOCK)) in _pairs(with_socket, "--bind")
     assert str(SOCK) not in without
+
+
+def test_an_overlay_is_bound_read_only_over_the_system_dirs() -> None:
+    own = Path("/hive/run/choom/a/claude-code")
+    argv = isolated_argv(_iso(overlays=((own, Path("/etc/claude-code")),)), ["true"], WORK)
+    binds = _pairs(argv, "--ro-bind")
+    assert (str(own), "/etc/claude-code") in binds
+    # After /etc itself, so it shows over the machine's /etc/claude-code; never writable.
+    assert binds.index((str(own), "/etc/claude-code")) > binds.index(("/etc", "/etc"))
+    assert (str(own), "/etc/claude-code") not in _pairs(argv, "--bind")

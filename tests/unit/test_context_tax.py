@@ -100,8 +100,9 @@ def test_a_default_agents_additions_stay_within_the_budget() -> None:
             )
     lines = 0
     for skill in rt.skills():
-        head = skill_text(skill, "alice", "/h").split("---\n")[1]
+        head = skill_text(skill, "alice", "/h", rt.groups).split("---\n")[1]
         meta = dict(line.split(": ", 1) for line in head.strip().splitlines())
         lines += len(f"- {skill}: {meta['description'].strip(chr(34))}\n".encode())
     total = len(rt.system_prompt().encode()) + _size(tools) + lines
-    assert 6000 < total <= BUDGET_TOKENS * BYTES_PER_TOKEN, total
+    # The lower bound catches a measure that lost a part (no schemas, no prompt).
+    assert 5000 < total <= BUDGET_TOKENS * BYTES_PER_TOKEN, total

@@ -70,9 +70,6 @@ __all__ = ["CHECKPOINT_PROMPT", "claude_slot", "run_agent", "run_turn"]
 log = logging.getLogger(__name__)
 
 WAIT_SECONDS = 60.0
-# News that lands together (an approval's result message, then its spawned and
-# config_ready todos) is one turn's, not two: after a wake, this long for the rest.
-SETTLE_SECONDS = 0.2
 MAX_STREAM_LINE = 64 << 20
 BACKOFF = (1.0, 2.0, 5.0, 15.0, 60.0)
 RECONNECT_SECONDS = 0.5
@@ -300,8 +297,12 @@ class _Loop:
                 await self._compact(rpc)
 
     async def _gather(self, rpc: RpcClient, woke: WaitResult) -> WaitResult:
-        """``woke`` plus whatever arrives within :data:`SETTLE_SECONDS` (one wake, not two)."""
-        await anyio.sleep(SETTLE_SECONDS)
+        """``woke`` plus whatever arrives within hive.toml's ``settle_seconds`` (news that
+        lands together is one turn's, not two)."""
+        settle = self.rt.hive.settle_seconds
+        if settle <= 0:
+            return woke
+        await anyio.sleep(settle)
         more = await rpc.call(WaitReq(cmd="wait", timeout=0, todo_version=woke.todo_version))
         return WaitResult(
             messages=[*woke.messages, *more.messages],
@@ -332,7 +333,8 @@ class _Loop:
             return None  # stopped while held: the mail was never handled, so it comes back
         with turn_span(rt.name, rt.bus, woke, _model(rt)):
             async with claude_slot(rt, "thinking"):
-                report = await run_turn(rt, wake_prompt(woke, rt.groups), self.session_id)
+                prompt = wake_prompt(woke, rt.groups, rt.config.servers_for(rt.groups))
+                report = await run_turn(rt, prompt, self.session_id)
             self.session_id = _next_session(rt, self.session_id, report)
             clean = report.outcome == "ok"
             end = await self._end(

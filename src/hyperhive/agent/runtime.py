@@ -251,6 +251,8 @@ class AgentRuntime:
                 self.name,
                 self.paths.home,
                 owner=owner,
+                groups=self.groups,
+                servers=self.config.servers_for(self.groups),
             )
         except StorageError as exc:  # a link the agent planted in its own home: its loss
             note = f"hive skills not installed: {exc.message}"

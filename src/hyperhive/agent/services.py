@@ -65,6 +65,7 @@ async def agent_services(rt: AgentRuntime) -> AsyncIterator[None]:
             subagent_todos,
             CoordinatorSpend(rt),
             activity=CoordinatorActivity(rt, "subagent"),
+            trace_context=lambda: rt.bus.trace_context,
         ) as subagents,
     ):
         rt.bash_tasks, rt.subagents = tasks, subagents

@@ -295,10 +295,11 @@ class Approvals:
                 agent, config, parent, f"init {agent} (requested by {requester})", host=host
             )
             if requester != OPERATOR:
-                await self.notices.notify_agent(
-                    requester, Spawned(agent=agent) if fresh else Rebuilt(agent=agent)
-                )
-                await self.notices.notify_agent(requester, ConfigReady(agent=agent))
+                # Listed, not waking: the approval_resolved message right after wakes the
+                # requester once, rather than these a moment before it (two turns).
+                event = Spawned(agent=agent) if fresh else Rebuilt(agent=agent)
+                await self.notices.notify_agent(requester, event, wake=False)
+                await self.notices.notify_agent(requester, ConfigReady(agent=agent), wake=False)
             return {"meta_commit": commit}
         commit = await self.lifecycle.apply(
             agent,
@@ -307,7 +308,7 @@ class Approvals:
         )
         self.repo_changed()  # its mirrors start from what is now applied
         if requester != OPERATOR:
-            await self.notices.notify_agent(requester, Rebuilt(agent=agent))
+            await self.notices.notify_agent(requester, Rebuilt(agent=agent), wake=False)
         return {"meta_commit": commit}
 
     async def _create(
