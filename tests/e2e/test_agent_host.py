@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import threading
@@ -337,6 +338,32 @@ async def test_graceful_stop_fences_the_inbox_and_finishes_the_turn(
         outcomes = [e["outcome"] for e in rt.bus.history if e["kind"] == "turn_end"]
         assert outcomes == ["ok"]
         assert rt.bus.turn_state == "stopped"
+
+
+async def test_a_restarted_agent_shows_its_new_incarnations_turn_state(
+    tmp_path: Path, model_server: ModelServer, claude_bin: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The old runtime's last report ("stopped", once its graceful stop ended) reached the
+    # coordinator after the restart had activated the new one, which reports nothing
+    # until its state changes: an idle agent showed "stopped" until its next turn.
+    caplog.set_level(logging.DEBUG, logger="hyperhive.core.link_table")
+    _seed(tmp_path, model_server, alice=AgentConfig())
+    async with running_hive(tmp_path, claude_bin) as (c, host), operator(c.paths) as op:
+        old = await until(lambda: host.runtimes.get("alice"))
+        await until(lambda: old.rpc is not None)
+        await op_call(op, "agent_restart", agent="alice")
+        new = await until(lambda: (rt := host.runtimes.get("alice")) is not old and rt)
+        await until(lambda: new.rpc is not None and old.done.is_set())
+
+        def stale_report_seen() -> bool:
+            return any("not its current one" in r.getMessage() for r in caplog.records)
+
+        await until(stale_report_seen)
+        assert old.bus.turn_state == "stopped" and new.bus.turn_state == "idle"
+        assert c.hostlink.turns["alice"].state == "idle"
+        agents = await op_call(op, "agents")
+        assert isinstance(agents, list)
+        assert next(a for a in agents if a["name"] == "alice")["turn_state"] == "idle"
 
 
 async def test_one_broken_agent_does_not_stop_another(

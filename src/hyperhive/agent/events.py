@@ -38,6 +38,10 @@ class EventsBus(EventBus):
         self.trace_context: Context | None = None
         self._on_state = on_state
 
+    def on_state(self, report: Callable[[TurnStateName, float], None]) -> None:
+        """Tell ``report`` of every change of turn state from now on."""
+        self._on_state = report
+
     def set_state(self, state: TurnStateName) -> None:
         if state == self.turn_state:
             return

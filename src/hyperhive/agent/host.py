@@ -371,12 +371,11 @@ class AgentHost:
                 current.incarnation = cmd.incarnation
                 current.meta.forget()  # a restarted coordinator may run another revision
                 self.place(cmd.agent, cmd.parent, tuple(cmd.descendants))
-                self._report_state(
-                    current.name, current.bus.turn_state, current.bus.turn_state_since
-                )
+                self._report_state(current, current.bus.turn_state, current.bus.turn_state_since)
                 return
             await self.deactivate(cmd.agent, graceful=True)
         await self._serve_socket(cmd)
+        bus = EventsBus()
         rt = AgentRuntime(
             name=cmd.agent,
             config=cmd.config,
@@ -384,10 +383,11 @@ class AgentHost:
             descendants=tuple(cmd.descendants),
             paths=self.paths,
             hive=self.hive,
-            bus=EventsBus(on_state=self._state_reporter(cmd.agent)),
+            bus=bus,
             admission=self.admission,
             incarnation=cmd.incarnation,
         )
+        bus.on_state(self._state_reporter(rt))
         rt.base_url = self.base_url
         if ToolGroup.FORGE in rt.groups:
             if self.hive.forge is not None:
@@ -449,21 +449,29 @@ class AgentHost:
             if rt.name in changed or changed.intersection(rt.descendants):
                 self._reach(rt)
 
-    def _state_reporter(self, name: str) -> Callable[[Any, float], None]:
+    def _state_reporter(self, rt: AgentRuntime) -> Callable[[Any, float], None]:
         def report(state: Any, since: float) -> None:
-            self._report_state(name, state, since)
+            self._report_state(rt, state, since)
 
         return report
 
-    def _report_state(self, name: str, state: Any, since: float) -> None:
+    def _report_state(self, rt: AgentRuntime, state: Any, since: float) -> None:
         link, tg = self._link, self._tg
         if link is None or tg is None:
             return
+        # Read now: a re-sent activation gives the runtime a new incarnation.
+        name, incarnation = rt.name, rt.incarnation
 
         async def send() -> None:
             try:
                 await link.call(
-                    LinkAgentStateReq(cmd="agent_state", agent=name, turn_state=state, since=since)
+                    LinkAgentStateReq(
+                        cmd="agent_state",
+                        agent=name,
+                        turn_state=state,
+                        since=since,
+                        incarnation=incarnation,
+                    )
                 )
             except HiveError as exc:
                 log.debug("could not report %s's state: %s", name, exc)

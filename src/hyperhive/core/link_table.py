@@ -174,6 +174,20 @@ async def _agent_state(conn: LinkConn, req: LinkAgentStateReq) -> None:
         raise PermissionDenied(
             f"agent host {host.host_id} does not hold {req.agent}: its state report is refused"
         )
+    current = conn.link.incarnations.get(req.agent)
+    if req.incarnation is not None and req.incarnation != current:
+        # Not the agent's current activation: a replaced or stopping runtime's last word
+        # (its "stopped" after a restart arrives after the next activation, or between
+        # the two): the current one's state stands.
+        log.debug(
+            "agent host %s reported %s for %s at incarnation %d, not its current one (%s): ignored",
+            host.host_id,
+            req.turn_state,
+            req.agent,
+            req.incarnation,
+            current,
+        )
+        return
     if req.agent in host.agents:
         conn.link.turns[req.agent] = TurnState(req.turn_state, req.since, req.needs_login)
         conn.link.bus.emit(

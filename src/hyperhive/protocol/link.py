@@ -86,6 +86,7 @@ class LinkAgentStateReq(Req[None]):
     """The host reports an agent's turn state (Idle/WaitingSlot/Thinking/Compacting).
 
     ``waiting_slot``: woken, queued for one of the host's claude slots since ``since``.
+    A report of an incarnation other than the agent's current one is ignored.
     """
 
     cmd: Literal["agent_state"]
@@ -93,6 +94,9 @@ class LinkAgentStateReq(Req[None]):
     turn_state: TurnStateName
     since: float
     needs_login: bool = False
+    # The activation reporting: a runtime the coordinator has since replaced (its last
+    # "stopped" arrives after the next activation) is not the agent's state any more.
+    incarnation: int | None = None
 
 
 class LinkAgentCrashedReq(Req[None]):
