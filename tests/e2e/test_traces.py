@@ -47,12 +47,12 @@ async def test_a_turn_is_one_trace_from_wake_to_turn_end(
     )
     seed_home(tmp_path, {"alice": AgentConfig(env=agent_env(model_server.url))})
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: "alice" in host.runtimes)
+        await until(lambda: "alice" in host.agents)
         async with operator(c.paths) as op:
             sent = await op_call(op, "send", to="alice", body="ping")
         assert isinstance(sent, dict)
         turn = await _finished(spans, "turn alice")
-        last_turn = host.runtimes["alice"].bus.last_turn
+        last_turn = host.agents["alice"].bus.last_turn
     assert last_turn is not None
 
     attrs = dict(turn.attributes or {})

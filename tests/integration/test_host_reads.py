@@ -100,11 +100,11 @@ async def test_turn_state_and_live_stream_come_over_the_link(
 ) -> None:
     _seed(tmp_path)
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: "bob" in host.runtimes and host.runtimes["bob"].rpc)
+        await until(lambda: "bob" in host.agents and host.agents["bob"].connection.up)
         proxy = HostProxy(c.paths.run, c.hostlink)
         state = await proxy.state("bob")
         assert state["agent"] == "bob" and state["turn_state"] == "idle"
-        host.runtimes["bob"].bus.emit("text", text="before the viewer came")
+        host.agents["bob"].bus.emit("text", text="before the viewer came")
 
         events: list[dict[str, Any]] = []
         ended: list[str] = []
@@ -120,7 +120,7 @@ async def test_turn_state_and_live_stream_come_over_the_link(
             tg.start_soon(watch)
             # History first (what the host kept), then what happens while watching.
             await until(lambda: any(e.get("text") == "before the viewer came" for e in events))
-            host.runtimes["bob"].bus.emit("text", text="live")
+            host.agents["bob"].bus.emit("text", text="live")
             await until(lambda: any(e.get("text") == "live" for e in events))
             await c.hostlink.deactivate("bob", graceful=False)
         assert ended == ["bob stopped on agent host test-host"]

@@ -20,9 +20,9 @@ import anyio
 from anyio.abc import TaskGroup
 from pydantic import JsonValue
 
+from hyperhive.agent.active import ActiveAgent
 from hyperhive.agent.hostdisk import AgentDisk
 from hyperhive.agent.logfiles import last_lines, lines_after
-from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.client import RpcClient
 from hyperhive.errors import HiveError, InternalError, NotFound, StorageError
 from hyperhive.protocol import ErrorInfo
@@ -50,7 +50,7 @@ from hyperhive.protocol.hostreads import (
     StreamStopCmd,
 )
 
-__all__ = ["HostReads", "JournalRing", "snapshot_of"]
+__all__ = ["HostReads", "JournalRing"]
 
 log = logging.getLogger(__name__)
 
@@ -86,18 +86,12 @@ class JournalRing(logging.Handler):
             self.handleError(record)
 
 
-def snapshot_of(rt: AgentRuntime) -> dict[str, Any]:
-    """An agent's turn state as the per-agent API and the coordinator show it."""
-    matrix = rt.matrix.view().model_dump(mode="json") if rt.matrix is not None else None
-    return {"agent": rt.name, **rt.bus.snapshot(), "matrix": matrix}
-
-
 class HostReads:
     def __init__(
         self,
         host_id: str,
         logs: Path,
-        runtime: Callable[[str], AgentRuntime | None],
+        runtime: Callable[[str], ActiveAgent | None],
         max_frame: int,
         disk: AgentDisk | None = None,
     ) -> None:
@@ -178,7 +172,7 @@ class HostReads:
         rt = self.runtime(cmd.agent)
         if rt is None:
             raise NotFound(f"{cmd.agent} is not active on agent host {self.host_id}")
-        snapshot: JsonValue = json.loads(json.dumps(snapshot_of(rt)))
+        snapshot: JsonValue = json.loads(json.dumps(rt.snapshot()))
         return snapshot
 
     async def _log_tail(self, cmd: LogTailAsk) -> HostTail:
@@ -227,7 +221,7 @@ class HostReads:
         finally:
             self._streams.pop(cmd.stream, None)
 
-    async def _relay(self, rt: AgentRuntime, stream: int, link: RpcClient) -> HiveError | None:
+    async def _relay(self, rt: ActiveAgent, stream: int, link: RpcClient) -> HiveError | None:
         """``rt``'s events, history first, until it stops (``None``) or the feed fails (the
         error). A viewer that falls behind loses events at the bus (as the host's own SSE
         does), never stalls the agent."""
@@ -235,7 +229,7 @@ class HostReads:
         async with anyio.create_task_group() as tg, rt.bus.subscribe(replay=True) as events:
 
             async def until_done() -> None:
-                await rt.done.wait()
+                await rt.lifetime.done.wait()
                 tg.cancel_scope.cancel()
 
             tg.start_soon(until_done)

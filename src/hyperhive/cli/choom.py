@@ -65,23 +65,17 @@ def choom(obj: _Ctx, name: str, claude_args: tuple[str, ...]) -> None:
     No --tools and no --allowedTools: the session has claude's built-in Bash.
     Arguments after NAME go to claude (e.g. `hivectl choom alice -- --resume`).
     """
+    from hyperhive.agent.enclosure import Enclosure
     from hyperhive.agent.host import resolve_claude_bin
-    from hyperhive.agent.runtime import AgentRuntime
+    from hyperhive.agent.spec import AgentSpec
 
     data = obj.call(OpConfigReq(cmd="agent_config", agent=name))
     _require_files_here(obj, name)
     config = AgentConfig.model_validate(data.config)
     parent = obj.call(OpTopologyReq(cmd="topology")).get(name)
     hive = load_hive_config(obj.home)
-    runtime = AgentRuntime(
-        name=name,
-        config=config,
-        parent=parent,
-        paths=obj.paths,
-        hive=hive,
-    )
-    runtime.prepare_dirs()
-    sandbox = runtime.sandbox()
+    spec = AgentSpec(name=name, config=config, paths=obj.paths, hive=hive, parent=parent)
+    sandbox = Enclosure.prepare(spec).sandbox(spec)
     argv = sandbox.command(choom_argv(resolve_claude_bin(hive.claude_bin), claude_args))
     env = sandbox.environment()
     # Isolated, bubblewrap changes into the work dir itself; plain, we do.
