@@ -171,6 +171,35 @@ async def test_a_host_answers_only_its_own_asks_and_a_host_gone_ends_the_follow(
         assert "went away (its link to the coordinator closed)" in failures[0].message
 
 
+async def test_an_answer_that_is_not_the_asks_model_is_the_hosts_failure(
+    tmp_path: Path,
+) -> None:
+    # A log_tail asks for a HostTail: anything else the host sends back is refused here,
+    # naming the host, rather than passed on to whoever asked.
+    _seed(tmp_path, '[hostlink]\nlisten = "127.0.0.1:0"\n')
+    async with coordinator(tmp_path) as c, operator(c.paths) as op:
+        cred = await add_host(op, "h1", tmp_path / "creds")
+        pushes = Pushes()
+        async with registered(LinkTarget(link_url(c.paths), "h1", cred), pushes) as h1:
+            await until(lambda: c.hostlink.host_of("alice") == "h1")
+            failures: list[Exception] = []
+
+            async def tail() -> None:
+                try:
+                    await op.call(OpLogsReq(cmd="logs", agent="alice", lines=3))
+                except Unavailable as exc:
+                    failures.append(exc)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(tail)
+                ask = await pushes.command("log_tail", "alice")
+                await h1.call(
+                    LinkAnswerReq(cmd="answer", ask=ask["ask"], result={"lines": "not a list"})
+                )
+        assert len(failures) == 1
+        assert "agent host h1 answered a tail of alice's log with" in failures[0].message
+
+
 async def test_stream_batches_are_refused_from_a_host_that_did_not_open_them(
     tmp_path: Path,
 ) -> None:

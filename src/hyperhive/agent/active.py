@@ -28,7 +28,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from hyperhive.agent.admission import Admission
 from hyperhive.agent.connection import CALL_TIMEOUT, AgentConnection
@@ -45,6 +45,7 @@ from hyperhive.forge.agent import AgentForge
 from hyperhive.matrix.agent import AgentMatrix
 from hyperhive.permissions import Capability, ToolGroup
 from hyperhive.protocol import Req
+from hyperhive.protocol.hostreads import AgentSnapshot
 from hyperhive.subagent.session import SubagentManager
 
 __all__ = ["ActiveAgent", "AgentSite", "Identities"]
@@ -266,7 +267,7 @@ class ActiveAgent:
     async def reach_config_repos(self) -> None:
         await self.site.reach_config_repos()
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> AgentSnapshot:
         """Its turn state as the per-agent API and the coordinator show it."""
-        matrix = self.matrix.view().model_dump(mode="json") if self.matrix is not None else None
-        return {"agent": self.name, **self.bus.snapshot(), "matrix": matrix}
+        matrix = self.matrix.view() if self.matrix is not None else None
+        return AgentSnapshot(agent=self.name, **self.bus.snapshot(), matrix=matrix)

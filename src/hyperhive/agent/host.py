@@ -18,8 +18,9 @@ import os
 import random
 import secrets
 import socket
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVarTuple
 
 import anyio
 import stamina
@@ -31,6 +32,7 @@ from hyperhive.agent.active import ActiveAgent
 from hyperhive.agent.admission import Admission, machine_slots, meminfo
 from hyperhive.agent.events import TurnStateName
 from hyperhive.agent.harness import run_harness
+from hyperhive.agent.hostasks import HOST_TABLE, answer
 from hyperhive.agent.hostdisk import AgentDisk
 from hyperhive.agent.hostreads import HostReads
 from hyperhive.agent.hyperhive_tools import hyperhive_surface
@@ -53,7 +55,6 @@ from hyperhive.netlink.lease import HEARTBEATS_PER_LEASE
 from hyperhive.permissions import BASH_SERVER, HYPERHIVE_SERVER
 from hyperhive.protocol import (
     ActivateCmd,
-    DeactivateCmd,
     HostCapacity,
     LinkAgentCrashedReq,
     LinkAgentStateReq,
@@ -61,14 +62,8 @@ from hyperhive.protocol import (
     LinkGoodbyeReq,
     LinkHeartbeatReq,
     LinkRegisterReq,
-    MetaChangedCmd,
-    MoveDropCmd,
-    MoveInCmd,
-    MoveOutCmd,
-    PlaceCmd,
 )
-from hyperhive.protocol.hostreads import LinkAnswerReq
-from hyperhive.protocol.link import HostAsk
+from hyperhive.protocol.hostreads import Ask, EventsFollowCmd
 from hyperhive.subagent.mcp import control_surface, subagent_surface
 from hyperhive.sysusers import adopt_hive_id, ensure_user
 
@@ -78,6 +73,7 @@ log = logging.getLogger(__name__)
 
 STOP_TIMEOUT = 120.0
 _COMMANDS: TypeAdapter[Any] = TypeAdapter(LinkCommand)
+Args = TypeVarTuple("Args")
 
 
 def resolve_claude_bin(configured: str | None) -> str:
@@ -143,9 +139,7 @@ class AgentHost:
             isolated=self.hive.runtime == "bwrap",
             repos_changed=self._repos_changed,
         )
-        self.reads = HostReads(
-            self.host_id, paths.logs, self.agent, self.hive.max_frame_bytes, self.disk
-        )
+        self.reads = HostReads(self.host_id, paths.logs, self.hive.max_frame_bytes)
 
     # ---- its agents -------------------------------------------------------------------
 
@@ -323,45 +317,30 @@ class AgentHost:
                 return
 
     async def _command(self, frame: dict[str, Any]) -> None:
+        """One push from the coordinator, by its handler in the sealed ``HOST_TABLE``."""
         try:
             cmd = _COMMANDS.validate_python(frame)
         except ValidationError as exc:
             log.error("ignoring a malformed command from the coordinator: %s", exc)
             return
-        if isinstance(cmd, ActivateCmd):
-            await self.activate(cmd)
-        elif isinstance(cmd, DeactivateCmd):
-            if cmd.fenced:
-                log.warning("agent %s fenced by the coordinator: %s", cmd.agent, cmd.fenced)
-            await self.deactivate(cmd.agent, graceful=cmd.graceful and not cmd.fenced)
-        elif isinstance(cmd, PlaceCmd):
-            self.place(cmd.agent, cmd.parent, tuple(cmd.descendants))
-        # Moves in tasks: an upload or a fetch is many round trips on this very link.
-        elif isinstance(cmd, MoveOutCmd):
-            assert self._tg is not None
-            self._tg.start_soon(self.moves.move_out, cmd)
-        elif isinstance(cmd, MoveInCmd):
-            assert self._tg is not None
-            self._tg.start_soon(self.moves.move_in, cmd)
-        elif isinstance(cmd, MoveDropCmd):
-            assert self._tg is not None
-            self._tg.start_soon(self.moves.drop, cmd)
-        elif isinstance(cmd, MetaChangedCmd):
-            if (agent := self.agent(cmd.agent)) is not None:
-                agent.meta.forget()
-            if cmd.ask is not None and self._link is not None and self._tg is not None:
-                self._tg.start_soon(self._forgotten, self._link, cmd.ask)
-        elif isinstance(cmd, HostAsk):
+        if isinstance(cmd, Ask):
+            # Answered in a task: a follower's long wait holds up no other command.
             if self._link is not None and self._tg is not None:
-                self.reads.start(cmd, self._link, self._tg)
+                self._tg.start_soon(answer, self, cmd, self._link)
+            return
+        await HOST_TABLE(self, cmd)
 
-    @staticmethod
-    async def _forgotten(link: RpcClient, ask: int) -> None:
-        """Answer a meta change: forgotten (in a task: the command loop never waits)."""
-        try:
-            await link.call(LinkAnswerReq(cmd="answer", ask=ask))
-        except HiveError as exc:
-            log.debug("could not acknowledge a meta change: %s", exc)
+    def in_background(
+        self, fn: Callable[[*Args], Coroutine[Any, Any, object]], *args: *Args
+    ) -> None:
+        """Run ``fn(*args)`` in the host's task group (the command loop never waits)."""
+        assert self._tg is not None  # commands arrive only while it runs
+        self._tg.start_soon(fn, *args)
+
+    def follow(self, cmd: EventsFollowCmd) -> None:
+        """Feed an agent's events (or say it is not active here) on the current link."""
+        if self._link is not None and self._tg is not None:
+            self.reads.follow(cmd, self.agent(cmd.agent), self._link, self._tg)
 
     # ---- agents ----------------------------------------------------------------------
 

@@ -126,7 +126,7 @@ def build_app(
         got = authorized(request)
         if isinstance(got, Response):
             return got
-        return JSONResponse(got.snapshot())
+        return JSONResponse(got.snapshot().model_dump(mode="json"))
 
     async def events(request: Request) -> Response:
         got = authorized(request)

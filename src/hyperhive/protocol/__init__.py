@@ -177,7 +177,7 @@ from hyperhive.protocol.link import (
     LinkHeartbeatReq,
     LinkRegisterReq,
     LinkRequest,
-    MetaChangedCmd,
+    MetaChangedAsk,
     PlaceCmd,
     Registered,
 )
@@ -267,7 +267,7 @@ __all__ = [
     "Created",
     "DeactivateCmd",
     "PlaceCmd",
-    "MetaChangedCmd",
+    "MetaChangedAsk",
     "Destroyed",
     "EffectiveView",
     "ErrorInfo",
