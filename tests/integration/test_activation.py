@@ -38,7 +38,8 @@ async def test_an_agent_is_found_only_once_whole_and_not_after_its_services(
         activation = Activation(spec)
         # A place given before it is whole is the place it is built with.
         activation.respec(spec.placed("queen", ()))
-        assert activation.agent is None
+        # Not whole yet: nothing finds the agent, but its turn state reads (idle).
+        assert activation.agent is None and activation.snapshot().turn_state == "idle"
         with anyio.fail_after(30):
             async with activated(activation, parts) as agent:
                 assert activation.agent is agent
@@ -55,6 +56,7 @@ async def test_an_agent_is_found_only_once_whole_and_not_after_its_services(
                 agent.respec(dataclasses.replace(agent.spec, incarnation=4))
                 agent.bus.set_state("idle")
                 assert reports == [(3, "thinking"), (4, "idle")]
+                assert activation.snapshot() == agent.snapshot()
         assert activation.agent is None and activation.spec.incarnation == 4
         with pytest.raises(Unavailable):
             await agent.bash_tasks.run("echo late")

@@ -49,6 +49,7 @@ from hyperhive.matrix.agent import AgentMatrix
 from hyperhive.matrix.watcher import MatrixWatcher
 from hyperhive.permissions import BASH_SERVER, ToolGroup
 from hyperhive.protocol import WakeReq
+from hyperhive.protocol.hostreads import AgentSnapshot
 from hyperhive.subagent.session import SubagentManager
 
 __all__ = ["SUBAGENT_SUBSYSTEM", "Activation", "HostParts", "StateReport", "activated"]
@@ -74,13 +75,15 @@ class HostParts:
 
 class Activation:
     """One activation of an agent on this host, from the coordinator's ``activate`` until
-    it ends: the spec it is built from, its lifetime, and its agent once whole."""
+    it ends: the spec it is built from, its lifetime, its events bus (its turn state, to
+    be read from the start), and its agent once whole."""
 
-    __slots__ = ("_agent", "_reach_when_built", "_spec", "lifetime", "scope")
+    __slots__ = ("_agent", "_reach_when_built", "_spec", "bus", "lifetime", "scope")
 
     def __init__(self, spec: AgentSpec) -> None:
         self._spec = spec
         self.lifetime = Lifetime()
+        self.bus = EventsBus()
         self.scope = anyio.CancelScope()  # the activation's task: cancelled by a kill
         self._agent: ActiveAgent | None = None
         self._reach_when_built = False
@@ -97,6 +100,13 @@ class Activation:
     def agent(self) -> ActiveAgent | None:
         """The active agent, once whole (``None`` while it is prepared, and once it ended)."""
         return self._agent
+
+    def snapshot(self) -> AgentSnapshot:
+        """Its turn state as the per-agent API and the coordinator show it (idle while it
+        is prepared: nothing of it runs yet)."""
+        if self._agent is not None:
+            return self._agent.snapshot()
+        return AgentSnapshot(agent=self._spec.name, **self.bus.snapshot())
 
     def respec(self, spec: AgentSpec) -> None:
         """A new spec: the agent's (:meth:`ActiveAgent.respec`), or the one it is built from."""
@@ -134,7 +144,7 @@ async def activated(activation: Activation, host: HostParts) -> AsyncIterator[Ac
     # loop: useradd, chown and setfacl must not stall the host's other agents.
     prepared_for = activation.spec
     enclosure = await anyio.to_thread.run_sync(Enclosure.prepare, prepared_for)
-    bus = EventsBus()
+    bus = activation.bus
     site = AgentSite(
         activation.spec, activation.lifetime, enclosure, bus, host.admission, host.base_url
     )

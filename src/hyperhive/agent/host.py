@@ -148,6 +148,10 @@ class AgentHost:
         activation = self._activations.get(name)
         return activation.agent if activation is not None else None
 
+    def activation(self, name: str) -> Activation | None:
+        """``name``'s activation here (whole or still prepared), if it has one."""
+        return self._activations.get(name)
+
     @property
     def agents(self) -> dict[str, ActiveAgent]:
         """The active agents of this host that are whole, by name (a snapshot)."""
@@ -340,7 +344,7 @@ class AgentHost:
     def follow(self, cmd: EventsFollowCmd) -> None:
         """Feed an agent's events (or say it is not active here) on the current link."""
         if self._link is not None and self._tg is not None:
-            self.reads.follow(cmd, self.agent(cmd.agent), self._link, self._tg)
+            self.reads.follow(cmd, self._activations.get(cmd.agent), self._link, self._tg)
 
     # ---- agents ----------------------------------------------------------------------
 

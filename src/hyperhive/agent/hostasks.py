@@ -25,6 +25,7 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol, TypeVarTuple
 
+from hyperhive.agent.activation import Activation
 from hyperhive.agent.active import ActiveAgent
 from hyperhive.agent.hostdisk import AgentDisk
 from hyperhive.agent.hostreads import HostReads
@@ -92,6 +93,8 @@ class CommandedHost(Protocol):
     def moves(self) -> HostMoves: ...
 
     def agent(self, name: str) -> ActiveAgent | None: ...
+
+    def activation(self, name: str) -> Activation | None: ...
 
     async def activate(self, cmd: ActivateCmd) -> None: ...
 
@@ -169,10 +172,10 @@ async def _meta_changed(host: CommandedHost, ask: MetaChangedAsk) -> None:
 
 @HOST_TABLE.on(AgentSnapshotAsk)
 async def _agent_snapshot(host: CommandedHost, ask: AgentSnapshotAsk) -> AgentSnapshot:
-    agent = host.agent(ask.agent)
-    if agent is None:
+    activation = host.activation(ask.agent)
+    if activation is None:
         raise NotFound(f"{ask.agent} is not active on agent host {host.host_id}")
-    return agent.snapshot()
+    return activation.snapshot()
 
 
 @HOST_TABLE.on(LogTailAsk)

@@ -20,7 +20,7 @@ import anyio
 from anyio.abc import TaskGroup
 from pydantic import JsonValue
 
-from hyperhive.agent.active import ActiveAgent
+from hyperhive.agent.activation import Activation
 from hyperhive.agent.logfiles import last_lines, lines_after
 from hyperhive.client import RpcClient
 from hyperhive.errors import HiveError, StorageError
@@ -106,7 +106,7 @@ class HostReads:
     # ---- streams ---------------------------------------------------------------------
 
     def follow(
-        self, cmd: EventsFollowCmd, agent: ActiveAgent | None, link: RpcClient, tg: TaskGroup
+        self, cmd: EventsFollowCmd, agent: Activation | None, link: RpcClient, tg: TaskGroup
     ) -> None:
         """Feed ``agent``'s events on ``cmd.stream`` (in a task; registered now, so a stop
         that follows at once finds it)."""
@@ -128,7 +128,7 @@ class HostReads:
     async def _feed_events(
         self,
         cmd: EventsFollowCmd,
-        rt: ActiveAgent | None,
+        rt: Activation | None,
         link: RpcClient,
         scope: anyio.CancelScope,
     ) -> None:
@@ -154,7 +154,7 @@ class HostReads:
         finally:
             self._streams.pop(cmd.stream, None)
 
-    async def _relay(self, rt: ActiveAgent, stream: int, link: RpcClient) -> HiveError | None:
+    async def _relay(self, rt: Activation, stream: int, link: RpcClient) -> HiveError | None:
         """``rt``'s events, history first, until it stops (``None``) or the feed fails (the
         error). A viewer that falls behind loses events at the bus (as the host's own SSE
         does), never stalls the agent."""
