@@ -66,7 +66,7 @@ async def test_skills_prompt_and_lean_schemas_reach_the_model(
         {"queen": None, "alice": "queen"},
     )
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: {"queen", "alice"} <= set(host.runtimes))
+        await until(lambda: {"queen", "alice"} <= set(host.agents))
         async with operator(c.paths) as op:
             for name in ("queen", "alice"):
                 await op_call(op, "send", to=name, body="hello")

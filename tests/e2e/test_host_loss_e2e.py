@@ -48,7 +48,7 @@ async def test_each_lost_host_is_one_message_and_one_turn_for_the_manager(
         operator(c.paths) as op,
         anyio.create_task_group() as tg,
     ):
-        await until(lambda: "queen" in local.runtimes)
+        await until(lambda: "queen" in local.agents)
         beating: dict[str, anyio.CancelScope] = {}
 
         async def remote(name: str, ready: anyio.Event) -> None:
@@ -77,7 +77,7 @@ async def test_each_lost_host_is_one_message_and_one_turn_for_the_manager(
             beating[name].cancel()
             await until(lambda n=name: all(c.hostlink.lost.get(a) == n for a in CHILDREN[n]), 30)
             await until(lambda i=i: len(turns()) >= i, 60)
-            await until(lambda: local.runtimes["queen"].bus.turn_state == "idle", 60)
+            await until(lambda: local.agents["queen"].bus.turn_state == "idle", 60)
             woke = turns()[i - 1]
             assert f"[host_lost] Agent host {name} is lost" in woke
             assert f"{', '.join(children)} wait for it to come back" in woke

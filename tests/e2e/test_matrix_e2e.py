@@ -142,8 +142,8 @@ async def test_dm_wakes_once_reply_reaches_the_operator_across_a_host_restart(
         },
     )
     async with coordinator_and_host(tmp_path, claude_bin, matrix_toml) as (host, scope, tg):
-        await until(lambda: AGENT in host.runtimes and "mx-bob" in host.runtimes)
-        state = host.runtimes[AGENT].state_dir
+        await until(lambda: AGENT in host.agents and "mx-bob" in host.agents)
+        state = host.agents[AGENT].state_dir
         await _synced(state)
         # Provisioned: the account file is the agent's alone, and names its Matrix ID.
         account = read_account(state)
@@ -227,8 +227,8 @@ async def test_a_room_of_the_homeservers_default_version_is_a_wake_room_and_answ
         },
     )
     async with coordinator_and_host(tmp_path, claude_bin, matrix_toml) as (host, _s, _tg):
-        await until(lambda: AGENT in host.runtimes)
-        state = host.runtimes[AGENT].state_dir
+        await until(lambda: AGENT in host.agents)
+        state = host.agents[AGENT].state_dir
         await _synced(state)
         await op.invite(room_id, agent_id)  # the operator's invitation: accepted
 
@@ -272,8 +272,8 @@ async def test_stranger_invite_pending_and_tokens_are_the_agents_own(
         },
     )
     async with coordinator_and_host(tmp_path, claude_bin, matrix_toml) as (host, _s, _tg):
-        await until(lambda: all(a in host.runtimes for a in (AGENT, "mx-bob", "mx-carl")))
-        state = host.runtimes[AGENT].state_dir
+        await until(lambda: all(a in host.agents for a in (AGENT, "mx-bob", "mx-carl")))
+        state = host.agents[AGENT].state_dir
         await _synced(state)
 
         # Three in it (the operator invited too): a room, not a direct message.
@@ -340,7 +340,7 @@ async def test_stranger_invite_pending_and_tokens_are_the_agents_own(
             refused = await http.post(
                 f"{host.base_url}/agents/{AGENT}/mcp/matrix",
                 headers={
-                    "authorization": f"Bearer {host.runtimes['mx-bob'].token}",
+                    "authorization": f"Bearer {host.agents['mx-bob'].token}",
                     "accept": "application/json, text/event-stream",
                 },
                 json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
@@ -352,8 +352,8 @@ async def test_stranger_invite_pending_and_tokens_are_the_agents_own(
             denied = await carl.call_tool("send", {"to": op.user_id, "text": "hi"})
         assert denied.is_error and "no Matrix identity" in result_text(denied)
         # bob's account is his own: a different user and token from ana's.
-        await _synced(host.runtimes["mx-bob"].state_dir)
-        bob, ana = read_account(host.runtimes["mx-bob"].state_dir), read_account(state)
+        await _synced(host.agents["mx-bob"].state_dir)
+        bob, ana = read_account(host.agents["mx-bob"].state_dir), read_account(state)
         assert bob is not None and ana is not None
         assert bob.user_id != ana.user_id and bob.access_token != ana.access_token
 
@@ -392,8 +392,8 @@ async def test_homeserver_down_backs_off_logs_and_recovers(
             },
         )
         async with coordinator_and_host(tmp_path, claude_bin, matrix_toml) as (host, _s, _tg):
-            await until(lambda: AGENT in host.runtimes)
-            state = host.runtimes[AGENT].state_dir
+            await until(lambda: AGENT in host.agents)
+            state = host.agents[AGENT].state_dir
             await _synced(state)
             room_id = await op.dm(agent_id)
             await until(lambda: read_sync_state(state).since and _joined(host), within=30)
@@ -407,7 +407,7 @@ async def test_homeserver_down_backs_off_logs_and_recovers(
             await until(lambda: failures() >= 2, within=30)  # retried, not given up
             record = next(r for r in caplog.records if "matrix sync failed" in r.getMessage())
             assert gate.url in record.getMessage() and record.levelno == logging.WARNING
-            assert host.runtimes[AGENT].matrix.view().problem  # type: ignore[union-attr]
+            assert host.agents[AGENT].matrix.view().problem  # type: ignore[union-attr]
             assert await _matrix_messages(tmp_path) == []
 
             gate.up()
@@ -416,13 +416,13 @@ async def test_homeserver_down_backs_off_logs_and_recovers(
             await until(
                 lambda: any("matrix sync works again" in r.getMessage() for r in caplog.records)
             )
-            assert host.runtimes[AGENT].matrix.view().problem is None  # type: ignore[union-attr]
+            assert host.agents[AGENT].matrix.view().problem is None  # type: ignore[union-attr]
     finally:
         gate.close()
 
 
 def _joined(host: Any) -> bool:
     """The agent's client has the DM room (it accepted the operator's invitation)."""
-    m = host.runtimes[AGENT].matrix
+    m = host.agents[AGENT].matrix
     client = m._client if m is not None else None
     return client is not None and any(len(r.users) == 2 for r in client.rooms.values())

@@ -49,12 +49,12 @@ async def test_a_turn_is_one_trace_from_wake_to_turn_end(
     )
     seed_home(tmp_path, {"alice": AgentConfig(env=agent_env(model_server.url))})
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: "alice" in host.runtimes)
+        await until(lambda: "alice" in host.agents)
         async with operator(c.paths) as op:
             sent = await op_call(op, "send", to="alice", body="ping")
         assert isinstance(sent, dict)
         turn = await _finished(spans, "turn alice")
-        last_turn = host.runtimes["alice"].bus.last_turn
+        last_turn = host.agents["alice"].bus.last_turn
     assert last_turn is not None
 
     attrs = dict(turn.attributes or {})
@@ -141,7 +141,7 @@ async def test_a_subagent_run_is_a_span_under_the_turn_that_started_it_at_the_hi
     )
     wrapper = _wrapper(tmp_path, claude_bin, record)
     async with running_hive(tmp_path, wrapper) as (c, host):
-        await until(lambda: {"alice", "bob"} <= set(host.runtimes))
+        await until(lambda: {"alice", "bob"} <= set(host.agents))
         async with operator(c.paths) as op:
             for name in ("alice", "bob"):
                 await op_call(op, "send", to=name, body="delegate the search")

@@ -154,7 +154,7 @@ class Scenario:
 
 async def _idle(run: Run) -> None:
     def idle() -> bool:
-        rts = run.host.runtimes
+        rts = run.host.agents
         return all(a in rts and rts[a].bus.turn_state == "idle" for a in _everyone(run))
 
     await until(idle, 60)
@@ -179,7 +179,7 @@ async def run_scenario(
     }
     seed_home(home, configs, scenario.topology, hive_toml=hive_toml)
     async with running_hive(home, claude_bin) as (coord, host):
-        await until(lambda: set(scenario.agents) <= set(host.runtimes))
+        await until(lambda: set(scenario.agents) <= set(host.agents))
         run = Run(scenario, home, coord, host, model, scripts)
         await scenario.drive(run)
         await run.scripts_left(0)

@@ -38,8 +38,8 @@ from pydantic import BaseModel
 
 from hyperhive.agent.host import AgentHost
 from hyperhive.agent.prompt import wake_prompt
-from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.agent.skills import SKILLS, skill_text
+from hyperhive.agent.spec import AgentSpec
 from hyperhive.bash.records import TaskStatus
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths, McpServer
 from hyperhive.matrix.config import AgentMatrixConfig
@@ -137,7 +137,9 @@ class Agent:
         config = AgentConfig(
             tool_groups=groups, mcp_servers=off, matrix=AgentMatrixConfig(enabled=matrix)
         )
-        self.rt = AgentRuntime("alice", config, "queen", HOST.paths, HOST.hive)
+        self.rt = AgentSpec(
+            name="alice", config=config, paths=HOST.paths, hive=HOST.hive, parent="queen"
+        )
         self.servers = {"hyperhive", *config.servers_for(self.rt.groups)}
         self.offered = {
             (server, tool)

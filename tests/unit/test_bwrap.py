@@ -90,19 +90,14 @@ def test_system_links_follow_the_host_layout() -> None:
 
 
 def test_a_subagent_sandbox_has_no_agent_socket(tmp_path: Path) -> None:
-    from hyperhive.agent.runtime import AgentRuntime
+    from hyperhive.agent.enclosure import Enclosure
+    from hyperhive.agent.spec import AgentSpec
     from hyperhive.config import AgentConfig, HiveConfig, HivePaths
 
-    rt = AgentRuntime(
-        name="a",
-        config=AgentConfig(),
-        parent=None,
-        paths=HivePaths(tmp_path),
-        hive=HiveConfig(),
-        isolation=_iso(),
-    )
-    with_socket = rt.sandbox().command(["true"], WORK)
-    without = rt.sandbox(agent_socket=False).command(["true"], WORK)
+    spec = AgentSpec(name="a", config=AgentConfig(), paths=HivePaths(tmp_path), hive=HiveConfig())
+    enclosure = Enclosure(_iso())
+    with_socket = enclosure.sandbox(spec).command(["true"], WORK)
+    without = enclosure.sandbox(spec, agent_socket=False).command(["true"], WORK)
     assert (str(SOCK), str(SOCK)) in _pairs(with_socket, "--bind")
     assert str(SOCK) not in without
 

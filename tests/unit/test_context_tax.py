@@ -10,8 +10,8 @@ from bench.registry import Sizes
 from bench.report import BYTES_PER_TOKEN, Machine, render_markdown, render_text
 
 from hyperhive.agent.host import AgentHost
-from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.agent.skills import skill_text
+from hyperhive.agent.spec import AgentSpec
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths
 
 APPENDED = "# You are alice, an agent of a hyperhive\n"
@@ -85,7 +85,9 @@ def test_a_default_agents_additions_stay_within_the_budget() -> None:
     """The bench measures the real request; this keeps a change from blowing the budget
     unnoticed: the prompt, the schemas claude is offered and the skills lines, offline."""
     host = AgentHost(HivePaths(Path("/var/lib/hyperhive")), HiveConfig(runtime="unsandboxed"))
-    rt = AgentRuntime("alice", AgentConfig(), "queen", host.paths, host.hive)
+    rt = AgentSpec(
+        name="alice", config=AgentConfig(), paths=host.paths, hive=host.hive, parent="queen"
+    )
     tools = []
     for server in ("hyperhive", *rt.config.servers_for(rt.groups)):
         surface = host.surfaces[server]

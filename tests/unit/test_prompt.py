@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from hyperhive.agent.host import AgentHost
 from hyperhive.agent.prompt import render_system_prompt, wake_prompt
-from hyperhive.agent.runtime import AgentRuntime
+from hyperhive.agent.spec import AgentSpec
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths, McpServer
 from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import Message, WaitResult
@@ -21,17 +21,15 @@ ALL_TOOLS = {t for name, s in HOST.surfaces.items() if name != "subagent_control
 BUILTINS = {"Read", "Edit", "Write", "Glob", "Grep", "Skill", "WebFetch", "WebSearch", "Bash"}
 
 
-def _runtime(groups: list[ToolGroup], bash: bool = True, subagent: bool = True) -> AgentRuntime:
+def _runtime(groups: list[ToolGroup], bash: bool = True, subagent: bool = True) -> AgentSpec:
     off = {
         n: McpServer(enabled=False) for n, on in (("bash", bash), ("subagent", subagent)) if not on
     }
     config = AgentConfig(tool_groups=groups, mcp_servers=off)
-    return AgentRuntime(
-        name="alice", config=config, parent="queen", paths=HOST.paths, hive=HOST.hive
-    )
+    return AgentSpec(name="alice", config=config, paths=HOST.paths, hive=HOST.hive, parent="queen")
 
 
-def _offered(rt: AgentRuntime) -> set[str]:
+def _offered(rt: AgentSpec) -> set[str]:
     out = set()
     servers = {"hyperhive", *rt.config.servers_for(rt.groups)}
     for server in servers:
@@ -97,7 +95,7 @@ def test_the_wake_prompt_gives_the_exact_calls() -> None:
     assert "get_loose_ends" not in wake_prompt(WaitResult(), [ToolGroup.MESSAGING])
 
 
-def _always_sent(rt: AgentRuntime) -> str:
+def _always_sent(rt: AgentSpec) -> str:
     """What every request of the agent's turns carries: its system prompt and the names
     and descriptions of the tools it is offered (argument descriptions included)."""
     parts = [rt.system_prompt()]

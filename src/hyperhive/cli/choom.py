@@ -95,24 +95,18 @@ def choom(obj: _Ctx, name: str, claude_args: tuple[str, ...]) -> None:
     No --tools and no --allowedTools: the session has claude's built-in Bash.
     Arguments after NAME go to claude (e.g. `hivectl choom alice -- --resume`).
     """
+    from hyperhive.agent.enclosure import Enclosure
     from hyperhive.agent.host import resolve_claude_bin
     from hyperhive.agent.managed import CHOOM_DENY, choom_policy
-    from hyperhive.agent.runtime import AgentRuntime
+    from hyperhive.agent.spec import AgentSpec
 
     data = obj.call(OpConfigReq(cmd="agent_config", agent=name))
     _require_files_here(obj, name)
     config = AgentConfig.model_validate(data.config)
     parent = obj.call(OpTopologyReq(cmd="topology")).get(name)
     hive = load_hive_config(obj.home)
-    runtime = AgentRuntime(
-        name=name,
-        config=config,
-        parent=parent,
-        paths=obj.paths,
-        hive=hive,
-    )
-    runtime.prepare_dirs()
-    sandbox = runtime.sandbox()
+    spec = AgentSpec(name=name, config=config, paths=obj.paths, hive=hive, parent=parent)
+    sandbox = Enclosure.prepare(spec).sandbox(spec)
     managed = _with_managed_settings(sandbox, obj.paths.run / "choom" / name / "claude-code")
     settings = json.dumps(choom_policy(None)) if managed is None else None
     claude = resolve_claude_bin(hive.claude_bin)

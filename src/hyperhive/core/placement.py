@@ -5,7 +5,9 @@ or loss means for the agents it should run."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Literal
 
 import stamina
@@ -62,11 +64,12 @@ class Placement:
         self.crash_reasons: dict[str, str] = {}
         # Told of each activation: the agent's sandbox is built afresh (config mirrors).
         self.on_activated: Callable[[], None] = lambda: None
-        # Agents a host registration's pass is starting now. Two hosts registering together
-        # each found an agent not running yet, and both started it: two runtimes, the first
-        # a ghost on its host. A pass claims an agent before its first await, so another
-        # pass skips it (the passes run on the hosts' link readers: no lock that blocks one).
-        self._starting: set[str] = set()
+        # Agents being started by someone now: a host registration's pass, or a spawn.
+        # Two hosts registering together each found an agent not running yet, and both
+        # started it: two runtimes, the first a ghost on its host. A pass claims an agent
+        # before its first await, so another pass skips it (the passes run on the hosts'
+        # link readers: no lock that blocks one).
+        self._starting: Counter[str] = Counter()
 
     # ---- which host -------------------------------------------------------------------
 
@@ -138,6 +141,18 @@ class Placement:
 
     # ---- activation -------------------------------------------------------------------
 
+    @contextmanager
+    def starting(self, name: str) -> Iterator[None]:
+        """Claim ``name`` for the block: a host registration's pass leaves it alone (its
+        claimant starts it). Claim before the first await that follows the check."""
+        self._starting[name] += 1
+        try:
+            yield
+        finally:
+            self._starting[name] -= 1
+            if not self._starting[name]:
+                del self._starting[name]
+
     async def activate(self, name: str, host: str | None = None) -> None:
         """Start ``name`` as a new incarnation, with its applied config: on ``host`` (it is
         assigned there, keeping its pin), else on the host placement gives it."""
@@ -207,11 +222,8 @@ class Placement:
             for name in sorted(self.registry.configs):
                 if name not in desired or self.hostlink.running(name) or name in self._starting:
                     continue
-                self._starting.add(name)
-                try:
+                with self.starting(name):
                     await self._start_one(name, host_id)
-                finally:
-                    self._starting.discard(name)
         except Unavailable as exc:
             log.warning("agent host %s: cannot activate agents yet: %s", host_id, exc)
             raise

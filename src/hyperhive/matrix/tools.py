@@ -28,10 +28,17 @@ READ_BODY_CHARS = 8_000
 
 
 class MatrixCaller(Protocol):
-    name: str
-    config: AgentConfig
-    matrix: AgentMatrix | None
-    matrix_problem: str | None
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def config(self) -> AgentConfig: ...
+
+    @property
+    def matrix(self) -> AgentMatrix | None: ...
+
+    @property
+    def matrix_problem(self) -> str | None: ...
 
 
 def _matrix(agent: MatrixCaller) -> AgentMatrix:

@@ -180,7 +180,7 @@ from hyperhive.protocol.link import (
     LinkHeartbeatReq,
     LinkRegisterReq,
     LinkRequest,
-    MetaChangedCmd,
+    MetaChangedAsk,
     PlaceCmd,
     Registered,
 )
@@ -271,7 +271,7 @@ __all__ = [
     "Created",
     "DeactivateCmd",
     "PlaceCmd",
-    "MetaChangedCmd",
+    "MetaChangedAsk",
     "Destroyed",
     "EffectiveView",
     "ErrorInfo",
