@@ -6,7 +6,8 @@ import time
 
 import click
 
-from hyperhive.cli.base import _Ctx, _emit, json_option, main, pass_ctx
+from hyperhive.cli.base import _Ctx, main, pass_ctx
+from hyperhive.cli.output import emit, json_mode, json_output
 from hyperhive.errors import InvalidRequest
 from hyperhive.netlink.expiry import parse_expires, when
 from hyperhive.protocol import (
@@ -25,6 +26,9 @@ def hosts() -> None:
 
 
 def _show_credential(cred: HostCredential, what: str) -> None:
+    if json_mode():
+        emit(cred, lambda _: None)
+        return
     click.echo(f"{what} agent host {cred.name}. Its credential (shown once, only a hash is kept):")
     click.echo(cred.credential)
     if cred.expires_at is not None:
@@ -61,8 +65,9 @@ def _expires_at(text: str | None) -> float | None:
 @hosts.command("add")
 @click.argument("name")
 @_EXPIRES
+@json_output(HostCredential)
 @pass_ctx
-def hosts_add(obj: _Ctx, name: str, expires: str | None) -> None:
+def hosts_add(obj: _Ctx, name: str, expires: str | None, as_json: bool) -> None:
     """Register agent host NAME and print its credential once."""
     req = OpHostsAddReq(cmd="hosts_add", name=name, expires_at=_expires_at(expires))
     _show_credential(obj.call(req), "Added")
@@ -71,8 +76,9 @@ def hosts_add(obj: _Ctx, name: str, expires: str | None) -> None:
 @hosts.command("rotate")
 @click.argument("name")
 @_EXPIRES
+@json_output(HostCredential)
 @pass_ctx
-def hosts_rotate(obj: _Ctx, name: str, expires: str | None) -> None:
+def hosts_rotate(obj: _Ctx, name: str, expires: str | None, as_json: bool) -> None:
     """Issue NAME a new credential; the old one is refused from now on (its link is cut).
     Without --expires the new one never expires."""
     req = OpHostsRotateReq(cmd="hosts_rotate", name=name, expires_at=_expires_at(expires))
@@ -81,11 +87,12 @@ def hosts_rotate(obj: _Ctx, name: str, expires: str | None) -> None:
 
 @hosts.command("revoke")
 @click.argument("name")
+@json_output(HostView)
 @pass_ctx
-def hosts_revoke(obj: _Ctx, name: str) -> None:
+def hosts_revoke(obj: _Ctx, name: str, as_json: bool) -> None:
     """Refuse NAME's credential and cut its live link at once (`rotate` re-admits it)."""
     view = obj.call(OpHostsRevokeReq(cmd="hosts_revoke", name=name))
-    click.echo(f"revoked agent host {view.name}; its link is cut")
+    emit(view, lambda v: click.echo(f"revoked agent host {v.name}; its link is cut"))
 
 
 def _ago(at: float | None, now: float) -> str:
@@ -130,7 +137,7 @@ def _credential(h: HostView, now: float) -> str:
 
 
 @hosts.command("list")
-@json_option
+@json_output(list[HostView])
 @pass_ctx
 def hosts_list(obj: _Ctx, as_json: bool) -> None:
     """Every agent host: link and lease, last heartbeat, agents, running turns, capacity."""
@@ -146,4 +153,4 @@ def hosts_list(obj: _Ctx, as_json: bool) -> None:
         for h in rows:
             click.echo(host_line(h, now))
 
-    _emit(data, as_json, human)
+    emit(data, human)
