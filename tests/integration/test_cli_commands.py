@@ -245,7 +245,7 @@ def test_spawn_waits_for_the_agent_host(hive: Path, tmp_path: Path) -> None:
     try:
         out = hivectl(hive, "agents", "spawn", "worker", "--parent", "bob")
         assert out.returncode == 0, out.stderr
-        assert "waiting for it to come up" in out.stderr
+        assert out.stderr == ""  # the wait is a progress line on a terminal only
         assert out.stdout.strip() == "spawned worker (running)"
         row = next(a for a in ok_json(hive, "agents", "list") if a["name"] == "worker")
         assert row["running"] is True and row["parent"] == "bob"

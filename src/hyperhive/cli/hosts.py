@@ -7,7 +7,7 @@ import time
 import click
 
 from hyperhive.cli.base import _Ctx, main, pass_ctx
-from hyperhive.cli.output import emit, json_mode, json_output
+from hyperhive.cli.output import emit, json_output
 from hyperhive.errors import InvalidRequest
 from hyperhive.netlink.expiry import parse_expires, when
 from hyperhive.protocol import (
@@ -26,9 +26,6 @@ def hosts() -> None:
 
 
 def _show_credential(cred: HostCredential, what: str) -> None:
-    if json_mode():
-        emit(cred, lambda _: None)
-        return
     click.echo(f"{what} agent host {cred.name}. Its credential (shown once, only a hash is kept):")
     click.echo(cred.credential)
     if cred.expires_at is not None:
@@ -70,7 +67,7 @@ def _expires_at(text: str | None) -> float | None:
 def hosts_add(obj: _Ctx, name: str, expires: str | None, as_json: bool) -> None:
     """Register agent host NAME and print its credential once."""
     req = OpHostsAddReq(cmd="hosts_add", name=name, expires_at=_expires_at(expires))
-    _show_credential(obj.call(req), "Added")
+    emit(obj.call(req), lambda cred: _show_credential(cred, "Added"))
 
 
 @hosts.command("rotate")
@@ -82,7 +79,7 @@ def hosts_rotate(obj: _Ctx, name: str, expires: str | None, as_json: bool) -> No
     """Issue NAME a new credential; the old one is refused from now on (its link is cut).
     Without --expires the new one never expires."""
     req = OpHostsRotateReq(cmd="hosts_rotate", name=name, expires_at=_expires_at(expires))
-    _show_credential(obj.call(req), "Rotated")
+    emit(obj.call(req), lambda cred: _show_credential(cred, "Rotated"))
 
 
 @hosts.command("revoke")
