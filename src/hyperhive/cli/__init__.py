@@ -16,6 +16,7 @@ from hyperhive.cli import (  # noqa: F401  (register commands)
     login,
     messages,
     move,
+    perms,
     run,
 )
 from hyperhive.cli.base import main

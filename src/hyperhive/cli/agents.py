@@ -1,4 +1,4 @@
-"""hivectl: Agents: list, tree, show, spawn, set-parent, lifecycle, logs, compact, permissions."""
+"""hivectl: Agents: list, tree, show, spawn, set-parent, lifecycle, logs, compact."""
 
 from __future__ import annotations
 
@@ -11,13 +11,12 @@ import click
 from hyperhive.cli.base import _Ctx, agent_argument, complete_agents, main, pass_ctx
 from hyperhive.cli.follow import follow
 from hyperhive.cli.output import StatusLine, emit, emit_line, json_mode, json_output
-from hyperhive.cli.shapes import AgentDetail, PermsProposed, SpawnOutcome
+from hyperhive.cli.shapes import AgentDetail, SpawnOutcome
 from hyperhive.config import AgentConfig, load_agent_config
 from hyperhive.credentials import LOGIN_REMEDY
 from hyperhive.errors import HiveError, NotFound
 from hyperhive.forge.view import AgentForgeView
 from hyperhive.protocol import (
-    AgentConfigView,
     AgentDestroyed,
     AgentRunning,
     AgentStopped,
@@ -33,8 +32,6 @@ from hyperhive.protocol import (
     OpConfigReq,
     OpLifecycleReq,
     OpLogsReq,
-    OpPermsSetReq,
-    OpResolveReq,
     OpSetParentReq,
     OpSpawnReq,
     ParentSet,
@@ -343,60 +340,3 @@ def compact(obj: _Ctx, name: str, as_json: bool) -> None:
         click.echo(f"{'queued' if r.queued else 'not queued'}: {r.note}{usage}")
 
     emit(obj.call(OpCompactReq(cmd="compact", agent=name)), human)
-
-
-# ---- permissions -----------------------------------------------------------------
-
-
-@main.group()
-def perms() -> None:
-    """Tool groups and capabilities of an agent."""
-
-
-@perms.command("show")
-@agent_argument()
-@json_output(AgentConfigView)
-@pass_ctx
-def perms_show(obj: _Ctx, name: str, as_json: bool) -> None:
-    """NAME's groups, capabilities and the exact --tools / --allowedTools it gets."""
-    data = obj.call(OpConfigReq(cmd="agent_config", agent=name))
-
-    def human(d: AgentConfigView) -> None:
-        click.echo(f"groups:         {','.join(d.tool_groups)}")
-        click.echo(f"capabilities:   {','.join(d.capabilities) or '-'}")
-        click.echo(f"--tools         {d.tools_arg}")
-        click.echo(f"--allowedTools  {d.allowed_tools_arg}")
-
-    emit(data, human)
-
-
-@perms.command("set")
-@agent_argument()
-@click.option("--groups", required=True, help="Comma-separated tool groups.")
-@click.option("--caps", default="", help="Comma-separated capabilities.")
-@click.option("--apply", "apply_now", is_flag=True, help="Approve the change at once.")
-@json_output(PermsProposed)
-@pass_ctx
-def perms_set(obj: _Ctx, name: str, groups: str, caps: str, apply_now: bool, as_json: bool) -> None:
-    """Propose new groups/capabilities for NAME (an approval; --apply approves it)."""
-    result = obj.call(
-        OpPermsSetReq(
-            cmd="perms_set",
-            agent=name,
-            tool_groups=groups.split(","),
-            capabilities=[c for c in caps.split(",") if c],
-        )
-    )
-    approved = None
-    if apply_now:
-        approved = obj.call(OpResolveReq(cmd="approve", approval_id=result.approval_id))
-    proposed = PermsProposed(
-        approval_id=result.approval_id, commit=result.commit, approved=approved
-    )
-
-    def human(p: PermsProposed) -> None:
-        click.echo(f"approval #{p.approval_id} created (proposed commit {(p.commit or '')[:12]})")
-        if p.approved is not None:
-            click.echo(f"approval #{p.approval_id} {p.approved.state}")
-
-    emit(proposed, human)
