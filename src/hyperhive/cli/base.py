@@ -126,12 +126,9 @@ class _Group(click.Group):
         except click.UsageError as exc:
             if not json_mode(ctx):
                 raise  # click's own: the usage line, the error, exit 2
-            _fail(ctx, "usage", exc.format_message(), ExitCode.USAGE)
+            _fail(ctx, "usage", exc.format_message(), exit_code(exc))
         except click.ClickException as exc:
-            _fail(ctx, "error", exc.format_message(), ExitCode.ERROR)
-        except ValidationError as exc:
-            # A request built from the command line that its model refuses (-n 99999).
-            _fail(ctx, "invalid_request", _validation_text(exc), ExitCode.USAGE)
+            _fail(ctx, "error", exc.format_message(), exit_code(exc))
         except InternalError as exc:
             obj = ctx.find_object(_Ctx)
             log_file = obj.paths.logs / "coordinator.log" if obj is not None else None
@@ -143,6 +140,9 @@ class _Group(click.Group):
         except HiveError as exc:
             _fail(ctx, exc.code, exc.message, exit_code(exc))
         except Exception as exc:
+            if isinstance(exc, ValidationError) and exc.title.endswith("Req"):
+                # A request built from the command line that its model refuses (-n 99999).
+                _fail(ctx, "invalid_request", _validation_text(exc), exit_code(exc))
             # Never a bare exception name: what failed, its text, and the traceback's file.
             command = ctx.invoked_subcommand or "hivectl"
             saved = _save_traceback(ctx.find_object(_Ctx))

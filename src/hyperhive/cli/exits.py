@@ -29,6 +29,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 import click
+from pydantic import ValidationError
 
 from hyperhive.errors import (
     Conflict,
@@ -77,8 +78,8 @@ _BY_CLASS: tuple[tuple[type[HiveError], ExitCode], ...] = (
 
 def exit_code(exc: BaseException) -> ExitCode:
     """The exit code for an error that ends a command."""
-    if isinstance(exc, click.UsageError):
-        return ExitCode.USAGE
+    if isinstance(exc, click.UsageError | ValidationError):
+        return ExitCode.USAGE  # bad arguments, or a request their values make invalid
     if isinstance(exc, HiveError):
         for cls, code in _BY_CLASS:
             if isinstance(exc, cls):
