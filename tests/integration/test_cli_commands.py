@@ -338,8 +338,12 @@ def test_long_running_commands_have_help(tmp_path: Path) -> None:
 
 
 def test_commands_without_a_coordinator_fail_in_one_line(tmp_path: Path) -> None:
-    for args in (("status",), ("agents", "list", "--json"), ("approvals", "list"), ("choom", "x")):
+    for args in (("status",), ("agents", "list"), ("approvals", "list"), ("choom", "x")):
         one_line_error(hivectl(tmp_path, *args), "is the coordinator running", 3)
+    # Under --json: one JSON object on stderr instead, same exit code, nothing on stdout.
+    out = hivectl(tmp_path, "agents", "list", "--json")
+    assert (out.returncode, out.stdout) == (3, "")
+    assert "is the coordinator running" in json.loads(out.stderr)["error"]["message"]
 
 
 # ---- a stale tool group ------------------------------------------------------------------
