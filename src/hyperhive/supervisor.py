@@ -116,27 +116,33 @@ class Supervisor:
         """Start the coordinator, the root agent and the dashboard; ``False`` if a signal
         stopped the start (what was started is stopped again)."""
         signalled = False
-        async with anyio.create_task_group() as tg:
+        try:
+            async with anyio.create_task_group() as tg:
 
-            async def stop_on_signal() -> None:
-                nonlocal signalled
-                async for _ in signals:
-                    signalled = True
-                    self.say("stopping before the hive was up")
-                    tg.cancel_scope.cancel()
-                    return
+                async def stop_on_signal() -> None:
+                    nonlocal signalled
+                    async for _ in signals:
+                        signalled = True
+                        self.say("stopping before the hive was up")
+                        tg.cancel_scope.cancel()
+                        return
 
-            tg.start_soon(stop_on_signal)
-            try:
-                await self._start_coordinator()
-                await self._ensure_root()
-                await self._announce(self.procs["coordinator"].pid)
-            except BaseException:
-                # Nothing is left running after a failed start (it would hold the home).
-                with anyio.CancelScope(shield=True):
-                    await self._stop_coordinator()
-                raise
-            tg.cancel_scope.cancel()
+                tg.start_soon(stop_on_signal)
+                try:
+                    await self._start_coordinator()
+                    await self._ensure_root()
+                    await self._announce(self.procs["coordinator"].pid)
+                except BaseException:
+                    # Nothing is left running after a failed start (it would hold the home).
+                    with anyio.CancelScope(shield=True):
+                        await self._stop_coordinator()
+                    raise
+                tg.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # The start's own error as itself (what failed, said as before), not a group.
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
         return not signalled
 
     async def _supervise(self, signals: Any) -> None:
