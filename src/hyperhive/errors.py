@@ -24,6 +24,7 @@ tools return an error result.
     │   ├── SelfParent
     │   └── CycleRefused
     ├── ConfigError               a bad config file (file, line, what)
+    │   └── InstallProblem        claude or Python missing, or out of the agents' reach
     ├── StorageError              the disk said no (full, read-only, corrupt)
     ├── Unavailable               the peer (coordinator, host) is not there
     │   └── NotListening          its socket is there, nobody answers (a restart, a failover)
@@ -41,6 +42,7 @@ __all__ = [
     "CycleRefused",
     "FrameTooLarge",
     "HiveError",
+    "InstallProblem",
     "InternalError",
     "NotListening",
     "InvalidName",
@@ -158,6 +160,13 @@ class ConfigError(HiveError):
         super().__init__(f"{where}{message}")
         self.path = path
         self.line = line
+
+
+class InstallProblem(ConfigError):
+    """What the agents must run (claude, the Python) is missing or out of their reach;
+    the message says where to install instead."""
+
+    code = "install_problem"
 
 
 class StorageError(HiveError):

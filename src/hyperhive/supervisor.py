@@ -32,6 +32,7 @@ from typing import Any
 import anyio
 from anyio.abc import Process
 
+from hyperhive.agentreach import refuse_unrunnable
 from hyperhive.client import call_once
 from hyperhive.config import HiveConfig, HivePaths
 from hyperhive.core.dashboard.frontdoor import (
@@ -98,6 +99,9 @@ class Supervisor:
         if problem is not None:
             raise ConfigError(problem)
         refuse_if_held(self.paths)  # names a running coordinator's pid, if there is one
+        # What the agents run must be there, and in their users' reach: otherwise every
+        # turn fails in the sandbox (`bwrap: execvp claude`), a minute apart, unseen.
+        refuse_unrunnable(self.hive.claude_bin, self.home, self.hive.runtime)
         self.lock.acquire()  # held until ``run`` returns: `hivectl down` finds us by it
 
     async def run(self) -> None:
@@ -280,13 +284,17 @@ class Supervisor:
                 agents = []
                 self.status("waiting for the coordinator to answer")
             for a in agents:
-                if a.needs_login and a.running:
+                if a.launch_problem and a.running:
+                    state = f"cannot run claude: {a.launch_problem}"
+                elif a.needs_login and a.running:
                     state = f"needs login: {LOGIN_REMEDY}"
                 else:
                     state = "up" if a.running else "down"
                 if seen.get(a.name) != state:
                     if seen.get(a.name, "").startswith("needs login") and a.running:
                         state = "up (logged in)"
+                    elif seen.get(a.name, "").startswith("cannot run") and a.running:
+                        state = "up (claude runs again)"
                     seen[a.name] = state
                     self.say(f"agent {a.name}: {state}")
             await anyio.sleep(1.0)

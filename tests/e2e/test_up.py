@@ -29,12 +29,16 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 class Up:
     """A running ``hivectl up`` whose output lines are collected as they come."""
 
-    def __init__(self, home: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, home: Path, env: dict[str, str] | None = None, argv: list[str] | None = None
+    ) -> None:
+        """``argv``: how ``up`` is run (default: this Python's ``-m hyperhive``)."""
         self.home = home
         self.lines: list[str] = []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "hyperhive", "--home", str(home), "up"],
+            argv or [sys.executable, "-m", "hyperhive", "--home", str(home), "up"],
             env=env or hivectl_env(home),
+            cwd="/" if argv else None,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

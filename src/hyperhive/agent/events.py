@@ -36,7 +36,18 @@ class EventsBus(EventBus):
         self.status_text = ""
         # The open turn's span (hyperhive.agent.turntrace): the parent of tool-call spans.
         self.trace_context: Context | None = None
+        # Why this agent's claude cannot be started (the remedy included), while that lasts.
+        self.launch_problem: str | None = None
         self._on_state = on_state
+
+    def set_launch_problem(self, problem: str | None) -> None:
+        """Say (or clear) why claude cannot start: on the stream, and to the coordinator."""
+        if problem == self.launch_problem:
+            return
+        self.launch_problem = problem
+        self.emit("launch_problem", problem=problem)
+        if self._on_state is not None:
+            self._on_state(self.turn_state, self.turn_state_since)
 
     def set_state(self, state: TurnStateName) -> None:
         if state == self.turn_state:
@@ -56,4 +67,5 @@ class EventsBus(EventBus):
             "context_usage": self.context_usage,
             "session_id": self.session_id,
             "status_text": self.status_text,
+            "launch_problem": self.launch_problem,
         }

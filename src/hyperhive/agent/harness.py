@@ -9,7 +9,8 @@
 3. Ack the messages that woke the turn only if it ended cleanly; otherwise
    start a new incarnation (after a backoff) so they are delivered again.
    "Not logged in" is no failure to retry: the agent takes no turns until
-   its credentials change (``hivectl login``) or it is restarted.
+   its credentials change (``hivectl login``) or it is restarted; nor is a
+   claude its sandbox cannot start (``agent.claudecheck``).
 4. Above the watermark, or when a compact was requested: a notes-checkpoint
    turn, then ``/compact``.
 5. A fence (graceful stop) ends the loop after the current turn.
@@ -33,6 +34,7 @@ import anyio
 from hyperhive.agent import launch
 from hyperhive.agent.admission import Abandoned
 from hyperhive.agent.agentlog import AgentLog
+from hyperhive.agent.claudecheck import hold_while_claude_unrunnable, launch_problem_of
 from hyperhive.agent.events import TurnStateName
 from hyperhive.agent.outage import Outage, redial_delay
 from hyperhive.agent.prompt import wake_prompt
@@ -346,6 +348,8 @@ class _Loop:
     async def _turn(self, rpc: RpcClient, woke: WaitResult) -> bool | None:
         """Run one turn; True/False = compact or not, None = failed (mail redelivers)."""
         rt = self.rt
+        if not await hold_while_claude_unrunnable(rt):
+            return None  # stopped while held: the mail was never handled, so it comes back
         with turn_span(rt.name, rt.bus, woke, _model(rt)):
             async with claude_slot(rt, "thinking"):
                 report = await run_turn(rt, wake_prompt(woke, rt.groups), self.session_id)
@@ -365,6 +369,9 @@ class _Loop:
             )
         if report.outcome == "needs_login":
             await self._await_login()
+        elif not clean and launch_problem_of(rt) is not None:
+            # claude could not even start (it went out of reach mid-run): no backoff loop.
+            await hold_while_claude_unrunnable(rt)
         elif not clean:
             self.failures += 1
             delay = BACKOFF[min(self.failures, len(BACKOFF)) - 1]

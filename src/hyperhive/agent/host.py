@@ -40,9 +40,11 @@ from hyperhive.agent.outage import Outage
 from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.agent.services import agent_services
 from hyperhive.agent.web import build_app
+from hyperhive.agentreach import sandbox_claude
 from hyperhive.asgiserve import serve_asgi
 from hyperhive.atomic import atomic_write_text
 from hyperhive.bash.mcp import bash_surface
+from hyperhive.claudebin import find_claude
 from hyperhive.client import RpcClient, connect
 from hyperhive.config import MATRIX_SERVER, SUBAGENT_SERVER, HiveConfig, HivePaths
 from hyperhive.errors import HiveError, Unavailable
@@ -84,14 +86,12 @@ STOP_TIMEOUT = 120.0
 _COMMANDS: TypeAdapter[Any] = TypeAdapter(LinkCommand)
 
 
-def resolve_claude_bin(configured: str | None) -> str:
-    """``hive.toml``'s ``claude_bin``, else the checkout's pinned npm install, else PATH."""
-    if configured:
-        return configured
-    checkout = Path(__file__).resolve().parents[3] / "node_modules" / ".bin" / "claude"
-    if os.access(checkout, os.X_OK):
-        return str(checkout)
-    return "claude"
+def resolve_claude_bin(configured: str | None, home: Path | None = None) -> str:
+    """The claude this host's agents run, as their sandbox sees it (``hyperhive.claudebin``
+    says where it is looked for). Not found: ``configured`` or ``claude`` as it is, and
+    each agent says it cannot run claude (the CLI refuses to start before that)."""
+    found, _ = find_claude(configured, home)
+    return str(sandbox_claude(found)) if found is not None else configured or "claude"
 
 
 class AgentHost:
@@ -105,7 +105,8 @@ class AgentHost:
         """``remote``: dial the coordinator over the network as that host (its ``paths``
         should then have a run dir of its own); else link over ``run/hosts.sock``."""
         self.paths = paths
-        self.hive = hive.model_copy(update={"claude_bin": resolve_claude_bin(hive.claude_bin)})
+        claude = resolve_claude_bin(hive.claude_bin, paths.home)
+        self.hive = hive.model_copy(update={"claude_bin": claude})
         self.remote = remote
         self.host_id = remote.name if remote else host_id or f"{socket.gethostname()}-{os.getpid()}"
         self.forwarded = (
@@ -460,10 +461,19 @@ class AgentHost:
         if link is None or tg is None:
             return
 
+        rt = self.runtimes.get(name)
+        problem = rt.bus.launch_problem if rt is not None else None
+
         async def send() -> None:
             try:
                 await link.call(
-                    LinkAgentStateReq(cmd="agent_state", agent=name, turn_state=state, since=since)
+                    LinkAgentStateReq(
+                        cmd="agent_state",
+                        agent=name,
+                        turn_state=state,
+                        since=since,
+                        launch_problem=problem,
+                    )
                 )
             except HiveError as exc:
                 log.debug("could not report %s's state: %s", name, exc)

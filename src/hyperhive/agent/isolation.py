@@ -17,6 +17,7 @@ from typing import Protocol
 import hyperhive
 from hyperhive.agent.bwrap import SYSTEM_LINKS, SYSTEM_RO, Isolation
 from hyperhive.agent.cgroups import prepare_cgroups
+from hyperhive.agentreach import claude_install_dir
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths
 from hyperhive.errors import ConfigError
 from hyperhive.repoacl import grant_repo
@@ -51,22 +52,11 @@ class IsolationSubject(Protocol):
 log = logging.getLogger(__name__)
 
 
-def _claude_dir(claude_bin: str | None) -> Path | None:
-    if not claude_bin or "/" not in claude_bin:
-        return None
-    real = Path(os.path.realpath(claude_bin))
-    for parent in real.parents:
-        if parent.name == "node_modules":
-            return parent
-    return real.parent
-
-
 def readonly_paths(claude_bin: str | None) -> tuple[Path, ...]:
     """Host paths every sandbox needs to read (outside the system dirs)."""
     paths = {Path(sys.prefix), Path(sys.base_prefix), Path(hyperhive.__file__).parents[1]}
-    claude = _claude_dir(claude_bin)
-    if claude is not None:
-        paths.add(claude)
+    if claude_bin and "/" in claude_bin:
+        paths.add(claude_install_dir(Path(claude_bin)))
     system = tuple(Path(p) for p in SYSTEM_RO)
     out = []
     for p in sorted(paths):

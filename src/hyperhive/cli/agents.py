@@ -44,6 +44,8 @@ def _turn_shown(a: AgentView) -> str:
     """The turn column: a held agent says why before what its harness is doing."""
     if a.lost_on and not a.running:
         return f"lost ({a.lost_on})"
+    if a.launch_problem:
+        return "cannot run claude"
     if a.needs_login:
         return "needs login"
     if a.over_budget:
@@ -72,6 +74,9 @@ def agents_list(obj: _Ctx, as_json: bool) -> None:
             )
         if any(a.needs_login for a in rows):
             click.echo(f"needs login: {LOGIN_REMEDY}")
+        for a in rows:
+            if a.launch_problem:
+                click.echo(f"{a.name} cannot run claude: {a.launch_problem}")
         for a in rows:
             if a.over_budget:
                 click.echo(

@@ -199,13 +199,47 @@ def _save_traceback(obj: _Ctx | None) -> Path:
     return Path(name)
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """``--version``: this package's, and the claude this hive would run (and its pin)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from hyperhive.claudebin import CLAUDE_CODE_VERSION, claude_version, find_claude
+    from hyperhive.config import load_hive_config
+
+    click.echo(f"hivectl {__version__}")
+    home = resolve_home(ctx.params.get("home"))
+    try:
+        configured = load_hive_config(home).claude_bin
+    except HiveError:
+        configured = None
+    found, looked = find_claude(configured, home)
+    if found is None:
+        click.echo(
+            f"claude: not found (looked at {', '.join(looked)}); `hivectl install-claude` "
+            f"installs {CLAUDE_CODE_VERSION}, the version hyperhive is tested with"
+        )
+    else:
+        version = claude_version(found) or "(did not say its version)"
+        pinned = "" if version == CLAUDE_CODE_VERSION else f"; tested with {CLAUDE_CODE_VERSION}"
+        click.echo(f"claude {version} at {found}{pinned}")
+    ctx.exit()
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="hivectl")
 @click.option(
     "--home",
     type=click.Path(path_type=Path),
     default=None,
+    is_eager=True,  # before --version, which reads this hive's claude_bin
     help="The hive's home (default: $HIVE_HOME or ~/.local/share/hyperhive).",
+)
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show hivectl's version and the claude it runs, and exit.",
 )
 @click.pass_context
 def main(ctx: click.Context, home: Path | None) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import click
 
+from hyperhive.agentreach import refuse_unrunnable
 from hyperhive.cli.base import (
     _Ctx,
     _setup_logging,
@@ -167,6 +168,7 @@ def host(
     die_with_supervisor()
     hive = load_hive_config(obj.home)
     refuse_unreachable_home(obj.home, hive.runtime)
+    refuse_unrunnable(hive.claude_bin, obj.home, hive.runtime)
     paths, remote = obj.paths, None
     if coordinator is not None:
         from hyperhive.netlink.credentials import validate_host_name

@@ -19,6 +19,7 @@ from hyperhive.protocol import (
 
 __all__ = [
     "AgentDetail",
+    "ClaudeInstalled",
     "DashboardLink",
     "LoggedInTo",
     "PermsProposed",
@@ -84,3 +85,9 @@ class Stopped(_Shape):
     home: str
     pid: int
     forced: bool  # --now: agents' claude processes were killed, not let finish
+
+
+class ClaudeInstalled(_Shape):
+    version: str
+    path: str
+    overridden_by: str | None  # hive.toml's claude_bin, which wins over this one

@@ -175,13 +175,16 @@ async def _agent_state(conn: LinkConn, req: LinkAgentStateReq) -> None:
             f"agent host {host.host_id} does not hold {req.agent}: its state report is refused"
         )
     if req.agent in host.agents:
-        conn.link.turns[req.agent] = TurnState(req.turn_state, req.since, req.needs_login)
+        conn.link.turns[req.agent] = TurnState(
+            req.turn_state, req.since, req.needs_login, req.launch_problem
+        )
         conn.link.bus.emit(
             "turn",
             agent=req.agent,
             turn_state=req.turn_state,
             since=req.since,
             needs_login=req.needs_login,
+            launch_problem=req.launch_problem,
         )
 
 

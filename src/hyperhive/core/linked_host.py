@@ -29,6 +29,7 @@ class TurnState:
     state: str = "stopped"
     since: float = field(default_factory=time.time)
     needs_login: bool = False
+    launch_problem: str | None = None
 
 
 @dataclass

@@ -189,6 +189,7 @@ class OperatorApi:
                     needs_login=row.needs_login,
                     over_budget=describe(held) if held else None,
                     broken=self.registry.broken.get(name),
+                    launch_problem=turn.launch_problem if turn else None,
                     crashed=self.placement.crash_reasons.get(name),
                     unread_operator_messages=unread.get(name, 0),
                     last_context_usage=row.last_context_usage,

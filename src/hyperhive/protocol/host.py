@@ -47,6 +47,9 @@ class AgentView(_Out):
     status_text: str
     needs_login: bool
     broken: str | None
+    # Why its host cannot start its claude (missing, or out of its user's reach) and the
+    # remedy: it takes no turns, its mail waits, until that is fixed.
+    launch_problem: str | None = None
     # The spend limit this agent (or the hive) reached: it takes no turns until raised.
     over_budget: str | None = None
     crashed: str | None

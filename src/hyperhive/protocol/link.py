@@ -93,6 +93,8 @@ class LinkAgentStateReq(Req[None]):
     turn_state: TurnStateName
     since: float
     needs_login: bool = False
+    # Why the host cannot start this agent's claude (and what to do): no turns until fixed.
+    launch_problem: str | None = None
 
 
 class LinkAgentCrashedReq(Req[None]):

@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 import anyio
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 
 from hyperhive import __version__
 from hyperhive.core.dashboard import activity, api, hosts, metrics, pages, spend
@@ -43,7 +44,10 @@ def build_dashboard(parts: DashboardParts, *, require_token: bool | None = None)
             yield
             tg.cancel_scope.cancel()
 
-    app = FastAPI(
+    # /docs serves Swagger UI's files itself (FastAPI's own page loads them from a CDN,
+    # which a machine without internet cannot reach: a blank page).
+    app = FastAPIOffline(
+        redoc_url=None,
         title="hyperhive dashboard",
         version=__version__,
         description="Everything the operator's dashboard does, as JSON. Errors are "
