@@ -104,11 +104,14 @@ def test_each_command_prints_its_documented_shape(hive: Path) -> None:
     prints("hosts", "list")
     prints("dashboard")
     prints("login", stdin="a-test-key\n")
-    # The rest need an agent host, a move or a stop: their own tests run them
-    # (test_cli_commands, test_move_progress, test_up_down); the unit test holds every
-    # shape's keys to its model, which is what --json dumps.
+    # The rest need an agent host, a move, a stop, npm, or a machine doctor passes: their
+    # own tests run them (test_cli_commands, test_move_progress, test_up_down,
+    # test_doctor); the unit test holds every shape's keys to its model, which is what
+    # --json dumps.
     assert set(doc.shapes) - checked == {
         "hivectl agents move",
+        "hivectl doctor",
+        "hivectl install-claude",
         "hivectl approvals approve",
         "hivectl approvals deny",
         "hivectl approvals list",
