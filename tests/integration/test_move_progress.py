@@ -140,10 +140,29 @@ async def play_the_move(
     await h.link1.call(LinkMoveDroppedReq(cmd="move_dropped", agent="a", move_id=move_id))
 
 
+def _move_cli(home: Path, to: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "hyperhive", "agents", "move", "a", "--to", to],
+        capture_output=True,
+        text=True,
+        timeout=MOVE_TIMEOUT,
+        env=hivectl_env(home),
+    )
+
+
 async def test_the_coordinator_reports_each_phase_and_the_bytes_so_far(tmp_path: Path) -> None:
     async with hosts(tmp_path) as h:
         before = await h.progress()
         assert not before.moving and before.phase is None
+        # A refused move says why in one line, with its class's exit code.
+        for to, code, why in (
+            ("ghost", 4, "no agent host named 'ghost'"),
+            ("h1", 5, "a is already on agent host 'h1'"),
+        ):
+            out = await anyio.to_thread.run_sync(_move_cli, tmp_path, to)
+            assert (out.returncode, out.stdout) == (code, ""), out.stderr
+            assert out.stderr.strip() == f"hivectl: {why}" or why in out.stderr, out.stderr
+            assert len(out.stderr.strip().splitlines()) == 1
 
         async def shown(step: str, _: MoveProgress | None) -> None:
             return None
@@ -238,15 +257,7 @@ async def test_a_terminal_sees_the_phases_and_bytes_a_pipe_only_the_result(
         out: list[subprocess.CompletedProcess[str]] = []
 
         def run() -> None:
-            out.append(
-                subprocess.run(
-                    [sys.executable, "-m", "hyperhive", "agents", "move", "a", "--to", "h2"],
-                    capture_output=True,
-                    text=True,
-                    timeout=MOVE_TIMEOUT,
-                    env=hivectl_env(tmp_path / "piped"),
-                )
-            )
+            out.append(_move_cli(tmp_path / "piped", "h2"))
 
         async def quiet(step: str, p: MoveProgress | None) -> None:
             return None

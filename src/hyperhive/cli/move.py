@@ -89,18 +89,24 @@ def agents_move(obj: _Ctx, name: str, to: str, as_json: bool) -> None:
 
 async def _move(obj: _Ctx, name: str, to: str, status: StatusLine) -> Moved:
     began = time.monotonic()
-    async with anyio.create_task_group() as tg:
-        if status.live:
-            tg.start_soon(_show_progress, obj, name, status, began)
-        try:
-            # As long as the coordinator gives the move (a turn to finish, then the copy),
-            # not the usual 30 s: hanging up would undo a move that is only slow.
-            moved = await obj.acall(
-                OpAgentMoveReq(cmd="agent_move", agent=name, to=to), MOVE_TIMEOUT + 30
-            )
-        finally:
-            tg.cancel_scope.cancel()
-            status.clear()
+    try:
+        async with anyio.create_task_group() as tg:
+            if status.live:
+                tg.start_soon(_show_progress, obj, name, status, began)
+            try:
+                # As long as the coordinator gives the move (a turn to finish, then the
+                # copy), not the usual 30 s: hanging up would undo a move that is only slow.
+                moved = await obj.acall(
+                    OpAgentMoveReq(cmd="agent_move", agent=name, to=to), MOVE_TIMEOUT + 30
+                )
+            finally:
+                tg.cancel_scope.cancel()
+                status.clear()
+    except BaseExceptionGroup as group:
+        # The move's refusal or failure as itself (its class is the exit code), not a group.
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
     return moved
 
 
