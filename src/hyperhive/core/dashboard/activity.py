@@ -21,7 +21,7 @@ from hyperhive.core.dashboard.pages import waiting_count
 from hyperhive.core.dashboard.state import Dashboard, dashboard
 from hyperhive.core.dashboard.views import thread_messages
 from hyperhive.errors import InvalidRequest, NotFound
-from hyperhive.protocol import OpSpendReq
+from hyperhive.protocol import FeedEntry, OpSpendReq
 
 __all__ = ["PAGE", "api", "router"]
 
@@ -152,19 +152,6 @@ async def thread_page(request: Request, d: Dash, message_id: int) -> Response:
     )
 
 
-class FeedEntry(BaseModel):
-    at: float
-    kind: str
-    agents: list[str]
-    title: str
-    body: str
-    message_id: int | None
-    in_reply_to: int | None
-    state: str | None
-    detail: dict[str, Any]
-    cursor: str
-
-
 class Feed(BaseModel):
     items: list[FeedEntry]
     older: str | None = Field(description="the cursor of the next, older page (none: the end)")
@@ -182,20 +169,5 @@ async def activity_api(
     when given, ``limit`` items strictly older than the ``before`` cursor."""
     page = await _page(d, agent, kind, before, limit)
     return Feed(
-        items=[
-            FeedEntry(
-                at=i.at,
-                kind=i.kind,
-                agents=list(i.agents),
-                title=i.title,
-                body=i.body,
-                message_id=i.message_id,
-                in_reply_to=i.in_reply_to,
-                state=i.state,
-                detail=dict(i.detail),
-                cursor=str(i.cursor),
-            )
-            for i in page.items
-        ],
-        older=str(page.older) if page.older else None,
+        items=[i.entry() for i in page.items], older=str(page.older) if page.older else None
     )
