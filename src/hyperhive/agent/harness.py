@@ -22,6 +22,7 @@ import json
 import logging
 import signal
 import subprocess
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -214,8 +215,12 @@ async def run_turn(rt: AgentRuntime, prompt: str, session_id: str | None) -> Tur
     rt.bus.emit("turn_start", prompt=prompt[:2000])
     rt_log = AgentLog(rt.paths.logs / "agents" / f"{rt.name}.log")
     rt_log.line(f"turn start: {prompt.splitlines()[0][:200] if prompt else ''}")
+    started = time.monotonic()
     events, code = await run_claude(rt, launch.harness_argv(spec), prompt)
-    report = summarize_turn(events, code, rt.hive.context_window)
+    report = replace(
+        summarize_turn(events, code, rt.hive.context_window),
+        seconds=time.monotonic() - started,
+    )
     record_turn(events, report)
     if session_id and not any(isinstance(e, InitEvent) for e in events) and code:
         # claude died before starting the conversation: the session it was asked
@@ -365,6 +370,7 @@ class _Loop:
                     session_id=self.session_id,
                     cost_usd=report.total_cost_usd,
                     spend=run_spend([report], "turn"),
+                    seconds=report.seconds,
                 ),
             )
         if report.outcome == "needs_login":
@@ -429,6 +435,7 @@ class _Loop:
                 context_usage=usage,
                 session_id=self.session_id,
                 spend=run_spend(reports, "compaction") if reports else None,
+                seconds=sum(r.seconds for r in reports) if reports else None,
             ),
         )
         rt.bus.context_usage = usage

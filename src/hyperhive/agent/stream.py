@@ -407,6 +407,8 @@ class TurnReport:
     context_window: int
     context_usage: float
     model_context_window: int | None
+    # How long claude ran, by the monotonic clock (the harness sets it; the stream cannot).
+    seconds: float = 0.0
 
 
 def summarize_turn(

@@ -86,9 +86,17 @@ class ActivityLog:
         if row is not None:
             self.bus.emit("activity", activity_kind=kind, agent=agent, id=row.id)
 
-    async def turn(self, agent: str, outcome: str, spend: RunSpend | None) -> None:
-        """One event per claude run: keyed by its run id, so a resent turn_end lands once."""
+    async def turn(
+        self, agent: str, outcome: str, spend: RunSpend | None, seconds: float | None = None
+    ) -> None:
+        """One event per claude run: keyed by its run id, so a resent turn_end lands once.
+
+        ``seconds`` is how long claude ran: the row's time is the turn's end, so the
+        front page's timeline draws the turn from ``at - seconds`` to ``at``.
+        """
         detail: dict[str, Any] = {"outcome": outcome}
+        if seconds is not None:
+            detail["seconds"] = round(seconds, 3)
         if spend is not None:
             detail |= {
                 "run": spend.kind,

@@ -47,8 +47,9 @@ class AgentState:
         turn = await self.store.agents.record_turn(
             agent, req.outcome, req.context_usage, req.session_id, ack=req.handled
         )
+        await self.activity.turn(agent, req.outcome, req.spend, req.seconds)
+        # After the feed's row: a picture repainted on this event (the timeline) reads it.
         self.bus.emit("turn_end", agent=agent, outcome=req.outcome, cost_usd=req.cost_usd)
-        await self.activity.turn(agent, req.outcome, req.spend)
         if req.outcome == "needs_login" and not turn.was_needs_login:
             await self.activity.record(
                 "needs_login", agent, f"{agent} needs a login (`hivectl login {agent}`)"

@@ -131,6 +131,10 @@ class TurnEndReq(Req[TurnEnded]):
     cost_usd: float | None = None
     # The run's spend (tokens too), counted once per run_id to the agent's budget.
     spend: RunSpend | None = None
+    # How long claude ran (both runs of a compaction), by the host's monotonic clock:
+    # the coordinator places the turn as ending when this arrives, so no two machines'
+    # clocks are compared (the front page's timeline draws it). None: not measured.
+    seconds: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
 
 class TodoUpsertReq(Req[Created]):
