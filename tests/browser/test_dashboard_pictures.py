@@ -127,8 +127,11 @@ def test_the_timeline_draws_turns_to_scale_in_tree_order_and_follows_them_live(
         expect(page).to_have_url(f"{hive.url}/?agent=&kind=&hours=24")
         mark = page.locator('#timeline g.lane[data-agent="queen"] rect.mark')
         assert PLOT_WIDTH / 720 < MIN_MARK and _num(mark, "width") == MIN_MARK  # still shows
-        # The feed's agent filter narrows the picture too.
-        page.goto(f"{hive.url}/?agent=bob&hours=1")
+        # The feed's agent filter narrows the picture too, and keeps its window.
+        page.select_option("select[name=agent]", "bob")
+        page.click("#activity-filter button")
+        expect(page).to_have_url(f"{hive.url}/?agent=bob&kind=&hours=24")
+        expect(page.locator("#timeline g.lane")).to_have_count(1)
         assert _lane_order(page) == ["bob"]
 
 
@@ -178,7 +181,6 @@ def test_a_real_turn_runs_then_ends_on_the_timeline_and_fills_the_context_gauge(
                 running = lane.locator("rect.mark.running")
                 expect(running).to_have_count(1)
                 assert running.get_attribute("fill") == COLORS["running"]
-                screenshot(front, "timeline-running.png")
                 released = time.monotonic()
             finally:
                 gate.set()
@@ -201,6 +203,7 @@ def test_a_real_turn_runs_then_ends_on_the_timeline_and_fills_the_context_gauge(
             assert _num(used, "width") == pytest.approx(0.42 * GAUGE_WIDTH, abs=0.01)
             assert used.get_attribute("fill") == OK
             expect(gauge.locator("text.value")).to_have_text("42%")
+            expect(page.locator("#compact-rule")).to_contain_text("used 42% (its own: not yet)")
             budget = page.locator('#agent-budget g.scope[data-scope="alice"]')
             expect(budget.locator('g.meter[data-key="usd_per_day"]')).to_contain_text(
                 f"{money(usd)} today, no limit"
@@ -211,6 +214,7 @@ def test_a_real_turn_runs_then_ends_on_the_timeline_and_fills_the_context_gauge(
             hive.op("send", to="alice", body="and now?")
             expect(gauge).to_have_attribute("data-usage", "0.7")
             assert gauge.locator("rect.used").get_attribute("fill") == WARN
+            expect(page.locator("#compact-rule")).to_contain_text("used 70% (its own: allowed now)")
             expect(lane.locator("rect.mark.ended")).to_have_count(2)
             expect(lane).to_have_attribute("data-turns", "2")
         finally:

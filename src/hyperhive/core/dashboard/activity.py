@@ -94,6 +94,7 @@ async def _timeline(d: Dashboard, hours: int, agent: str | None) -> dict[str, An
     return {
         "timeline": await timeline_svg(d, hours, agent or None),
         "hours": hours,
+        "default_hours": HOURS,
         "windows": WINDOWS,
     }
 

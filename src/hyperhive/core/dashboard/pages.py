@@ -91,7 +91,6 @@ async def agent_page(request: Request, d: Dash, name: str) -> Response:
         nav="tree",
         tab="overview",
         a=a,
-        compact_rule=compact_rule(a.get("last_context_usage"), COMPACT_THRESHOLD),
         box=await d.ops.view(OpMessagesReq, agent=name, limit=20),
         loose=await d.ops.view(OpLooseEndsReq, agent=name),
         log=await _log(d, name),
@@ -114,6 +113,7 @@ async def _gauges(d: Dashboard, a: dict[str, Any]) -> dict[str, Any]:
     usage = a.get("last_context_usage")
     return {
         "gauge": context_gauge(usage, COMPACT_THRESHOLD, d.parts.config.compact_watermark),
+        "compact_rule": compact_rule(usage, COMPACT_THRESHOLD),
         "bars": budget_bars(rows, WARN_AT, NARROW),
         "budget_day": view.day,
     }
