@@ -215,8 +215,12 @@ def test_a_real_turn_runs_then_ends_on_the_timeline_and_fills_the_context_gauge(
             expect(gauge).to_have_attribute("data-usage", "0.7")
             assert gauge.locator("rect.used").get_attribute("fill") == WARN
             expect(page.locator("#compact-rule")).to_contain_text("used 70% (its own: allowed now)")
-            expect(lane.locator("rect.mark.ended")).to_have_count(2)
             expect(lane).to_have_attribute("data-turns", "2")
+            # Seconds apart in an hour, both ok: one mark that says two (or two marks).
+            drawn = lane.locator("rect.mark.ended").evaluate_all(
+                "els => els.reduce((n, e) => n + Number(e.dataset.turns || 1), 0)"
+            )
+            assert drawn == 2
         finally:
             front.context.close()
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from hyperhive.core.dashboard.turns import window_rows
 from hyperhive.store import Store
 from hyperhive.store.rows import ActivityRow
 from hyperhive.store.sqlite import SqliteStore
@@ -100,6 +101,17 @@ async def test_a_window_since_a_time_holds_its_rows_only_newest_first(store: Sto
     assert [r.title for r in older] == ["alice@30", "bob@20"]
     assert await store.activity.page(kind="turn", since=50.5) == []
     assert len(await store.activity.page(since=0.0)) == 6
+
+
+async def test_the_timeline_reads_at_most_its_limit_and_says_where_it_cut(store: Store) -> None:
+    for at in (5.0, 10.0, 20.0, 30.0, 40.0):
+        await store.activity.record("turn", "alice", f"t{at:g}", at=at)
+    await store.activity.record("spawn", "alice", "not a turn", at=35.0)
+    rows, cut = await window_rows(store, 10.0, limit=3)
+    assert [r.title for r in rows] == ["t40", "t30", "t20"] and cut == 20.0
+    rows, cut = await window_rows(store, 10.0, limit=4)
+    assert [r.title for r in rows] == ["t40", "t30", "t20", "t10"] and cut is None
+    assert await window_rows(store, 10.0, agent="bob") == ([], None)
 
 
 async def test_prune_drops_old_events_from_every_view(store: Store) -> None:

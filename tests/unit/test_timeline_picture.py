@@ -20,6 +20,7 @@ from hyperhive.core.dashboard.pictures.timeline import (
     Mark,
     Window,
     lanes,
+    place,
     span,
     ticks,
     timeline,
@@ -110,6 +111,55 @@ def test_a_one_second_turn_in_a_day_still_shows() -> None:
     [mark] = _marks(svg)
     assert float(mark.get("width") or 0) == MIN_MARK
     assert float(mark.get("x") or 0) + MIN_MARK <= PLOT_LEFT + PLOT_WIDTH + 1e-6
+
+
+def _every_two_minutes(n: int, outcome: str = "ok") -> list[Mark]:
+    return [Mark(T0 + 120 * i, T0 + 120 * i + 60, outcome, cost_usd=0.25) for i in range(n)]
+
+
+def test_turns_closer_than_a_pixel_are_one_mark_that_says_how_many() -> None:
+    day = Window(T0, T0 + 86400, UTC)
+    marks = _every_two_minutes(30)
+    [one] = place(marks, day)
+    assert one.turns == 30 and one.cost_usd == 7.5
+    assert (one.start, one.end) == (T0, T0 + 120 * 29 + 60)
+    assert one.x == 0 and one.w == pytest.approx((120 * 29 + 60) / 86400 * PLOT_WIDTH, abs=MIN_MARK)
+    # An error between them splits the run: what went wrong stays visible.
+    marks[15] = Mark(marks[15].start, marks[15].end, "error", cost_usd=0.25)
+    assert [(p.outcome, p.turns) for p in place(marks, day)] == [
+        ("ok", 15),
+        ("error", 1),
+        ("ok", 14),
+    ]
+    # In an hour the same turns are 25 px apart: one mark each.
+    assert [p.turns for p in place(_every_two_minutes(30), HOUR)] == [1] * 30
+
+
+def test_compactions_and_running_turns_are_never_merged_into_turns() -> None:
+    day = Window(T0, T0 + 86400, UTC)
+    marks = [
+        Mark(T0, T0 + 60, "ok"),
+        Mark(T0 + 60, T0 + 90, "ok", "compaction"),
+        Mark(T0 + 120, T0 + 150, RUNNING),
+        Mark(T0 + 130, T0 + 160, RUNNING),
+    ]
+    assert [(p.run, p.outcome, p.turns) for p in place(marks, day)] == [
+        ("turn", "ok", 1),
+        ("compaction", "ok", 1),
+        ("turn", RUNNING, 1),
+        ("turn", RUNNING, 1),
+    ]
+
+
+def test_a_merged_mark_is_drawn_once_with_its_count_and_cost() -> None:
+    day = Window(T0, T0 + 86400, UTC)
+    root = ET.fromstring(str(timeline([Lane("bob", 0, tuple(_every_two_minutes(30)))], day)))
+    [mark] = _marks(root)
+    assert mark.get("data-turns") == "30" and float(mark.get("data-cost") or 0) == 7.5
+    title = mark.find(f"{SVG}title")
+    assert title is not None and title.text == "bob: 30 turns ok · 10:00:00–10:59:00 · $7.50"
+    [lane] = root.findall(f"{SVG}g")
+    assert lane.get("data-turns") == "30"
 
 
 def test_an_outcome_it_does_not_know_is_drawn_grey_and_escaped() -> None:

@@ -20,9 +20,18 @@ from hyperhive.core.dashboard.pictures.timeline import RUNNING, Mark, Window, la
 from hyperhive.core.dashboard.state import Dashboard
 from hyperhive.core.linked_host import TurnState
 from hyperhive.protocol import OpTopologyReq
+from hyperhive.store import Store
 from hyperhive.store.rows import ActivityRow
 
-__all__ = ["HOURS", "MARKS", "WINDOWS", "ended_mark", "running_marks", "timeline_svg"]
+__all__ = [
+    "HOURS",
+    "MARKS",
+    "WINDOWS",
+    "ended_mark",
+    "running_marks",
+    "timeline_svg",
+    "window_rows",
+]
 
 #: The windows the front page offers, in hours (any of 1..HOURS_MAX is accepted).
 WINDOWS = (1, 6, 24)
@@ -61,15 +70,22 @@ def running_marks(
     return out
 
 
+async def window_rows(
+    store: Store, start: float, agent: str | None = None, limit: int = MARKS
+) -> tuple[list[ActivityRow], float | None]:
+    """The turn rows ending at or after ``start``, newest first, at most ``limit``; and
+    where they were cut (``None``: the window's every turn is there)."""
+    rows = await store.activity.page(None, limit + 1, agent=agent, kind="turn", since=start)
+    if len(rows) <= limit:
+        return rows, None
+    return rows[:limit], rows[limit - 1].at
+
+
 async def timeline_svg(d: Dashboard, hours: int, agent: str | None = None) -> Markup:
     """The picture of the last ``hours``, of ``agent`` alone when given."""
     now = time.time()
     start = now - hours * 3600
-    rows = await d.parts.store.activity.page(None, MARKS + 1, agent=agent, kind="turn", since=start)
-    cut = None
-    if len(rows) > MARKS:
-        rows = rows[:MARKS]
-        cut = rows[-1].at  # older ones are not drawn; the shading says so
+    rows, cut = await window_rows(d.parts.store, start, agent)
     link = d.parts.hostlink
     placed = [a for a in link.placement if agent is None or a == agent]
     marks = [(r.agent, ended_mark(r)) for r in rows]

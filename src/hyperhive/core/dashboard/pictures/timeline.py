@@ -9,7 +9,9 @@ window get one.
 
 The x axis is linear in time: a turn of 60 s in a one-hour window is 1/60 of
 the plot's width (:func:`span`). A mark narrower than :data:`MIN_MARK` pixels
-is widened to it, so a one-second turn in a day still shows.
+is widened to it, so a one-second turn in a day still shows; turns of one
+outcome closer than a pixel are drawn as one mark that says how many
+(:func:`place`).
 """
 
 from __future__ import annotations
@@ -32,8 +34,10 @@ __all__ = [
     "RUNNING",
     "Lane",
     "Mark",
+    "Placed",
     "Window",
     "lanes",
+    "place",
     "span",
     "ticks",
     "timeline",
@@ -61,6 +65,7 @@ BAR, THIN = 14, 6
 AXIS = 20  # tick labels under the lanes
 LEGEND = 20
 MIN_MARK = 2.0
+MERGE = 3.0  # px: marks closer than this (same outcome and kind) are drawn as one
 NAME_CHARS = 20
 # Tick spacing: the smallest that gives at most MAX_TICKS over the window.
 STEPS = tuple(60 * m for m in (1, 5, 10, 15, 30, 60, 120, 180, 360, 720, 1440))
@@ -172,7 +177,60 @@ def _clock(t: float, zone: dt.tzinfo) -> str:
     return dt.datetime.fromtimestamp(t, zone).strftime("%H:%M:%S")
 
 
-def _mark_title(agent: str, m: Mark, window: Window) -> str:
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """Marks as drawn: ``x`` and ``w`` in pixels from the plot's left; ``turns`` of them."""
+
+    x: float
+    w: float
+    start: float
+    end: float
+    outcome: str
+    run: str
+    cost_usd: float | None
+    turns: int = 1
+
+
+def _add(a: float | None, b: float | None) -> float | None:
+    return a if b is None else b if a is None else a + b
+
+
+def place(marks: Sequence[Mark], window: Window, width: float = PLOT_WIDTH) -> list[Placed]:
+    """Where each mark goes (at least :data:`MIN_MARK` wide). Marks of one outcome and
+    kind less than :data:`MERGE` pixels apart become one, so a busy lane over a long
+    window is a few bars rather than thousands a pixel wide each."""
+    out: list[Placed] = []
+    for m in sorted(marks, key=lambda m: (m.start, m.end)):
+        placed = span(m.start, m.end, window.start, window.end, width)
+        if placed is None:
+            continue
+        x, w = placed
+        if w < MIN_MARK:
+            x, w = max(0.0, min(x, width - MIN_MARK)), MIN_MARK
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and m.outcome == last.outcome != RUNNING
+            and m.run == last.run
+            and x <= last.x + last.w + MERGE
+        ):
+            right = max(last.x + last.w, x + w)
+            out[-1] = Placed(
+                last.x,
+                right - last.x,
+                min(last.start, m.start),
+                max(last.end, m.end),
+                m.outcome,
+                m.run,
+                _add(last.cost_usd, m.cost_usd),
+                last.turns + 1,
+            )
+        else:
+            out.append(Placed(x, w, m.start, m.end, m.outcome, m.run, m.cost_usd))
+    return out
+
+
+def _mark_title(agent: str, m: Placed, window: Window) -> str:
     if m.outcome == RUNNING:
         doing = "compacting" if m.run == "compaction" else "thinking"
         return (
@@ -181,6 +239,8 @@ def _mark_title(agent: str, m: Mark, window: Window) -> str:
         )
     when = f"{_clock(m.start, window.zone)}–{_clock(m.end, window.zone)}"
     cost = f" · {money(m.cost_usd)}" if m.cost_usd is not None else ""
+    if m.turns > 1:
+        return f"{agent}: {m.turns} {m.run}s {m.outcome} · {when}{cost}"
     return f"{agent}: {m.run} {m.outcome} · {when} ({duration(m.end - m.start)}){cost}"
 
 
@@ -190,25 +250,17 @@ def _name(agent: str) -> str:
 
 def _marks(lane: Lane, y: float, window: Window) -> list[str]:
     out = []
-    name = escape(lane.agent)
-    for m in lane.marks:
-        placed = span(m.start, m.end, window.start, window.end, PLOT_WIDTH)
-        if placed is None:
-            continue
-        x, w = placed
-        if w < MIN_MARK:
-            w = MIN_MARK
-            x = min(x, PLOT_WIDTH - MIN_MARK)
+    for m in place(lane.marks, window):
         color = COLORS.get(m.outcome, OTHER)
         h = THIN if m.run == "compaction" else BAR
         cost = "" if m.cost_usd is None else f' data-cost="{m.cost_usd!r}"'
+        turns = f' data-turns="{m.turns}"' if m.turns > 1 else ""
         out.append(
             f'<rect class="mark {"running" if m.outcome == RUNNING else "ended"}" '
-            f'x="{PLOT_LEFT + x:.2f}" y="{y + (LANE - h) / 2:.1f}" width="{w:.2f}" '
-            f'height="{h}" rx="2" fill="{color}" data-agent="{name}" '
-            f'data-outcome="{escape(m.outcome)}" data-run="{escape(m.run)}" '
-            f'data-start="{m.start!r}" data-end="{m.end!r}"{cost}>'
-            f"<title>{escape(_mark_title(lane.agent, m, window))}</title></rect>"
+            f'x="{PLOT_LEFT + m.x:.2f}" y="{y + (LANE - h) / 2:.1f}" width="{m.w:.2f}" '
+            f'height="{h}" rx="2" fill="{color}" data-outcome="{escape(m.outcome)}" '
+            f'data-run="{escape(m.run)}" data-start="{m.start!r}" data-end="{m.end!r}"'
+            f"{cost}{turns}><title>{escape(_mark_title(lane.agent, m, window))}</title></rect>"
         )
     return out
 
