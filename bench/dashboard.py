@@ -20,8 +20,8 @@ from pathlib import Path
 import anyio
 
 from bench.registry import Context, Latency, Row, Sizes, benchmark
-from hyperhive.core.dashboard.pictures.timeline import Window, lanes, timeline
-from hyperhive.core.dashboard.turns import MARKS, ended_mark, window_rows
+from hyperhive.core.api.dashboard.pictures.timeline import Window, lanes, timeline
+from hyperhive.core.api.dashboard.turns import MARKS, ended_mark, window_rows
 from hyperhive.store.sqlite import SqliteStore
 
 __all__ = ["timeline_window"]

@@ -2,7 +2,7 @@
 
 ``agents/<name>/config/`` holds the agent's proposed ``agent.toml`` on the
 disk of its host (``agent/hostdisk.py``); ``meta/`` is the store's exported
-mirror on the coordinator's (``core/mirror.py``). All git runs through
+mirror on the coordinator's (``core/state/mirror.py``). All git runs through
 ``_git`` with a fixed identity and no hooks or user config, so a repo an agent
 can write to cannot make its host run anything.
 """

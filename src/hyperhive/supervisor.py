@@ -35,7 +35,7 @@ from anyio.abc import Process
 from hyperhive.agentreach import refuse_unrunnable
 from hyperhive.client import call_once
 from hyperhive.config import HiveConfig, HivePaths
-from hyperhive.core.dashboard.frontdoor import (
+from hyperhive.core.api.dashboard.frontdoor import (
     announce_lines,
     await_record,
     read_token,

@@ -24,8 +24,8 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from hyperhive.client import connect
 from hyperhive.config import HivePaths
+from hyperhive.core.api.dashboard.server import serve_dashboard
 from hyperhive.core.coordinator import Coordinator
-from hyperhive.core.dashboard.server import serve_dashboard
 from tests.support.hive import agent_call, coordinator, hive_with_idle_host, op_call, running_hive
 
 os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from hyperhive.config import AgentConfig
-from hyperhive.core.dashboard.activity import PAGE
+from hyperhive.core.api.dashboard.activity import PAGE
 from hyperhive.permissions import ToolGroup
 from tests.browser.conftest import LiveHive, live_hive
 from tests.support.hive import seed_home

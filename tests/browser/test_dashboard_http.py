@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from hyperhive.config import AgentConfig
-from hyperhive.core.dashboard.errors import status_for
+from hyperhive.core.api.dashboard.errors import status_for
 from hyperhive.errors import (
     ConfigError,
     Conflict,

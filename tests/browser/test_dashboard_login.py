@@ -14,8 +14,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from hyperhive.config import AgentConfig
-from hyperhive.core.dashboard.frontdoor import login_url
-from hyperhive.core.dashboard.logincode import LOGIN_CODE_TTL
+from hyperhive.core.api.dashboard.frontdoor import login_url
+from hyperhive.core.api.dashboard.logincode import LOGIN_CODE_TTL
 from tests.browser.conftest import live_hive
 from tests.support.hive import seed_home
 

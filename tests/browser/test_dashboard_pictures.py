@@ -14,8 +14,8 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from hyperhive.config import AgentConfig
-from hyperhive.core.agent_api import COMPACT_THRESHOLD
-from hyperhive.core.dashboard.pictures.gauges import (
+from hyperhive.core.api.agent_api import COMPACT_THRESHOLD
+from hyperhive.core.api.dashboard.pictures.gauges import (
     BAR_WIDTH,
     GAUGE_LEFT,
     GAUGE_WIDTH,
@@ -23,8 +23,8 @@ from hyperhive.core.dashboard.pictures.gauges import (
     OK,
     WARN,
 )
-from hyperhive.core.dashboard.pictures.svg import money
-from hyperhive.core.dashboard.pictures.timeline import COLORS, MIN_MARK, PLOT_LEFT, PLOT_WIDTH
+from hyperhive.core.api.dashboard.pictures.svg import money
+from hyperhive.core.api.dashboard.pictures.timeline import COLORS, MIN_MARK, PLOT_LEFT, PLOT_WIDTH
 from tests.browser.conftest import LiveHive, live_hive, screenshot
 from tests.support.hive import agent_env, seed_home
 from tests.support.model_server import ModelServer, Stall, Usage, text

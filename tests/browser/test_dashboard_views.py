@@ -9,7 +9,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hyperhive.config import AgentConfig, McpServer
-from hyperhive.core.dashboard.views import compact_rule, perms_preview, thread_messages, tree_rows
+from hyperhive.core.api.dashboard.views import (
+    compact_rule,
+    perms_preview,
+    thread_messages,
+    tree_rows,
+)
 from hyperhive.errors import InvalidRequest
 from hyperhive.permissions import ToolGroup, builtin_tools_arg
 

@@ -20,7 +20,7 @@ import pytest
 
 from hyperhive.agent.sandbox import CLAUDE_OOM_SCORE_ADJ
 from hyperhive.config import AgentConfig
-from hyperhive.core.dashboard.server import serve_dashboard
+from hyperhive.core.api.dashboard.server import serve_dashboard
 from tests.support.hive import agent_env, op_call, operator, running_hive, seed_home
 from tests.support.model_server import Answer, ModelServer, Stall, Usage, text
 from tests.support.procs import hivectl

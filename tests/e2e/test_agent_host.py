@@ -346,7 +346,7 @@ async def test_a_restarted_agent_shows_its_new_incarnations_turn_state(
     # The old runtime's last report ("stopped", once its graceful stop ended) reached the
     # coordinator after the restart had activated the new one, which reports nothing
     # until its state changes: an idle agent showed "stopped" until its next turn.
-    caplog.set_level(logging.DEBUG, logger="hyperhive.core.link_table")
+    caplog.set_level(logging.DEBUG, logger="hyperhive.core.infra.link_table")
     _seed(tmp_path, model_server, alice=AgentConfig())
     async with running_hive(tmp_path, claude_bin) as (c, host), operator(c.paths) as op:
         old = await until(lambda: host.agents.get("alice"))

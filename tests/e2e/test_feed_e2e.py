@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from hyperhive.config import AgentConfig
-from hyperhive.core.activity import KINDS
+from hyperhive.core.state.activity import KINDS
 from hyperhive.permissions import ToolGroup
 from hyperhive.store.rows import ActivityRow
 from tests.support.hive import (

@@ -18,7 +18,7 @@ import anyio
 import pytest
 
 from hyperhive.config import AgentConfig, HivePaths
-from hyperhive.core.hostlink import META_FORGET_WITHIN
+from hyperhive.core.fleet.hostlink import META_FORGET_WITHIN
 from hyperhive.protocol import OpAgentsReq
 from tests.support.hive import (
     SERVE_START_WITHIN_S,

@@ -17,7 +17,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from hyperhive.config import AgentConfig
-from hyperhive.core.dashboard.server import serve_dashboard
+from hyperhive.core.api.dashboard.server import serve_dashboard
 from hyperhive.permissions import ToolGroup
 from tests.support.hive import (
     agent,

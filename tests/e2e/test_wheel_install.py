@@ -36,10 +36,10 @@ PACKAGE_DATA = (
     "hyperhive/py.typed",
     "hyperhive/agent/prompts/system.md",
     "hyperhive/agent/skills/hive-basics/SKILL.md",
-    "hyperhive/core/dashboard/static/dashboard.css",
-    "hyperhive/core/dashboard/static/dashboard.js",
-    "hyperhive/core/dashboard/templates/base.html",
-    "hyperhive/core/dashboard/templates/agent.html",
+    "hyperhive/core/api/dashboard/static/dashboard.css",
+    "hyperhive/core/api/dashboard/static/dashboard.js",
+    "hyperhive/core/api/dashboard/templates/base.html",
+    "hyperhive/core/api/dashboard/templates/agent.html",
 )
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from hyperhive.client import RpcClient
 from hyperhive.config import AgentConfig
-from hyperhive.core.dashboard.server import serve_dashboard
+from hyperhive.core.api.dashboard.server import serve_dashboard
 from hyperhive.errors import InvalidRequest
 from hyperhive.netlink.dialer import LinkTarget
 from hyperhive.permissions import ToolGroup

@@ -16,11 +16,11 @@ import pytest
 
 from hyperhive.budgets import HiveBudget
 from hyperhive.config import AgentConfig, HivePaths
-from hyperhive.core.broker import Broker
-from hyperhive.core.budgets import Budgets
-from hyperhive.core.mirror import MetaMirror
-from hyperhive.core.notify import EventBus, Notifier
-from hyperhive.core.registry import AgentRegistry
+from hyperhive.core.infra.notify import EventBus, Notifier
+from hyperhive.core.mail.broker import Broker
+from hyperhive.core.mail.budgets import Budgets
+from hyperhive.core.state.mirror import MetaMirror
+from hyperhive.core.state.registry import AgentRegistry
 from hyperhive.errors import InvalidRequest
 from hyperhive.names import OPERATOR
 from hyperhive.protocol import RunSpend, TurnEndReq

@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from hyperhive.config import AgentConfig
-from hyperhive.core.dashboard.server import serve_dashboard
+from hyperhive.core.api.dashboard.server import serve_dashboard
 from tests.support.hive import coordinator, seed_home
 from tests.support.surfaces import until
 

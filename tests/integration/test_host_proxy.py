@@ -11,7 +11,7 @@ import pytest
 
 from hyperhive.agent.host import AgentHost
 from hyperhive.config import AgentConfig, HivePaths, load_hive_config
-from hyperhive.core.dashboard.hostproxy import HostProxy
+from hyperhive.core.api.dashboard.hostproxy import HostProxy
 from hyperhive.netlink.dialer import LinkTarget
 from hyperhive.protocol import OpSpawnReq
 from tests.support.hive import operator, running_hive, seed_home

@@ -15,8 +15,8 @@ import anyio
 import pytest
 
 from hyperhive.config import AgentConfig, HivePaths
-from hyperhive.core.dashboard.hostproxy import HostProxy
-from hyperhive.core.hostcalls import STREAM_QUEUE, StreamEnded
+from hyperhive.core.api.dashboard.hostproxy import HostProxy
+from hyperhive.core.infra.hostcalls import STREAM_QUEUE, StreamEnded
 from hyperhive.errors import NotFound, PermissionDenied, StorageError, Unavailable
 from hyperhive.netlink.dialer import LinkTarget
 from hyperhive.permissions import ToolGroup

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hyperhive.config import AgentConfig
-from hyperhive.core.mirror import runs_of_one_change
+from hyperhive.core.state.mirror import runs_of_one_change
 from hyperhive.store.rows import DeployEntry
 from tests.support.hive import coordinator, op_call, operator, seed_home
 

@@ -272,7 +272,7 @@ async def test_a_host_cannot_mint_its_agents_tokens_and_repos_without_limit(
     """Each forge_token mints a token and each forge_create_repo makes a repository, with
     the hive's admin token: a host hammering them for an agent it holds is refused past
     a few a minute, per agent and kind, before anything is minted or made."""
-    from hyperhive.core.identities import ASKS_BURST
+    from hyperhive.core.state.identities import ASKS_BURST
 
     with _forge_hive(tmp_path) as forgejo:
         async with coordinator(tmp_path) as c, operator(c.paths) as op:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hyperhive.core.dashboard.turns import window_rows
+from hyperhive.core.api.dashboard.turns import window_rows
 from hyperhive.store import Store
 from hyperhive.store.rows import ActivityRow
 from hyperhive.store.sqlite import SqliteStore

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hyperhive.core.dashboard.feed import KINDS, Cursor, feed_page
+from hyperhive.core.state.feed import KINDS, Cursor, feed_page
 from hyperhive.store import Store
 
 pytestmark = pytest.mark.anyio

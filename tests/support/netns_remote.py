@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from hyperhive.config import AgentConfig, HivePaths
-from hyperhive.core.dashboard.security import TOKEN_FILE
+from hyperhive.core.api.dashboard.security import TOKEN_FILE
 from tests.support.hive import agent_env, seed_home, start_serve
 from tests.support.hostlink import credential_from, link_tls, start_remote_host, write_credential
 from tests.support.model_server import ModelServer

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hyperhive.agent.agentlog import AgentLog
-from hyperhive.core.logs import tail_lines
+from hyperhive.core.fleet.logs import tail_lines
 
 
 def test_rotation_keeps_a_bounded_history(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ PRELOADED = (
 
 def test_importing_the_dashboards_server_loads_what_uvicorn_would_load_on_the_loop() -> None:
     check = (
-        "import sys, hyperhive.core.dashboard.server\n"
+        "import sys, hyperhive.core.api.dashboard.server\n"
         f"missing = [m for m in {PRELOADED!r} if m not in sys.modules]\n"
         "print(missing)\n"
     )

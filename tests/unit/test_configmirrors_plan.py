@@ -6,8 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hyperhive import topology
-from hyperhive.core.agentdisks import LOCAL
-from hyperhive.core.configmirrors import plan
+from hyperhive.core.fleet.agentdisks import LOCAL
+from hyperhive.core.fleet.configmirrors import plan
 
 NAMES = ["a", "b", "c", "d", "e", "f"]
 

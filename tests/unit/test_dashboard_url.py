@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from hyperhive.core.dashboard.server import dashboard_url
+from hyperhive.core.api.dashboard.server import dashboard_url
 
 
 def test_a_wildcard_bind_is_named_by_the_machine_not_the_wildcard() -> None:

@@ -110,9 +110,9 @@ def test_every_request_on_every_socket_names_a_response_type(union: object) -> N
 
 
 def test_the_real_tables_are_sealed_on_import() -> None:
-    agent_api = importlib.import_module("hyperhive.core.agent_api")
-    operator_api = importlib.import_module("hyperhive.core.operator_api")
-    hostlink = importlib.import_module("hyperhive.core.hostlink")
+    agent_api = importlib.import_module("hyperhive.core.api.agent_api")
+    operator_api = importlib.import_module("hyperhive.core.api.operator_api")
+    hostlink = importlib.import_module("hyperhive.core.fleet.hostlink")
     hostasks = importlib.import_module("hyperhive.agent.hostasks")
     tables = (
         agent_api.AGENT_TABLE,

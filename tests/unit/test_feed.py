@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hyperhive.core.dashboard.feed import Cursor, FeedItem, merge, parse_cursor
+from hyperhive.core.state.feed import Cursor, FeedItem, merge, parse_cursor
 from hyperhive.errors import InvalidRequest
 
 

@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hyperhive.core.dashboard.frontdoor import (
+from hyperhive.core.api.dashboard.frontdoor import (
     DashboardRecord,
     announce_lines,
     login_url,
@@ -17,7 +17,7 @@ from hyperhive.core.dashboard.frontdoor import (
     token_required,
     write_record,
 )
-from hyperhive.core.dashboard.logincode import (
+from hyperhive.core.api.dashboard.logincode import (
     LOGIN_CODE_TTL,
     CodeRefusal,
     LoginCodes,

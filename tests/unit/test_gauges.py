@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from hyperhive.budgets import HIVE_SCOPE, WARN_AT
-from hyperhive.core.dashboard.pictures.gauges import (
+from hyperhive.core.api.dashboard.pictures.gauges import (
     BAR_LEFT,
     BAR_WIDTH,
     GAUGE_LEFT,
@@ -23,7 +23,7 @@ from hyperhive.core.dashboard.pictures.gauges import (
     context_gauge,
     fill,
 )
-from hyperhive.core.dashboard.views import budget_row, budget_rows
+from hyperhive.core.api.dashboard.views import budget_row, budget_rows
 from hyperhive.protocol import BudgetScope, BudgetView, SpendFigures
 
 SVG = "{http://www.w3.org/2000/svg}"

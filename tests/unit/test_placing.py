@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hyperhive.core.placing import TURN_MEMORY, HostLoad, capacity_of, choose_host, has_room
+from hyperhive.core.state.placing import TURN_MEMORY, HostLoad, capacity_of, choose_host, has_room
 
 hosts_st = st.lists(
     st.builds(

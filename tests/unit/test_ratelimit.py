@@ -46,7 +46,7 @@ def test_never_more_than_the_burst_plus_the_rate_over_any_run(gaps: list[float])
 
 @pytest.mark.anyio
 async def test_matrix_sign_ins_are_limited_per_agent_before_anything_is_asked() -> None:
-    from hyperhive.core.identities import ASKS_BURST, AgentIdentities
+    from hyperhive.core.state.identities import ASKS_BURST, AgentIdentities
     from hyperhive.errors import LimitExceeded
     from hyperhive.matrix.errors import MatrixNotConfigured
 

@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from hyperhive.core.sockets import MAX_IN_FLIGHT, serve_unix
+from hyperhive.core.infra.sockets import MAX_IN_FLIGHT, serve_unix
 from hyperhive.protocol import AgentRequest, RecvReq, WaitResult
 from hyperhive.unixsock import connect_unix
 

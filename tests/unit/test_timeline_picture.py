@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hyperhive.core.dashboard.pictures.timeline import (
+from hyperhive.core.api.dashboard.pictures.timeline import (
     COLORS,
     MIN_MARK,
     PLOT_LEFT,
@@ -25,8 +25,8 @@ from hyperhive.core.dashboard.pictures.timeline import (
     ticks,
     timeline,
 )
-from hyperhive.core.dashboard.turns import ended_mark, running_marks
-from hyperhive.core.linked_host import TurnState
+from hyperhive.core.api.dashboard.turns import ended_mark, running_marks
+from hyperhive.core.infra.linked_host import TurnState
 from hyperhive.store.rows import ActivityRow
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -17,7 +17,7 @@ from opentelemetry.trace import SpanKind
 from hyperhive import telemetry
 from hyperhive.client import connect
 from hyperhive.config import load_hive_config
-from hyperhive.core.sockets import serve_unix
+from hyperhive.core.infra.sockets import serve_unix
 from hyperhive.errors import ConfigError, MalformedFrame
 from hyperhive.protocol import AgentRequest, SendReq, Sent
 from hyperhive.telemetry import TelemetryConfig

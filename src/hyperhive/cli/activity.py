@@ -16,8 +16,8 @@ import click
 from hyperhive.cli.base import _Ctx, main, pass_ctx
 from hyperhive.cli.follow import follow
 from hyperhive.cli.output import emit, emit_line, json_mode, json_output
-from hyperhive.core.activity import quote
-from hyperhive.core.dashboard.feed import KINDS, Cursor
+from hyperhive.core.state.activity import quote
+from hyperhive.core.state.feed import KINDS, Cursor
 from hyperhive.protocol import FOLLOW_WAIT_MAX, ActivityFeed, FeedEntry, OpActivityReq
 
 __all__ = ["activity", "entry_line"]

@@ -11,7 +11,7 @@ from hyperhive.cli.base import _Ctx, main, pass_ctx
 from hyperhive.cli.output import emit, json_output
 from hyperhive.cli.shapes import DashboardLink
 from hyperhive.config import load_hive_config
-from hyperhive.core.dashboard.frontdoor import (
+from hyperhive.core.api.dashboard.frontdoor import (
     announce_lines,
     login_url,
     read_record,

@@ -15,32 +15,32 @@ import anyio
 from anyio.abc import TaskStatus
 
 from hyperhive.config import HiveConfig, HivePaths
-from hyperhive.core.agent_api import AgentApi
-from hyperhive.core.agent_sockets import AgentSockets
-from hyperhive.core.agent_state import AgentState
-from hyperhive.core.agentdisks import AgentDisks
-from hyperhive.core.approvals import Approvals
-from hyperhive.core.background import Background
-from hyperhive.core.broker import Broker
-from hyperhive.core.budgets import Budgets
-from hyperhive.core.configmirrors import ConfigMirrors
-from hyperhive.core.hive_identity import hive_identity
-from hyperhive.core.host_admin import HostAdmin
-from hyperhive.core.hostlink import HostLink
-from hyperhive.core.identities import AgentIdentities
-from hyperhive.core.lifecycle import Lifecycle
-from hyperhive.core.logs import LogTails
-from hyperhive.core.loose_ends import LooseEnds
-from hyperhive.core.mirror import MetaMirror
-from hyperhive.core.moves import Mover
-from hyperhive.core.notices import Notices
-from hyperhive.core.notify import EventBus, Notifier
-from hyperhive.core.operator_api import OperatorApi
-from hyperhive.core.placement import Placement
-from hyperhive.core.registry import AgentRegistry
-from hyperhive.core.scheduler import Scheduler
-from hyperhive.core.sockets import serve_unix
-from hyperhive.core.watch import OperatorWatch
+from hyperhive.core.api.agent_api import AgentApi
+from hyperhive.core.api.operator_api import OperatorApi
+from hyperhive.core.api.watch import OperatorWatch
+from hyperhive.core.fleet.agentdisks import AgentDisks
+from hyperhive.core.fleet.configmirrors import ConfigMirrors
+from hyperhive.core.fleet.host_admin import HostAdmin
+from hyperhive.core.fleet.hostlink import HostLink
+from hyperhive.core.fleet.logs import LogTails
+from hyperhive.core.fleet.moves import Mover
+from hyperhive.core.fleet.placement import Placement
+from hyperhive.core.infra.agent_sockets import AgentSockets
+from hyperhive.core.infra.background import Background
+from hyperhive.core.infra.hive_identity import hive_identity
+from hyperhive.core.infra.notify import EventBus, Notifier
+from hyperhive.core.infra.sockets import serve_unix
+from hyperhive.core.mail.broker import Broker
+from hyperhive.core.mail.budgets import Budgets
+from hyperhive.core.mail.notices import Notices
+from hyperhive.core.mail.scheduler import Scheduler
+from hyperhive.core.ops.approvals import Approvals
+from hyperhive.core.ops.lifecycle import Lifecycle
+from hyperhive.core.state.agent_state import AgentState
+from hyperhive.core.state.identities import AgentIdentities
+from hyperhive.core.state.loose_ends import LooseEnds
+from hyperhive.core.state.mirror import MetaMirror
+from hyperhive.core.state.registry import AgentRegistry
 from hyperhive.errors import ConfigError, StorageError
 from hyperhive.eventloop import loop_name
 from hyperhive.fdlimit import check_fd_limit
@@ -50,7 +50,7 @@ from hyperhive.store.sqlite import SqliteStore
 from hyperhive.topology import TopologyStore
 
 if TYPE_CHECKING:
-    from hyperhive.core.dashboard.state import DashboardParts
+    from hyperhive.core.api.dashboard.state import DashboardParts
 
 __all__ = ["Coordinator"]
 
@@ -278,10 +278,10 @@ class Coordinator:
                     # sockets opened above answer meanwhile.
                     await anyio.to_thread.run_sync(
                         importlib.import_module,
-                        "hyperhive.core.dashboard.server",
+                        "hyperhive.core.api.dashboard.server",
                         abandon_on_cancel=True,
                     )
-                    from hyperhive.core.dashboard.server import serve_dashboard
+                    from hyperhive.core.api.dashboard.server import serve_dashboard
 
                     try:
                         await tg.start(serve_dashboard, self.dashboard_parts())
@@ -328,7 +328,7 @@ class Coordinator:
 
     def dashboard_parts(self) -> DashboardParts:
         """What the dashboard uses (imported late: FastAPI loads only when it serves)."""
-        from hyperhive.core.dashboard.state import DashboardParts
+        from hyperhive.core.api.dashboard.state import DashboardParts
 
         return DashboardParts(
             paths=self.paths,

@@ -45,7 +45,7 @@ def preload(dashboard: bool) -> None:
     """Import what serving needs (idempotent): a standby does it before it waits."""
     importlib.import_module("hyperhive.core.coordinator")
     if dashboard:
-        importlib.import_module("hyperhive.core.dashboard.server")
+        importlib.import_module("hyperhive.core.api.dashboard.server")
 
 
 def holder_name(paths: HivePaths) -> str:

@@ -30,7 +30,7 @@ from hyperhive.claudebin import (
     missing_claude_message,
 )
 from hyperhive.config import HiveConfig, HivePaths
-from hyperhive.core.dashboard.frontdoor import read_record
+from hyperhive.core.api.dashboard.frontdoor import read_record
 from hyperhive.credentials import CREDENTIAL_KEYS, LOGIN_REMEDY, read_credentials
 from hyperhive.doctor.model import Check, fail, ok, skip
 from hyperhive.fdlimit import fd_advice

@@ -2,7 +2,7 @@
 
 Holds the admin credential, and so runs on the coordinator only (issue #14:
 an agent's host asks it for that agent's token and repositories, see
-:mod:`hyperhive.core.identities`). An agent never sees it: it gets a forge user of
+:mod:`hyperhive.core.state.identities`). An agent never sees it: it gets a forge user of
 its own and a personal token (see :mod:`hyperhive.forge.identity`), and asks
 for repositories through ``create_repo``, which this module carries out with
 the admin token — so the org's rules (a collaborator with write, a protected

@@ -30,7 +30,7 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
 from hyperhive.atomic import atomic_write_text
-from hyperhive.core.hostlink import HostLink
+from hyperhive.core.fleet.hostlink import HostLink
 from hyperhive.errors import ConfigError
 from hyperhive.netlink.config import HostLinkConfig, split_address
 from hyperhive.netlink.credentials import verify_secret

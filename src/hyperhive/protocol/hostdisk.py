@@ -15,7 +15,7 @@ one-answer asks (:class:`~hyperhive.protocol.hostreads.Ask`) of
 - ``agent_trash``: move a destroyed agent's directories to the host's trash and
   remove its system user;
 - ``mirrors_keep`` / ``mirror_write``: the *mirrors* a host keeps of config repos
-  held on other hosts, for the ancestors it runs (``core/configmirrors.py``):
+  held on other hosts, for the ancestors it runs (``core/fleet/configmirrors.py``):
   which it keeps (any other goes) and who may write each, then a mirror's
   ``agent.toml`` brought to its real repo's head. ``repo_show`` with ``mirror``
   reads a commit an ancestor made in one.

@@ -8,7 +8,7 @@ shared disk). Two shapes, both pushed to the host like ``activate``:
   and those of :mod:`.hostdisk`) carries an ``ask`` number and names the model
   of its answer (``class LogTailAsk(Ask[HostTail])``); the host answers it once
   with the ``answer`` request, whose ``result`` the coordinator validates into
-  that model (``core/hostcalls.py``);
+  that model (``core/infra/hostcalls.py``);
 - a *stream* (``events_follow``) carries a ``stream`` number; the host sends
   ``stream_items`` one batch at a time, each acknowledged before the next
   (the coordinator holds the acknowledgement while its reader is behind:

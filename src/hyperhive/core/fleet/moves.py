@@ -1,0 +1,431 @@
+"""``hivectl agents move NAME --to H``: an agent, its files and its claude session,
+from one agent host to another over the host link.
+
+The steps, each recorded in the store before it is taken (``placements.move_phase``)
+so a coordinator that restarts mid-move resolves it:
+
+1. ``draining``: the agent is stopped on its source (its inbox fenced, its turn
+   finishes); the source packs ``state/``, ``home/``, ``work/`` and ``config/``
+   and uploads the archive here in checksummed chunks (spooled under ``run/moves``).
+2. ``copying``: the target fetches the archive, checks it, unpacks it beside its
+   agents and renames it into place.
+3. commit (``commit_move``, phase ``cleanup``): the agent is assigned to the target
+   and activated there with incarnation + 1, so the link refuses the source for it;
+   then the source drops its copy and the move ends.
+
+Before the commit nothing is lost: any failure (a host gone, a bad checksum, the
+coordinator restarting) undoes the move and the agent stays on its source. After
+it the agent runs on the target; a source that is away drops its copy when it
+comes back. Never neither host, never both.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import stamina
+
+from hyperhive.config import HivePaths
+from hyperhive.core.fleet.hostlink import HostLink
+from hyperhive.core.fleet.placement import MOVING_PHASES, Placement
+from hyperhive.core.state.agent_state import AgentState
+from hyperhive.core.state.registry import AgentRegistry
+from hyperhive.errors import Conflict, InvalidRequest, PermissionDenied, Unavailable
+from hyperhive.protocol import (
+    MOVE_CHUNK,
+    MOVE_TIMEOUT,
+    LinkMoveDroppedReq,
+    LinkMoveGetReq,
+    LinkMovePackedReq,
+    LinkMovePutReq,
+    LinkMoveUnpackedReq,
+    MoveChunk,
+    Moved,
+    MoveDropCmd,
+    MoveInCmd,
+    MoveOutCmd,
+    MovePhase,
+    MoveProgress,
+    Req,
+)
+from hyperhive.store.base import PlacementRepo
+
+__all__ = ["MOVE_TIMEOUT", "Mover"]
+
+log = logging.getLogger(__name__)
+
+DROP_TIMEOUT = 60.0
+
+
+@dataclass
+class _Move:
+    agent: str
+    move_id: str
+    source: str
+    target: str
+    spool: Path
+    written: int = 0
+    size: int = 0
+    sha256: str = ""
+    shared: bool = False
+    error: str | None = None
+    # What ``hivectl agents move`` shows while it waits (``MoveProgress``).
+    phase: MovePhase = "draining"
+    fetched: int = 0
+    packed: anyio.Event = field(default_factory=anyio.Event)
+    unpacked: anyio.Event = field(default_factory=anyio.Event)
+    dropped: anyio.Event = field(default_factory=anyio.Event)
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _file_sha(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+async def _until(event: anyio.Event, gone: anyio.Event | None) -> bool:
+    """Wait for ``event`` or ``gone`` (a host's link ending); ``True``: ``event``."""
+    if gone is None or gone.is_set():
+        return event.is_set()
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            await gone.wait()
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch)
+        await event.wait()
+        tg.cancel_scope.cancel()
+    return event.is_set()
+
+
+class Mover:
+    def __init__(
+        self,
+        paths: HivePaths,
+        registry: AgentRegistry,
+        hostlink: HostLink,
+        placement: Placement,
+        assignments: PlacementRepo,
+        agent_state: AgentState,
+        placed: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.paths = paths
+        # Told when a move ends (or is undone): the config mirrors follow the agent.
+        self.placed = placed
+        self.registry = registry
+        self.hostlink = hostlink
+        self.placement = placement
+        self.assignments = assignments
+        self.agent_state = agent_state
+        self.active: dict[str, _Move] = {}
+        self._resolved = False
+        # Every change of any move bumps the version and fires the event (then replaced):
+        # what a progress follower waits on.
+        self._version = 0
+        self._changed = anyio.Event()
+        hostlink.serve_moves(self)
+
+    # ---- progress --------------------------------------------------------------------
+
+    def _touch(self, m: _Move | None = None, phase: MovePhase | None = None) -> None:
+        if m is not None and phase is not None:
+            m.phase = phase
+        self._version += 1
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    def _snapshot(self, agent: str) -> MoveProgress:
+        m = self.active.get(agent)
+        if m is None:
+            return MoveProgress(agent=agent, moving=False, version=self._version)
+        return MoveProgress(
+            agent=agent,
+            moving=True,
+            version=self._version,
+            source=m.source,
+            target=m.target,
+            phase=m.phase,
+            size=m.size if m.packed.is_set() else None,
+            uploaded=m.written,
+            fetched=m.fetched,
+        )
+
+    async def progress(self, agent: str, after: int, wait: float) -> MoveProgress:
+        """``agent``'s move as it stands once anything changed since version ``after``
+        (at once if something did), or when ``wait`` seconds have passed."""
+        deadline = time.monotonic() + wait
+        while self._version == after:
+            changed = self._changed
+            with anyio.move_on_after(max(0.0, deadline - time.monotonic())) as scope:
+                await changed.wait()
+            if scope.cancelled_caught:
+                break
+        return self._snapshot(agent)
+
+    @property
+    def spool_dir(self) -> Path:
+        # Not ``run/moves``: that is a host's own spool, and `hivectl up`'s local host
+        # shares this run dir. Both spooling ``<id>.tar`` there made the coordinator
+        # append each uploaded chunk to the archive the source was still reading: the
+        # upload never ended.
+        return self.paths.run / "coordinator-moves"
+
+    # ---- the operator's move ---------------------------------------------------------
+
+    async def move(self, agent: str, target: str) -> Moved:
+        self.registry.require(agent)
+        await self.placement.check_pin(target)
+        if target not in self.hostlink.hosts:
+            raise Unavailable(
+                f"agent host {target!r} is not connected; start it (`hivectl host …`) and "
+                "move again"
+            )
+        if agent in self.active:
+            raise Conflict(f"{agent} is already moving; wait for that move to finish")
+        assigned = await self.assignments.get(agent)
+        if assigned is None:  # never placed: nothing to copy, it starts there
+            await self.assignments.assign(agent, target, pinned=False)
+            self.placed()
+            running = await self._start(agent)
+            return Moved(agent=agent, source=None, target=target, copied_bytes=0, running=running)
+        source = assigned.host
+        if source == target:
+            raise Conflict(f"{agent} is already on agent host {target!r}")
+        if source not in self.hostlink.hosts:
+            raise Unavailable(
+                f"{agent}'s files are on agent host {source!r}, which is not connected; a "
+                "move needs both hosts up (or start it there first)"
+            )
+        move_id = secrets.token_hex(8)
+        await self.assignments.begin_move(agent, move_id, target)
+        self.spool_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        m = _Move(agent, move_id, source, target, self.spool_dir / f"{move_id}.tar")
+        self.active[agent] = m
+        self._touch()
+        try:
+            with anyio.fail_after(MOVE_TIMEOUT):
+                await self._copy(m)
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                await self._undo(m, exc)
+            raise
+        finally:
+            m.spool.unlink(missing_ok=True)
+        try:
+            self._touch(m, "starting")
+            return await self._commit(m)
+        finally:
+            self.active.pop(agent, None)
+            self._touch()
+            self.placed()
+
+    async def _copy(self, m: _Move) -> None:
+        log.info("moving %s from %s to %s (move %s)", m.agent, m.source, m.target, m.move_id)
+        await self.hostlink.deactivate(m.agent, graceful=True)
+        m.spool.write_bytes(b"")
+        await self._push(m.source, MoveOutCmd(cmd="move_out", agent=m.agent, move_id=m.move_id))
+        await self._wait(m, m.packed, m.source)
+        await self.assignments.move_phase(m.agent, m.move_id, "copying")
+        self._touch(m, "copying")
+        await self._push(
+            m.target,
+            MoveInCmd(
+                cmd="move_in", agent=m.agent, move_id=m.move_id, size=m.size, sha256=m.sha256
+            ),
+        )
+        await self._wait(m, m.unpacked, m.target)
+
+    async def _commit(self, m: _Move) -> Moved:
+        await self.assignments.commit_move(m.agent, m.move_id)
+        log.info("moved %s to %s; it runs there from now", m.agent, m.target)
+        running = await self._start(m.agent)
+        if m.shared:
+            await self.assignments.end_move(m.agent, m.move_id)
+            return self._moved(m, running)
+        self._touch(m, "cleanup")
+        if await self.hostlink.push(
+            m.source, MoveDropCmd(cmd="move_drop", agent=m.agent, move_id=m.move_id)
+        ):
+            # Not dropped in time (or the source went): the phase stays ``cleanup`` and
+            # the source is told again when it next registers.
+            with anyio.move_on_after(DROP_TIMEOUT):
+                await _until(m.dropped, self.hostlink.gone(m.source))
+        return self._moved(m, running)
+
+    @staticmethod
+    def _moved(m: _Move, running: bool) -> Moved:
+        return Moved(
+            agent=m.agent,
+            source=m.source,
+            target=m.target,
+            copied_bytes=m.size,
+            running=running,
+            shared_disk=m.shared,
+        )
+
+    async def _start(self, agent: str) -> bool:
+        if await self.agent_state.desired_running(agent) and not self.hostlink.running(agent):
+            await self.placement.try_activate(agent)
+        return self.hostlink.running(agent)
+
+    async def _undo(self, m: _Move, why: BaseException) -> None:
+        reason = m.error or str(why) or type(why).__name__
+        log.error(
+            "move of %s to %s undone (%s); it stays on %s", m.agent, m.target, reason, m.source
+        )
+        self.active.pop(m.agent, None)
+        self._touch()
+        try:
+            await self.assignments.end_move(m.agent, m.move_id)
+            await self._start(m.agent)
+        except Unavailable as exc:  # the store is away: the restart's resolve undoes it
+            log.error("could not record the undone move of %s yet: %s", m.agent, exc)
+        self.placed()
+
+    async def _push(self, host: str, cmd: Req[None]) -> None:
+        if not await self.hostlink.push(host, cmd):
+            raise Unavailable(f"agent host {host!r} went away mid-move")
+
+    async def _wait(self, m: _Move, event: anyio.Event, host: str) -> None:
+        """Until ``event``; a host that goes or reports an error fails the move."""
+        if not await _until(event, self.hostlink.gone(host)):
+            m.error = m.error or f"agent host {host!r} went away mid-move"
+        if m.error is not None:
+            raise Unavailable(f"moving {m.agent} failed: {m.error}; it stays on {m.source}")
+
+    # ---- what hosts report -----------------------------------------------------------
+
+    def _of(self, host: str, agent: str, move_id: str, role: str) -> _Move:
+        m = self.active.get(agent)
+        if m is None or m.move_id != move_id:
+            raise Conflict(f"no move {move_id} of {agent} is in progress here")
+        if (m.source if role == "source" else m.target) != host:
+            raise PermissionDenied(
+                f"agent host {host!r} is not the {role} of {agent}'s move; refused"
+            )
+        return m
+
+    async def put(self, host: str, req: LinkMovePutReq) -> None:
+        """The source's next chunk of the archive, appended to the spool."""
+        m = self._of(host, req.agent, req.move_id, "source")
+        if m.packed.is_set():
+            raise Conflict(f"move {m.move_id}'s upload is already complete")
+        if req.offset != m.written:
+            raise InvalidRequest(
+                f"move {m.move_id}: chunk at offset {req.offset}, expected {m.written}"
+            )
+        try:
+            data = base64.b64decode(req.data, validate=True)
+        except ValueError as exc:
+            raise InvalidRequest(f"move {m.move_id}: a chunk is not base64: {exc}") from exc
+        if len(data) > MOVE_CHUNK or _sha(data) != req.sha256:
+            raise InvalidRequest(f"move {m.move_id}: a chunk fails its checksum; resend it")
+
+        def append() -> None:
+            with m.spool.open("ab") as f:
+                f.write(data)
+
+        await anyio.to_thread.run_sync(append)
+        m.written += len(data)
+        self._touch(m, "uploading")
+
+    async def packed(self, host: str, req: LinkMovePackedReq) -> None:
+        """The source uploaded it all (checked against what arrived), or says why not."""
+        m = self._of(host, req.agent, req.move_id, "source")
+        if req.error is None and (req.size != m.written or req.sha256 != await self._spool_sha(m)):
+            req = req.model_copy(
+                update={"error": "the uploaded archive does not match its checksum"}
+            )
+        m.size, m.sha256, m.error = req.size, req.sha256, req.error
+        m.packed.set()
+        self._touch()
+
+    async def _spool_sha(self, m: _Move) -> str:
+        return await anyio.to_thread.run_sync(_file_sha, m.spool)
+
+    async def get(self, host: str, req: LinkMoveGetReq) -> MoveChunk:
+        """The target's next chunk of the archive."""
+        m, offset = self._of(host, req.agent, req.move_id, "target"), req.offset
+        if not m.packed.is_set() or offset > m.size:
+            raise InvalidRequest(f"move {m.move_id}: no bytes at offset {offset}")
+
+        def read() -> bytes:
+            with m.spool.open("rb") as f:
+                f.seek(offset)
+                return f.read(MOVE_CHUNK)
+
+        data = await anyio.to_thread.run_sync(read)
+        m.fetched = max(m.fetched, offset + len(data))
+        self._touch()
+        return MoveChunk(data=base64.b64encode(data).decode(), sha256=_sha(data))
+
+    async def unpacked(self, host: str, req: LinkMoveUnpackedReq) -> None:
+        """The target has the agent's directory in place, or says why not."""
+        m = self._of(host, req.agent, req.move_id, "target")
+        m.shared, m.error = req.shared, req.error
+        m.unpacked.set()
+        self._touch()
+
+    async def dropped(self, host: str, req: LinkMoveDroppedReq) -> None:
+        """The source dropped its copy (the move's last step)."""
+        row = await self.assignments.get(req.agent)
+        if row is None or row.move_id != req.move_id or row.move_from != host:
+            raise Conflict(f"no move {req.move_id} of {req.agent} is waiting for {host!r}")
+        if row.move_phase != "cleanup":
+            raise Conflict(f"move {req.move_id} of {req.agent} is not committed; keep the copy")
+        await self.assignments.end_move(req.agent, req.move_id)
+        log.info("agent host %s dropped its copy of %s (move %s)", host, req.agent, req.move_id)
+        m = self.active.get(req.agent)
+        if m is not None and m.move_id == req.move_id:
+            m.dropped.set()
+
+    # ---- after a restart, or a source's return ---------------------------------------
+
+    async def host_registered(self, host: str) -> None:
+        """Resolve moves this coordinator did not see through: a move not committed is
+        undone (the agent belongs on its source); a committed one whose source is this
+        host tells it to drop its copy."""
+        # The store may be away (a database restart, a failover): wait for it with
+        # jittered backoff, as placement does, rather than take the coordinator down.
+        # A retry after a partial pass is safe: resolved rows no longer carry a move.
+        async for attempt in stamina.retry_context(
+            on=Unavailable, attempts=None, timeout=None, wait_initial=0.5, wait_max=5.0
+        ):
+            with attempt:
+                try:
+                    await self._resolve_moves(host)
+                except Unavailable as exc:
+                    log.warning("agent host %s: cannot resolve moves yet: %s", host, exc)
+                    raise
+
+    async def _resolve_moves(self, host: str) -> None:
+        for row in await self.assignments.all():
+            if row.move_id is None or row.agent in self.active:
+                continue
+            if row.move_phase in MOVING_PHASES:
+                log.warning(
+                    "undoing %s's unfinished move to %s (the coordinator restarted mid-move)",
+                    row.agent,
+                    row.move_to,
+                )
+                await self.assignments.end_move(row.agent, row.move_id)
+            elif row.move_phase == "cleanup" and row.move_from == host:
+                log.info("telling agent host %s to drop its copy of %s", host, row.agent)
+                await self.hostlink.push(
+                    host, MoveDropCmd(cmd="move_drop", agent=row.agent, move_id=row.move_id)
+                )

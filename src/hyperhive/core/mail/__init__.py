@@ -1,0 +1,1 @@
+"""Messages and what they wake: the broker, schedules, notices to agents, budgets."""

@@ -1,0 +1,1 @@
+"""What changes an agent: its lifecycle and the approvals that gate it."""
