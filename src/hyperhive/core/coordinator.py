@@ -24,22 +24,27 @@ from hyperhive.core.fleet.host_admin import HostAdmin
 from hyperhive.core.fleet.hostlink import HostLink
 from hyperhive.core.fleet.logs import LogTails
 from hyperhive.core.fleet.moves import Mover
+from hyperhive.core.fleet.parts import Fleet
 from hyperhive.core.fleet.placement import Placement
 from hyperhive.core.infra.agent_sockets import AgentSockets
 from hyperhive.core.infra.background import Background
 from hyperhive.core.infra.hive_identity import hive_identity
 from hyperhive.core.infra.notify import EventBus, Notifier
+from hyperhive.core.infra.parts import Infra
 from hyperhive.core.infra.sockets import serve_unix
 from hyperhive.core.mail.broker import Broker
 from hyperhive.core.mail.budgets import Budgets
 from hyperhive.core.mail.notices import Notices
+from hyperhive.core.mail.parts import Mail
 from hyperhive.core.mail.scheduler import Scheduler
 from hyperhive.core.ops.approvals import Approvals
 from hyperhive.core.ops.lifecycle import Lifecycle
+from hyperhive.core.ops.parts import Ops
 from hyperhive.core.state.agent_state import AgentState
 from hyperhive.core.state.identities import AgentIdentities
 from hyperhive.core.state.loose_ends import LooseEnds
 from hyperhive.core.state.mirror import MetaMirror
+from hyperhive.core.state.parts import HiveState
 from hyperhive.core.state.registry import AgentRegistry
 from hyperhive.errors import ConfigError, StorageError
 from hyperhive.eventloop import loop_name
@@ -130,73 +135,41 @@ class Coordinator:
         )
         # The forge's and homeserver's admin credentials are used here only (issue #14).
         self.identities = AgentIdentities(config.forge, config.matrix)
+        # Each service above takes the layers below it as named groups (core/*/parts.py).
+        state = HiveState(registry, topo, mirror, agent_state)
+        mail = Mail(broker, loose_ends, scheduler, notices, budgets)
+        fleet = Fleet(hostlink, placement, disks, mover, logs, host_admin)
         self.lifecycle = lifecycle = Lifecycle(
             paths,
-            registry,
-            topo,
-            disks,
-            mirror,
-            agent_state,
-            placement,
-            hostlink,
+            config,
+            state,
+            fleet,
+            Infra(bus, background, sockets),
             notices,
-            sockets,
-            bus,
-            background,
-            config.forge,
-            config.matrix,
             mirrors.refresh_soon,
         )
         self.approvals = approvals = Approvals(
-            paths,
-            store,
-            registry,
-            topo,
-            disks,
-            mirror,
-            loose_ends,
-            notices,
-            lifecycle,
-            bus,
-            mirrors.refresh_soon,
+            paths, store, state, fleet, mail, lifecycle, bus, mirrors.refresh_soon
         )
+        ops = Ops(lifecycle, approvals)
         self._agent_api_parts = functools.partial(
             AgentApi,
-            registry=registry,
-            topology_store=topo,
-            broker=broker,
-            loose_ends=loose_ends,
-            scheduler=scheduler,
-            agent_state=agent_state,
-            approvals=approvals,
-            lifecycle=lifecycle,
-            logs=logs,
-            hostlink=hostlink,
+            state=state,
+            mail=mail,
+            fleet=fleet,
+            ops=ops,
             bus=bus,
-            budgets=budgets,
-            matrix=config.matrix,
             identities=self.identities,
         )
         self.operator_api = OperatorApi(
             paths=paths,
             schema_version=store.schema_version,
-            registry=registry,
-            topology_store=topo,
-            mirror=mirror,
-            broker=broker,
-            loose_ends=loose_ends,
-            scheduler=scheduler,
-            agent_state=agent_state,
-            approvals=approvals,
-            lifecycle=lifecycle,
-            placement=placement,
-            mover=mover,
-            logs=logs,
-            hostlink=hostlink,
+            state=state,
+            mail=mail,
+            fleet=fleet,
+            ops=ops,
             bus=bus,
             forge=config.forge,
-            host_admin=host_admin,
-            budgets=budgets,
             watch=OperatorWatch(store, notifier, bus),
         )
 

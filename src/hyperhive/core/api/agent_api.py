@@ -15,18 +15,13 @@ from typing import Any
 
 from hyperhive import __version__, topology
 from hyperhive.config import AgentConfig
-from hyperhive.core.fleet.hostlink import HostLink
-from hyperhive.core.fleet.logs import LogTails
+from hyperhive.core.fleet.parts import Fleet
 from hyperhive.core.infra.notify import EventBus
-from hyperhive.core.mail.broker import Broker
-from hyperhive.core.mail.budgets import Budgets
-from hyperhive.core.mail.scheduler import Scheduler
-from hyperhive.core.ops.approvals import Approvals
-from hyperhive.core.ops.lifecycle import Lifecycle
-from hyperhive.core.state.agent_state import AgentState
+from hyperhive.core.mail.parts import Mail
+from hyperhive.core.ops.parts import Ops
 from hyperhive.core.state.identities import AgentIdentities
-from hyperhive.core.state.loose_ends import LooseEnds, owner_of
-from hyperhive.core.state.registry import AgentRegistry
+from hyperhive.core.state.loose_ends import owner_of
+from hyperhive.core.state.parts import HiveState
 from hyperhive.dispatch import Dispatcher
 from hyperhive.errors import (
     Conflict,
@@ -37,7 +32,6 @@ from hyperhive.errors import (
     PermissionDenied,
     ToolGroupDenied,
 )
-from hyperhive.matrix.config import MatrixConfig
 from hyperhive.names import OPERATOR, PARENT_SENTINEL, RESERVED_NAMES, validate_task_name
 from hyperhive.permissions import HYPERHIVE_SERVER, Capability, ToolGroup, declaration
 from hyperhive.protocol import (
@@ -101,7 +95,6 @@ from hyperhive.protocol import (
     WakeReq,
 )
 from hyperhive.protocol.agent import REMIND_MAX_BYTES
-from hyperhive.topology import TopologyStore
 
 __all__ = ["AGENT_TABLE", "COMPACT_THRESHOLD", "STATUS_MAX", "AgentApi", "gate"]
 
@@ -133,38 +126,30 @@ class AgentApi:
         self,
         name: str,
         *,
-        registry: AgentRegistry,
-        topology_store: TopologyStore,
-        broker: Broker,
-        loose_ends: LooseEnds,
-        scheduler: Scheduler,
-        agent_state: AgentState,
-        approvals: Approvals,
-        lifecycle: Lifecycle,
-        logs: LogTails,
-        hostlink: HostLink,
-        bus: EventBus,
         hive_name: str,
-        budgets: Budgets,
-        matrix: MatrixConfig | None = None,
-        identities: AgentIdentities | None = None,
+        state: HiveState,
+        mail: Mail,
+        fleet: Fleet,
+        ops: Ops,
+        bus: EventBus,
+        identities: AgentIdentities,
     ) -> None:
         self.name = name
         self.hive_name = hive_name
-        self.registry = registry
-        self.topology_store = topology_store
-        self.broker = broker
-        self.loose_ends = loose_ends
-        self.scheduler = scheduler
-        self.agent_state = agent_state
-        self.approvals = approvals
-        self.lifecycle = lifecycle
-        self.logs = logs
-        self.hostlink = hostlink
+        self.registry = state.registry
+        self.topology_store = state.topology
+        self.broker = mail.broker
+        self.loose_ends = mail.loose_ends
+        self.scheduler = mail.scheduler
+        self.agent_state = state.agent_state
+        self.approvals = ops.approvals
+        self.lifecycle = ops.lifecycle
+        self.logs = fleet.logs
+        self.hostlink = fleet.hostlink
         self.bus = bus
-        self.budgets = budgets
-        self.matrix = matrix
-        self.identities = identities or AgentIdentities(None, matrix)
+        self.budgets = mail.budgets
+        self.matrix = identities.matrix
+        self.identities = identities
 
     def __call__(self, req: Any) -> Awaitable[Any]:
         """The handler's coroutine for ``req``, once the gate lets it through."""

@@ -14,21 +14,11 @@ from hyperhive import topology
 from hyperhive.budgets import describe
 from hyperhive.config import HivePaths
 from hyperhive.core.api.watch import OperatorWatch
-from hyperhive.core.fleet.host_admin import HostAdmin
-from hyperhive.core.fleet.hostlink import HostLink
-from hyperhive.core.fleet.logs import LogTails
-from hyperhive.core.fleet.moves import Mover
-from hyperhive.core.fleet.placement import Placement
+from hyperhive.core.fleet.parts import Fleet
 from hyperhive.core.infra.notify import EventBus
-from hyperhive.core.mail.broker import Broker
-from hyperhive.core.mail.budgets import Budgets
-from hyperhive.core.mail.scheduler import Scheduler
-from hyperhive.core.ops.approvals import Approvals
-from hyperhive.core.ops.lifecycle import Lifecycle
-from hyperhive.core.state.agent_state import AgentState
-from hyperhive.core.state.loose_ends import LooseEnds
-from hyperhive.core.state.mirror import MetaMirror
-from hyperhive.core.state.registry import AgentRegistry
+from hyperhive.core.mail.parts import Mail
+from hyperhive.core.ops.parts import Ops
+from hyperhive.core.state.parts import HiveState
 from hyperhive.dispatch import Dispatcher
 from hyperhive.effective import turn_tool_args
 from hyperhive.errors import Conflict, InvalidRequest, NotFound, OverBudget
@@ -108,7 +98,6 @@ from hyperhive.protocol import (
 )
 from hyperhive.protocol.hostreads import AgentSnapshot
 from hyperhive.store.rows import AgentState as AgentStateRow
-from hyperhive.topology import TopologyStore
 
 __all__ = ["OPERATOR_TABLE", "OperatorApi"]
 
@@ -122,44 +111,33 @@ class OperatorApi:
         *,
         paths: HivePaths,
         schema_version: int,
-        registry: AgentRegistry,
-        topology_store: TopologyStore,
-        mirror: MetaMirror,
-        broker: Broker,
-        loose_ends: LooseEnds,
-        scheduler: Scheduler,
-        agent_state: AgentState,
-        approvals: Approvals,
-        lifecycle: Lifecycle,
-        placement: Placement,
-        mover: Mover,
-        logs: LogTails,
-        hostlink: HostLink,
+        state: HiveState,
+        mail: Mail,
+        fleet: Fleet,
+        ops: Ops,
         bus: EventBus,
         forge: ForgeConfig | None,
-        host_admin: HostAdmin,
-        budgets: Budgets,
         watch: OperatorWatch,
     ) -> None:
         self.paths = paths
         self.schema_version = schema_version
-        self.registry = registry
-        self.topology_store = topology_store
-        self.mirror = mirror
-        self.broker = broker
-        self.loose_ends = loose_ends
-        self.scheduler = scheduler
-        self.agent_state = agent_state
-        self.mover = mover
-        self.approvals = approvals
-        self.lifecycle = lifecycle
-        self.placement = placement
-        self.logs = logs
-        self.hostlink = hostlink
+        self.registry = state.registry
+        self.topology_store = state.topology
+        self.mirror = state.mirror
+        self.broker = mail.broker
+        self.loose_ends = mail.loose_ends
+        self.scheduler = mail.scheduler
+        self.agent_state = state.agent_state
+        self.mover = fleet.mover
+        self.approvals = ops.approvals
+        self.lifecycle = ops.lifecycle
+        self.placement = fleet.placement
+        self.logs = fleet.logs
+        self.hostlink = fleet.hostlink
         self.bus = bus
         self.forge = forge
-        self.host_admin = host_admin
-        self.budgets = budgets
+        self.host_admin = fleet.host_admin
+        self.budgets = mail.budgets
         self.watch = watch
         self.pid = os.getpid()
 

@@ -16,14 +16,12 @@ from collections.abc import Callable
 
 from hyperhive import topology
 from hyperhive.config import AgentConfig, HivePaths, dump_agent_config, parse_agent_config
-from hyperhive.core.fleet.agentdisks import AgentDisks
+from hyperhive.core.fleet.parts import Fleet
 from hyperhive.core.infra.notify import EventBus
-from hyperhive.core.mail.notices import Notices
+from hyperhive.core.mail.parts import Mail
 from hyperhive.core.ops.lifecycle import Lifecycle
 from hyperhive.core.state.activity import ActivityLog
-from hyperhive.core.state.loose_ends import LooseEnds
-from hyperhive.core.state.mirror import MetaMirror
-from hyperhive.core.state.registry import AgentRegistry
+from hyperhive.core.state.parts import HiveState
 from hyperhive.effective import effective_config
 from hyperhive.errors import Conflict, HiveError, InvalidRequest, NotFound, PermissionDenied
 from hyperhive.gitrepo import AGENT_TOML
@@ -49,7 +47,6 @@ from hyperhive.protocol.approvals import (
 )
 from hyperhive.store import Store
 from hyperhive.store.rows import ApprovalRow, ApprovalState
-from hyperhive.topology import TopologyStore
 
 __all__ = ["Approvals"]
 
@@ -63,24 +60,21 @@ class Approvals:
         self,
         paths: HivePaths,
         store: Store,
-        registry: AgentRegistry,
-        topology_store: TopologyStore,
-        disks: AgentDisks,
-        mirror: MetaMirror,
-        loose_ends: LooseEnds,
-        notices: Notices,
+        state: HiveState,
+        fleet: Fleet,
+        mail: Mail,
         lifecycle: Lifecycle,
         bus: EventBus,
         repo_changed: Callable[[], None] = lambda: None,
     ) -> None:
         self.paths = paths
         self.store = store
-        self.registry = registry
-        self.topology_store = topology_store
-        self.disks = disks
-        self.mirror = mirror
-        self.loose_ends = loose_ends
-        self.notices = notices
+        self.registry = state.registry
+        self.topology_store = state.topology
+        self.disks = fleet.disks
+        self.mirror = state.mirror
+        self.loose_ends = mail.loose_ends
+        self.notices = mail.notices
         self.activity = ActivityLog(store, bus)
         self.lifecycle = lifecycle
         self.bus = bus

@@ -20,22 +20,14 @@ import anyio
 import stamina
 
 from hyperhive import topology
-from hyperhive.config import AgentConfig, HivePaths, dump_agent_config
-from hyperhive.core.fleet.agentdisks import AgentDisks
-from hyperhive.core.fleet.hostlink import HostLink
-from hyperhive.core.fleet.placement import Placement
-from hyperhive.core.infra.agent_sockets import AgentSockets
-from hyperhive.core.infra.background import Background
-from hyperhive.core.infra.notify import EventBus
+from hyperhive.config import AgentConfig, HiveConfig, HivePaths, dump_agent_config
+from hyperhive.core.fleet.parts import Fleet
+from hyperhive.core.infra.parts import Infra
 from hyperhive.core.mail.notices import Notices
-from hyperhive.core.state.agent_state import AgentState
-from hyperhive.core.state.mirror import MetaMirror
-from hyperhive.core.state.registry import AgentRegistry
+from hyperhive.core.state.parts import HiveState
 from hyperhive.errors import Conflict, HiveError, PermissionDenied, Unavailable
-from hyperhive.forge.config import ForgeConfig
 from hyperhive.forge.service import revoke_agent
 from hyperhive.matrix.admin import deactivate_agent, sign_out_agent
-from hyperhive.matrix.config import MatrixConfig
 from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import (
     AgentDestroyed,
@@ -48,7 +40,6 @@ from hyperhive.protocol import (
     PlaceCmd,
     Rebuilt,
 )
-from hyperhive.topology import TopologyStore
 
 __all__ = ["CRASH_BACKOFF", "Lifecycle"]
 
@@ -62,35 +53,27 @@ class Lifecycle:
     def __init__(
         self,
         paths: HivePaths,
-        registry: AgentRegistry,
-        topology_store: TopologyStore,
-        disks: AgentDisks,
-        mirror: MetaMirror,
-        agent_state: AgentState,
-        placement: Placement,
-        hostlink: HostLink,
+        config: HiveConfig,
+        state: HiveState,
+        fleet: Fleet,
+        infra: Infra,
         notices: Notices,
-        sockets: AgentSockets,
-        bus: EventBus,
-        background: Background,
-        forge: ForgeConfig | None,
-        matrix: MatrixConfig | None = None,
         tree_changed: Callable[[], None] = lambda: None,
     ) -> None:
         self.paths = paths
-        self.registry = registry
-        self.topology_store = topology_store
-        self.disks = disks
-        self.mirror = mirror
-        self.agent_state = agent_state
-        self.placement = placement
-        self.hostlink = hostlink
+        self.registry = state.registry
+        self.topology_store = state.topology
+        self.disks = fleet.disks
+        self.mirror = state.mirror
+        self.agent_state = state.agent_state
+        self.placement = fleet.placement
+        self.hostlink = fleet.hostlink
         self.notices = notices
-        self.sockets = sockets
-        self.bus = bus
-        self.background = background
-        self.forge = forge
-        self.matrix = matrix
+        self.sockets = infra.sockets
+        self.bus = infra.bus
+        self.background = infra.background
+        self.forge = config.forge
+        self.matrix = config.matrix
         # Told when the tree changes (config mirrors follow who descends from whom).
         self.tree_changed = tree_changed
         self._crashes: dict[str, deque[float]] = {}
