@@ -21,6 +21,11 @@ own checks and serialization and none of that kit:
   ``resultType``, the ``serverInfo`` stamp, the JSON-RPC envelope, compact JSON,
   shaped once per version and outcome with the call's id and text put in.
 
+One thing it does that the SDK does not: a call to a tool declared
+``cancel_on_hangup`` (bash ``run``/``status``, whose answer hands over a task's
+end) is cancelled when its caller hangs up mid-call (claude killed in a tool
+call), so the task's end comes back as a todo instead of going to nobody.
+
 Anything else — another method, a notification, a batch, a request any later
 check refuses, an unknown tool, an ``Mcp-Param-*`` header, a live OpenTelemetry
 provider (the SDK's span is kept then) — goes to the SDK unchanged, with the
@@ -121,6 +126,7 @@ class FastCall:
         self._plain = {
             n for n, t in surface.tools.items() if "x-mcp-header" not in repr(t.schema())
         }
+        self._watched = {n for n, t in surface.tools.items() if t.cancel_on_hangup}
         # (content-type, host, origin, accept) values the SDK's transport checks passed:
         # the checks read nothing else, so the same values pass again.
         self._passed: set[tuple[str | None, ...]] = set()
@@ -168,9 +174,9 @@ class FastCall:
         agent = self.surface.agent(principal) if call is not None else None
         if call is None or agent is None or call.params.name not in self._plain:
             return replay
-        outcome = await _unless_hung_up(
-            receive, self.surface.outcome(agent, call.params.name, call.params.arguments or {})
-        )
+        name = call.params.name
+        running = self.surface.outcome(agent, name, call.params.arguments or {})
+        outcome = await (_unless_hung_up(receive, running) if name in self._watched else running)
         if outcome is None:
             return None  # the caller hung up mid-call: nobody reads an answer
         ok, text = outcome
