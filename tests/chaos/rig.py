@@ -17,13 +17,14 @@ from pathlib import Path
 
 from hyperhive.config import AgentConfig, HivePaths
 from tests.support.hive import agent_env, seed_home, start_serve
-from tests.support.procs import log_tail, process_gone, start_host, stop
+from tests.support.procs import log_tail, start_host, stop
 
 __all__ = [
     "FULL",
     "ChaosProcs",
     "chaos_wrapper",
-    "claude_pids",
+    "Spawn",
+    "claude_starts",
     "kill_group",
     "kill_strays",
     "live_claudes",
@@ -35,17 +36,26 @@ FULL = os.environ.get("HIVE_CHAOS_FULL", "") not in ("", "0")
 
 
 def chaos_wrapper(directory: Path, real_claude: Path, record: Path) -> Path:
-    """claude behind a wrapper that records ``<pid> <start time>`` and tags its requests.
+    """claude behind a wrapper that records each start and tags its requests.
 
-    ``CLAUDE_CODE_EXTRA_BODY`` puts the pid in every API request body, so the
-    model server knows which claude process (one per turn) asked; ``exec``
-    keeps the pid, which leads claude's own process group.
+    A pid alone does not name a claude: on a busy machine pids wrap within a
+    soak (``pid_max`` is 32768 here), and a later claude reusing a pid would be
+    taken for the earlier one. So a claude is named by its pid and its start
+    time in clock ticks (``/proc/<pid>/stat`` field 22), which the wrapper
+    records as ``<pid> <wall-clock start> <ticks>``; ``CLAUDE_CODE_EXTRA_BODY``
+    puts that name in every API request body, so the model server knows which
+    claude process (one per turn) asked. ``exec`` keeps the pid (and the start
+    time), which leads claude's own process group.
     """
     path = directory / "claude-chaos"
     path.write_text(
         "#!/bin/bash\n"
-        f'printf "%s %s\\n" "$$" "$EPOCHREALTIME" >> {shlex.quote(str(record))}\n'
-        'export CLAUDE_CODE_EXTRA_BODY="{\\"chaos_pid\\": $$}"\n'
+        "start=$EPOCHREALTIME\n"
+        "read -r stat < /proc/$$/stat\n"
+        'read -ra fields <<< "${stat##*) }"\n'
+        "ticks=${fields[19]}\n"
+        f'printf "%s %s %s\\n" "$$" "$start" "$ticks" >> {shlex.quote(str(record))}\n'
+        'export CLAUDE_CODE_EXTRA_BODY="{\\"chaos_claude\\": \\"$$:$ticks\\"}"\n'
         f'exec {shlex.quote(str(real_claude))} "$@"\n'
     )
     path.chmod(0o755)
@@ -70,18 +80,42 @@ def seed_soak_home(
     )
 
 
-def claude_pids(record: Path) -> dict[int, float]:
-    """pid → wall-clock start of every claude the wrapper started."""
+@dataclass(frozen=True)
+class Spawn:
+    """One claude the wrapper started: ``key`` (``<pid>:<ticks>``) names it for good."""
+
+    pid: int
+    at: float  # wall clock, the coordinator's (one machine)
+    ticks: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.pid}:{self.ticks}"
+
+
+def claude_starts(record: Path) -> dict[str, Spawn]:
+    """Every claude the wrapper started, by its key (a reused pid is another key)."""
     try:
         lines = record.read_text().splitlines()
     except FileNotFoundError:
         return {}
-    out: dict[int, float] = {}
+    out: dict[str, Spawn] = {}
     for line in lines:
-        pid, _, at = line.partition(" ")
-        if pid.isdigit() and at:
-            out[int(pid)] = float(at)
+        fields = line.split()
+        if len(fields) == 3 and fields[0].isdigit() and fields[2].isdigit():
+            spawn = Spawn(int(fields[0]), float(fields[1]), fields[2])
+            out[spawn.key] = spawn
     return out
+
+
+def _start_ticks(pid: int) -> str | None:
+    """The start time of the live process ``pid`` (None if gone or a zombie)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return None if fields[0] in ("Z", "X") else fields[19]
 
 
 def _cwd_under(pid: int, root: Path) -> bool:
@@ -92,9 +126,16 @@ def _cwd_under(pid: int, root: Path) -> bool:
 
 
 def live_claudes(record: Path, home: Path) -> list[int]:
-    """Claude processes of this hive still running (cwd in an agent's work dir)."""
+    """Claude processes of this hive still running (cwd in an agent's work dir).
+
+    Matched by start time too: a pid the wrapper once recorded may now be
+    someone else's (a bash task's, in the very same work dir)."""
     agents = home / "agents"
-    return [p for p in claude_pids(record) if not process_gone(p) and _cwd_under(p, agents)]
+    return [
+        s.pid
+        for s in claude_starts(record).values()
+        if _start_ticks(s.pid) == s.ticks and _cwd_under(s.pid, agents)
+    ]
 
 
 def kill_group(pid: int) -> bool:

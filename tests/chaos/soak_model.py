@@ -30,7 +30,7 @@ from typing import Any
 
 from tests.support.model_server import Answer, Reply, Stall, Text, ToolUse, text
 
-__all__ = ["Ledger", "SoakModel", "Turn", "task_wait"]
+__all__ = ["TASK_ENDED", "Ledger", "SoakModel", "Turn", "task_wait"]
 
 _WAKE_MARKERS = ("You were woken", "Your todos changed")
 _MSG = re.compile(r"^\[msg #(\d+)\] from ([a-z0-9-]+)(?: \(re #\d+\))?: (.*)$", re.M)
@@ -40,6 +40,8 @@ _REMINDER_SET = re.compile(r"reminder #(\d+) set for")
 _CHAIN = re.compile(r"chain=(\S+)")
 _HOPS = re.compile(r"hops=(\d+)")
 _WAIT = re.compile(r"# wait=([0-9.]+)")
+# The head of run's (or status's) answer showing a task's end (bash/mcp.py render_report).
+TASK_ENDED = re.compile(r"\btask ([A-Za-z0-9_.-]+): (done|timed_out|killed|interrupted)\b")
 
 OPERATOR = "operator"
 REMINDER = "reminder"
@@ -55,7 +57,7 @@ def task_wait(cmd: str) -> float:
 class Turn:
     """One claude process as the model server saw it."""
 
-    pid: int
+    claude: str  # the wrapper's name for it (pid and start time: see chaos_wrapper)
     agent: str
     wake_ids: list[int]
     requests: int = 0
@@ -66,9 +68,11 @@ class Turn:
 class Ledger:
     """Everything the model was shown, keyed so the checks can join it with hive.db."""
 
-    turns: dict[int, Turn] = field(default_factory=dict)
+    turns: dict[str, Turn] = field(default_factory=dict)
     sent_ok: dict[int, tuple[str, str]] = field(default_factory=dict)  # id → (sender, to)
     reminders_ok: set[int] = field(default_factory=set)
+    # (agent, task id) whose end a claude was shown in a tool's answer: no todo owed
+    tasks_seen_ended: set[tuple[str, str]] = field(default_factory=set)
     stalls: int = 0
     requests: int = 0
     untagged: int = 0
@@ -137,17 +141,17 @@ class SoakModel:
             agent_match = _AGENT.search(json.dumps([m for m in messages if m["role"] == "system"]))
         agent = agent_match.group(1) if agent_match else "?"
         wake = _wake(messages)
-        pid = body.get("chaos_pid")
+        claude = body.get("chaos_claude")
         with self.lock:
-            self._record(pid, agent, wake, messages)
+            self._record(claude, agent, wake, messages)
         if wake is None:
             return text("done")
         prompt, step = wake
         steps = self.plan(agent, prompt)
         if step >= len(steps):
             with self.lock:
-                if isinstance(pid, int) and pid in self.ledger.turns:
-                    self.ledger.turns[pid].finished = True
+                if isinstance(claude, str) and claude in self.ledger.turns:
+                    self.ledger.turns[claude].finished = True
             return text("done")
         reply = Reply(steps[step])
         if step == 0:
@@ -166,20 +170,20 @@ class SoakModel:
 
     def _record(
         self,
-        pid: Any,
+        claude: Any,
         agent: str,
         wake: tuple[str, int] | None,
         messages: Sequence[dict[str, Any]],
     ) -> None:
         ledger = self.ledger
         ledger.requests += 1
-        if not isinstance(pid, int):
+        if not isinstance(claude, str):
             ledger.untagged += 1
             return
-        turn = ledger.turns.get(pid)
+        turn = ledger.turns.get(claude)
         if turn is None:
             ids = [int(m.group(1)) for m in _MSG.finditer(wake[0])] if wake else []
-            turn = ledger.turns[pid] = Turn(pid, agent, ids)
+            turn = ledger.turns[claude] = Turn(claude, agent, ids)
         turn.requests += 1
         if messages:
             for result in _tool_results(messages[-1].get("content")):
@@ -187,6 +191,8 @@ class SoakModel:
                     ledger.sent_ok[int(sent.group(1))] = (agent, sent.group(2))
                 for rem in _REMINDER_SET.finditer(result):
                     ledger.reminders_ok.add(int(rem.group(1)))
+                for ended in TASK_ENDED.finditer(result):
+                    ledger.tasks_seen_ended.add((agent, ended.group(1)))
 
     def plan(self, agent: str, prompt: str) -> list[list[Text | ToolUse]]:
         """The turn's model steps (each one assistant message), from the wake prompt alone."""

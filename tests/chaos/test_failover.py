@@ -2,7 +2,7 @@
 standing by; the active one is ``kill -9``ed mid-load and the standby takes over.
 
 The rig is the soak's (``test_soak.py``): agents on the real claude CLI behind
-the pid-tagging wrapper, answered by :class:`~tests.chaos.soak_model.SoakModel`,
+the tagging wrapper, answered by :class:`~tests.chaos.soak_model.SoakModel`,
 and the operator sending chains over ``run/host.sock`` the whole time. The
 active coordinator is killed twice (each one in turn: the first victim comes
 back as the standby), then the hive settles and every message is accounted
@@ -30,7 +30,7 @@ import anyio.to_thread
 import pytest
 
 from hyperhive.config import AgentConfig, HivePaths
-from tests.chaos.rig import ChaosProcs, chaos_wrapper, claude_pids, kill_strays, seed_soak_home
+from tests.chaos.rig import ChaosProcs, chaos_wrapper, claude_starts, kill_strays, seed_soak_home
 from tests.chaos.soak_model import SoakModel
 from tests.chaos.test_soak import PG_PLAN, Operator, Tally, _check_messages, _settle
 from tests.e2e.test_up import Up, _coordinator_pid, _finish
@@ -156,7 +156,7 @@ async def test_a_standby_takes_over_from_a_killed_coordinator_and_nothing_is_los
     with model.lock:
         ledger = model.ledger
     db = await read_hive(paths)
-    problems = _check_messages(db, agents, operator, ledger, claude_pids(record), tally)
+    problems = _check_messages(db, agents, operator, ledger, claude_starts(record), tally)
     log.warning(
         "failover: takeovers after kill -9 in %s s; %d sends ok, %d not answered ok; %s",
         takeovers,

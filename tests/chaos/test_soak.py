@@ -2,21 +2,23 @@
 
 ``hivectl serve`` and ``hivectl host`` run as processes on a temp home; the
 agents' claude is the real CLI behind a wrapper that tags each API request
-with its pid, answered by :class:`~tests.chaos.soak_model.SoakModel`. The
-operator sends chains of messages over ``run/host.sock`` the whole time,
-while a driver, at random moments of a seeded schedule, ``kill -9``s the
-coordinator (and restarts it), ``kill -9``s the agent host (and restarts it)
-and SIGKILLs a claude that is mid-turn. Then the chaos stops, the hive
-settles, both processes are stopped, and the checks run on the store, the
-model server's ledger and the files. It runs on both stores (PostgreSQL with
-a slightly smaller plan in CI: ``CI_PG_PLAN``).
+with the claude process it came from (pid and start time), answered by
+:class:`~tests.chaos.soak_model.SoakModel`. The operator sends chains of
+messages over ``run/host.sock`` the whole time, while a driver, at random
+moments of a seeded schedule, ``kill -9``s the coordinator (and restarts
+it), ``kill -9``s the agent host (and restarts it) and SIGKILLs a claude
+that is mid-turn. Then the chaos stops, the hive settles, both processes
+are stopped, and the checks run on the store, the model server's ledger and
+the files. It runs on both stores (PostgreSQL with a slightly smaller plan
+in CI: ``CI_PG_PLAN``).
 
 Definitions the checks use:
 
 - *answered ok*: the operator's ``send`` returned an id, or a tool result
   the model was shown said ``sent [msg #N]`` / ``reminder #R set``.
 - *delivered*: a claude process of the recipient started with a wake prompt
-  listing ``[msg #N]`` (its first API request, tagged with its pid).
+  listing ``[msg #N]`` (its first API request, tagged with its pid and start
+  time: pids wrap during a long soak on a busy machine).
 - *acked*: ``messages.acked_at`` is set; *exactly once* means no claude
   process started after that moment was ever shown the message again
   (start times come from the wrapper, on the coordinator's clock).
@@ -48,18 +50,19 @@ from hyperhive.bash.tasks import TASKS_SUBDIR
 from hyperhive.client import call_once
 from hyperhive.config import HivePaths
 from hyperhive.errors import HiveError
-from hyperhive.protocol import OpAckReq, OpInboxReq, OpSendReq
+from hyperhive.protocol import AgentView, OpAckReq, OpAgentsReq, OpInboxReq, OpSendReq
 from tests.chaos.rig import (
     FULL,
     ChaosProcs,
+    Spawn,
     chaos_wrapper,
-    claude_pids,
+    claude_starts,
     kill_group,
     kill_strays,
     live_claudes,
     seed_soak_home,
 )
-from tests.chaos.soak_model import Ledger, SoakModel, task_wait
+from tests.chaos.soak_model import TASK_ENDED, Ledger, SoakModel, task_wait
 from tests.support.model_server import ModelServer
 from tests.support.stores import HiveRows, read_hive, read_hive_sync
 
@@ -111,6 +114,7 @@ class Tally:
     reminders: int = 0
     bash_tasks: dict[str, int] = field(default_factory=dict)
     claude_processes: int = 0
+    claude_pids_reused: int = 0  # pids two claudes had (why a claude is not named by pid)
     turns_finished: int = 0
     stalls: int = 0
     deliveries_per_message: dict[int, int] = field(default_factory=dict)
@@ -275,20 +279,50 @@ async def _settle(
     why: list[str] = []
     while quiet < 2:
         if time.monotonic() > deadline:
+            views = await agent_views(paths)
             raise AssertionError(
                 f"the hive did not settle in {plan.settle_within:.0f}s: {why}\n"
-                f"{_stuck_rows(paths)}\n{procs.logs()}"
+                f"{_stuck_rows(paths, views)}\n{procs.logs()}"
             )
         why = await anyio.to_thread.run_sync(_unsettled, paths, agents, record)
         quiet = quiet + 1 if not why else 0
         await anyio.sleep(1.0 if not why else 0.5)
 
 
-def _stuck_rows(paths: HivePaths) -> str:
+async def agent_views(paths: HivePaths) -> dict[str, AgentView]:
+    """Each agent as ``hivectl agents list`` shows it (empty if the hive does not answer)."""
+    try:
+        views = await call_once(paths.host_sock, OpAgentsReq(cmd="agents"), 30)
+    except (HiveError, OSError) as exc:
+        log.warning("agents list unavailable: %s", exc)
+        return {}
+    return {v.name: v for v in views}
+
+
+def describe(view: AgentView | None) -> str:
+    """Why an agent may take no turn: its state and every hold the hive reports."""
+    if view is None:
+        return "(no state: the hive did not answer)"
+    since = f" since {view.turn_state_since:.3f}" if view.turn_state_since else ""
+    holds = {
+        "running": view.running,
+        "needs_login": view.needs_login,
+        "broken": view.broken,
+        "launch_problem": view.launch_problem,
+        "over_budget": view.over_budget,
+        "crashed": view.crashed,
+        "lost_on": view.lost_on,
+        "host": view.host,
+    }
+    return f"{view.turn_state}{since} " + " ".join(f"{k}={v!r}" for k, v in holds.items())
+
+
+def _stuck_rows(paths: HivePaths, views: dict[str, AgentView]) -> str:
     stuck = [m for m in read_hive_sync(paths).messages if m.recipient != "operator" and not m.acked]
-    return "unacked: " + "; ".join(
-        str((m.id, m.sender, m.recipient, m.body, m.delivered_at)) for m in stuck[:20]
-    )
+    rows = "; ".join(str((m.id, m.sender, m.recipient, m.body, m.delivered_at)) for m in stuck[:20])
+    agents = sorted({m.recipient for m in stuck})
+    states = "\n".join(f"  {a}: {describe(views.get(a))}" for a in agents)
+    return f"unacked (not delivered yet, not lost): {rows}\nagents holding them:\n{states}"
 
 
 def _check_messages(
@@ -296,7 +330,7 @@ def _check_messages(
     agents: list[str],
     operator: Operator,
     ledger: Ledger,
-    spawned: dict[int, float],
+    spawned: dict[str, Spawn],
     tally: Tally,
 ) -> list[str]:
     problems: list[str] = []
@@ -321,13 +355,18 @@ def _check_messages(
         tally.messages_to_agents += 1
         shown = [t for t in ledger.turns_showing(row.id) if t.agent == row.recipient]
         deliveries[len(shown)] += 1
-        if not shown:
-            problems.append(f"#{row.id} to {row.recipient} was never delivered")
         if row.acked_at is None:
-            problems.append(f"#{row.id} to {row.recipient} was never acked")
+            # The settle waits for every ack: this is an agent that never got to it.
+            problems.append(f"#{row.id} to {row.recipient} was never acked (not delivered yet)")
             continue
         acked_at = row.acked_at
-        late = [t.pid for t in shown if spawned.get(t.pid, 0.0) > acked_at]
+        if not shown:
+            problems.append(
+                f"#{row.id} to {row.recipient} acked at {acked_at:.3f} but never shown to "
+                f"a claude of {row.recipient}: lost"
+            )
+            continue
+        late = [t.claude for t in shown if t.claude in spawned and spawned[t.claude].at > acked_at]
         if late:
             problems.append(f"#{row.id} acked at {acked_at:.3f} but shown again to claude {late}")
     tally.deliveries_per_message = dict(sorted(deliveries.items()))
@@ -346,8 +385,26 @@ def _check_reminders(db: HiveRows, tally: Tally) -> list[str]:
     return problems
 
 
-def _check_tasks(db: HiveRows, paths: HivePaths, agents: list[str], tally: Tally) -> list[str]:
+def _tasks_claude_got(paths: HivePaths, agents: list[str]) -> set[tuple[str, str]]:
+    """(agent, task id) whose end a claude received in a tool's answer, by its transcripts.
+
+    The model server only sees an answer in the request after it: a claude killed
+    in between got it (and wrote it down) all the same.
+    """
+    got = set()
+    for agent in agents:
+        projects = paths.agent_home(agent) / ".claude" / "projects"
+        for transcript in projects.glob("*/*.jsonl"):
+            text = transcript.read_text(errors="replace")
+            got |= {(agent, m.group(1)) for m in TASK_ENDED.finditer(text)}
+    return got
+
+
+def _check_tasks(
+    db: HiveRows, paths: HivePaths, agents: list[str], ledger: Ledger, tally: Tally
+) -> list[str]:
     problems = []
+    answered = ledger.tasks_seen_ended | _tasks_claude_got(paths, agents)
     todos = {(t.agent, t.key): t.body for t in db.todos if t.subsystem == "bash"}
     statuses: Counter[str] = Counter()
     for agent, table in _task_tables(paths, agents).items():
@@ -359,13 +416,15 @@ def _check_tasks(db: HiveRows, paths: HivePaths, agents: list[str], tally: Tally
                 continue
             todo = todos.get((agent, task.id))
             if todo is None:
-                inline = (
-                    task.status == "done"
-                    and task.ended_at is not None
-                    and task.ended_at - task.created_at <= task_wait(task.cmd)
-                )
-                if not inline:  # only a run that saw the end clears the todo
-                    problems.append(f"{where} has no todo")
+                # Only a run (or status) whose answer showed the end clears, or never
+                # files, the todo; the model never clears one itself.
+                if (agent, task.id) not in answered:
+                    took = (task.ended_at or 0.0) - task.created_at
+                    problems.append(
+                        f"{where} has no todo, and no claude was shown its end "
+                        f"(ended {took:.1f}s after run, which waited {task_wait(task.cmd)}s; "
+                        f"todo_synced={task.todo_synced}, error={task.error!r})"
+                    )
             elif not todo.startswith(f"bash task {task.id} {task.status}"):
                 problems.append(f"{where}: its todo is stale: {todo.splitlines()[0]!r}")
     tally.bash_tasks = dict(statuses)
@@ -412,6 +471,23 @@ def check_store(paths: HivePaths) -> list[str]:
     return problems
 
 
+def _post_mortem(
+    target: Path, ledger: Ledger, spawned: dict[str, Spawn], views: dict[str, AgentView]
+) -> None:
+    """What the checks read besides hive.db, kept beside it for a failed run's reader."""
+    target.write_text(
+        json.dumps(
+            {
+                "turns": [asdict(t) for t in ledger.turns.values()],
+                "spawned": {k: s.at for k, s in spawned.items()},
+                "tasks_seen_ended": sorted(ledger.tasks_seen_ended),
+                "agents_after_settle": {a: v.model_dump(mode="json") for a, v in views.items()},
+            },
+            indent=1,
+        )
+    )
+
+
 def _report(tally: Tally) -> None:
     log.warning("chaos soak: %s", json.dumps(asdict(tally)))
     if target := os.environ.get("HIVE_CHAOS_REPORT"):
@@ -448,6 +524,7 @@ async def test_nothing_acknowledged_is_lost_under_kill_9(
             started = time.monotonic()
             await _settle(paths, agents, record, procs, plan)
             tally.settle_seconds = round(time.monotonic() - started, 1)
+            views = await agent_views(paths)
             host_code, serve_code = await anyio.to_thread.run_sync(procs.stop_gracefully)
             assert (host_code, serve_code) == (0, 0), procs.logs()
     finally:
@@ -467,11 +544,13 @@ async def test_nothing_acknowledged_is_lost_under_kill_9(
     tally.claude_processes = len(ledger.turns)
     tally.turns_finished = sum(t.finished for t in ledger.turns.values())
     tally.stalls = ledger.stalls
-    spawned = claude_pids(record)
+    spawned = claude_starts(record)
+    tally.claude_pids_reused = sum(n > 1 for n in Counter(s.pid for s in spawned.values()).values())
+    _post_mortem(tmp_path / "post-mortem.json", ledger, spawned, views)
     db = await read_hive(paths)
     problems = _check_messages(db, agents, operator, ledger, spawned, tally)
     problems += _check_reminders(db, tally)
-    problems += _check_tasks(db, paths, agents, tally)
+    problems += _check_tasks(db, paths, agents, ledger, tally)
     problems += check_store(paths)
     _report(tally)
 

@@ -250,6 +250,29 @@ async def test_a_cut_off_inline_wait_leaves_a_waking_todo(sandbox: AgentSandbox)
         assert todos.open()["cut"] not in todos.quiet
 
 
+async def test_a_run_cut_off_on_its_way_out_of_the_window_leaves_a_waking_todo(
+    sandbox: AgentSandbox,
+) -> None:
+    # The window is over, but run() waits for the todo lock (held while a task's end is
+    # recorded: a slow fsync, a coordinator away) when its caller goes away. It must not
+    # leave the task marked as answered inline: its end would then file no todo at all.
+    todos = RecordingTodos()
+    async with manager(sandbox, todos) as tm:
+        gate = sandbox.work / "gate"
+        cmd = f"while [ ! -e {gate} ]; do sleep 0.01; done; echo ok"
+        async with anyio.create_task_group() as caller:
+            caller.start_soon(lambda: tm.run(cmd, 60, wait_seconds=0.2, name="cut"))
+            await until(lambda: "cut" in tm._entries)
+            lock = tm._entries["cut"].todo_lock
+            async with lock:
+                await until(lambda: lock.statistics().tasks_waiting == 1)  # run(), window over
+                caller.cancel_scope.cancel()
+        assert "running" in todos.open()["cut"] and todos.open()["cut"] not in todos.quiet
+        gate.touch()
+        await until(lambda: "done (exit 0)" in todos.open().get("cut", ""))
+        assert todos.open()["cut"] not in todos.quiet
+
+
 async def test_unobserved_completion_stays_as_a_todo(sandbox: AgentSandbox) -> None:
     todos = RecordingTodos()
     async with manager(sandbox, todos) as tm:

@@ -21,6 +21,11 @@ own checks and serialization and none of that kit:
   ``resultType``, the ``serverInfo`` stamp, the JSON-RPC envelope, compact JSON,
   shaped once per version and outcome with the call's id and text put in.
 
+One thing it does that the SDK does not: a call to a tool declared
+``cancel_on_hangup`` (bash ``run``/``status``, whose answer hands over a task's
+end) is cancelled when its caller hangs up mid-call (claude killed in a tool
+call), so the task's end comes back as a todo instead of going to nobody.
+
 Anything else — another method, a notification, a batch, a request any later
 check refuses, an unknown tool, an ``Mcp-Param-*`` header, a live OpenTelemetry
 provider (the SDK's span is kept then) — goes to the SDK unchanged, with the
@@ -33,10 +38,11 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
+import anyio
 import mcp_types as types
 from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http import check_accept_headers
@@ -84,6 +90,7 @@ _KEEP_PASSED = 64
 _ID_MARK = "\x00hyperhive-id\x00"
 _TEXT_MARK = "\x00hyperhive-text\x00"
 _JSON = [(b"content-type", b"application/json")]
+_T = TypeVar("_T")
 
 
 def sdk_spans() -> bool:
@@ -119,6 +126,7 @@ class FastCall:
         self._plain = {
             n for n, t in surface.tools.items() if "x-mcp-header" not in repr(t.schema())
         }
+        self._watched = {n for n, t in surface.tools.items() if t.cancel_on_hangup}
         # (content-type, host, origin, accept) values the SDK's transport checks passed:
         # the checks read nothing else, so the same values pass again.
         self._passed: set[tuple[str | None, ...]] = set()
@@ -166,7 +174,12 @@ class FastCall:
         agent = self.surface.agent(principal) if call is not None else None
         if call is None or agent is None or call.params.name not in self._plain:
             return replay
-        ok, text = await self.surface.outcome(agent, call.params.name, call.params.arguments or {})
+        name = call.params.name
+        running = self.surface.outcome(agent, name, call.params.arguments or {})
+        outcome = await (_unless_hung_up(receive, running) if name in self._watched else running)
+        if outcome is None:
+            return None  # the caller hung up mid-call: nobody reads an answer
+        ok, text = outcome
         self.answered += 1
         answer = self._wire(call, ok, text)
         headers_out = [(b"content-length", str(len(answer)).encode()), *_JSON]
@@ -237,6 +250,30 @@ def _cut(text: bytes, mark: str) -> tuple[bytes, bytes]:
     if not found or json.dumps(mark).encode() in after:
         raise RuntimeError(f"the SDK's result shape holds {mark!r} other than once")
     return before, after
+
+
+async def _unless_hung_up(receive: Receive, call: Awaitable[_T]) -> _T | None:
+    """``call``'s value; None (and ``call`` cancelled) if the client disconnects first.
+
+    A caller that hung up mid-call (claude killed during a tool call) reads no
+    answer, so the call is cancelled as if its own caller were: a tool that owes
+    its result to whoever reads it hands it on another way (``run`` cut off in its
+    inline wait files its task's end as a todo). The body is read by now, so the
+    server's next message is the disconnect (uvicorn sends it at the response's
+    end too, once this has returned).
+    """
+    value: list[_T] = []
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch)
+        value.append(await call)
+        tg.cancel_scope.cancel()
+    return value[0] if value else None
 
 
 async def _read_body(

@@ -232,29 +232,33 @@ class TaskManager:
             raise
         entry.inline = wait > 0
         self._running_group().start_soon(self._supervise, entry, name=f"bash task {task_id}")
-        if wait > 0:
-            try:
+        try:
+            if wait > 0:
                 with anyio.move_on_after(wait):
                     await entry.settled.wait()
-            except BaseException:
-                # The call was cut off (client gone): nobody will read an inline result,
-                # so the task goes back to being a loose end with a todo that wakes.
+            async with entry.todo_lock:
+                entry.inline = False
+                if entry.settled.is_set():
+                    entry.todo_cleared = True  # none was filed: nothing for status() to clear
+                    return self._report(entry)
+                await self._report_started(entry)
+                # Past the window: from here on the task is a loose end the agent may forget.
+                # Listed, not waking: this very turn started it; its completion wakes.
+                rec = entry.record
+                # "pending" with a free slot only means its runner has not been scheduled yet.
+                queued = rec.status == "pending" and self._slots.value == 0
+                state = "queued for a free slot" if queued else "running"
+                await self._upsert(
+                    entry, f"bash task {rec.id} {state}: {preview(rec.cmd)}", wake=False
+                )
+        except BaseException:
+            if entry.inline:
+                # The call was cut off (client gone) inside its window — or just after the
+                # task ended, on the lock: nobody will read an inline result, so the task
+                # goes back to being a loose end with a todo that wakes.
                 with anyio.CancelScope(shield=True):
                     await self._abandon_inline(entry)
-                raise
-        async with entry.todo_lock:
-            entry.inline = False
-            if entry.settled.is_set():
-                entry.todo_cleared = True  # none was filed: nothing for status() to clear
-                return self._report(entry)
-            await self._report_started(entry)
-            # Past the window: from here on the task is a loose end the agent may forget.
-            # Listed, not waking: this very turn started it; its completion wakes.
-            rec = entry.record
-            # "pending" with a free slot only means its runner has not been scheduled yet.
-            queued = rec.status == "pending" and self._slots.value == 0
-            state = "queued for a free slot" if queued else "running"
-            await self._upsert(entry, f"bash task {rec.id} {state}: {preview(rec.cmd)}", wake=False)
+            raise
         out, err = self.paths(task_id)
         return TaskStarted(task_id, out, err)
 

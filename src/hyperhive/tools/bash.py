@@ -43,6 +43,7 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
         "its status, exit code and the last 4 KiB of stdout and stderr (with the files "
         "holding all of it); or: task started: id=<id>",
         _X,
+        cancel_on_hangup=True,
     ),
     Tool(
         BASH_SERVER,
@@ -51,6 +52,7 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
         StatusArgs,
         "its status, exit code and the last 4 KiB of stdout and stderr",
         _X,
+        cancel_on_hangup=True,
     ),
     Tool(
         BASH_SERVER,

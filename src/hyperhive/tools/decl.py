@@ -130,6 +130,10 @@ class Tool(Generic[A, R]):
     to_wire: Callable[[A], Mapping[str, Any]] | None = None
     """The request's fields when they are not the arguments' own."""
     render: Callable[[A, R], str] | None = None
+    cancel_on_hangup: bool = False
+    """Its answer hands over what is then no longer owed (a task's end, whose todo a run
+    or status that shows it clears): a call whose caller hangs up mid-call is cancelled,
+    not answered to nobody. Off for the rest: watching for a hang-up costs every call."""
 
     @property
     def mcp(self) -> McpTool:
