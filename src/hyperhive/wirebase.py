@@ -130,6 +130,9 @@ class AgentMeta(_Out):
     parent: str | None
     # Omitted (None) for an agent with no Matrix provisioning.
     matrix_accounts: list[MatrixAccount] | None = None
+    # The agent's own applied agent.toml, read-only in its sandbox: filled in by its host
+    # for its own meta (a path on that host); omitted for another agent's.
+    applied_config: str | None = None
 
 
 class Sent(_Out):

@@ -124,6 +124,52 @@ print(reply['result']['name'], os.getcwd())
         assert (alpha.state_dir / "mine.md").read_text() == "ok"
 
 
+async def test_an_agent_reads_its_applied_config_and_cannot_change_it(home: Path) -> None:
+    async with hive(home, alpha=AgentConfig(model="sonnet")) as coord:
+        alpha = agent_enclosed(coord, "alpha")
+        applied = alpha.spec.applied_config_file
+        text = coord.registry.text("alpha")
+        assert applied.read_text() == text and 'model = "sonnet"' in text
+        # The same attempts on its own notes succeed: the probe tells a refusal from a slip.
+        probe = f"""
+import os
+def attempt(name, fn):
+    try:
+        fn(); return name + "=done"
+    except OSError as exc:
+        return name + "=" + type(exc).__name__
+def write(path):
+    with open(path, "a") as fh: fh.write("model = 'opus'\\n")
+def create(path):
+    with open(path, "x") as fh: fh.write("model = 'opus'\\n")
+results = []
+for where in ({str(applied)!r}, {str(alpha.state_dir / "agent.toml")!r}):
+    if not where.startswith({str(alpha.state_dir)!r}):
+        results.append("read=" + str(open(where).read() == {text!r}))
+    else:
+        open(where, "w").write("mine")
+    results += [
+        attempt("write", lambda: write(where)),
+        attempt("chmod", lambda: os.chmod(where, 0o666)),
+        attempt("create", lambda: create(where + ".new")),
+        attempt("rename", lambda: os.rename(where + ".new" if os.path.exists(where + ".new")
+                                            else where, where + ".old")),
+        attempt("unlink", lambda: os.unlink(where)),
+    ]
+print(" ".join(results))
+"""
+        code, out = await run_in(alpha, probe)
+        assert code == 0, out
+        theirs, mine = out.split()[:6], out.split()[6:]
+        assert theirs[0] == "read=True", out
+        for result in theirs[1:]:
+            assert result.split("=")[1] in ("PermissionError", "OSError"), out
+        assert all(r.endswith("=done") for r in mine), out
+        assert applied.read_text() == text
+        assert applied.stat().st_uid == os.geteuid()  # the host's, not the agent's
+        assert not applied.with_name("agent.toml.new").exists()
+
+
 async def test_resource_limits_hold(home: Path) -> None:
     limited = AgentConfig(limits=ResourceLimits(pids=16))
     async with hive(home, lim=limited) as coord:

@@ -76,6 +76,7 @@ HYPERHIVE_REFUSALS: list[tuple[str, dict[str, Any], str]] = [
     ("request_apply_commit", {"agent": "boss"}, "not a descendant"),
     ("get_logs", {"agent": "minion"}, "'diagnostics' tool group"),
     ("get_host_journal", {}, "read_host_journal"),
+    ("get_deployed", {"agent": "minion"}, "meta_read"),
     ("set_status", {"text": "s" * 201}, "the limit is 200"),
 ]
 
@@ -92,7 +93,9 @@ async def test_the_mcp_surfaces_refuse_every_escalation(
 
         async with mcp_client(f"{base}/agents/{ATTACKER}/mcp/hyperhive", mallory.token) as hh:
             listed = {t.name for t in (await hh.list_tools()).tools}
-            assert not {"get_logs", "get_host_journal", "set_parent"} & listed, listed
+            assert not {"get_logs", "get_host_journal", "get_deployed", "set_parent"} & listed, (
+                listed
+            )
             for tool, args, fragment in HYPERHIVE_REFUSALS:
                 got = await hh.call_tool(tool, args)
                 if not got.is_error or fragment not in result_text(got):

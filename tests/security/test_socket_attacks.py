@@ -356,6 +356,12 @@ def attempts(p: Planted) -> list[Attempt]:
             "read_host_journal capability",
         ),
         (
+            "the parent's deployed config without the capability",
+            {"cmd": "get_deployed", "agent": "boss"},
+            "permission_denied",
+            "meta_read capability",
+        ),
+        (
             "lifecycle of a name that is not there",
             {"cmd": "kill", "agent": "nobody"},
             "not_found",
@@ -479,7 +485,9 @@ async def test_what_the_socket_accepts_touches_only_the_attackers_own_rows(
                 "status_set_at",
                 "parent",
                 "matrix_accounts",  # public identities (name, user ID, homeserver), no token
+                "applied_config",  # a path the agent's own host fills in, for itself only
             }
+            assert meta.get("applied_config") is None
             await agent_call(mallory, "set_status", text="innocent")
             await agent_call(mallory, "todo_upsert", subsystem="forge", key="pr-1", body="mine")
             await agent_call(mallory, "todo_clear", subsystem="forge", key="pr-1")

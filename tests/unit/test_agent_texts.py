@@ -47,7 +47,7 @@ from hyperhive.names import RESERVED_NAMES
 from hyperhive.permissions import Capability, ToolGroup, builtin_tools_for
 from hyperhive.protocol import HelperEvent, LostAgent, Message, WaitResult, describe
 from hyperhive.protocol.events import HostLost
-from hyperhive.wirebase import LooseEnd
+from hyperhive.wirebase import AgentMeta, LooseEnd
 
 HOME = Path("/srv/hive")
 HOST = AgentHost(HivePaths(HOME), HiveConfig(runtime="unsandboxed"))
@@ -106,6 +106,7 @@ VOCABULARY = {
         for m in (t.model_fields["event"].annotation for t in get_args(get_args(HelperEvent)[0]))
     ),
     *LooseEnd.model_fields,
+    *AgentMeta.model_fields,  # get_agent_meta's answer (its applied_config)
     *get_args(LooseEnd.model_fields["kind"].annotation),
     *get_args(TaskStatus),
     *RESERVED_NAMES,

@@ -99,6 +99,8 @@ class AgentSite:
         tool call sees ``spec``; the meta kept for the old one is dropped."""
         if spec.name != self._spec.name:
             raise ValueError(f"{self._spec.name}'s site cannot take {spec.name}'s spec")
+        if spec.config != self._spec.config:  # what it reads as applied follows
+            self.enclosure.publish_config(spec)
         self._spec = spec
         self.meta.forget()
 

@@ -23,6 +23,7 @@ from hyperhive.agent.isolation import build_isolation, retarget_isolation
 from hyperhive.agent.sandbox import AgentSandbox
 from hyperhive.agent.skills import install_skills
 from hyperhive.agent.spec import AgentSpec
+from hyperhive.atomic import atomic_write_text
 from hyperhive.credentials import effective_env
 from hyperhive.errors import StorageError
 
@@ -59,6 +60,7 @@ class Enclosure:
             enclosure = cls(isolation, notes)
         else:
             enclosure = cls(None, [UNSANDBOXED_NOTE])
+        enclosure.publish_config(spec)
         enclosure._install_skills(spec)
         return enclosure
 
@@ -98,6 +100,13 @@ class Enclosure:
             env={**passthrough, **spec.config.env, **spec.hive_env()},
             isolation=isolation,
         )
+
+    def publish_config(self, spec: AgentSpec) -> None:
+        """Write ``spec``'s applied config where the agent reads it (its
+        ``get_agent_meta`` names the path). Atomic, and left the host's (0644): in the
+        sandbox the agent reads it and can neither change nor replace it. Blocking
+        (a small file); the caller knows whether it is on the event loop."""
+        atomic_write_text(spec.applied_config_file, spec.applied_config_text(), 0o644)
 
     def give(self, path: Path) -> None:
         """Hand a file the host wrote (claude's config, prompts) to the agent's user."""

@@ -20,6 +20,7 @@ from hyperhive.permissions import HYPERHIVE_SERVER
 from hyperhive.tools.catalog import served_by
 from hyperhive.tools.decl import Tool
 from hyperhive.tools.meta import MetaArgs, StatusSet
+from hyperhive.wirebase import AgentMeta
 
 __all__ = ["forward", "hyperhive_handlers", "hyperhive_surface", "own_meta"]
 
@@ -38,14 +39,21 @@ def forward(tool: Tool[Any, Any]) -> Handler:
 
 
 def own_meta(tool: Tool[Any, Any]) -> Handler:
-    """``get_agent_meta``: the agent's own from its host's cache (see metacache), others'
-    from the coordinator. A stopping agent asks: its ``running`` is about to change."""
+    """``get_agent_meta``: the agent's own from its host's cache (see metacache), with the
+    path of its applied config on this host; others' from the coordinator. A stopping
+    agent asks: its ``running`` is about to change."""
     ask = forward(tool)
 
+    async def fetch(agent: ActiveAgent, args: MetaArgs) -> AgentMeta:
+        meta: AgentMeta = await agent.call(tool.request(args))
+        return meta.model_copy(update={"applied_config": str(agent.spec.applied_config_file)})
+
     async def call(agent: ActiveAgent, args: MetaArgs) -> str:
-        if args.name not in (None, agent.name) or agent.lifetime.stopping.is_set():
+        if args.name not in (None, agent.name):
             return await ask(agent, args)
-        meta = await agent.meta.get(lambda: agent.call(tool.request(args)))
+        if agent.lifetime.stopping.is_set():
+            return tool.text(args, await fetch(agent, args))
+        meta = await agent.meta.get(lambda: fetch(agent, args))
         return agent.meta.rendered(meta, lambda m: tool.text(args, m))
 
     return call

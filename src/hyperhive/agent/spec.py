@@ -16,7 +16,7 @@ from pathlib import Path
 
 from hyperhive.agent.prompt import render_system_prompt
 from hyperhive.agent.skills import skills_for
-from hyperhive.config import AgentConfig, HiveConfig, HivePaths
+from hyperhive.config import AgentConfig, HiveConfig, HivePaths, dump_agent_config
 from hyperhive.forge.identity import forge_env, git_credential_config
 from hyperhive.permissions import CAPABILITIES_ENV, TOOL_GROUPS_ENV, Capability, ToolGroup
 from hyperhive.protocol import ActivateCmd
@@ -80,6 +80,12 @@ class AgentSpec:
         return self.paths.agent_runtime(self.name)
 
     @property
+    def applied_config_file(self) -> Path:
+        """Its ``agent.toml`` as applied, for it to read (read-only in its sandbox: the
+        runtime dir is bound read-only and the file stays the host's)."""
+        return self.runtime_dir / "agent.toml"
+
+    @property
     def home_dir(self) -> Path:
         return self.paths.agent_home(self.name)
 
@@ -102,6 +108,11 @@ class AgentSpec:
         return self.config.model or self.hive.default_model
 
     # ---- what it is told ---------------------------------------------------------------
+
+    def applied_config_text(self) -> str:
+        """Its applied ``agent.toml``, as the coordinator's store holds it (the same
+        rendering of the same config)."""
+        return dump_agent_config(self.config)
 
     def hive_env(self) -> dict[str, str]:
         """``HIVE_*`` identity for every process spawned for the agent."""

@@ -31,7 +31,15 @@ from hyperhive.tools.inbox import (
 )
 from hyperhive.tools.lifecycle import LifecycleReq, RequestInitConfigReq
 from hyperhive.tools.messaging import AckUntilReq, Asked, AskOperatorReq, RecvReq, SendReq
-from hyperhive.tools.meta import CompactReq, GetAgentMetaReq, SetStatusReq, StatusSet
+from hyperhive.tools.meta import (
+    CompactReq,
+    Deployed,
+    DeployLogEntry,
+    GetAgentMetaReq,
+    GetDeployedReq,
+    SetStatusReq,
+    StatusSet,
+)
 from hyperhive.tools.scheduling import (
     CancelScheduleReq,
     ListSchedulesReq,
@@ -52,7 +60,10 @@ __all__ = [
     "Cleared",
     "CompactReq",
     "FenceReq",
+    "DeployLogEntry",
+    "Deployed",
     "GetAgentMetaReq",
+    "GetDeployedReq",
     "GetHostJournalReq",
     "GetLogsReq",
     "GetLooseEndsReq",

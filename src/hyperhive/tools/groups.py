@@ -84,11 +84,14 @@ class Capability(StrEnum):
     """A single privilege orthogonal to tool groups.
 
     ``read_host_journal`` unlocks ``get_host_journal``; ``query_agent_state``
-    lets ``get_loose_ends(agent=…)`` read an agent that is not a descendant.
+    lets ``get_loose_ends(agent=…)`` read an agent that is not a descendant;
+    ``meta_read`` unlocks ``get_deployed`` (a descendant's applied config and
+    its deploy log).
     """
 
     READ_HOST_JOURNAL = "read_host_journal"
     QUERY_AGENT_STATE = "query_agent_state"
+    META_READ = "meta_read"
 
     @classmethod
     def parse_list(cls, raw: str) -> list[Capability]:

@@ -1,19 +1,25 @@
-"""``meta``: set_status, get_agent_meta; and compact, in no group (``hyperhive`` surface)."""
+"""``meta``: set_status, get_agent_meta; compact, in no group; get_deployed, behind the
+``meta_read`` capability (``hyperhive`` surface)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any, Literal
 
 from pydantic import Field
 
 from hyperhive.tools.decl import HYPERHIVE_SERVER, NoArgs, Tool, ToolArgs, as_json
-from hyperhive.tools.groups import ToolGroup
+from hyperhive.tools.groups import Capability, ToolGroup
 from hyperhive.wirebase import AgentMeta, CompactQueued, Req, _Out
 
 __all__ = [
     "TOOLS",
     "CompactReq",
+    "DeployLogEntry",
+    "Deployed",
+    "DeployedArgs",
     "GetAgentMetaReq",
+    "GetDeployedReq",
     "MetaArgs",
     "SetStatusReq",
     "StatusArgs",
@@ -45,11 +51,67 @@ class CompactReq(NoArgs, Req[CompactQueued]):
     cmd: Literal["compact"]
 
 
+class DeployedArgs(ToolArgs):
+    agent: str = Field(description="A descendant of yours.")
+    entries: int = Field(
+        default=10, ge=1, le=200, description="How many log entries, newest first."
+    )
+
+
+class DeployLogEntry(_Out):
+    """One entry of the hive's deploy log (the ``meta/`` repo's history) about an agent."""
+
+    seq: int
+    at: float
+    action: str  # apply, import (adopted), remove, …
+    message: str  # e.g. "apply beta 0123456789ab (requested by alpha)"
+
+
+class Deployed(_Out):
+    """What is deployed for an agent: its applied ``agent.toml`` and the log of it."""
+
+    agent: str
+    config: str  # the applied TOML text ("" = every default)
+    broken: str | None = None  # why the applied text does not parse (it is not running)
+    log: list[DeployLogEntry]
+
+
+class GetDeployedReq(DeployedArgs, Req[Deployed]):
+    cmd: Literal["get_deployed"]
+
+
+def _deployed(a: DeployedArgs, r: Deployed) -> str:
+    head = f"== {r.agent}'s applied agent.toml"
+    if r.broken is not None:
+        head += f" (broken: {r.broken})"
+    entries = [
+        f"#{e.seq} {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(e.at))} {e.action}: {e.message}"
+        for e in r.log
+    ]
+    return "\n".join(
+        [
+            head,
+            r.config.rstrip("\n") or "(empty: every default)",
+            "== its deploy log, newest first",
+            *(entries or ["(no entries)"]),
+        ]
+    )
+
+
 def _meta_shown(meta: AgentMeta) -> AgentMeta | dict[str, Any]:
-    """Spec 002: ``matrix_accounts`` is omitted for an agent with no Matrix provisioning."""
-    if meta.matrix_accounts is not None:
+    """Spec 002: ``matrix_accounts`` is omitted for an agent with no Matrix provisioning;
+    ``applied_config`` for another agent than the caller (its host names only its own)."""
+    omit = {
+        key
+        for key, value in (
+            ("matrix_accounts", meta.matrix_accounts),
+            ("applied_config", meta.applied_config),
+        )
+        if value is None
+    }
+    if not omit:
         return meta
-    return meta.model_dump(by_alias=True, exclude={"matrix_accounts"})
+    return meta.model_dump(by_alias=True, exclude=omit)
 
 
 def _compacting(a: NoArgs, r: CompactQueued) -> str:
@@ -77,10 +139,22 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
         "get_agent_meta",
         "An agent's parent, running state, status and hive name.",
         MetaArgs,
-        "its meta as JSON",
+        "its meta as JSON; your own also names `applied_config`: the file (read-only in "
+        "your sandbox) holding your agent.toml as applied",
         _ME,
         wire=GetAgentMetaReq,
         render=lambda a, r: as_json(_meta_shown(r)),
+    ),
+    Tool(
+        HYPERHIVE_SERVER,
+        "get_deployed",
+        "A descendant's applied agent.toml and its deploy log: what was approved, when, "
+        "at whose request.",
+        DeployedArgs,
+        "== its applied agent.toml, then == its deploy log (#seq time action: message)",
+        capability=Capability.META_READ,
+        wire=GetDeployedReq,
+        render=_deployed,
     ),
     # In no group: an agent can always ask for its own context to be compacted.
     Tool(

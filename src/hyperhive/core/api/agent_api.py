@@ -53,10 +53,13 @@ from hyperhive.protocol import (
     CompactReq,
     Created,
     CreateRepoReq,
+    Deployed,
+    DeployLogEntry,
     FenceReq,
     ForgeTokenIssued,
     ForgeTokenReq,
     GetAgentMetaReq,
+    GetDeployedReq,
     GetHostJournalReq,
     GetLogsReq,
     GetLooseEndsReq,
@@ -477,6 +480,20 @@ class AgentApi:
     async def _get_logs(self, req: GetLogsReq) -> LogTail:
         self.lifecycle.check_manage(self.name, "get_logs", req.agent)
         return await self.logs.agent(req.agent, req.lines)
+
+    @on(GetDeployedReq)
+    async def _get_deployed(self, req: GetDeployedReq) -> Deployed:
+        self.lifecycle.check_manage(self.name, "get_deployed", req.agent)
+        entries = await self.registry.history(req.agent, req.entries)
+        return Deployed(
+            agent=req.agent,
+            config=self.registry.text(req.agent),
+            broken=self.registry.broken.get(req.agent),
+            log=[
+                DeployLogEntry(seq=e.seq, at=e.at, action=e.action, message=e.message)
+                for e in entries
+            ],
+        )
 
     @on(GetHostJournalReq)
     async def _get_host_journal(self, req: GetHostJournalReq) -> HostJournal:

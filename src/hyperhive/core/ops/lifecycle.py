@@ -95,7 +95,8 @@ class Lifecycle:
                 )
         if not topology.may_manage(topo, actor, target):
             raise PermissionDenied(
-                f"{verb} {target}: {target} is not your descendant (not a descendant)"
+                f"{verb} {target}: {target} is not your descendant (not a descendant); "
+                f"only {target}'s ancestors may"
             )
 
     # ---- applying configs ---------------------------------------------------------------

@@ -92,6 +92,10 @@ class AgentRegistry:
         """The applied ``agent.toml`` text ("" for an agent that has none)."""
         return self.texts.get(name, "")
 
+    async def history(self, name: str, limit: int) -> list[DeployEntry]:
+        """The newest ``limit`` deploy log entries about ``name``, newest first."""
+        return await self._repo.log(limit, agent=name)
+
     async def write(
         self, name: str, config: AgentConfig, message: str, action: str = "apply"
     ) -> DeployEntry:
