@@ -40,6 +40,7 @@ from hyperhive.core.placement import Placement
 from hyperhive.core.registry import AgentRegistry
 from hyperhive.core.scheduler import Scheduler
 from hyperhive.core.sockets import serve_unix
+from hyperhive.core.versions import AgentVersions
 from hyperhive.errors import ConfigError, StorageError
 from hyperhive.eventloop import loop_name
 from hyperhive.fdlimit import check_fd_limit
@@ -101,6 +102,7 @@ class Coordinator:
             leases=store.hosts,
             lease_seconds=config.hostlink.lease_seconds if config.hostlink else 15.0,
         )
+        hostlink.serve_versions(AgentVersions(store.agents, notices, loose_ends))
         self.host_admin = host_admin = HostAdmin(store.hosts, hostlink)
         self.logs = logs = LogTails(paths, hostlink)
         self.placement = placement = Placement(

@@ -29,7 +29,7 @@ from hyperhive.protocol.base import (
 )
 from hyperhive.protocol.budget import OpBudgetReq, OpBudgetSetReq, OpSpendReq, OpSpendSeriesReq
 from hyperhive.protocol.hostreads import AgentSnapshot
-from hyperhive.protocol.link import HostCapacity
+from hyperhive.protocol.link import HostCapacity, Versions
 from hyperhive.protocol.move import OpAgentMoveReq
 
 # ---- results (keys promised by docs/cli-json.md are never renamed) ---------
@@ -66,6 +66,10 @@ class AgentView(_Out):
     # The host whose lease expired while it held this agent: ``lost`` until it comes
     # back (on_host_loss = "wait") or the agent is re-placed ("replace").
     lost_on: str | None = None
+    # The hyperhive and claude it started on (None: not recorded yet), and, once its host
+    # runs others (upgraded under it), what changed: a restart brings it up to date.
+    versions: Versions | None = None
+    needs_update: str | None = None
 
 
 class ParentSet(_Out):
