@@ -170,8 +170,11 @@ def test_an_agent_moves_with_its_inbox_notes_and_session(
         )
     except TimeoutError as exc:
         raise AssertionError(f"{exc}\n{hive.logs()}") from None
+    # The flush prompt is the last word of its own request (later ones resume past it).
     [flush] = [
-        r for r in lan_model.main_requests if "stopping you gracefully" in json.dumps(r.messages)
+        r
+        for r in lan_model.main_requests
+        if "stopping you gracefully" in json.dumps(r.messages[-1])
     ]
     assert flush.client == net.addresses["h1"]  # before the move, where its notes were
     second = on_h2[0]
