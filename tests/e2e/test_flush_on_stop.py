@@ -239,3 +239,26 @@ async def test_the_stops_grace_cuts_a_flush_turn_that_does_not_end(
         assert script.stall_flush is not None
         script.stall_flush.release.set()
     assert len(runs) == 1  # the cut flush reported nothing to count
+
+
+async def test_an_agent_over_budget_is_stopped_with_no_flush_turn(
+    tmp_path: Path, model_server: ModelServer, claude_bin: Path
+) -> None:
+    _seed(tmp_path, model_server, alice=AgentConfig())
+    async with running_hive(tmp_path, claude_bin) as (c, host):
+        await until(lambda: "alice" in host.agents)
+        rt = host.agents["alice"]
+        await _a_turn(c, "alice", 0)
+        await until(lambda: rt.bus.turn_state == "idle")
+        async with operator(c.paths) as op:
+            await op_call(op, "budget_set", scope="alice", limits={"usd_total": CALL_USD / 2})
+        await until_async(lambda: c.budgets.held("alice"))
+        before = len(model_server.requests)
+        async with operator(c.paths) as op:
+            await op_call(op, "agent_kill", agent="alice")
+        with anyio.fail_after(60):
+            await rt.lifetime.done.wait()
+        runs = await c.store.spend.entries("alice", limit=10)
+    # Held by its budget, it takes no turn of any kind: a flush would spend past the limit.
+    assert len(model_server.requests) == before
+    assert _turn_starts(rt) == 1 and len(runs) == 1

@@ -17,7 +17,8 @@
    finds idle first gets its flush turn (``flush_on_stop``, on by default): one
    short turn to save what it needs to its notes, cut by the stop's grace like
    any turn. Not for an agent that never had a session (nothing in context to
-   save), nor after a turn the stop already let finish (that turn was its last).
+   save), nor after a turn the stop already let finish (that turn was its last),
+   nor for one over budget (it takes no turn of any kind).
 """
 
 from __future__ import annotations
@@ -295,7 +296,7 @@ class _Loop:
             if woke.messages or woke.todos_changed:
                 woke = await self._gather(rpc, woke)
             if woke.stop:
-                if idle_at_stop and self._owes_flush():
+                if idle_at_stop and not woke.held and self._owes_flush():
                     await self._flush(rpc)
                 return
             self.version = woke.todo_version
@@ -323,6 +324,7 @@ class _Loop:
             todo_version=more.todo_version,
             todos_changed=woke.todos_changed or more.todos_changed,
             stop=more.stop,
+            held=more.held,
             compact=woke.compact or more.compact,
         )
 
