@@ -253,6 +253,8 @@ class AgentHost:
             )
         else:
             linking = connect(self.paths.hosts_sock, on_push=send.send_nowait, on_close=send.close)
+        # Primed off the command loop: an activation then only stats claude's file.
+        await self.versions.current()
         async with send, linking as link:
             self._link = link
             registered = await link.call(
