@@ -214,6 +214,13 @@ class AgentConfig(_Strict):
         "the agent's `state/` and claude session), or `replace` it on another live host, "
         "fresh from its config and inbox (what is on the lost host's disk stays there).",
     )
+    flush_on_stop: bool = Field(
+        default=True,
+        description="A graceful stop (kill, restart, update, move, the hive going down) gives "
+        "the agent, when idle, one last short turn to save what it needs to its `state/` "
+        "notes; the stop's grace bounds it. Skipped for an agent that never had a session "
+        "(nothing in context to save). `false`: it stops at once, with no turn.",
+    )
 
     _warnings: tuple[str, ...] = PrivateAttr(default=())
 

@@ -208,6 +208,8 @@ class WaitResult(_Out):
     todos_changed: bool = False
     stop: bool = False
     compact: bool = False
+    # With ``stop``: the agent is over budget, so it takes no turn, not even its flush.
+    held: bool = False
 
 
 LooseEndKind = Literal["reminder", "approval", "todo", "question", "schedule"]

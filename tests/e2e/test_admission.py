@@ -32,12 +32,14 @@ GOAL = "mcp__subagent_control__goal_reached"
 
 
 def _wrapper(tmp_path: Path, claude_bin: Path) -> tuple[Path, Path]:
-    """A claude that logs ``start AGENT`` / ``end AGENT RC`` around the real one."""
+    """A claude that logs ``start AGENT`` / ``end AGENT RC`` around the real one (the
+    host's own ``claude --version``, no agent's run, goes unlogged)."""
     log = tmp_path / "claude-runs.log"
     log.touch()
     wrapper = tmp_path / "claude-logged"
     wrapper.write_text(
         "#!/bin/sh\n"
+        f'if [ "$1" = "--version" ]; then exec "{claude_bin}" "$@"; fi\n'
         f'echo "start $HIVE_AGENT" >> "{log}"\n'
         f'"{claude_bin}" "$@"\n'
         "rc=$?\n"

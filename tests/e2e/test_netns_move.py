@@ -129,7 +129,8 @@ def disks(hive: Hive) -> Iterator[Disks]:
 def test_an_agent_moves_with_its_inbox_notes_and_session(
     hive: Hive, disks: Disks, net: Lan, lan_model: ModelServer
 ) -> None:
-    lan_model.set_script([text("first answer"), text("second answer")])
+    # The kill stops bob while idle: his flush turn (on h1) answers between his two turns.
+    lan_model.set_script([text("first answer"), text("notes flushed"), text("second answer")])
     disks.start("h1")
     hive.wait_host_of("bob", "h1")
     disks.start("h2")
@@ -158,19 +159,35 @@ def test_an_agent_moves_with_its_inbox_notes_and_session(
     hivectl(hive.home, "agents", "start", "bob")
     hive.wait_host_of("bob", "h2")
     try:
-        wait_until(lambda: len(lan_model.main_requests) >= 2, 120, "bob's turn on h2")
+        on_h2 = wait_until(
+            lambda: [
+                r
+                for r in lan_model.main_requests
+                if "mail sent before the move" in json.dumps(r.messages)
+            ],
+            120,
+            "bob's turn on h2",
+        )
     except TimeoutError as exc:
         raise AssertionError(f"{exc}\n{hive.logs()}") from None
-    second = lan_model.main_requests[1]
+    # The flush prompt is the last word of its own request (later ones resume past it).
+    [flush] = [
+        r
+        for r in lan_model.main_requests
+        if "stopping you gracefully" in json.dumps(r.messages[-1])
+    ]
+    assert flush.client == net.addresses["h1"]  # before the move, where its notes were
+    second = on_h2[0]
     assert second.client == net.addresses["h2"]
     history = json.dumps(second.messages)
     # The same claude session, resumed on h2: the first turn is in its history.
     assert "first prompt" in history and "first answer" in history, history
     assert "mail sent before the move" in json.dumps(second.messages[-1])
-    # claude on h2 reports the session's totals, h1's turn included: the coordinator's
-    # stored totals (not h1's, which stayed behind) make it one turn's cost again.
-    wait_until(lambda: spent(hive, "bob") > first_turn, 60, "bob's turn on h2 counted")
-    assert spent(hive, "bob") == pytest.approx(2 * first_turn, rel=1e-9)
+    # claude on h2 reports the session's totals, h1's turns included: the coordinator's
+    # stored totals (not h1's, which stayed behind) make it one turn's cost again (the
+    # flush on h1 was one turn like the first).
+    wait_until(lambda: spent(hive, "bob") > 2 * first_turn, 60, "bob's turn on h2 counted")
+    assert spent(hive, "bob") == pytest.approx(3 * first_turn, rel=1e-9)
 
 
 def test_a_target_killed_mid_copy_leaves_the_agent_on_its_source(hive: Hive, disks: Disks) -> None:

@@ -6,7 +6,9 @@ wait window is answered inline and files no todo (spec 001), so the agent
 is not woken a turn later with "Your todos changed" and nothing to find. A
 task that outlives its turn is listed but wakes nothing until it ends; its
 completion then wakes exactly one turn; a manager's child is spawned,
-approved and tasked, and a reminder fires, with no turn to spare. The
+approved and tasked, and a reminder fires, with no turn to spare. A graceful
+stop of an idle agent costs its one flush turn, or none with
+``flush_on_stop = false``. The
 reparent scenario is measured in ``test_reparent.py``, beside what it checks
 of the move itself.
 """

@@ -64,7 +64,8 @@ def test_an_agent_moves_from_the_local_host_to_a_remote_one_on_the_same_disk(
 ) -> None:
     up, ca_file = hive
     home = up.home
-    model_server.set_script([text("first answer"), text("second answer")])
+    # The move stops alice while idle: her flush turn answers between her two turns.
+    model_server.set_script([text("first answer"), text("notes flushed"), text("second answer")])
     # Up once `agents list` answers with alice placed on the local host.
     up.wait_for(lambda: next((a["host"] for a in up.agents() if a["name"] == "alice"), None), 90)
     local = str(_row(home, "alice")["host"])
@@ -116,8 +117,14 @@ def test_an_agent_moves_from_the_local_host_to_a_remote_one_on_the_same_disk(
         assert not list((run / "coordinator-moves").glob("*.tar"))  # and the spool
 
         hivectl(home, "send", "alice", "second prompt")
-        wait_until(lambda: len(model_server.main_requests) >= 2, 120, "alice's turn on h1")
-        history = json.dumps(model_server.main_requests[1].messages)
+        on_h1 = wait_until(
+            lambda: [
+                r for r in model_server.main_requests if "second prompt" in json.dumps(r.messages)
+            ],
+            120,
+            "alice's turn on h1",
+        )
+        history = json.dumps(on_h1[0].messages)
         # The same claude session, resumed by h1: the first turn is in its history.
         assert "first prompt" in history and "first answer" in history, history
     finally:

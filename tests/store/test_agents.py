@@ -79,3 +79,24 @@ async def test_desired_running_and_delete(store: Store) -> None:
     assert await store.agents.delete("alice") is True
     assert await store.agents.delete("alice") is False
     assert await store.agents.get("alice") == AgentState(name="alice")
+
+
+async def test_versions_recorded_at_start_and_needs_update_marked_once_until_the_next_start(
+    store: Store,
+) -> None:
+    assert await store.agents.record_started("bob", "0.1.0", "2.1.328") is None
+    got = await store.agents.get("bob")
+    assert (got.started_hive, got.started_claude, got.needs_update) == ("0.1.0", "2.1.328", None)
+    assert await store.agents.mark_needs_update("bob", "claude 2.1.328 → 9.9.9") is True
+    # Marked already: a second report changes nothing and says so (its manager was told).
+    assert await store.agents.mark_needs_update("bob", "claude 2.1.328 → 9.9.10") is False
+    assert (await store.agents.get("bob")).needs_update == "claude 2.1.328 → 9.9.9"
+    assert [a.needs_update for a in await store.agents.all()] == ["claude 2.1.328 → 9.9.9"]
+    # The next start records what it runs now and clears the mark, saying what it was.
+    was = await store.agents.record_started("bob", "0.1.0", "9.9.9")
+    assert was == "claude 2.1.328 → 9.9.9"
+    got = await store.agents.get("bob")
+    assert (got.started_claude, got.needs_update) == ("9.9.9", None)
+    # A claude that did not say its version is kept as unknown.
+    await store.agents.record_started("carol", "0.1.0", None)
+    assert (await store.agents.get("carol")).started_claude is None

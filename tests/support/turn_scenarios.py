@@ -247,6 +247,14 @@ async def _reparent(run: Run) -> None:
     await _tell(run, "kid", "report to your parent")
 
 
+async def _restart_idle(run: Run) -> None:
+    """A turn, then a graceful stop (a restart) of the idle agent: its flush turn, if on."""
+    await _tell(run, "alice", "hello")
+    await run.scripts_left(len(run.scenario.scripts["alice"]) - 1, "alice")
+    await _idle(run)
+    await run.op("agent_restart", agent="alice")
+
+
 def _later_cmd(home: Path) -> str:
     gate = home / "gate"
     return f"while [ ! -e {gate} ]; do sleep 0.05; done; echo finished-late"
@@ -351,6 +359,22 @@ REPARENT = Scenario(
     topology={"p1": None, "p2": None, "kid": "p1"},
 )
 
+STOP_FLUSH = Scenario(
+    "stop of an idle agent (flush_on_stop on)",
+    {"alice": AgentConfig()},
+    {"alice": [text("noted"), text("notes saved")]},  # the greeting, then the flush
+    2,
+    _restart_idle,
+)
+
+STOP_NO_FLUSH = Scenario(
+    "stop of an idle agent (flush_on_stop = false)",
+    {"alice": AgentConfig(flush_on_stop=False)},
+    {"alice": [text("noted")]},  # the greeting; the stop costs nothing
+    1,
+    _restart_idle,
+)
+
 # By name; built per run: some need the run's home (a gate file) or the model's URL.
 SCENARIOS: Mapping[str, Callable[[Path, str], Scenario]] = {
     BASH_INLINE.name: lambda home, url: BASH_INLINE,
@@ -359,4 +383,6 @@ SCENARIOS: Mapping[str, Callable[[Path, str], Scenario]] = {
     SUBAGENT_GOAL.name: lambda home, url: SUBAGENT_GOAL,
     "child spawned, approved, tasked": lambda home, url: child_spawned(url),
     REPARENT.name: lambda home, url: REPARENT,
+    STOP_FLUSH.name: lambda home, url: STOP_FLUSH,
+    STOP_NO_FLUSH.name: lambda home, url: STOP_NO_FLUSH,
 }

@@ -36,6 +36,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from hyperhive.agent.harness import CHECKPOINT_PROMPT, FLUSH_PROMPT
 from hyperhive.agent.host import AgentHost
 from hyperhive.agent.prompt import wake_prompt
 from hyperhive.agent.skills import SKILLS, skill_text
@@ -166,6 +167,8 @@ class Agent:
     def texts(self) -> Iterator[tuple[str, str]]:
         """(where, text) for every text this agent reads."""
         yield "system prompt", self.rt.system_prompt()
+        yield "checkpoint prompt", CHECKPOINT_PROMPT.format(state_dir=self.rt.state_dir)
+        yield "flush prompt", FLUSH_PROMPT.format(state_dir=self.rt.state_dir)
         rows = [
             Message.model_validate(
                 {"id": 7, "from": "bob", "to": "alice", "body": "hi", "created_at": 0.0}

@@ -48,7 +48,7 @@ from hyperhive.forge.notify import NotificationPoller
 from hyperhive.matrix.agent import AgentMatrix
 from hyperhive.matrix.watcher import MatrixWatcher
 from hyperhive.permissions import BASH_SERVER, ToolGroup
-from hyperhive.protocol import WakeReq
+from hyperhive.protocol import Versions, WakeReq
 from hyperhive.protocol.hostreads import AgentSnapshot
 from hyperhive.subagent.session import SubagentManager
 
@@ -78,10 +78,11 @@ class Activation:
     it ends: the spec it is built from, its lifetime, its events bus (its turn state, to
     be read from the start), and its agent once whole."""
 
-    __slots__ = ("_agent", "_reach_when_built", "_spec", "bus", "lifetime", "scope")
+    __slots__ = ("_agent", "_reach_when_built", "_spec", "bus", "lifetime", "scope", "versions")
 
-    def __init__(self, spec: AgentSpec) -> None:
+    def __init__(self, spec: AgentSpec, versions: Versions | None = None) -> None:
         self._spec = spec
+        self.versions = versions  # what its host ran when it started (None: not known)
         self.lifetime = Lifetime()
         self.bus = EventsBus()
         self.scope = anyio.CancelScope()  # the activation's task: cancelled by a kill

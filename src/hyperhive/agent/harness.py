@@ -13,7 +13,12 @@
    claude its sandbox cannot start (``agent.claudecheck``).
 4. Above the watermark, or when a compact was requested: a notes-checkpoint
    turn, then ``/compact``.
-5. A fence (graceful stop) ends the loop after the current turn.
+5. A fence (graceful stop) ends the loop after the current turn. An agent the stop
+   finds idle first gets its flush turn (``flush_on_stop``, on by default): one
+   short turn to save what it needs to its notes, cut by the stop's grace like
+   any turn. Not for an agent that never had a session (nothing in context to
+   save), nor after a turn the stop already let finish (that turn was its last),
+   nor for one over budget (it takes no turn of any kind).
 """
 
 from __future__ import annotations
@@ -67,7 +72,7 @@ from hyperhive.protocol import (
 )
 from hyperhive.safefs import atomic_write_beneath
 
-__all__ = ["CHECKPOINT_PROMPT", "claude_slot", "run_harness", "run_turn"]
+__all__ = ["CHECKPOINT_PROMPT", "FLUSH_PROMPT", "claude_slot", "run_harness", "run_turn"]
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +86,12 @@ CHECKPOINT_PROMPT = (
     "Your context window is nearly full and will be compacted right after this turn. "
     "Write everything you must not forget (open work, decisions, who is waiting on what) "
     "to your durable notes under {state_dir} now, then end the turn."
+)
+FLUSH_PROMPT = (
+    "The hive is stopping you gracefully; this is your last turn before it does. Write "
+    "everything you must not forget (open work, decisions, who is waiting on what) to your "
+    "durable notes under {state_dir} now, then end the turn. New mail waits for your next "
+    "start."
 )
 
 
@@ -164,19 +175,24 @@ async def run_claude(
 
 
 @asynccontextmanager
-async def claude_slot(agent: ActiveAgent, busy: TurnStateName) -> AsyncIterator[None]:
+async def claude_slot(
+    agent: ActiveAgent, busy: TurnStateName, *, flush: bool = False
+) -> AsyncIterator[None]:
     """Hold one of the host's claude slots for the block, then show ``busy``.
 
     Queued, the agent shows ``waiting_slot`` (since when it asked). A graceful
     stop while queued raises :class:`Abandoned` at once: the turn never ran,
-    so its mail stays unacked and comes back to the next incarnation.
+    so its mail stays unacked and comes back to the next incarnation. The
+    flush turn (``flush``) runs during the stop: only its kill abandons it.
     """
 
     def queued(_waiter: object) -> None:
         agent.bus.set_state("waiting_slot")
 
     admission = agent.site.admission
-    async with admission.slot(agent.name, "turn", on_wait=queued, abandon=agent.lifetime.stopping):
+    lifetime = agent.lifetime
+    abandon = lifetime.killed if flush else lifetime.stopping
+    async with admission.slot(agent.name, "turn", on_wait=queued, abandon=abandon):
         agent.bus.set_state(busy)
         yield
 
@@ -277,12 +293,16 @@ class _Loop:
         agent = self.agent
         while True:
             agent.bus.set_state("idle")
+            # Stopped already: a turn (or its backoff) the stop let finish was its last.
+            idle_at_stop = not agent.lifetime.stopping.is_set()
             woke = await rpc.call(
                 WaitReq(cmd="wait", timeout=WAIT_SECONDS, todo_version=self.version)
             )
             if woke.messages or woke.todos_changed:
                 woke = await self._gather(rpc, woke)
             if woke.stop:
+                if idle_at_stop and not woke.held and self._owes_flush():
+                    await self._flush(rpc)
                 return
             self.version = woke.todo_version
             compact_now = woke.compact
@@ -309,6 +329,7 @@ class _Loop:
             todo_version=more.todo_version,
             todos_changed=woke.todos_changed or more.todos_changed,
             stop=more.stop,
+            held=more.held,
             compact=woke.compact or more.compact,
         )
 
@@ -397,6 +418,42 @@ class _Loop:
         if not agent.lifetime.stopping.is_set():
             log.info("%s: credentials changed; taking turns again", agent.name)
             self.failures = 0
+
+    def _owes_flush(self) -> bool:
+        """A stop found it idle: a flush turn, unless off, or it has nothing to save."""
+        agent = self.agent
+        return (
+            agent.spec.config.flush_on_stop
+            and self.session_id is not None
+            and not agent.lifetime.killed.is_set()
+            and launch_problem_of(agent) is None
+        )
+
+    async def _flush(self, rpc: RpcClient) -> None:
+        """The stop's flush turn: counted like any turn; no mail handled (new mail waits).
+
+        Its bound is the stop's grace: past it, the host kills the activation and,
+        with it, this claude.
+        """
+        agent = self.agent
+        log.info("%s: graceful stop while idle: its flush turn", agent.name)
+        with turn_span(agent.name, agent.bus, None, agent.spec.model, "flush"):
+            async with claude_slot(agent, "thinking", flush=True):
+                prompt = FLUSH_PROMPT.format(state_dir=agent.state_dir)
+                report = await run_turn(agent, prompt, self.session_id)
+            self.session_id = _next_session(agent, self.session_id, report)
+            await self._end(
+                rpc,
+                TurnEndReq(
+                    cmd="turn_end",
+                    outcome=report.outcome,
+                    context_usage=report.context_usage,
+                    session_id=self.session_id,
+                    spend=run_spend([report], "turn"),
+                ),
+                [report],
+                "turn",
+            )
 
     async def _compact(self, rpc: RpcClient) -> None:
         agent = self.agent

@@ -40,6 +40,7 @@ from hyperhive.agent.launch import SUBAGENT_CONTROL_SERVER
 from hyperhive.agent.moving import HostMoves
 from hyperhive.agent.outage import Outage
 from hyperhive.agent.spec import AgentSpec
+from hyperhive.agent.versions import HostVersions
 from hyperhive.agent.web import build_app
 from hyperhive.agentreach import sandbox_claude
 from hyperhive.asgiserve import serve_asgi
@@ -59,6 +60,7 @@ from hyperhive.protocol import (
     ActivateCmd,
     HostCapacity,
     LinkAgentCrashedReq,
+    LinkAgentStartedReq,
     LinkAgentStateReq,
     LinkCommand,
     LinkGoodbyeReq,
@@ -97,6 +99,7 @@ class AgentHost:
         """``remote``: dial the coordinator over the network as that host (its ``paths``
         should then have a run dir of its own); else link over ``run/hosts.sock``."""
         self.paths = paths
+        self.versions = HostVersions(find_claude(hive.claude_bin, paths.home)[0])
         claude = resolve_claude_bin(hive.claude_bin, paths.home)
         self.hive = hive.model_copy(update={"claude_bin": claude})
         self.remote = remote
@@ -250,6 +253,8 @@ class AgentHost:
             )
         else:
             linking = connect(self.paths.hosts_sock, on_push=send.send_nowait, on_close=send.close)
+        # Primed off the command loop: an activation then only stats claude's file.
+        await self.versions.current()
         async with send, linking as link:
             self._link = link
             registered = await link.call(
@@ -307,7 +312,7 @@ class AgentHost:
             await anyio.sleep(every * random.uniform(0.8, 1.0))
             with anyio.move_on_after(lease) as waited:
                 try:
-                    await link.call(LinkHeartbeatReq(cmd="heartbeat", capacity=self.capacity()))
+                    await link.call(await self._heartbeat_req())
                 except HiveError as exc:
                     log.warning("agent host %s: heartbeat not taken: %s", self.host_id, exc)
             if waited.cancelled_caught:
@@ -320,6 +325,18 @@ class AgentHost:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                     await link.aclose()  # its reader ends, and with it this link
                 return
+
+    async def _heartbeat_req(self) -> LinkHeartbeatReq:
+        """Its capacity, its versions, and the agents it runs that started on others."""
+        now = await self.versions.current()
+        outdated = {
+            name: a.versions
+            for name, a in self._activations.items()
+            if a.versions is not None and a.versions != now and not a.lifetime.stopping.is_set()
+        }
+        return LinkHeartbeatReq(
+            cmd="heartbeat", capacity=self.capacity(), versions=now, outdated=outdated
+        )
 
     async def _command(self, frame: dict[str, Any]) -> None:
         """One push from the coordinator, by its handler in the sealed ``HOST_TABLE``."""
@@ -368,7 +385,8 @@ class AgentHost:
                 return
             await self.deactivate(cmd.agent, graceful=True)
         await self._serve_socket(cmd)
-        activation = self._activations[cmd.agent] = Activation(spec)
+        versions = await self.versions.current()
+        activation = self._activations[cmd.agent] = Activation(spec, versions)
         assert self._tg is not None
         self._tg.start_soon(self._supervise, activation)
 
@@ -438,6 +456,26 @@ class AgentHost:
 
         tg.start_soon(send)
 
+    def _report_started(self, activation: Activation) -> None:
+        """Tell the coordinator which versions the agent started on (kept as its own)."""
+        link, tg, versions = self._link, self._tg, activation.versions
+        if link is None or tg is None or versions is None:
+            return
+        report = LinkAgentStartedReq(
+            cmd="agent_started",
+            agent=activation.name,
+            incarnation=activation.spec.incarnation,
+            versions=versions,
+        )
+
+        async def send() -> None:
+            try:
+                await link.call(report)
+            except HiveError as exc:
+                log.debug("could not report %s's start: %s", activation.name, exc)
+
+        tg.start_soon(send)
+
     async def _supervise(self, activation: Activation) -> None:
         name = activation.name
         reason: str | None = None
@@ -445,6 +483,7 @@ class AgentHost:
             try:
                 assert self._host_parts is not None  # activations come after it serves
                 async with activated(activation, self._host_parts) as agent:
+                    self._report_started(activation)
                     await run_harness(agent)
             except Exception as exc:  # contained: one agent's crash is not the host's
                 log.exception("agent %s crashed", name)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Literal
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
@@ -25,13 +26,18 @@ from hyperhive.names import REMINDER
 from hyperhive.protocol import ModelSpend, WaitResult
 from hyperhive.telemetry import tracer
 
-__all__ = ["record_turn", "turn_span", "wake_attributes"]
+__all__ = ["HarnessRun", "record_turn", "turn_span", "wake_attributes"]
+
+HarnessRun = Literal["compaction", "flush"]
+"""A run the harness starts by itself: no wake behind it."""
 
 
-def wake_attributes(woke: WaitResult | None) -> dict[str, AttributeValue]:
-    """What woke a turn, as span attributes (None: a compaction the harness started). Pure."""
+def wake_attributes(
+    woke: WaitResult | None, run: HarnessRun = "compaction"
+) -> dict[str, AttributeValue]:
+    """What woke a turn, as span attributes (None: a ``run`` the harness started). Pure."""
     if woke is None:
-        return {"hyperhive.wake": "compaction"}
+        return {"hyperhive.wake": run}
     kinds = [k for k, on in (("messages", woke.messages), ("todos", woke.todos_changed)) if on]
     return {
         "hyperhive.wake": "+".join(kinds) or "nothing",
@@ -44,13 +50,20 @@ def wake_attributes(woke: WaitResult | None) -> dict[str, AttributeValue]:
 
 @contextmanager
 def turn_span(
-    agent: str, bus: EventsBus, woke: WaitResult | None, model: str | None
+    agent: str,
+    bus: EventsBus,
+    woke: WaitResult | None,
+    model: str | None,
+    run: HarnessRun = "compaction",
 ) -> Iterator[Span]:
-    """The current span for a turn (or a compaction, ``woke=None``) of ``agent``."""
-    attributes: dict[str, AttributeValue] = {"hyperhive.agent": agent, **wake_attributes(woke)}
+    """The current span for a turn (or, ``woke=None``, a ``run`` the harness started)."""
+    attributes: dict[str, AttributeValue] = {
+        "hyperhive.agent": agent,
+        **wake_attributes(woke, run),
+    }
     if model is not None:
         attributes["gen_ai.request.model"] = model
-    name = f"turn {agent}" if woke is not None else f"compaction {agent}"
+    name = f"turn {agent}" if woke is not None else f"{run} {agent}"
     with tracer().start_as_current_span(name, attributes=attributes) as span:
         bus.set_trace_context(trace.set_span_in_context(span))
         try:

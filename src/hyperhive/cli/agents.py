@@ -83,6 +83,12 @@ def agents_list(obj: _Ctx, as_json: bool) -> None:
                     f"{a.name} is over budget ({a.over_budget}): its mail waits; "
                     "raise the limit with `hivectl budget set`"
                 )
+        for a in rows:
+            if a.needs_update:
+                click.echo(
+                    f"{a.name} needs update: its host now runs {a.needs_update}; "
+                    f"`hivectl agents restart {a.name}` brings it up to date"
+                )
 
     emit(data, human)
 

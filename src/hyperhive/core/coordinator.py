@@ -26,6 +26,7 @@ from hyperhive.core.fleet.logs import LogTails
 from hyperhive.core.fleet.moves import Mover
 from hyperhive.core.fleet.parts import Fleet
 from hyperhive.core.fleet.placement import Placement
+from hyperhive.core.fleet.versions import AgentVersions
 from hyperhive.core.infra.agent_sockets import AgentSockets
 from hyperhive.core.infra.background import Background
 from hyperhive.core.infra.hive_identity import hive_identity
@@ -107,6 +108,7 @@ class Coordinator:
             leases=store.hosts,
             lease_seconds=config.hostlink.lease_seconds if config.hostlink else 15.0,
         )
+        hostlink.serve_versions(AgentVersions(store.agents, notices, loose_ends))
         self.host_admin = host_admin = HostAdmin(store.hosts, hostlink)
         self.logs = logs = LogTails(paths, hostlink)
         self.placement = placement = Placement(

@@ -67,6 +67,13 @@ class LoggedIn(_Event):
     event: Literal["logged_in"] = "logged_in"
 
 
+class NeedsUpdate(_Event):
+    """Its host now runs other versions than the agent started with (upgraded under it)."""
+
+    event: Literal["needs_update"] = "needs_update"
+    behind: str = ""  # what changed, e.g. "claude 2.1.328 → 2.1.400"
+
+
 class ConfigReady(_Event):
     event: Literal["config_ready"] = "config_ready"
 
@@ -107,6 +114,7 @@ HelperEvent = Annotated[
     | Destroyed
     | NeedsLogin
     | LoggedIn
+    | NeedsUpdate
     | ConfigReady
     | HostLost,
     Field(discriminator="event"),
@@ -193,6 +201,15 @@ _DESCRIBE: dict[type[BaseModel], Callable[[Any, Collection[ToolGroup]], str]] = 
         f"{e.agent} cannot reach the model (claude needs a login or API key); tell the operator."
     ),
     LoggedIn: lambda e, g: f"{e.agent} is logged in again and back at work.",
+    NeedsUpdate: lambda e, g: (
+        f"{e.agent} runs older versions than its host now has"
+        + (f" ({e.behind})" if e.behind else "")
+        + (
+            f". Restart {e.agent} when its work allows; that brings it up to date."
+            if ToolGroup.LIFECYCLE in g
+            else f". Ask the operator to restart {e.agent}; that brings it up to date."
+        )
+    ),
     ConfigReady: _config_ready,
 }
 

@@ -30,7 +30,7 @@ from hyperhive.protocol.base import (
 from hyperhive.protocol.budget import OpBudgetReq, OpBudgetSetReq, OpSpendReq, OpSpendSeriesReq
 from hyperhive.protocol.follow import FOLLOW_WAIT_MAX, OpActivityReq, OpAwaitReplyReq
 from hyperhive.protocol.hostreads import AgentSnapshot
-from hyperhive.protocol.link import HostCapacity
+from hyperhive.protocol.link import HostCapacity, Versions
 from hyperhive.protocol.move import OpAgentMoveReq, OpMoveProgressReq
 
 # ---- results (keys promised by docs/cli-json.md are never renamed) ---------
@@ -69,6 +69,10 @@ class AgentView(_Out):
     lost_on: str | None = None
     # False once the operator stopped it (``agents kill``): it stays down until started.
     desired_running: bool = True
+    # The hyperhive and claude it started on (None: not recorded yet), and, once its host
+    # runs others (upgraded under it), what changed: a restart brings it up to date.
+    versions: Versions | None = None
+    needs_update: str | None = None
 
 
 class ParentSet(_Out):

@@ -46,6 +46,13 @@ class Registered(_Out):
     hive_id: str | None = Field(default=None, pattern=r"^[a-z0-9]{1,32}$")
 
 
+class Versions(_Out):
+    """What an agent host runs: hyperhive and the claude CLI (``None``: claude did not say)."""
+
+    hive: str = Field(min_length=1, max_length=64)
+    claude: str | None = Field(default=None, max_length=64)
+
+
 class LinkRegisterReq(Req[Registered]):
     cmd: Literal["register"]
     host_id: str = Field(min_length=1, max_length=64)
@@ -78,6 +85,10 @@ class LinkHeartbeatReq(Req[Lease]):
 
     cmd: Literal["heartbeat"]
     capacity: HostCapacity
+    # What it runs now (a claude upgraded in place shows here), and the agents it runs
+    # that started on other versions, with those versions (they need a restart).
+    versions: Versions | None = None
+    outdated: dict[str, Versions] = Field(default_factory=dict, max_length=100_000)
 
 
 class LinkAgentStateReq(Req[None]):
@@ -110,6 +121,16 @@ class LinkAgentCrashedReq(Req[None]):
     agent: str
     reason: str
     incarnation: int | None = None
+
+
+class LinkAgentStartedReq(Req[None]):
+    """An agent started on this host (not a re-sent activation of one already running),
+    running these versions: the coordinator records them as the agent's."""
+
+    cmd: Literal["agent_started"]
+    agent: str
+    incarnation: int
+    versions: Versions
 
 
 class LinkGoodbyeReq(Req[None]):
@@ -147,6 +168,7 @@ LinkRequest = Annotated[
     LinkRegisterReq
     | LinkAgentStateReq
     | LinkAgentCrashedReq
+    | LinkAgentStartedReq
     | LinkGoodbyeReq
     | LinkForwardReq
     | LinkAbandonReq

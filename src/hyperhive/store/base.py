@@ -289,6 +289,15 @@ class AgentRepo(ABC):
         the operator's ungated compact); wakes if queued."""
 
     @abstractmethod
+    async def record_started(self, name: str, hive: str, claude: str | None) -> str | None:
+        """The agent started running these versions: record them and clear
+        ``needs_update``; return what ``needs_update`` said before (``None``: nothing)."""
+
+    @abstractmethod
+    async def mark_needs_update(self, name: str, behind: str) -> bool:
+        """Set ``needs_update`` to ``behind`` unless it is set already; True if it was not."""
+
+    @abstractmethod
     async def set_desired(self, name: str, running: bool) -> None: ...
 
     @abstractmethod

@@ -111,6 +111,11 @@ class AgentState:
     todo_version: int = 0
     desired_running: bool = True
     needs_login: bool = False
+    # The hyperhive and claude versions its host ran at its last start (``None``: not
+    # recorded yet), and, once its host runs others, what changed (it needs a restart).
+    started_hive: str | None = None
+    started_claude: str | None = None
+    needs_update: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

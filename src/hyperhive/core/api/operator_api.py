@@ -94,6 +94,7 @@ from hyperhive.protocol import (
     SpawnResult,
     SpendReport,
     SpendSeries,
+    Versions,
     WaitingSlot,
 )
 from hyperhive.protocol.hostreads import AgentSnapshot
@@ -178,6 +179,12 @@ class OperatorApi:
                     move_phase=where.move_phase if where else None,
                     lost_on=self.hostlink.lost.get(name),
                     desired_running=row.desired_running,
+                    versions=(
+                        Versions(hive=row.started_hive, claude=row.started_claude)
+                        if row.started_hive is not None
+                        else None
+                    ),
+                    needs_update=row.needs_update,
                 )
             )
         return out

@@ -21,6 +21,7 @@ from hyperhive.protocol import (
     Lease,
     LinkAbandonReq,
     LinkAgentCrashedReq,
+    LinkAgentStartedReq,
     LinkAgentStateReq,
     LinkForwardReq,
     LinkGoodbyeReq,
@@ -163,6 +164,9 @@ async def _heartbeat(conn: LinkConn, req: LinkHeartbeatReq) -> Lease:
     host.heartbeat_at = now
     host.capacity = req.capacity
     host.claude_slots = req.capacity.claude_slots or host.claude_slots
+    if req.versions is not None and req.outdated and link.versions is not None:
+        held = {a: v for a, v in req.outdated.items() if a in host.agents}
+        await link.versions.outdated(host.host_id, req.versions, held)
     return Lease(epoch=conn.epoch, expires_at=host.lease_expires or now)
 
 
@@ -199,6 +203,16 @@ async def _agent_state(conn: LinkConn, req: LinkAgentStateReq) -> None:
             needs_login=req.needs_login,
             launch_problem=req.launch_problem,
         )
+
+
+@LINK_TABLE.on(LinkAgentStartedReq)
+async def _agent_started(conn: LinkConn, req: LinkAgentStartedReq) -> None:
+    host = conn.registered()
+    link = conn.link
+    if req.agent not in host.agents or link.incarnations.get(req.agent) != req.incarnation:
+        return  # stopped or replaced since: its next start reports again
+    if link.versions is not None:
+        await link.versions.started(req.agent, req.versions)
 
 
 @LINK_TABLE.on(LinkGoodbyeReq)

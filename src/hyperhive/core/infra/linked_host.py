@@ -5,7 +5,7 @@ link's I/O is ``HostLink``, its requests' handlers ``link_table``)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -25,12 +25,13 @@ from hyperhive.protocol import (
     LinkMovePutReq,
     LinkMoveUnpackedReq,
     MoveChunk,
+    Versions,
     encode,
 )
 from hyperhive.store.base import HostRepo
 from hyperhive.streams import ByteStream
 
-__all__ = ["LinkBook", "LinkedHost", "MoveReports", "TurnState"]
+__all__ = ["LinkBook", "LinkedHost", "MoveReports", "TurnState", "VersionReports"]
 
 
 @dataclass
@@ -54,6 +55,17 @@ class MoveReports(Protocol):
     async def unpacked(self, host: str, req: LinkMoveUnpackedReq) -> None: ...
 
     async def dropped(self, host: str, req: LinkMoveDroppedReq) -> None: ...
+
+
+class VersionReports(Protocol):
+    """Where a host's reports of its agents' versions go (``core.versions.AgentVersions``),
+    for agents the reporting host holds."""
+
+    async def started(self, agent: str, versions: Versions) -> None: ...
+
+    async def outdated(
+        self, host: str, versions: Versions, agents: Mapping[str, Versions]
+    ) -> None: ...
 
 
 @dataclass
@@ -129,12 +141,18 @@ class LinkBook:
         self.on_host_lost = on_host_lost
         # ``agents move``'s reports from hosts (:meth:`serve_moves`).
         self.moves: MoveReports | None = None
+        # Agents' versions, from their hosts (:meth:`serve_versions`).
+        self.versions: VersionReports | None = None
         # The host each agent last ran on: its log stays on that host's disk after it stops.
         self.last_host: dict[str, str] = {}
         # Reads of a host's disk and memory (logs, turn state and stream): #14, no shared disk.
         self.calls = HostCalls(self._push_to)
         # Handed to each host at registration: it names agents' users after it.
         self.hive_id: str | None = None
+
+    def serve_versions(self, reports: VersionReports) -> None:
+        """Hand hosts' reports of their agents' versions to ``reports``."""
+        self.versions = reports
 
     def serve_moves(self, reports: MoveReports) -> None:
         """Hand hosts' ``agents move`` reports to ``reports`` (the mover, once built)."""

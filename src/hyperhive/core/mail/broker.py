@@ -141,7 +141,7 @@ class Broker:
             parked: ParkedPoll = NOT_PARKED
             if hold is not None and await hold():
                 if (await self.store.agents.get(agent)).fenced:
-                    return WaitResult(stop=True, todo_version=todo_version)
+                    return WaitResult(stop=True, held=True, todo_version=todo_version)
             else:
                 got = await self.store.messages.poll_or_park(agent, todo_version, WAKE_BATCH)
                 if isinstance(got, Poll):

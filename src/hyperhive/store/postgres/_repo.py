@@ -34,7 +34,7 @@ MSG_COLS = "id, sender, recipient, body, in_reply_to, created_at, delivered_at, 
 AGENT_COLS = (
     "name, status_text, status_set_at, incarnation, fenced, compact_pending, "
     "last_context_usage, last_outcome, last_turn_at, session_id, todo_version, "
-    "desired_running, needs_login"
+    "desired_running, needs_login, started_hive, started_claude, needs_update"
 )
 
 

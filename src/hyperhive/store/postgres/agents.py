@@ -82,6 +82,33 @@ class PgAgents(PgRepo, AgentRepo):
 
         return await self._tx(op)
 
+    async def record_started(self, name: str, hive: str, claude: str | None) -> str | None:
+        async def op(conn: Conn) -> str | None:
+            await ensure_agent(conn, name)
+            cur = await conn.execute(
+                "SELECT needs_update FROM agent_state WHERE name = %s FOR UPDATE", (name,)
+            )
+            before = await cur.fetchone()
+            await conn.execute(
+                "UPDATE agent_state SET started_hive = %s, started_claude = %s, "
+                "needs_update = NULL WHERE name = %s",
+                (hive, claude, name),
+            )
+            return None if before is None or before[0] is None else str(before[0])
+
+        return await self._tx(op)
+
+    async def mark_needs_update(self, name: str, behind: str) -> bool:
+        async def op(conn: Conn) -> bool:
+            await ensure_agent(conn, name)
+            cur = await conn.execute(
+                "UPDATE agent_state SET needs_update = %s WHERE name = %s AND needs_update IS NULL",
+                (behind, name),
+            )
+            return cur.rowcount > 0
+
+        return await self._tx(op)
+
     async def request_compact(self, name: str, above: float | None) -> CompactRequest:
         async def op(conn: Conn, woken: set[str]) -> CompactRequest:
             await ensure_agent(conn, name)

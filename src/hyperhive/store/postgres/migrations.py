@@ -314,6 +314,13 @@ CREATE INDEX messages_reply ON messages(in_reply_to) WHERE in_reply_to IS NOT NU
     # 15 (spend; positional, after what main has): each run counted at its own cost
     # (SQLite's 15: session columns, ``spend_sessions``, old rows repaired).
     schema_15,
+    # 16 (versions): as SQLite's 16, the versions each agent started with and what its
+    # host runs that differs.
+    """
+ALTER TABLE agent_state ADD COLUMN started_hive TEXT;
+ALTER TABLE agent_state ADD COLUMN started_claude TEXT;
+ALTER TABLE agent_state ADD COLUMN needs_update TEXT
+""",
 ]
 
 

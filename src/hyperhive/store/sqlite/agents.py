@@ -91,6 +91,32 @@ class SqliteAgents(AgentRepo):
 
         return await self._db.run(op)
 
+    async def record_started(self, name: str, hive: str, claude: str | None) -> str | None:
+        def op(tx: Tx) -> str | None:
+            before = ensure_agent(tx, name).needs_update
+            tx.execute(
+                "UPDATE agent_state SET started_hive = ?, started_claude = ?, "
+                "needs_update = NULL WHERE name = ?",
+                (hive, claude, name),
+            )
+            return before
+
+        return await self._db.run(op)
+
+    async def mark_needs_update(self, name: str, behind: str) -> bool:
+        def op(tx: Tx) -> bool:
+            ensure_agent(tx, name)
+            return (
+                tx.execute(
+                    "UPDATE agent_state SET needs_update = ? "
+                    "WHERE name = ? AND needs_update IS NULL",
+                    (behind, name),
+                ).rowcount
+                > 0
+            )
+
+        return await self._db.run(op)
+
     async def set_desired(self, name: str, running: bool) -> None:
         def op(tx: Tx) -> None:
             ensure_agent(tx, name)

@@ -314,4 +314,11 @@ CREATE INDEX messages_reply ON messages(in_reply_to) WHERE in_reply_to IS NOT NU
     # next run of that session is differenced against. Old rows are repaired where the
     # order of an agent's runs allows (``hyperhive.store.spendrepair``).
     schema_15,
+    # 16 (versions): the hyperhive and claude versions each agent started with, and what
+    # its host runs that differs (``needs_update``, cleared by its next start).
+    """
+ALTER TABLE agent_state ADD COLUMN started_hive TEXT;
+ALTER TABLE agent_state ADD COLUMN started_claude TEXT;
+ALTER TABLE agent_state ADD COLUMN needs_update TEXT
+""",
 ]
