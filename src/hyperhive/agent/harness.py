@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import signal
 import subprocess
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -28,6 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import anyio
+from anyio.abc import ByteReceiveStream, Process
 
 from hyperhive.agent import launch
 from hyperhive.agent.active import ActiveAgent
@@ -39,6 +41,7 @@ from hyperhive.agent.outage import Outage, redial_delay
 from hyperhive.agent.prompt import wake_prompt
 from hyperhive.agent.sandbox import CLAUDE_OOM_SCORE_ADJ, signal_group
 from hyperhive.agent.spec import AgentSpec
+from hyperhive.agent.steering import INTERRUPT_GRACE_S, TurnInput
 from hyperhive.agent.stream import (
     AssistantEvent,
     InitEvent,
@@ -76,6 +79,7 @@ BACKOFF = (1.0, 2.0, 5.0, 15.0, 60.0)
 RECONNECT_SECONDS = 0.5
 RECONNECT_MAX_SECONDS = 2.0  # the wait doubles up to this while the coordinator is away
 LOGIN_POLL_SECONDS = 1.0
+STEER_SETTLE_S = 30.0  # after a result, how long claude gets to take in a line still unseen
 CHECKPOINT_PROMPT = (
     "Your context window is nearly full and will be compacted right after this turn. "
     "Write everything you must not forget (open work, decisions, who is waiting on what) "
@@ -124,9 +128,13 @@ def _publish(bus: EventsBus, event: StreamEvent) -> None:
 
 
 async def run_claude(
-    agent: ActiveAgent, argv: Sequence[str], prompt: str
-) -> tuple[list[StreamEvent], int | None]:
-    """One claude process in the agent's sandbox; killed with its group if cancelled."""
+    agent: ActiveAgent, argv: Sequence[str], prompt: str, *, steerable: bool = False
+) -> tuple[list[StreamEvent], int | None, TurnInput]:
+    """One claude process in the agent's sandbox; killed with its group if cancelled.
+
+    The prompt is a stream-json user line; a ``steerable`` run keeps stdin open
+    (:mod:`~hyperhive.agent.steering`), held in ``agent.turns`` while it runs.
+    """
     spec = agent.spec
     env = launch.claude_env({}, spec.home_dir, (), {**spec.config.env, **spec.hive_env()})
     events: list[StreamEvent] = []
@@ -141,25 +149,78 @@ async def run_claude(
         )
     try:
         assert proc.stdin is not None and proc.stdout is not None
-        with agent.turns.running(proc.pid):
-            await proc.stdin.send(prompt.encode())
-            await proc.stdin.aclose()
-            decoder = FrameDecoder(MAX_STREAM_LINE)
-            async for chunk in proc.stdout:
-                for line in decoder.feed(chunk):
-                    if isinstance(line, HiveError):
-                        log.warning("%s: dropped an oversized stream-json line", spec.name)
-                        continue
-                    event = parse_line(line)
-                    if event is not None:
-                        events.append(event)
-                        _publish(agent.bus, event)
-            return events, await proc.wait()
+        turn_input = TurnInput(proc.stdin, steerable=steerable)
+        ended = anyio.Event()  # a result after an interrupt, or the end of output
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_kill_if_interrupt_unheeded, proc, turn_input, ended)
+            with agent.turns.running(proc.pid, turn_input):
+                await turn_input.start(prompt)
+                await _read_events(agent, proc.stdout, turn_input, events, ended)
+                ended.set()
+                await turn_input.close()
+            code = await proc.wait()
+            tg.cancel_scope.cancel()
+        return events, code, turn_input
     finally:
         if proc.returncode is None:
             with anyio.CancelScope(shield=True):
                 signal_group(proc, signal.SIGKILL)
                 await proc.wait()
+
+
+async def _read_events(
+    agent: ActiveAgent,
+    stdout: ByteReceiveStream,
+    turn_input: TurnInput,
+    events: list[StreamEvent],
+    ended: anyio.Event,
+) -> None:
+    """claude's events until its output ends; steering its input as results come."""
+    decoder = FrameDecoder(MAX_STREAM_LINE)
+    lingering = False  # a result came with a line sent and not yet taken in
+    while True:
+        with anyio.move_on_after(STEER_SETTLE_S if lingering else math.inf) as wait:
+            try:
+                chunk = await stdout.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return
+        if wait.cancelled_caught:
+            # claude never took the line in (it dropped it): end the run; its mail stays
+            # unseen, so it is not acked and comes back.
+            await turn_input.close()
+            lingering = False
+            continue
+        for line in decoder.feed(chunk):
+            if isinstance(line, HiveError):
+                log.warning("%s: dropped an oversized stream-json line", agent.name)
+                continue
+            event = parse_line(line)
+            if event is None:
+                continue
+            events.append(event)
+            _publish(agent.bus, event)
+            if isinstance(event, UserEvent) and event.replayed:
+                turn_input.saw()
+                lingering = False
+                if turn_input.seen > 1:  # not the prompt: a line that reached the running turn
+                    agent.bus.emit("user_message", text=event.text[:2000])
+            elif isinstance(event, ResultEvent):
+                if turn_input.interrupted.is_set():
+                    ended.set()
+                await turn_input.result()
+                lingering = turn_input.open
+
+
+async def _kill_if_interrupt_unheeded(
+    proc: Process, turn_input: TurnInput, ended: anyio.Event
+) -> None:
+    """An interrupt claude does not act on (a hung tool) ends with its process group."""
+    await turn_input.interrupted.wait()
+    with anyio.move_on_after(INTERRUPT_GRACE_S):
+        await ended.wait()
+        return
+    log.warning("claude did not stop within %.0fs of an interrupt: killing it", INTERRUPT_GRACE_S)
+    signal_group(proc, signal.SIGKILL)
 
 
 @asynccontextmanager
@@ -180,8 +241,14 @@ async def claude_slot(agent: ActiveAgent, busy: TurnStateName) -> AsyncIterator[
         yield
 
 
-async def run_turn(agent: ActiveAgent, prompt: str, session_id: str | None) -> TurnReport:
-    """Write the per-turn config files, run claude, summarize what happened."""
+async def run_turn(
+    agent: ActiveAgent, prompt: str, session_id: str | None, *, steerable: bool = False
+) -> tuple[TurnReport, TurnInput]:
+    """Write the per-turn config files, run claude, summarize what happened.
+
+    A ``steerable`` turn takes an interrupt and more messages while it runs; an
+    interrupted one's outcome is ``interrupted`` whatever claude's result says.
+    """
     spec, bus = agent.spec, agent.bus
     runtime = spec.runtime_dir
     runtime.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -205,8 +272,12 @@ async def run_turn(agent: ActiveAgent, prompt: str, session_id: str | None) -> T
     bus.emit("turn_start", prompt=prompt[:2000])
     agent_log = AgentLog(spec.log_file)
     agent_log.line(f"turn start: {prompt.splitlines()[0][:200] if prompt else ''}")
-    events, code = await run_claude(agent, launch.harness_argv(launched), prompt)
+    events, code, turn_input = await run_claude(
+        agent, launch.harness_argv(launched), prompt, steerable=steerable
+    )
     report = summarize_turn(events, code, spec.hive.context_window)
+    if turn_input.interrupted.is_set():
+        report = replace(report, outcome="interrupted")
     if session_id and not any(isinstance(e, InitEvent) for e in events) and code:
         # claude died before starting the conversation: the session it was asked
         # to resume does not exist (e.g. the turn that made it was killed early).
@@ -216,7 +287,7 @@ async def run_turn(agent: ActiveAgent, prompt: str, session_id: str | None) -> T
             session_id,
         )
         report = replace(report, session_id=None)
-    return report
+    return report, turn_input
 
 
 async def _run_compaction(agent: ActiveAgent, session_id: str | None) -> list[TurnReport]:
@@ -224,10 +295,10 @@ async def _run_compaction(agent: ActiveAgent, session_id: str | None) -> list[Tu
     if session_id is None:
         return []
     async with claude_slot(agent, "compacting"):  # one slot for both: back to back
-        checkpoint = await run_turn(
+        checkpoint, _ = await run_turn(
             agent, CHECKPOINT_PROMPT.format(state_dir=agent.state_dir), session_id
         )
-        report = await run_turn(agent, "/compact", session_id)
+        report, _ = await run_turn(agent, "/compact", session_id)
     agent.bus.set_state("idle")
     return [checkpoint, report]
 
@@ -329,7 +400,7 @@ class _Loop:
         with turn_span(agent.name, agent.bus, woke, agent.spec.model):
             async with claude_slot(agent, "thinking"):
                 prompt = wake_prompt(woke, agent.groups, agent.config.servers_for(agent.groups))
-                report = await run_turn(agent, prompt, self.session_id)
+                report, steered = await run_turn(agent, prompt, self.session_id, steerable=True)
             self.session_id = _next_session(agent, self.session_id, report)
             clean = report.outcome == "ok"
             end = await self._end(
@@ -347,6 +418,10 @@ class _Loop:
             )
         if report.outcome == "needs_login":
             await self._await_login()
+        elif steered.interrupted.is_set():
+            # The operator's interrupt, not a failure (a claude killed by a signal is one):
+            # no backoff; its mail comes back now and the next turn resumes the session.
+            log.info("%s: turn interrupted; its mail is redelivered", agent.name)
         elif not clean and launch_problem_of(agent) is not None:
             # claude could not even start (it went out of reach mid-run): no backoff loop.
             await hold_while_claude_unrunnable(agent)
