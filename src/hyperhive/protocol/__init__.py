@@ -199,6 +199,12 @@ from hyperhive.protocol.move import (
     MoveOutCmd,
     OpAgentMoveReq,
 )
+from hyperhive.protocol.steer import (
+    InterruptAsk,
+    Interrupted,
+    OpInterruptReq,
+    TurnInterrupted,
+)
 from hyperhive.protocol.wire import (
     ErrorInfo,
     Response,
@@ -233,6 +239,10 @@ __all__ = [
     "MoveInCmd",
     "MoveOutCmd",
     "Moved",
+    "InterruptAsk",
+    "Interrupted",
+    "OpInterruptReq",
+    "TurnInterrupted",
     "OpAgentMoveReq",
     "AckUntilReq",
     "ActivityReported",

@@ -31,6 +31,7 @@ from hyperhive.protocol.budget import OpBudgetReq, OpBudgetSetReq, OpSpendReq, O
 from hyperhive.protocol.hostreads import AgentSnapshot
 from hyperhive.protocol.link import HostCapacity
 from hyperhive.protocol.move import OpAgentMoveReq
+from hyperhive.protocol.steer import OpInterruptReq
 
 # ---- results (keys promised by docs/cli-json.md are never renamed) ---------
 
@@ -433,6 +434,7 @@ HostRequest = Annotated[
     | OpLogsReq
     | OpAgentSnapshotReq
     | OpCompactReq
+    | OpInterruptReq
     | OpPermsSetReq
     | OpConfigReq
     | OpAgentForgeReq
