@@ -124,3 +124,39 @@ async def test_interrupt_of_an_idle_agent_is_refused_and_a_tell_becomes_a_messag
         woke = (await _main_requests(model_server, 1))[0]
         assert "when you can: ping me" in _said(woke)
         await until(lambda: _outcomes(rt) == ["ok"], within=60)
+
+
+async def test_mail_that_arrives_mid_turn_reaches_the_same_turn_and_is_acked_once(
+    tmp_path: Path, model_server: ModelServer, claude_bin: Path
+) -> None:
+    gate = threading.Event()
+    model_server.set_script(
+        [
+            Stall(release=gate, then=tool_call("mcp__hyperhive__set_status", {"text": "busy"})),
+            text("read both"),
+            text("probe seen"),
+        ]
+    )
+    _seed(tmp_path, model_server)
+    async with running_hive(tmp_path, claude_bin) as (c, host), operator(c.paths) as op:
+        rt = await until(lambda: host.agents.get("alice"))
+        await op_call(op, "send", to="alice", body="first task")
+        await _main_requests(model_server, 1)
+        sent = await op_call(op, "send", to="alice", body="a reply from a child")
+        assert isinstance(sent, dict)
+        # Offered to the running turn: claude holds it until the model call in flight ends.
+        await until(lambda: [e for e in rt.bus.history if e["kind"] == "mail_offered"])
+        gate.set()
+
+        second = (await _main_requests(model_server, 2))[1]
+
+        assert f"[msg #{sent['id']}] from operator: a reply from a child" in _said(second)
+        assert _session(second) == _session(model_server.main_requests[0])
+        await until(lambda: _outcomes(rt) == ["ok"], within=60)
+        assert await _unread(op) == []  # both acked, by the one turn
+        # Nothing left to wake a turn for the mid-turn message: the next turn is the probe's.
+        await op_call(op, "send", to="alice", body="probe")
+        third = (await _main_requests(model_server, 3))[2]
+        assert "probe" in json.dumps(third.messages[-1])
+        assert "a reply from a child" not in json.dumps(third.messages[-1])
+        await until(lambda: _outcomes(rt) == ["ok", "ok"], within=60)

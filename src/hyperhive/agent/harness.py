@@ -37,6 +37,7 @@ from hyperhive.agent.admission import Abandoned
 from hyperhive.agent.agentlog import AgentLog
 from hyperhive.agent.claudecheck import hold_while_claude_unrunnable, launch_problem_of
 from hyperhive.agent.events import EventsBus, TurnStateName
+from hyperhive.agent.midturn import Wakes
 from hyperhive.agent.outage import Outage, redial_delay
 from hyperhive.agent.prompt import wake_prompt
 from hyperhive.agent.sandbox import CLAUDE_OOM_SCORE_ADJ, signal_group
@@ -151,7 +152,7 @@ async def run_claude(
         assert proc.stdin is not None and proc.stdout is not None
         turn_input = TurnInput(proc.stdin, steerable=steerable)
         ended = anyio.Event()  # a result after an interrupt, or the end of output
-        async with anyio.create_task_group() as tg:
+        async with _sole_error(), anyio.create_task_group() as tg:
             tg.start_soon(_kill_if_interrupt_unheeded, proc, turn_input, ended)
             with agent.turns.running(proc.pid, turn_input):
                 await turn_input.start(prompt)
@@ -318,6 +319,7 @@ class _Loop:
         # runs, told once the coordinator says what they were counted at.
         self.pending_end: TurnEndReq | None = None
         self._untold: tuple[list[TurnReport], RunKind] = ([], "turn")
+        self.wakes = Wakes(agent.turns, agent.bus, WAIT_SECONDS)
 
     async def serve(self, rpc: RpcClient, attached: Callable[[], None] = lambda: None) -> None:
         agent = self.agent
@@ -330,12 +332,16 @@ class _Loop:
             reports, kind = self._untold
             tell_turn_end(agent, reports, ended.spend, kind)
         await rpc.call(AttachReq(cmd="attach"))
+        self.wakes.forget()  # the new incarnation brings back whatever was kept
         self.attached = True
         attached()
         if agent.lifetime.stopping.is_set():
             await rpc.call(FenceReq(cmd="fence"))  # a graceful stop survives the reconnect
         try:
-            await self._loop(rpc)
+            # The tasks a turn leaves polling for mail (midturn) live as long as the link.
+            async with _sole_error(), anyio.create_task_group() as self._polls:
+                await self._loop(rpc)
+                self._polls.cancel_scope.cancel()
         except Abandoned as exc:
             log.info("%s: %s; its mail comes back to the next incarnation", agent.name, exc)
 
@@ -343,9 +349,7 @@ class _Loop:
         agent = self.agent
         while True:
             agent.bus.set_state("idle")
-            woke = await rpc.call(
-                WaitReq(cmd="wait", timeout=WAIT_SECONDS, todo_version=self.version)
-            )
+            woke = await self.wakes.next(rpc, self.version)
             if woke.messages or woke.todos_changed:
                 woke = await self._gather(rpc, woke)
             if woke.stop:
@@ -400,15 +404,23 @@ class _Loop:
         with turn_span(agent.name, agent.bus, woke, agent.spec.model):
             async with claude_slot(agent, "thinking"):
                 prompt = wake_prompt(woke, agent.groups, agent.config.servers_for(agent.groups))
-                report, steered = await run_turn(agent, prompt, self.session_id, steerable=True)
+                ended = anyio.Event()
+                # Mail that arrives while the turn runs is offered to it (agent.midturn).
+                await self._polls.start(self.wakes.poll_during, rpc, self.version, ended)
+                try:
+                    report, steered = await run_turn(agent, prompt, self.session_id, steerable=True)
+                finally:
+                    ended.set()
             self.session_id = _next_session(agent, self.session_id, report)
             clean = report.outcome == "ok"
+            # What claude took in mid-turn is acked with the turn; the rest waits for the next.
+            taken = self.wakes.taken(steered.seen_ids, self.version)
             end = await self._end(
                 rpc,
                 TurnEndReq(
                     cmd="turn_end",
                     outcome=report.outcome,
-                    handled=[m.id for m in woke.messages] if clean else [],
+                    handled=[*(m.id for m in woke.messages), *taken] if clean else [],
                     context_usage=report.context_usage,
                     session_id=self.session_id,
                     spend=run_spend([report], "turn"),
@@ -440,6 +452,7 @@ class _Loop:
                 # Unacked mail comes back. Not after a stop: attaching would unfence
                 # the inbox and start another turn of a hive that is stopping.
                 await rpc.call(AttachReq(cmd="attach"))
+                self.wakes.forget()
             return None
         self.failures = 0
         return end.compact_pending or (report.context_usage >= agent.spec.hive.compact_watermark)
@@ -523,6 +536,17 @@ async def run_harness(agent: ActiveAgent) -> None:
             if lifetime.killed.is_set():
                 break  # stopped by its host (a fence, a kill): not a crash
     agent.bus.set_state("stopped")
+
+
+@asynccontextmanager
+async def _sole_error() -> AsyncIterator[None]:
+    """A task group's body error as itself: its tasks never fail, so a group wraps one."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
 
 
 async def _first_set(*events: anyio.Event) -> None:
