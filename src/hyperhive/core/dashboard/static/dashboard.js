@@ -57,6 +57,10 @@ function summary(verb, data) {
     const used = data.context_usage == null ? "usage unknown" : `${Math.round(data.context_usage * 100)}% used`;
     return `compaction queued (${used}): ${data.note}`;
   }
+  if ("interrupted" in data) {
+    if (!data.interrupted) return `no turn running; your text was sent as message #${data.message_id}`;
+    return data.told === "turn" ? "turn interrupted; your text is in its session" : "turn interrupted";
+  }
   if ("id" in data && "to" in data) return `sent #${data.id} to ${data.to}`;
   if (data.message_id) return `answered; sent to ${data.asker} as #${data.message_id}`;
   if (data.destroyed) return `destroyed; data moved to ${data.data_moved_to}`;
