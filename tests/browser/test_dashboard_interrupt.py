@@ -48,6 +48,10 @@ def test_agent_page_interrupts_a_running_turn_with_the_operators_text(
 
             told = model_server.wait_for(lambda reqs: sum(r.main for r in reqs) >= 2, 60)
             assert "do the short one first" in json.dumps([r.messages for r in told if r.main][1])
-            expect(page.locator("#stream")).to_contain_text("switching now", timeout=60_000)
+            stream = page.locator("#stream")
+            expect(stream).to_contain_text("interrupted by the operator: do the short one first")
+            expect(stream).to_contain_text("into the running turn: do the short one first")
+            expect(stream).to_contain_text("switching now", timeout=60_000)
+            expect(stream).to_contain_text("turn ended: interrupted")
         finally:
             gate.set()

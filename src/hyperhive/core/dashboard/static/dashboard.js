@@ -259,6 +259,9 @@ function connectAgent() {
   on("text", (e) => streamLine(list, "text", e.text));
   on("tool_use", (e) => streamLine(list, "tool-use", `→ ${e.name} ${JSON.stringify(e.input)}`));
   on("tool_result", (e) => streamLine(list, e.is_error ? "tool-result error" : "tool-result", `← ${e.text}`));
+  on("interrupt", (e) => streamLine(list, "interrupt", `⏸ interrupted by the operator${e.tell ? `: ${e.tell}` : ""}`));
+  on("user_message", (e) => streamLine(list, "user-message", `✉ into the running turn: ${e.text}`));
+  on("mail_offered", (e) => streamLine(list, "mail-offered", `✉ mail offered to the running turn: #${(e.ids || []).join(", #")}`));
   on("turn_end", (e) => streamLine(list, "turn-end", `■ turn ended: ${e.outcome || ""}`));
   on("offline", (e) => streamLine(list, "offline", `(not streaming: ${e.message})`));
   source.addEventListener("open", () => { document.getElementById("stream-state").textContent = "live"; });
