@@ -201,7 +201,7 @@ async def _read_events(
             events.append(event)
             _publish(agent.bus, event)
             if isinstance(event, UserEvent) and event.replayed:
-                turn_input.saw()
+                turn_input.saw(event.text)
                 lingering = False
                 if turn_input.seen > 1:  # not the prompt: a line that reached the running turn
                     agent.bus.emit("user_message", text=event.text[:2000])

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import anyio
 from anyio.abc import ByteSendStream
@@ -59,6 +60,13 @@ def _interrupt_line() -> bytes:
     return json.dumps(request).encode() + b"\n"
 
 
+@dataclass(slots=True)
+class _Line:
+    text: str
+    ids: tuple[int, ...]
+    seen: bool = False
+
+
 class TurnInput:
     """The stdin of one claude run: what was sent, what claude took in, when to close.
 
@@ -68,9 +76,8 @@ class TurnInput:
 
     __slots__ = (
         "_closed",
-        "_ids",
+        "_lines",
         "_lock",
-        "_seen",
         "_stdin",
         "_tells",
         "interrupted",
@@ -81,9 +88,9 @@ class TurnInput:
         self._stdin = stdin
         self._lock = anyio.Lock()
         self._closed = False
-        # Per user line sent, in order: the message ids it carried (the prompt's: none).
-        self._ids: list[tuple[int, ...]] = []
-        self._seen = 0
+        # Per user line sent, in order: its text, the message ids it carried (the
+        # prompt's: none), and whether claude echoed it back (took it in).
+        self._lines: list[_Line] = []
         self._tells: list[str] = []
         self.interrupted = anyio.Event()
         self.steerable = steerable
@@ -96,21 +103,21 @@ class TurnInput:
     @property
     def seen(self) -> int:
         """How many lines claude has taken in (the prompt is the first)."""
-        return self._seen
+        return sum(line.seen for line in self._lines)
 
     @property
     def seen_ids(self) -> list[int]:
         """The ids of the messages claude has taken in (echoed back) so far."""
-        return [i for ids in self._ids[: self._seen] for i in ids]
+        return [i for line in self._lines if line.seen for i in line.ids]
 
     @property
     def unseen_ids(self) -> list[int]:
         """The ids of messages sent that claude never took in (they wait for a next turn)."""
-        return [i for ids in self._ids[self._seen :] for i in ids]
+        return [i for line in self._lines if not line.seen for i in line.ids]
 
     async def start(self, prompt: str) -> None:
         """Send the prompt; close at once unless the run is steerable."""
-        await self._write(user_line(prompt), ())
+        await self._write(prompt, ())
         if not self.steerable:
             await self.close()
 
@@ -122,7 +129,7 @@ class TurnInput:
         """
         if not self.steerable or self.interrupted.is_set():
             return False
-        return await self._write(user_line(text), tuple(ids))
+        return await self._write(text, tuple(ids))
 
     async def interrupt(self, tell: str | None) -> bool:
         """Ask claude to stop the turn; ``tell`` goes in once it has (same session).
@@ -139,9 +146,13 @@ class TurnInput:
             self.interrupted.set()
             return True
 
-    def saw(self) -> None:
-        """claude echoed a user line back: it took the next one we sent."""
-        self._seen = min(self._seen + 1, len(self._ids))
+    def saw(self, text: str) -> None:
+        """claude echoed a user line back: it took in the first unseen one of that text
+        (by text, not by order: after an interrupt claude may drop what it had queued)."""
+        for line in self._lines:
+            if not line.seen and line.text == text:
+                line.seen = True
+                return
 
     async def result(self) -> None:
         """A ``result`` arrived: send a pending tell, or close once all was taken in.
@@ -151,9 +162,9 @@ class TurnInput:
         """
         if self._tells:
             tell = self._tells.pop(0)
-            await self._write(user_line(tell), ())
+            await self._write(tell, ())
             return
-        if self.interrupted.is_set() or self._seen >= len(self._ids):
+        if self.interrupted.is_set() or all(line.seen for line in self._lines):
             await self.close()
 
     async def close(self) -> None:
@@ -167,13 +178,13 @@ class TurnInput:
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 pass
 
-    async def _write(self, line: bytes, ids: tuple[int, ...]) -> bool:
+    async def _write(self, text: str, ids: tuple[int, ...]) -> bool:
         async with self._lock:
             if self._closed:
                 return False
-            if not await self._raw(line):
+            if not await self._raw(user_line(text)):
                 return False
-            self._ids.append(ids)
+            self._lines.append(_Line(text, ids))
             return True
 
     async def _raw(self, line: bytes) -> bool:
