@@ -4,10 +4,13 @@
 2. Take one of the host's claude slots (``WaitingSlot`` while queued; a
    graceful stop while queued leaves the queue and ends the loop, the mail
    unacked). Build the wake prompt; spawn the real claude (argv from
-   ``launch``) in the agent's sandbox, prompt on stdin; stream its events to
-   the bus.
-3. Ack the messages that woke the turn only if it ended cleanly; otherwise
-   start a new incarnation (after a backoff) so they are delivered again.
+   ``launch``) in the agent's sandbox, the prompt a stream-json line on a
+   stdin kept open while the turn runs (``steering``: an operator's interrupt
+   and text, and mail that arrives meanwhile, ``midturn``, go in there);
+   stream its events to the bus.
+3. Ack the messages that woke the turn (and those it took in mid-turn) only
+   if it ended cleanly; otherwise start a new incarnation (after a backoff;
+   none after the operator's interrupt) so they are delivered again.
    "Not logged in" is no failure to retry: the agent takes no turns until
    its credentials change (``hivectl login``) or it is restarted; nor is a
    claude its sandbox cannot start (``agent.claudecheck``).
