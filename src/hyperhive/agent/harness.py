@@ -26,6 +26,7 @@ import logging
 import math
 import signal
 import subprocess
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -276,10 +277,14 @@ async def run_turn(
     bus.emit("turn_start", prompt=prompt[:2000])
     agent_log = AgentLog(spec.log_file)
     agent_log.line(f"turn start: {prompt.splitlines()[0][:200] if prompt else ''}")
+    started = time.monotonic()
     events, code, turn_input = await run_claude(
         agent, launch.harness_argv(launched), prompt, steerable=steerable
     )
-    report = summarize_turn(events, code, spec.hive.context_window)
+    report = replace(
+        summarize_turn(events, code, spec.hive.context_window),
+        seconds=time.monotonic() - started,
+    )
     if turn_input.interrupted.is_set():
         report = replace(report, outcome="interrupted")
     if session_id and not any(isinstance(e, InitEvent) for e in events) and code:
@@ -427,6 +432,7 @@ class _Loop:
                     context_usage=report.context_usage,
                     session_id=self.session_id,
                     spend=run_spend([report], "turn"),
+                    seconds=report.seconds,
                 ),
                 [report],
                 "turn",
@@ -498,6 +504,7 @@ class _Loop:
                     context_usage=usage,
                     session_id=self.session_id,
                     spend=run_spend(reports, "compaction") if reports else None,
+                    seconds=sum(r.seconds for r in reports) if reports else None,
                 ),
                 reports,
                 "compaction",
