@@ -24,6 +24,7 @@ from hyperhive.agent.launch import (
     harness_argv,
     subagent_argv,
 )
+from hyperhive.agent.steering import user_line
 from hyperhive.agent.stream import (
     AssistantEvent,
     InitEvent,
@@ -150,9 +151,12 @@ class Agent:
         )
 
     def run(self, prompt: str, argv: Sequence[str] | None = None, **kw: bool) -> Run:
-        proc = self.popen(argv if argv is not None else self.harness_argv(), **kw)
+        argv = argv if argv is not None else self.harness_argv()
+        proc = self.popen(argv, **kw)
+        # A harness turn reads stream-json user lines; a subagent, plain text.
+        data = user_line(prompt) if "--input-format" in argv else prompt.encode()
         try:
-            out, err = proc.communicate(prompt.encode(), timeout=RUN_TIMEOUT)
+            out, err = proc.communicate(data, timeout=RUN_TIMEOUT)
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -294,7 +298,7 @@ def test_killed_mid_turn_is_interrupted(agent: Agent) -> None:
     agent.server.set_script([Stall()])
     proc = agent.popen(agent.harness_argv())
     assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(b"hi")
+    proc.stdin.write(user_line("hi"))
     proc.stdin.close()
     agent.server.wait_for(lambda reqs: any(r.main for r in reqs), timeout=RUN_TIMEOUT)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from hyperhive.agent.steering import user_line
 from hyperhive.agent.stream import ResultEvent, parse_line, session_totals
 from hyperhive.runcost import Figures, run_cost, summed
 from tests.e2e.test_claude_cli import RUN_TIMEOUT, Agent
@@ -90,7 +91,7 @@ def _stopped_run(agent: Agent, session: str, sig: signal.Signals) -> None:
     before = len(agent.server.main_requests)
     proc = agent.popen(_argv(agent, session))
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    proc.stdin.write(b"work")
+    proc.stdin.write(user_line("work"))
     proc.stdin.close()
     agent.server.wait_for(lambda reqs: sum(r.main for r in reqs) >= before + 2, timeout=RUN_TIMEOUT)
     os.killpg(proc.pid, sig)

@@ -209,3 +209,31 @@ async def test_parked_and_woken_in_one_batch_the_caller_gets_the_answer(
         release.set()
     # The poll ran first and found nothing; the send after it in the batch woke it.
     assert got == [["same batch"]] and poll.runs == 2
+
+
+async def test_a_poll_cancelled_while_its_batch_runs_is_never_parked_for_no_one(
+    engine: tuple[Engine, list[str]],
+) -> None:
+    # A harness's wait cancelled at once (its turn crashed as it began): the poll then
+    # parked for nobody, and the next commit waking the agent (the new incarnation's
+    # redelivery) marked its mail delivered to no one.
+    db, _ = engine
+    poll = _Poll("a")
+    poll.hold = threading.Event()
+    with anyio.CancelScope() as scope:
+
+        async def cancel_once_running() -> None:
+            await anyio.to_thread.run_sync(poll.holding.wait)
+            scope.cancel()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(cancel_once_running)
+            await db.run_or_park("a", poll)
+    assert scope.cancelled_caught
+    poll.hold.set()  # the batch finishes: the poll found nothing
+
+    await db.run(_send("a", "for the next waiter"))
+
+    assert poll.runs == 1  # not re-run by the commit: nobody parked it
+    fresh = _Poll("a")
+    assert await db.run_or_park("a", fresh) == ["for the next waiter"]

@@ -98,6 +98,8 @@ def test_harness_argv_shape() -> None:
     assert "--strict-mcp-config" in argv
     assert "--resume" not in argv and "--model" not in argv
     assert "--dangerously-skip-permissions" not in argv
+    # The prompt and whatever steers the running turn are stream-json lines on stdin.
+    assert flag(argv, "--input-format") == "stream-json" and "--replay-user-messages" in argv
 
 
 def test_harness_argv_has_no_positional_prompt() -> None:
@@ -105,6 +107,7 @@ def test_harness_argv_has_no_positional_prompt() -> None:
     argv = harness_argv(spec(session_id="s-1", model="opus"))
     valued = {
         "--output-format",
+        "--input-format",
         "--tools",
         "--allowedTools",
         "--mcp-config",

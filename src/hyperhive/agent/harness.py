@@ -4,10 +4,13 @@
 2. Take one of the host's claude slots (``WaitingSlot`` while queued; a
    graceful stop while queued leaves the queue and ends the loop, the mail
    unacked). Build the wake prompt; spawn the real claude (argv from
-   ``launch``) in the agent's sandbox, prompt on stdin; stream its events to
-   the bus.
-3. Ack the messages that woke the turn only if it ended cleanly; otherwise
-   start a new incarnation (after a backoff) so they are delivered again.
+   ``launch``) in the agent's sandbox, the prompt a stream-json line on a
+   stdin kept open while the turn runs (``steering``: an operator's interrupt
+   and text, and mail that arrives meanwhile, ``midturn``, go in there);
+   stream its events to the bus.
+3. Ack the messages that woke the turn (and those it took in mid-turn) only
+   if it ended cleanly; otherwise start a new incarnation (after a backoff;
+   none after the operator's interrupt) so they are delivered again.
    "Not logged in" is no failure to retry: the agent takes no turns until
    its credentials change (``hivectl login``) or it is restarted; nor is a
    claude its sandbox cannot start (``agent.claudecheck``).
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import signal
 import subprocess
 import time
@@ -34,6 +38,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import anyio
+from anyio.abc import ByteReceiveStream, Process
 
 from hyperhive.agent import launch
 from hyperhive.agent.active import ActiveAgent
@@ -41,10 +46,12 @@ from hyperhive.agent.admission import Abandoned
 from hyperhive.agent.agentlog import AgentLog
 from hyperhive.agent.claudecheck import hold_while_claude_unrunnable, launch_problem_of
 from hyperhive.agent.events import EventsBus, TurnStateName
+from hyperhive.agent.midturn import Wakes
 from hyperhive.agent.outage import Outage, redial_delay
 from hyperhive.agent.prompt import wake_prompt
 from hyperhive.agent.sandbox import CLAUDE_OOM_SCORE_ADJ, signal_group
 from hyperhive.agent.spec import AgentSpec
+from hyperhive.agent.steering import INTERRUPT_GRACE_S, TurnInput
 from hyperhive.agent.stream import (
     AssistantEvent,
     InitEvent,
@@ -82,6 +89,7 @@ BACKOFF = (1.0, 2.0, 5.0, 15.0, 60.0)
 RECONNECT_SECONDS = 0.5
 RECONNECT_MAX_SECONDS = 2.0  # the wait doubles up to this while the coordinator is away
 LOGIN_POLL_SECONDS = 1.0
+STEER_SETTLE_S = 30.0  # after a result, how long claude gets to take in a line still unseen
 CHECKPOINT_PROMPT = (
     "Your context window is nearly full and will be compacted right after this turn. "
     "Write everything you must not forget (open work, decisions, who is waiting on what) "
@@ -136,9 +144,13 @@ def _publish(bus: EventsBus, event: StreamEvent) -> None:
 
 
 async def run_claude(
-    agent: ActiveAgent, argv: Sequence[str], prompt: str
-) -> tuple[list[StreamEvent], int | None]:
-    """One claude process in the agent's sandbox; killed with its group if cancelled."""
+    agent: ActiveAgent, argv: Sequence[str], prompt: str, *, steerable: bool = False
+) -> tuple[list[StreamEvent], int | None, TurnInput]:
+    """One claude process in the agent's sandbox; killed with its group if cancelled.
+
+    The prompt is a stream-json user line; a ``steerable`` run keeps stdin open
+    (:mod:`~hyperhive.agent.steering`), held in ``agent.turns`` while it runs.
+    """
     spec = agent.spec
     env = launch.claude_env({}, spec.home_dir, (), {**spec.config.env, **spec.hive_env()})
     events: list[StreamEvent] = []
@@ -153,25 +165,78 @@ async def run_claude(
         )
     try:
         assert proc.stdin is not None and proc.stdout is not None
-        with agent.turns.running(proc.pid):
-            await proc.stdin.send(prompt.encode())
-            await proc.stdin.aclose()
-            decoder = FrameDecoder(MAX_STREAM_LINE)
-            async for chunk in proc.stdout:
-                for line in decoder.feed(chunk):
-                    if isinstance(line, HiveError):
-                        log.warning("%s: dropped an oversized stream-json line", spec.name)
-                        continue
-                    event = parse_line(line)
-                    if event is not None:
-                        events.append(event)
-                        _publish(agent.bus, event)
-            return events, await proc.wait()
+        turn_input = TurnInput(proc.stdin, steerable=steerable)
+        ended = anyio.Event()  # a result after an interrupt, or the end of output
+        async with _sole_error(), anyio.create_task_group() as tg:
+            tg.start_soon(_kill_if_interrupt_unheeded, proc, turn_input, ended)
+            with agent.turns.running(proc.pid, turn_input):
+                await turn_input.start(prompt)
+                await _read_events(agent, proc.stdout, turn_input, events, ended)
+                ended.set()
+                await turn_input.close()
+            code = await proc.wait()
+            tg.cancel_scope.cancel()
+        return events, code, turn_input
     finally:
         if proc.returncode is None:
             with anyio.CancelScope(shield=True):
                 signal_group(proc, signal.SIGKILL)
                 await proc.wait()
+
+
+async def _read_events(
+    agent: ActiveAgent,
+    stdout: ByteReceiveStream,
+    turn_input: TurnInput,
+    events: list[StreamEvent],
+    ended: anyio.Event,
+) -> None:
+    """claude's events until its output ends; steering its input as results come."""
+    decoder = FrameDecoder(MAX_STREAM_LINE)
+    lingering = False  # a result came with a line sent and not yet taken in
+    while True:
+        with anyio.move_on_after(STEER_SETTLE_S if lingering else math.inf) as wait:
+            try:
+                chunk = await stdout.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return
+        if wait.cancelled_caught:
+            # claude never took the line in (it dropped it): end the run; its mail stays
+            # unseen, so it is not acked and comes back.
+            await turn_input.close()
+            lingering = False
+            continue
+        for line in decoder.feed(chunk):
+            if isinstance(line, HiveError):
+                log.warning("%s: dropped an oversized stream-json line", agent.name)
+                continue
+            event = parse_line(line)
+            if event is None:
+                continue
+            events.append(event)
+            _publish(agent.bus, event)
+            if isinstance(event, UserEvent) and event.replayed:
+                turn_input.saw(event.text)
+                lingering = False
+                if turn_input.seen > 1:  # not the prompt: a line that reached the running turn
+                    agent.bus.emit("user_message", text=event.text[:2000])
+            elif isinstance(event, ResultEvent):
+                if turn_input.interrupted.is_set():
+                    ended.set()
+                await turn_input.result()
+                lingering = turn_input.open
+
+
+async def _kill_if_interrupt_unheeded(
+    proc: Process, turn_input: TurnInput, ended: anyio.Event
+) -> None:
+    """An interrupt claude does not act on (a hung tool) ends with its process group."""
+    await turn_input.interrupted.wait()
+    with anyio.move_on_after(INTERRUPT_GRACE_S):
+        await ended.wait()
+        return
+    log.warning("claude did not stop within %.0fs of an interrupt: killing it", INTERRUPT_GRACE_S)
+    signal_group(proc, signal.SIGKILL)
 
 
 @asynccontextmanager
@@ -197,8 +262,14 @@ async def claude_slot(
         yield
 
 
-async def run_turn(agent: ActiveAgent, prompt: str, session_id: str | None) -> TurnReport:
-    """Write the per-turn config files, run claude, summarize what happened."""
+async def run_turn(
+    agent: ActiveAgent, prompt: str, session_id: str | None, *, steerable: bool = False
+) -> tuple[TurnReport, TurnInput]:
+    """Write the per-turn config files, run claude, summarize what happened.
+
+    A ``steerable`` turn takes an interrupt and more messages while it runs; an
+    interrupted one's outcome is ``interrupted`` whatever claude's result says.
+    """
     spec, bus = agent.spec, agent.bus
     runtime = spec.runtime_dir
     runtime.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -223,11 +294,15 @@ async def run_turn(agent: ActiveAgent, prompt: str, session_id: str | None) -> T
     agent_log = AgentLog(spec.log_file)
     agent_log.line(f"turn start: {prompt.splitlines()[0][:200] if prompt else ''}")
     started = time.monotonic()
-    events, code = await run_claude(agent, launch.harness_argv(launched), prompt)
+    events, code, turn_input = await run_claude(
+        agent, launch.harness_argv(launched), prompt, steerable=steerable
+    )
     report = replace(
         summarize_turn(events, code, spec.hive.context_window),
         seconds=time.monotonic() - started,
     )
+    if turn_input.interrupted.is_set():
+        report = replace(report, outcome="interrupted")
     if session_id and not any(isinstance(e, InitEvent) for e in events) and code:
         # claude died before starting the conversation: the session it was asked
         # to resume does not exist (e.g. the turn that made it was killed early).
@@ -237,7 +312,7 @@ async def run_turn(agent: ActiveAgent, prompt: str, session_id: str | None) -> T
             session_id,
         )
         report = replace(report, session_id=None)
-    return report
+    return report, turn_input
 
 
 async def _run_compaction(agent: ActiveAgent, session_id: str | None) -> list[TurnReport]:
@@ -245,10 +320,10 @@ async def _run_compaction(agent: ActiveAgent, session_id: str | None) -> list[Tu
     if session_id is None:
         return []
     async with claude_slot(agent, "compacting"):  # one slot for both: back to back
-        checkpoint = await run_turn(
+        checkpoint, _ = await run_turn(
             agent, CHECKPOINT_PROMPT.format(state_dir=agent.state_dir), session_id
         )
-        report = await run_turn(agent, "/compact", session_id)
+        report, _ = await run_turn(agent, "/compact", session_id)
     agent.bus.set_state("idle")
     return [checkpoint, report]
 
@@ -268,6 +343,7 @@ class _Loop:
         # runs, told once the coordinator says what they were counted at.
         self.pending_end: TurnEndReq | None = None
         self._untold: tuple[list[TurnReport], RunKind] = ([], "turn")
+        self.wakes = Wakes(agent.turns, agent.bus, WAIT_SECONDS)
 
     async def serve(self, rpc: RpcClient, attached: Callable[[], None] = lambda: None) -> None:
         agent = self.agent
@@ -280,12 +356,16 @@ class _Loop:
             reports, kind = self._untold
             tell_turn_end(agent, reports, ended.spend, kind)
         await rpc.call(AttachReq(cmd="attach"))
+        self.wakes.forget()  # the new incarnation brings back whatever was kept
         self.attached = True
         attached()
         if agent.lifetime.stopping.is_set():
             await rpc.call(FenceReq(cmd="fence"))  # a graceful stop survives the reconnect
         try:
-            await self._loop(rpc)
+            # The tasks a turn leaves polling for mail (midturn) live as long as the link.
+            async with _sole_error(), anyio.create_task_group() as self._polls:
+                await self._loop(rpc)
+                self._polls.cancel_scope.cancel()
         except Abandoned as exc:
             log.info("%s: %s; its mail comes back to the next incarnation", agent.name, exc)
 
@@ -295,9 +375,7 @@ class _Loop:
             agent.bus.set_state("idle")
             # Stopped already: a turn (or its backoff) the stop let finish was its last.
             idle_at_stop = not agent.lifetime.stopping.is_set()
-            woke = await rpc.call(
-                WaitReq(cmd="wait", timeout=WAIT_SECONDS, todo_version=self.version)
-            )
+            woke = await self.wakes.next(rpc, self.version)
             if woke.messages or woke.todos_changed:
                 woke = await self._gather(rpc, woke)
             if woke.stop:
@@ -355,15 +433,23 @@ class _Loop:
         with turn_span(agent.name, agent.bus, woke, agent.spec.model):
             async with claude_slot(agent, "thinking"):
                 prompt = wake_prompt(woke, agent.groups, agent.config.servers_for(agent.groups))
-                report = await run_turn(agent, prompt, self.session_id)
+                ended = anyio.Event()
+                # Mail that arrives while the turn runs is offered to it (agent.midturn).
+                await self._polls.start(self.wakes.poll_during, rpc, self.version, ended)
+                try:
+                    report, steered = await run_turn(agent, prompt, self.session_id, steerable=True)
+                finally:
+                    ended.set()
             self.session_id = _next_session(agent, self.session_id, report)
             clean = report.outcome == "ok"
+            # What claude took in mid-turn is acked with the turn; the rest waits for the next.
+            taken = self.wakes.taken(steered.seen_ids, self.version)
             end = await self._end(
                 rpc,
                 TurnEndReq(
                     cmd="turn_end",
                     outcome=report.outcome,
-                    handled=[m.id for m in woke.messages] if clean else [],
+                    handled=[*(m.id for m in woke.messages), *taken] if clean else [],
                     context_usage=report.context_usage,
                     session_id=self.session_id,
                     spend=run_spend([report], "turn"),
@@ -374,6 +460,10 @@ class _Loop:
             )
         if report.outcome == "needs_login":
             await self._await_login()
+        elif steered.interrupted.is_set():
+            # The operator's interrupt, not a failure (a claude killed by a signal is one):
+            # no backoff; its mail comes back now and the next turn resumes the session.
+            log.info("%s: turn interrupted; its mail is redelivered", agent.name)
         elif not clean and launch_problem_of(agent) is not None:
             # claude could not even start (it went out of reach mid-run): no backoff loop.
             await hold_while_claude_unrunnable(agent)
@@ -392,6 +482,7 @@ class _Loop:
                 # Unacked mail comes back. Not after a stop: attaching would unfence
                 # the inbox and start another turn of a hive that is stopping.
                 await rpc.call(AttachReq(cmd="attach"))
+                self.wakes.forget()
             return None
         self.failures = 0
         return end.compact_pending or (report.context_usage >= agent.spec.hive.compact_watermark)
@@ -440,7 +531,7 @@ class _Loop:
         with turn_span(agent.name, agent.bus, None, agent.spec.model, "flush"):
             async with claude_slot(agent, "thinking", flush=True):
                 prompt = FLUSH_PROMPT.format(state_dir=agent.state_dir)
-                report = await run_turn(agent, prompt, self.session_id)
+                report, _ = await run_turn(agent, prompt, self.session_id)
             self.session_id = _next_session(agent, self.session_id, report)
             await self._end(
                 rpc,
@@ -512,6 +603,17 @@ async def run_harness(agent: ActiveAgent) -> None:
             if lifetime.killed.is_set():
                 break  # stopped by its host (a fence, a kill): not a crash
     agent.bus.set_state("stopped")
+
+
+@asynccontextmanager
+async def _sole_error() -> AsyncIterator[None]:
+    """A task group's body error as itself: its tasks never fail, so a group wraps one."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
 
 
 async def _first_set(*events: anyio.Event) -> None:

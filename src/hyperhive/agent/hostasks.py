@@ -27,6 +27,7 @@ from typing import Any, Protocol, TypeVarTuple
 
 from hyperhive.agent.activation import Activation
 from hyperhive.agent.active import ActiveAgent
+from hyperhive.agent.agentlog import AgentLog
 from hyperhive.agent.hostdisk import AgentDisk
 from hyperhive.agent.hostreads import HostReads
 from hyperhive.agent.moving import HostMoves
@@ -69,6 +70,7 @@ from hyperhive.protocol.hostreads import (
     LogTailAsk,
     StreamStopCmd,
 )
+from hyperhive.protocol.steer import InterruptAsk, TurnInterrupted
 
 __all__ = ["HOST_TABLE", "CommandedHost", "answer"]
 
@@ -176,6 +178,19 @@ async def _agent_snapshot(host: CommandedHost, ask: AgentSnapshotAsk) -> AgentSn
     if activation is None:
         raise NotFound(f"{ask.agent} is not active on agent host {host.host_id}")
     return activation.snapshot()
+
+
+@HOST_TABLE.on(InterruptAsk)
+async def _interrupt_turn(host: CommandedHost, ask: InterruptAsk) -> TurnInterrupted:
+    agent = host.agent(ask.agent)
+    if agent is None:
+        raise NotFound(f"{ask.agent} is not active on agent host {host.host_id}")
+    interrupted = await agent.turns.interrupt(ask.tell)
+    if interrupted:
+        told = " (with the operator's text for it)" if ask.tell else ""
+        AgentLog(agent.spec.log_file).line(f"turn interrupted by the operator{told}")
+        agent.bus.emit("interrupt", tell=(ask.tell or "")[:2000])
+    return TurnInterrupted(interrupted=interrupted)
 
 
 @HOST_TABLE.on(LogTailAsk)

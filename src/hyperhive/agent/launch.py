@@ -9,11 +9,14 @@ and sandboxing are the callers' business.
 Facts about claude 2.1.328 these functions rely on (measured against the
 scripted model server in ``tests/support``):
 
-- The prompt goes on **stdin** (write it, close stdin). ``--print`` reads it
-  from there; an argv prompt fails past 128 KiB (``E2BIG``) and one starting
-  with ``-`` would be read as a flag. The argv therefore has no positional,
-  which also keeps the variadic flags (``--tools``, ``--allowedTools``,
-  ``--mcp-config``) from swallowing one.
+- The prompt goes on **stdin**. ``--print`` reads it from there; an argv
+  prompt fails past 128 KiB (``E2BIG``) and one starting with ``-`` would be
+  read as a flag. The argv therefore has no positional, which also keeps the
+  variadic flags (``--tools``, ``--allowedTools``, ``--mcp-config``) from
+  swallowing one. A subagent's prompt is plain text (write it, close stdin); a
+  harness turn's is a stream-json ``user`` line (``--input-format
+  stream-json --replay-user-messages``), stdin staying open while the turn
+  runs so it can be steered (:mod:`hyperhive.agent.steering`).
 - ``--tools`` decides exactly which built-ins the model is offered, under
   ``--dangerously-skip-permissions`` too; ``--tools ""`` means none in this
   release (we still never emit it, see :func:`builtin_tools_arg`). With tool
@@ -88,6 +91,8 @@ _NEVER_FOR_SUBAGENTS = frozenset(
 )
 
 _STREAM_FLAGS = ("--print", "--output-format", "stream-json", "--verbose")
+# A harness turn's input: user lines and control requests, each echoed when taken in.
+_STEER_FLAGS = ("--input-format", "stream-json", "--replay-user-messages")
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,11 +225,12 @@ def mcp_config(spec: LaunchSpec) -> dict[str, Any]:
 
 
 def harness_argv(spec: LaunchSpec) -> list[str]:
-    """The argv of a harness turn; the prompt goes to stdin (see the module notes)."""
+    """The argv of a harness turn; the prompt goes to stdin as stream-json (module notes)."""
     args = turn_tool_args(spec.config, spec.groups, spec.capabilities)
     argv = [
         spec.claude_bin,
         *_STREAM_FLAGS,
+        *_STEER_FLAGS,
         "--tools",
         args.tools,
         "--allowedTools",

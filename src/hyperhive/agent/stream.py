@@ -271,6 +271,18 @@ class UserEvent(_Event):
             return []
         return [b for b in self.message.content if isinstance(b, ToolResultBlock)]
 
+    @property
+    def replayed(self) -> bool:
+        """An echo of a user line sent on stdin (``--replay-user-messages``): claude took it in."""
+        return bool((self.model_extra or {}).get("isReplay"))
+
+    @property
+    def text(self) -> str:
+        """The message's text (a replayed line is one string)."""
+        if isinstance(self.message.content, str):
+            return self.message.content
+        return "".join(b.text for b in self.message.content if isinstance(b, TextBlock))
+
 
 class ResultEvent(_Event):
     """The run's last event: outcome, usage, and the session's cost so far.

@@ -20,6 +20,7 @@ from hyperhive.cli import (  # noqa: F401  (register commands)
     move,
     perms,
     run,
+    steer,
 )
 from hyperhive.cli.base import main
 

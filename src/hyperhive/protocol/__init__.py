@@ -216,6 +216,12 @@ from hyperhive.protocol.move import (
     OpAgentMoveReq,
     OpMoveProgressReq,
 )
+from hyperhive.protocol.steer import (
+    InterruptAsk,
+    Interrupted,
+    OpInterruptReq,
+    TurnInterrupted,
+)
 from hyperhive.protocol.wire import (
     ErrorInfo,
     Response,
@@ -259,6 +265,10 @@ __all__ = [
     "MoveInCmd",
     "MoveOutCmd",
     "Moved",
+    "InterruptAsk",
+    "Interrupted",
+    "OpInterruptReq",
+    "TurnInterrupted",
     "OpAgentMoveReq",
     "AckUntilReq",
     "ActivityReported",

@@ -32,6 +32,7 @@ from hyperhive.protocol.follow import FOLLOW_WAIT_MAX, OpActivityReq, OpAwaitRep
 from hyperhive.protocol.hostreads import AgentSnapshot
 from hyperhive.protocol.link import HostCapacity, Versions
 from hyperhive.protocol.move import OpAgentMoveReq, OpMoveProgressReq
+from hyperhive.protocol.steer import OpInterruptReq
 
 # ---- results (keys promised by docs/cli-json.md are never renamed) ---------
 
@@ -452,6 +453,7 @@ HostRequest = Annotated[
     | OpLogsReq
     | OpAgentSnapshotReq
     | OpCompactReq
+    | OpInterruptReq
     | OpPermsSetReq
     | OpConfigReq
     | OpAgentForgeReq

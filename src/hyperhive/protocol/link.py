@@ -30,6 +30,7 @@ from hyperhive.protocol.move import (
     MoveInCmd,
     MoveOutCmd,
 )
+from hyperhive.protocol.steer import InterruptAsk
 from hyperhive.protocol.wire import Response
 
 # ---- agent-host link ------------------------------------------------------
@@ -234,6 +235,7 @@ LinkCommand = Annotated[
     | StreamCommand
     # Asks (``protocol.hostreads.Ask``): each answered once, by ``answer``, off the loop.
     | MetaChangedAsk
+    | InterruptAsk
     | HostReadAsk
     | HostDiskAsk,
     Field(discriminator="cmd"),

@@ -44,6 +44,7 @@ from hyperhive.protocol import (
     HostCredential,
     HostRequest,
     HostView,
+    Interrupted,
     LifecycleResult,
     LogTail,
     LooseEnd,
@@ -71,6 +72,7 @@ from hyperhive.protocol import (
     OpHostsRevokeReq,
     OpHostsRotateReq,
     OpInboxReq,
+    OpInterruptReq,
     OpLifecycleReq,
     OpLogsReq,
     OpLooseEndsReq,
@@ -361,6 +363,25 @@ class OperatorApi:
     async def _agent_snapshot(self, req: OpAgentSnapshotReq) -> AgentSnapshot:
         self.registry.require(req.agent)
         return await self.hostlink.snapshot(req.agent)
+
+    @on(OpInterruptReq)
+    async def _interrupt(self, req: OpInterruptReq) -> Interrupted:
+        self.registry.require(req.agent)
+        if req.tell is not None:
+            self.broker.check_body(req.tell)
+        if self.hostlink.running(req.agent):
+            got = await self.hostlink.interrupt(req.agent, req.tell)
+            if got.interrupted:
+                told = "turn" if req.tell is not None else None
+                return Interrupted(agent=req.agent, interrupted=True, told=told)
+        if req.tell is None:
+            raise Conflict(
+                f"{req.agent} is not running a turn: nothing to interrupt "
+                "(--tell TEXT would send the text as a message for its next turn)"
+            )
+        # No turn to steer: the text is an operator message, and wakes the next one.
+        msg_id = await self.broker.send(OPERATOR, req.agent, req.tell)
+        return Interrupted(agent=req.agent, interrupted=False, told="message", message_id=msg_id)
 
     @on(OpCompactReq)
     async def _compact(self, req: OpCompactReq) -> CompactQueued:

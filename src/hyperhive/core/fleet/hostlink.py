@@ -44,6 +44,7 @@ from hyperhive.protocol import (
     ok_response,
 )
 from hyperhive.protocol.hostreads import AgentSnapshot, AgentSnapshotAsk, LinkStreamItemsReq
+from hyperhive.protocol.steer import InterruptAsk, TurnInterrupted
 from hyperhive.streams import ByteStream
 from hyperhive.unixsock import serve_unix_streams
 
@@ -111,6 +112,16 @@ class HostLink(LinkBook):
             lambda n: AgentSnapshotAsk(cmd="agent_snapshot", ask=n, agent=agent),
             STATE_WITHIN,
             f"{agent}'s turn state",
+        )
+
+    async def interrupt(self, agent: str, tell: str | None) -> TurnInterrupted:
+        """Interrupt ``agent``'s running turn on the host that holds it (``tell``: then
+        give its model that text)."""
+        return await self.calls.ask(
+            self.serving(agent),
+            lambda n: InterruptAsk(cmd="interrupt_turn", ask=n, agent=agent, tell=tell),
+            STATE_WITHIN,
+            f"an interrupt of {agent}'s turn",
         )
 
     async def push(self, host_id: str, cmd: Req[None]) -> bool:

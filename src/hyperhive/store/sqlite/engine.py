@@ -212,7 +212,13 @@ class Engine:
         only read, and write what a lazy operation may (it can run many times).
         """
         parked: Parked[_T] = Parked(self._parking, agent, op)
-        value: _T | Parked[_T] = await self._submit(op, False, parked)
+        try:
+            value: _T | Parked[_T] = await self._submit(op, False, parked)
+        except BaseException:
+            # Cancelled while its batch ran: a park nobody will withdraw must not stay,
+            # or the commit that next wakes the agent hands its mail to no one.
+            parked.withdraw()
+            raise
         return value
 
     def _submit(self, op: _Op, durable: bool, parked: Parked[Any] | None) -> asyncio.Future[Any]:

@@ -99,13 +99,18 @@ class Parking:
 
     def withdraw(self, p: Parked[Any]) -> bool:
         with self._lock:
+            waiting = self._by_agent.get(p.agent)
+            if p.state == PARKED and (waiting is None or p not in waiting):
+                # Not registered yet: its batch is still to settle (its waiter was
+                # cancelled before the answer came). settle() must not park it.
+                p.withdrawing = True
+                return False
             if p.state == PARKED:
+                assert waiting is not None
                 p.state = WITHDRAWN
-                waiting = self._by_agent.get(p.agent)
-                if waiting is not None:
-                    waiting.remove(p)
-                    if not waiting:
-                        del self._by_agent[p.agent]
+                waiting.remove(p)
+                if not waiting:
+                    del self._by_agent[p.agent]
                 return True
             if p.state == TAKEN:
                 p.withdrawing = True

@@ -30,6 +30,7 @@ from hyperhive.protocol import (
     Cancelled,
     CompactQueued,
     HiveStatus,
+    Interrupted,
     LifecycleResult,
     LogTail,
     LooseEnd,
@@ -43,6 +44,7 @@ from hyperhive.protocol import (
     OpCompactReq,
     OpConfigReq,
     OpInboxReq,
+    OpInterruptReq,
     OpLifecycleReq,
     OpLogsReq,
     OpLooseEndsReq,
@@ -61,6 +63,7 @@ from hyperhive.protocol import (
     Sent,
     SpawnResult,
 )
+from hyperhive.protocol.steer import MAX_TELL
 
 __all__ = ["router"]
 
@@ -89,6 +92,14 @@ class SpawnBody(_Body):
 
 class DestroyBody(_Body):
     confirm: str = Field(description="must repeat the agent's name")
+
+
+class InterruptBody(_Body):
+    tell: str | None = Field(
+        default=None,
+        max_length=MAX_TELL,
+        description="text for the model: into the interrupted turn (no turn: a message)",
+    )
 
 
 class PermsBody(_Body):
@@ -241,6 +252,13 @@ async def agent_stream(d: Dash, name: str) -> Response:
 async def compact(d: Dash, name: str) -> CompactQueued:
     """Queue a compaction after the current turn, at any usage (the operator's is ungated)."""
     return await d.ops.request(OpCompactReq, agent=name)
+
+
+@router.post("/agents/{name}/interrupt")
+async def interrupt(d: Dash, name: str, body: InterruptBody) -> Interrupted:
+    """End the running turn (outcome interrupted, session kept, mail redelivered); with
+    ``tell``, its model gets the text too. No turn running: refused, or ``tell`` is sent."""
+    return await d.ops.request(OpInterruptReq, agent=name, tell=body.tell or None)
 
 
 @router.post("/agents/{name}/destroy")

@@ -57,6 +57,10 @@ function summary(verb, data) {
     const used = data.context_usage == null ? "usage unknown" : `${Math.round(data.context_usage * 100)}% used`;
     return `compaction queued (${used}): ${data.note}`;
   }
+  if ("interrupted" in data) {
+    if (!data.interrupted) return `no turn running; your text was sent as message #${data.message_id}`;
+    return data.told === "turn" ? "turn interrupted; your text is in its session" : "turn interrupted";
+  }
   if ("id" in data && "to" in data) return `sent #${data.id} to ${data.to}`;
   if (data.message_id) return `answered; sent to ${data.asker} as #${data.message_id}`;
   if (data.destroyed) return `destroyed; data moved to ${data.data_moved_to}`;
@@ -265,6 +269,9 @@ function connectAgent() {
   on("text", (e) => streamLine(list, "text", e.text));
   on("tool_use", (e) => streamLine(list, "tool-use", `→ ${e.name} ${JSON.stringify(e.input)}`));
   on("tool_result", (e) => streamLine(list, e.is_error ? "tool-result error" : "tool-result", `← ${e.text}`));
+  on("interrupt", (e) => streamLine(list, "interrupt", `⏸ interrupted by the operator${e.tell ? `: ${e.tell}` : ""}`));
+  on("user_message", (e) => streamLine(list, "user-message", `✉ into the running turn: ${e.text}`));
+  on("mail_offered", (e) => streamLine(list, "mail-offered", `✉ mail offered to the running turn: #${(e.ids || []).join(", #")}`));
   on("turn_end", (e) => streamLine(list, "turn-end", `■ turn ended: ${e.outcome || ""}`));
   on("offline", (e) => streamLine(list, "offline", `(not streaming: ${e.message})`));
   source.addEventListener("open", () => { document.getElementById("stream-state").textContent = "live"; });
