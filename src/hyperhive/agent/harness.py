@@ -154,6 +154,7 @@ async def run_claude(
                     if event is not None:
                         events.append(event)
                         _publish(agent.bus, event)
+                        agent.records.event(event)
             return events, await proc.wait()
     finally:
         if proc.returncode is None:
@@ -203,6 +204,7 @@ async def run_turn(agent: ActiveAgent, prompt: str, session_id: str | None) -> T
     agent.enclosure.give(launched.mcp_config_file)
     agent.enclosure.give(launched.system_prompt_file)
     bus.emit("turn_start", prompt=prompt[:2000])
+    agent.records.prompt(prompt)
     agent_log = AgentLog(spec.log_file)
     agent_log.line(f"turn start: {prompt.splitlines()[0][:200] if prompt else ''}")
     events, code = await run_claude(agent, launch.harness_argv(launched), prompt)
@@ -326,10 +328,11 @@ class _Loop:
         agent = self.agent
         if not await hold_while_claude_unrunnable(agent):
             return None  # stopped while held: the mail was never handled, so it comes back
-        with turn_span(agent.name, agent.bus, woke, agent.spec.model):
+        with turn_span(agent.name, agent.bus, woke, agent.spec.model), agent.records.turn(woke):
             async with claude_slot(agent, "thinking"):
                 prompt = wake_prompt(woke, agent.groups, agent.config.servers_for(agent.groups))
                 report = await run_turn(agent, prompt, self.session_id)
+            agent.records.finish([report])
             self.session_id = _next_session(agent, self.session_id, report)
             clean = report.outcome == "ok"
             end = await self._end(
@@ -395,8 +398,9 @@ class _Loop:
     async def _compact(self, rpc: RpcClient) -> None:
         agent = self.agent
         # One span for the checkpoint, /compact and their turn_end: they are counted as one.
-        with turn_span(agent.name, agent.bus, None, agent.spec.model):
+        with turn_span(agent.name, agent.bus, None, agent.spec.model), agent.records.turn(None):
             reports = await _run_compaction(agent, self.session_id)
+            agent.records.finish(reports, outcome=None if reports else "skipped")
             after = reports[-1] if reports else None
             usage = (after.usage.output_tokens / agent.spec.hive.context_window) if after else None
             await self._end(

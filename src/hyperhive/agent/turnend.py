@@ -2,8 +2,8 @@
 
 The harness sends :func:`run_spend` with the run's ``turn_end``; the
 coordinator answers what it counted the run at (:mod:`hyperhive.runcost`),
-and :func:`tell_turn_end` puts that figure on the agent's bus, in its log
-and on the turn's span — the same figure spend and budgets hold.
+and :func:`tell_turn_end` puts that figure on the agent's bus, in its log,
+on the turn's span and in its turn record — the same figure spend and budgets hold.
 """
 
 from __future__ import annotations
@@ -79,3 +79,4 @@ def tell_turn_end(
         f"{what}: {last.outcome}, {calls} model call(s), {cost}, context {last.context_usage:.0%}"
     )
     record_turn(reports, spent)
+    agent.records.counted(spent)
