@@ -16,6 +16,7 @@ from hyperhive.cli import (  # noqa: F401  (register commands)
     login,
     messages,
     run,
+    turns,
 )
 from hyperhive.cli.base import main
 

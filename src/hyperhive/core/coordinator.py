@@ -40,6 +40,7 @@ from hyperhive.core.placement import Placement
 from hyperhive.core.registry import AgentRegistry
 from hyperhive.core.scheduler import Scheduler
 from hyperhive.core.sockets import serve_unix
+from hyperhive.core.turn_records import TurnRecords
 from hyperhive.errors import ConfigError, StorageError
 from hyperhive.eventloop import loop_name
 from hyperhive.fdlimit import check_fd_limit
@@ -103,6 +104,7 @@ class Coordinator:
         )
         self.host_admin = host_admin = HostAdmin(store.hosts, hostlink)
         self.logs = logs = LogTails(paths, hostlink)
+        self.turns = turns = TurnRecords(hostlink)
         self.placement = placement = Placement(
             registry, topo, hostlink, agent_state, notices, store.placements, store.hosts
         )
@@ -196,6 +198,7 @@ class Coordinator:
             forge=config.forge,
             host_admin=host_admin,
             budgets=budgets,
+            turns=turns,
         )
 
     def _agent_api(self, name: str) -> AgentApi:

@@ -8,6 +8,7 @@ operator verbatim.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from hyperhive import topology
@@ -28,6 +29,7 @@ from hyperhive.core.notify import EventBus
 from hyperhive.core.placement import Placement
 from hyperhive.core.registry import AgentRegistry
 from hyperhive.core.scheduler import Scheduler
+from hyperhive.core.turn_records import TurnRecords
 from hyperhive.dispatch import Dispatcher
 from hyperhive.effective import turn_tool_args
 from hyperhive.errors import InvalidRequest, NotFound
@@ -100,6 +102,16 @@ from hyperhive.protocol import (
     WaitingSlot,
 )
 from hyperhive.protocol.hostreads import AgentSnapshot
+from hyperhive.protocol.turns import (
+    TURN_ID,
+    OpTurnShowReq,
+    OpTurnsListReq,
+    OpTurnsSearchReq,
+    TurnHit,
+    TurnRecord,
+    TurnSummary,
+    agent_of_turn,
+)
 from hyperhive.store.rows import AgentState as AgentStateRow
 from hyperhive.topology import TopologyStore
 
@@ -132,6 +144,7 @@ class OperatorApi:
         forge: ForgeConfig | None,
         host_admin: HostAdmin,
         budgets: Budgets,
+        turns: TurnRecords,
     ) -> None:
         self.paths = paths
         self.schema_version = schema_version
@@ -152,6 +165,7 @@ class OperatorApi:
         self.forge = forge
         self.host_admin = host_admin
         self.budgets = budgets
+        self.turns = turns
         self.pid = os.getpid()
 
     async def __call__(self, req: Any) -> Any:
@@ -331,6 +345,24 @@ class OperatorApi:
     async def _logs(self, req: OpLogsReq) -> LogTail:
         self.registry.require(req.agent)
         return await self.logs.agent(req.agent, req.lines, req.after, req.wait)
+
+    @on(OpTurnsListReq)
+    async def _turns_list(self, req: OpTurnsListReq) -> list[TurnSummary]:
+        self.registry.require(req.agent)
+        return await self.turns.list_turns(req.agent, req.since, req.limit)
+
+    @on(OpTurnShowReq)
+    async def _turn_show(self, req: OpTurnShowReq) -> TurnRecord:
+        if not re.match(TURN_ID, req.turn):
+            raise NotFound(f"no turn {req.turn}: a turn id is <agent>.<time>-<random>")
+        self.registry.require(agent_of_turn(req.turn))
+        return await self.turns.show(req.turn, req.after_seq, req.full)
+
+    @on(OpTurnsSearchReq)
+    async def _turns_search(self, req: OpTurnsSearchReq) -> list[TurnHit]:
+        if req.agent is not None:
+            self.registry.require(req.agent)
+        return await self.turns.search(req.text, req.agent, req.limit)
 
     @on(OpAgentSnapshotReq)
     async def _agent_snapshot(self, req: OpAgentSnapshotReq) -> AgentSnapshot:

@@ -31,6 +31,7 @@ from hyperhive.protocol.budget import OpBudgetReq, OpBudgetSetReq, OpSpendReq, O
 from hyperhive.protocol.hostreads import AgentSnapshot
 from hyperhive.protocol.link import HostCapacity
 from hyperhive.protocol.move import OpAgentMoveReq
+from hyperhive.protocol.turns import OpTurnShowReq, OpTurnsListReq, OpTurnsSearchReq
 
 # ---- results (keys promised by docs/cli-json.md are never renamed) ---------
 
@@ -443,6 +444,9 @@ HostRequest = Annotated[
     | OpBudgetReq
     | OpBudgetSetReq
     | OpSpendReq
-    | OpSpendSeriesReq,
+    | OpSpendSeriesReq
+    | OpTurnsListReq
+    | OpTurnShowReq
+    | OpTurnsSearchReq,
     Field(discriminator="cmd"),
 ]

@@ -30,6 +30,7 @@ from hyperhive.protocol.move import (
     MoveInCmd,
     MoveOutCmd,
 )
+from hyperhive.protocol.turns import TurnsAsk
 from hyperhive.protocol.wire import Response
 
 # ---- agent-host link ------------------------------------------------------
@@ -213,7 +214,8 @@ LinkCommand = Annotated[
     # Asks (``protocol.hostreads.Ask``): each answered once, by ``answer``, off the loop.
     | MetaChangedAsk
     | HostReadAsk
-    | HostDiskAsk,
+    | HostDiskAsk
+    | TurnsAsk,
     Field(discriminator="cmd"),
 ]
 """What the coordinator pushes to an agent host: one handler each in the host's sealed
