@@ -59,6 +59,7 @@ def tell_turn_end(
         return
     last = reports[-1]
     calls = sum(r.num_turns for r in reports)
+    agent.records.counted(spent)  # first: a reader woken by turn_end finds the cost
     agent.bus.turn_ended(
         {
             "outcome": last.outcome,
@@ -79,4 +80,3 @@ def tell_turn_end(
         f"{what}: {last.outcome}, {calls} model call(s), {cost}, context {last.context_usage:.0%}"
     )
     record_turn(reports, spent)
-    agent.records.counted(spent)
