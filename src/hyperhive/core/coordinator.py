@@ -172,6 +172,7 @@ class Coordinator:
             approvals=approvals,
             lifecycle=lifecycle,
             logs=logs,
+            turns=turns,
             hostlink=hostlink,
             bus=bus,
             budgets=budgets,
