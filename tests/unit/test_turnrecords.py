@@ -247,3 +247,22 @@ def test_a_search_text_out_of_bounds_is_refused(bad: str) -> None:
 
     with pytest.raises(ValidationError):
         OpTurnsSearchReq(cmd="turns_search", text=bad)
+
+
+def test_a_move_carries_the_records_with_the_agents_directory(tmp_path: Path) -> None:
+    from hyperhive.agent.moving import pack, unpack
+
+    source = tmp_path / "source" / "bee"
+    (source / "state").mkdir(parents=True)
+    rec = _recorder(source / "turns")
+    turn = _run(rec, "moved along", spent=0.5)
+    rec.close()
+    size, _sha = pack(source, tmp_path / "bee.tar")
+    assert size > 0
+    target = tmp_path / "target" / "bee"
+    unpack(tmp_path / "bee.tar", target)
+    (moved,) = list_turns(target / "turns", None, 10)
+    assert (moved.id, moved.cost_usd) == (turn, 0.5)
+    record = show_turn(target / "turns", turn, -1, False, 1 << 20)
+    assert record is not None and record.steps[3].text == "moved along"
+    TurnStore(target / "turns", "bee").close()  # the new host writes on where it left off

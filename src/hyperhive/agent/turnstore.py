@@ -13,6 +13,7 @@ past that, the index holds its start and ``blobs/<turn>/<seq>.txt`` the whole.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import time
@@ -98,6 +99,9 @@ class TurnStore:
         self.root = root
         self.agent = agent
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if root.stat().st_uid != os.geteuid():
+            # Not the host's: an agent could have made it to write its own history.
+            raise PermissionError(f"{root} is not owned by the agent host; move it aside")
         root.chmod(0o700)
         self._conn = _connect(root / DB_NAME)
         self._conn.executescript(_SCHEMA)
