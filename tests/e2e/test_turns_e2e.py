@@ -14,7 +14,7 @@ import pytest
 
 from hyperhive.config import AgentConfig
 from tests.support.hive import agent_env, op_call, operator, running_hive, seed_home
-from tests.support.model_server import ModelServer, Usage, text, tool_call
+from tests.support.model_server import ModelServer, Stall, Usage, text, tool_call
 from tests.support.procs import hivectl, hivectl_json
 from tests.support.surfaces import until, until_async
 
@@ -130,3 +130,36 @@ async def test_a_tool_using_turn_is_read_back_exactly_after_a_restart(
     # An unknown turn: said, and not a success.
     assert missing.returncode != 0
     assert "no turn alice.20200101T000000Z-00000000" in missing.stderr
+
+
+async def test_a_turn_killed_mid_way_keeps_the_steps_before_it(
+    tmp_path: Path, model_server: ModelServer, claude_bin: Path
+) -> None:
+    held = Stall()
+    model_server.set_script(
+        [tool_call("mcp__bash__run", {"cmd": "echo step-one-done", "wait_seconds": 30}), held]
+    )
+    config = AgentConfig.model_validate({"env": agent_env(model_server.url)})
+    seed_home(tmp_path, {"alice": config}, hive_toml="dashboard_port = 0\n")
+    async with running_hive(tmp_path, claude_bin) as (c, host):
+        await until(lambda: "alice" in host.agents)
+        async with operator(c.paths) as op:
+            await op_call(op, "send", to="alice", body="start something long")
+        # The second model call hangs: the tool call and its result are in; the host stops.
+        await anyio.to_thread.run_sync(
+            lambda: model_server.wait_for(lambda rs: sum(r.main for r in rs) >= 2, 120)
+        )
+    held.release.set()
+    async with running_hive(tmp_path, claude_bin) as (c, host):
+        await until(lambda: "alice" in host.agents)
+        # Oldest last: the mail came back after the restart, and woke a turn of its own.
+        turn = (
+            await anyio.to_thread.run_sync(lambda: hivectl_json(tmp_path, "turns", "list", "alice"))
+        )[-1]
+        shown = await anyio.to_thread.run_sync(
+            lambda: hivectl_json(tmp_path, "turns", "show", turn["id"])
+        )
+    assert turn["outcome"] == "interrupted" and turn["ended"] is not None
+    kinds = [(s["kind"], s.get("name")) for s in shown["steps"]]
+    assert kinds == [("prompt", None), ("tool_use", "mcp__bash__run"), ("tool_result", None)]
+    assert "step-one-done" in shown["steps"][2]["text"]

@@ -165,7 +165,8 @@ class TurnRecorder:
     @contextmanager
     def turn(self, woke: WaitResult | None) -> Iterator[str | None]:
         """A record for the block: a turn (``woke``) or a compaction (``None``). Left
-        without :meth:`finish` (claude could not be spawned), it ends ``error``."""
+        without :meth:`finish`, it ends ``interrupted`` (cancelled: its host killed the
+        turn) or ``error``; a host that dies leaves it open, ``unfinished`` once reopened."""
         redact = Redactor(self._secrets())
         at = time.time()
         turn_id = new_turn_id(self.agent, at)
@@ -175,9 +176,13 @@ class TurnRecorder:
         self._write(lambda s: s.begin(turn_id, kind, at, wake, reason, ""))
         try:
             yield turn_id
-        finally:
-            if self._open is not None and self._open.id == turn_id:
-                self.finish([], outcome="error")
+        except BaseException as exc:
+            if self.current == turn_id:  # cut short: its host stopped it, or claude failed
+                cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
+                self.finish([], outcome="interrupted" if cancelled else "error")
+            raise
+        if self.current == turn_id:
+            self.finish([], outcome="error")
 
     def _secrets(self) -> list[tuple[str, str]]:
         try:
