@@ -63,10 +63,8 @@ async def _turns(paths: HivePaths, rounds: int) -> dict[bool, list[int]]:
                     if event["kind"] == kind and all(event.get(k) == v for k, v in fields.items()):
                         return
 
-        await until("agent", agent="alice", running=True)
-        with anyio.fail_after(60):
-            while "alice" not in host.agents:  # running is said before it is whole
-                await anyio.sleep(0.01)
+        # Idle is reported by its harness: the agent is whole (running is said before).
+        await until("turn", agent="alice", turn_state="idle")
         records = host.agents["alice"].records
         async with connect(paths.host_sock) as op:
             for i in range(WARMUP + 2 * rounds):

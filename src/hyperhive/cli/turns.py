@@ -8,7 +8,8 @@ from datetime import datetime
 
 import click
 
-from hyperhive.cli.base import _Ctx, _emit, json_option, main, pass_ctx
+from hyperhive.cli.base import _Ctx, agent_argument, main, pass_ctx
+from hyperhive.cli.output import emit, json_output
 from hyperhive.protocol.turns import (
     OpTurnShowReq,
     OpTurnsListReq,
@@ -57,10 +58,10 @@ def turns() -> None:
 
 
 @turns.command("list")
-@click.argument("name")
+@agent_argument()
 @click.option("--since", help="Only turns started since: 30m, 2h, 7d, or 2026-01-31T08:00.")
 @click.option("-n", "--limit", default=50, show_default=True, type=click.IntRange(1, 1000))
-@json_option
+@json_output(list[TurnSummary])
 @pass_ctx
 def turns_list(obj: _Ctx, name: str, since: str | None, limit: int, as_json: bool) -> None:
     """Agent NAME's turns, newest first: id, start, outcome, cost, why it woke, tools used."""
@@ -73,7 +74,7 @@ def turns_list(obj: _Ctx, name: str, since: str | None, limit: int, as_json: boo
         for row in rows:
             click.echo(_line(row))
 
-    _emit(found, as_json, human)
+    emit(found, human)
 
 
 def _step(step: TurnStep) -> str:
@@ -92,7 +93,7 @@ def _step(step: TurnStep) -> str:
 @turns.command("show")
 @click.argument("turn_id")
 @click.option("--full", is_flag=True, help="Tool results whole, not cut at the index's size.")
-@json_option
+@json_output(TurnRecord)
 @pass_ctx
 def turns_show(obj: _Ctx, turn_id: str, full: bool, as_json: bool) -> None:
     """Turn TURN_ID step by step: its wake, prompt, texts, tool calls and results."""
@@ -116,14 +117,14 @@ def turns_show(obj: _Ctx, turn_id: str, full: bool, as_json: bool) -> None:
         for step in r.steps:
             click.echo(_step(step))
 
-    _emit(whole, as_json, human)
+    emit(whole, human)
 
 
 @turns.command("search")
 @click.argument("text")
 @click.option("--agent", help="Only this agent's turns.")
 @click.option("-n", "--limit", default=50, show_default=True, type=click.IntRange(1, 500))
-@json_option
+@json_output(list[TurnHit])
 @pass_ctx
 def turns_search(obj: _Ctx, text: str, agent: str | None, limit: int, as_json: bool) -> None:
     """Turns whose tool inputs, results or replies contain TEXT (a phrase), newest first."""
@@ -135,4 +136,4 @@ def turns_search(obj: _Ctx, text: str, agent: str | None, limit: int, as_json: b
         for hit in rows:
             click.echo(f"{_line(hit.turn)}\n    #{hit.seq} {hit.kind}: {hit.snippet}")
 
-    _emit(hits, as_json, human)
+    emit(hits, human)

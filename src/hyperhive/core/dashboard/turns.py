@@ -1,167 +1,96 @@
-"""The agent's Turns tab and a turn's page: every turn it took, replayed step by step.
+"""The front page's timeline, read: turns from the activity log, running ones from the host link.
 
-Read through the operator's own requests (``turns_list``, ``turn_show``,
-``turns_search``), so the records come over the link of the host that keeps
-them. The list refreshes on the hive's ``activity`` events (a turn's end is
-one); a running turn's page refetches its steps on each of the agent's turn
-events (the agent page's stream, reused) and stays as it is once the turn ends.
+The coordinator keeps a row per claude run in the activity log (written at its
+``turn_end``: outcome, cost, and how long claude ran), kept as long as the
+feed. A window reads at most :data:`MARKS` of them, newest first, through the
+log's ``(kind, at)`` index, so a hive of any size and age costs the page the
+same; a window holding more is drawn from its newest turns and the rest is
+shaded. Turns running now come from what the hosts report (no query).
 """
 
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any
+from collections.abc import Iterable, Mapping
 
-from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import HTMLResponse, Response
+from markupsafe import Markup
 
-from hyperhive.core.dashboard.pages import waiting_count
-from hyperhive.core.dashboard.state import Dashboard, dashboard
-from hyperhive.errors import HiveError, NotFound
-from hyperhive.protocol.turns import (
-    OpTurnShowReq,
-    OpTurnsListReq,
-    OpTurnsSearchReq,
-    TurnRecord,
-    TurnSummary,
-    agent_of_turn,
-)
+from hyperhive.budgets import operator_zone
+from hyperhive.core.dashboard.pictures.timeline import RUNNING, Mark, Window, lanes, timeline
+from hyperhive.core.dashboard.state import Dashboard
+from hyperhive.core.linked_host import TurnState
+from hyperhive.protocol import OpTopologyReq
+from hyperhive.store import Store
+from hyperhive.store.rows import ActivityRow
 
-__all__ = ["router"]
+__all__ = [
+    "HOURS",
+    "MARKS",
+    "WINDOWS",
+    "ended_mark",
+    "running_marks",
+    "timeline_svg",
+    "window_rows",
+]
 
-router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
-Dash = Annotated[Dashboard, Depends(dashboard)]
-Filter = Annotated[str, Query(max_length=200)]
-SINCE_HOURS = {"": None, "1h": 1, "24h": 24, "7d": 24 * 7, "30d": 24 * 30}
-
-
-async def _agent(d: Dashboard, name: str) -> dict[str, Any]:
-    for row in await d.agents():
-        if row["name"] == name:
-            return row
-    raise NotFound(f"no agent named {name!r}")
-
-
-async def _rows(
-    d: Dashboard, name: str, outcome: str, tool: str, since: str, q: str
-) -> tuple[list[TurnSummary], str | None]:
-    """The agent's turns under the filters (``q``: a text search), or why none can be read."""
-    hours = SINCE_HOURS.get(since)
-    after = time.time() - hours * 3600 if hours else None
-    try:
-        if q:
-            hits = await d.ops.request(OpTurnsSearchReq, text=q, agent=name, limit=200)
-            rows = [h.turn for h in hits if after is None or h.turn.started >= after]
-        else:
-            rows = await d.ops.request(OpTurnsListReq, agent=name, since=after, limit=200)
-    except HiveError as exc:
-        return [], exc.message
-    if outcome:
-        rows = [r for r in rows if (r.outcome or "running") == outcome]
-    if tool:
-        rows = [r for r in rows if tool in r.tools]
-    return rows, None
+#: The windows the front page offers, in hours (any of 1..HOURS_MAX is accepted).
+WINDOWS = (1, 6, 24)
+HOURS = 6  # the default
+HOURS_MAX = 7 * 24
+#: The most turns one picture reads and draws.
+MARKS = 1500
+_BUSY = {"thinking": "turn", "compacting": "compaction"}
 
 
-def _filters(outcome: str, tool: str, since: str, q: str) -> dict[str, str]:
-    return {"outcome": outcome, "tool": tool, "since": since, "q": q}
-
-
-@router.get("/agents/{name}/turns")
-async def turns_page(
-    request: Request,
-    d: Dash,
-    name: str,
-    outcome: Filter = "",
-    tool: Filter = "",
-    since: Filter = "",
-    q: Filter = "",
-) -> Response:
-    a = await _agent(d, name)
-    rows, problem = await _rows(d, name, outcome, tool, since, q)
-    query = request.url.query
-    return d.templates.TemplateResponse(
-        request,
-        "turns.html",
-        {
-            "waiting": await waiting_count(d),
-            "nav": "tree",
-            "tab": "turns",
-            "a": a,
-            "rows": rows,
-            "problem": problem,
-            "filters": _filters(outcome, tool, since, q),
-            "since_choices": list(SINCE_HOURS),
-            "fragment": f"/fragments/agents/{name}/turns" + (f"?{query}" if query else ""),
-        },
+def ended_mark(row: ActivityRow) -> Mark:
+    """A ``turn`` row of the log as a mark: it ends at the row's time and lasted its
+    ``seconds`` (a row from before they were reported has none: a mark at its end)."""
+    seconds = row.detail.get("seconds")
+    took = float(seconds) if isinstance(seconds, int | float) and seconds > 0 else 0.0
+    cost = row.detail.get("cost_usd")
+    return Mark(
+        start=row.at - took,
+        end=row.at,
+        outcome=str(row.detail.get("outcome", "ok")),
+        run="compaction" if row.detail.get("run") == "compaction" else "turn",
+        cost_usd=float(cost) if isinstance(cost, int | float) else None,
     )
 
 
-@router.get("/fragments/agents/{name}/turns")
-async def turns_fragment(
-    request: Request,
-    d: Dash,
-    name: str,
-    outcome: Filter = "",
-    tool: Filter = "",
-    since: Filter = "",
-    q: Filter = "",
-) -> Response:
-    rows, problem = await _rows(d, name, outcome, tool, since, q)
-    return d.templates.TemplateResponse(
-        request, "_turns.html", {"a": {"name": name}, "rows": rows, "problem": problem}
-    )
-
-
-async def _record(d: Dashboard, turn: str, full: bool) -> TurnRecord:
-    """The whole turn (the host answers in pages that fit a frame)."""
-    record: TurnRecord = await d.ops.request(OpTurnShowReq, turn=turn, full=full)
-    steps = list(record.steps)
-    while record.next_seq is not None:
-        record = await d.ops.request(OpTurnShowReq, turn=turn, after_seq=record.next_seq, full=full)
-        steps += record.steps
-    return record.model_copy(update={"steps": steps, "next_seq": None})
-
-
-def _replay(record: TurnRecord) -> list[dict[str, Any]]:
-    """Steps as the page shows them: each tool call with its result beside it, and a
-    subagent's steps under the call that ran it."""
-    results = {s.call_id: s for s in record.steps if s.kind == "tool_result" and s.call_id}
-    out: list[dict[str, Any]] = []
-    for step in record.steps:
-        if step.kind == "tool_result" and step.call_id in {
-            s.call_id for s in record.steps if s.kind == "tool_use"
-        }:
-            continue  # shown with its call
-        item: dict[str, Any] = {"step": step, "result": None}
-        if step.kind == "tool_use" and step.call_id:
-            item["result"] = results.get(step.call_id)
-        out.append(item)
+def running_marks(
+    turns: Mapping[str, TurnState], placed: Iterable[str], now: float
+) -> list[tuple[str, Mark]]:
+    """The turns running now (by their hosts' reports), as marks reaching ``now``."""
+    out = []
+    for agent in placed:
+        state = turns.get(agent)
+        if state is not None and state.state in _BUSY:
+            start = min(state.since, now)
+            out.append((agent, Mark(start, now, RUNNING, _BUSY[state.state])))
     return out
 
 
-@router.get("/turns/{turn}")
-async def turn_page(request: Request, d: Dash, turn: str, full: bool = False) -> Response:
-    record = await _record(d, turn, full)
-    a = await _agent(d, agent_of_turn(turn))
-    return d.templates.TemplateResponse(
-        request,
-        "turn.html",
-        {
-            "waiting": await waiting_count(d),
-            "nav": "tree",
-            "tab": "turns",
-            "a": a,
-            "r": record,
-            "items": _replay(record),
-            "full": full,
-        },
-    )
+async def window_rows(
+    store: Store, start: float, agent: str | None = None, limit: int = MARKS
+) -> tuple[list[ActivityRow], float | None]:
+    """The turn rows ending at or after ``start``, newest first, at most ``limit``; and
+    where they were cut (``None``: the window's every turn is there)."""
+    rows = await store.activity.page(None, limit + 1, agent=agent, kind="turn", since=start)
+    if len(rows) <= limit:
+        return rows, None
+    return rows[:limit], rows[limit - 1].at
 
 
-@router.get("/fragments/turns/{turn}")
-async def turn_fragment(request: Request, d: Dash, turn: str, full: bool = False) -> Response:
-    record = await _record(d, turn, full)
-    return d.templates.TemplateResponse(
-        request, "_turn.html", {"r": record, "items": _replay(record), "full": full}
-    )
+async def timeline_svg(d: Dashboard, hours: int, agent: str | None = None) -> Markup:
+    """The picture of the last ``hours``, of ``agent`` alone when given."""
+    now = time.time()
+    start = now - hours * 3600
+    rows, cut = await window_rows(d.parts.store, start, agent)
+    link = d.parts.hostlink
+    placed = [a for a in link.placement if agent is None or a == agent]
+    marks = [(r.agent, ended_mark(r)) for r in rows]
+    marks += running_marks(link.turns, placed, now)
+    parents: dict[str, str | None] = await d.ops.request(OpTopologyReq)
+    zone = operator_zone(d.parts.config.budget.timezone)
+    window = Window(start, now, zone, cut, MARKS)
+    return timeline(lanes(marks, parents), window)
