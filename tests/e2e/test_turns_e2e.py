@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 from hyperhive.config import AgentConfig
+from tests.support.clidoc import read_doc
 from tests.support.hive import agent_env, op_call, operator, running_hive, seed_home
 from tests.support.model_server import ModelServer, Stall, Usage, text, tool_call
 from tests.support.procs import hivectl, hivectl_json
@@ -90,6 +91,13 @@ async def test_a_tool_using_turn_is_read_back_exactly_after_a_restart(
         )
 
     [turn] = listed
+    # What --json prints is what docs/cli-json.md documents.
+    doc = read_doc()
+    assert doc.shapes["hivectl turns list"] == "list[TurnSummary]"
+    assert set(turn) == doc.tables["TurnSummary"]
+    assert set(shown) == doc.tables["TurnRecord"]
+    assert all(set(s) == doc.tables["TurnStep"] for s in shown["steps"])
+    assert all(set(h) == doc.tables["TurnHit"] for h in found)
     assert turn["agent"] == "alice" and turn["id"].startswith("alice.")
     assert turn["outcome"] == "ok"
     # The figure spend holds: two model calls at the scripted price.
@@ -127,8 +135,8 @@ async def test_a_tool_using_turn_is_read_back_exactly_after_a_restart(
     for path in records.rglob("*"):
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path
-    # An unknown turn: said, and not a success.
-    assert missing.returncode != 0
+    # An unknown turn: said, and exit 4 (not found).
+    assert missing.returncode == 4
     assert "no turn alice.20200101T000000Z-00000000" in missing.stderr
 
 
