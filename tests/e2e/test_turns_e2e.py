@@ -12,7 +12,8 @@ from typing import Any
 import anyio
 import pytest
 
-from hyperhive.config import AgentConfig
+from hyperhive.config import AgentConfig, HivePaths
+from hyperhive.matrix.identity import Account, write_account
 from tests.support.clidoc import read_doc
 from tests.support.hive import agent_env, op_call, operator, running_hive, seed_home
 from tests.support.model_server import ModelServer, Stall, Usage, text, tool_call
@@ -25,7 +26,27 @@ SONNET = "claude-sonnet-4-5-20250929"
 CALL = Usage(input_tokens=50_800, output_tokens=5)
 CALL_USD = (CALL.input_tokens * 3 + CALL.output_tokens * 15) / 1e6
 SECRET = "planted-secret-0123456789abcdef"
-CMD = f"echo token={SECRET}; echo hello-marmalade"
+API_KEY = "sk-ant-planted-api-key-0123456789"
+FORGE = "planted-forge-token-0123456789"
+MATRIX = "planted-matrix-token-0123456789"
+# Every secret the hive injects, as a tool prints it: the agent.toml env, the model
+# credential, its forge and Matrix tokens, and its hive token (in its MCP config).
+CMD = (
+    f"echo token={SECRET} key={API_KEY} forge={FORGE} matrix={MATRIX}; "
+    "cat {runtime}/mcp-config.json; echo hello-marmalade"
+)
+NAMED = {
+    SECRET: "PLANTED_TOKEN",
+    API_KEY: "ANTHROPIC_API_KEY",
+    FORGE: "forge token",
+    MATRIX: "matrix token",
+}
+
+
+def _redacted(text: str, hive_token: str) -> str:
+    for value, what in {**NAMED, hive_token: "hive token"}.items():
+        text = text.replace(value, f"[redacted:{what}]")
+    return text
 
 
 def _tool_results(model_server: ModelServer) -> list[str]:
@@ -57,17 +78,23 @@ async def _counted(c: Any, n: int) -> list[Any]:
 async def test_a_tool_using_turn_is_read_back_exactly_after_a_restart(
     tmp_path: Path, model_server: ModelServer, claude_bin: Path
 ) -> None:
+    cmd = CMD.replace("{runtime}", str(HivePaths(tmp_path).agent_runtime("alice")))
     model_server.set_script(
         [
-            tool_call("mcp__bash__run", {"cmd": CMD, "wait_seconds": 30}, CALL),
+            tool_call("mcp__bash__run", {"cmd": cmd, "wait_seconds": 30}, CALL),
             text("all done, the jam is marmalade", CALL),
         ]
     )
-    env = {**agent_env(model_server.url), "PLANTED_TOKEN": SECRET}
+    env = {**agent_env(model_server.url), "PLANTED_TOKEN": SECRET, "ANTHROPIC_API_KEY": API_KEY}
     config = AgentConfig.model_validate({"env": env, "model": SONNET})
-    seed_home(tmp_path, {"alice": config}, hive_toml="dashboard_port = 0\n")
+    paths = seed_home(tmp_path, {"alice": config}, hive_toml="dashboard_port = 0\n")
+    state = paths.agent_state("alice")
+    state.mkdir(parents=True)
+    (state / "forge-token").write_text(FORGE)
+    write_account(state, Account("@alice:hive", "DEV", MATRIX, "http://matrix.invalid"), None)
     async with running_hive(tmp_path, claude_bin) as (c, host):
         await until(lambda: "alice" in host.agents)
+        hive_token = host.agents["alice"].token
         async with operator(c.paths) as op:
             await op_call(op, "send", to="alice", body="look it up\nplease")
         [spent] = await _counted(c, 1)
@@ -115,26 +142,28 @@ async def test_a_tool_using_turn_is_read_back_exactly_after_a_restart(
     assert [s["kind"] for s in steps][0] == "prompt" and "look it up" in steps[0]["text"]
     [use] = uses
     assert use["name"] == "mcp__bash__run"
-    redacted_cmd = CMD.replace(SECRET, "[redacted:PLANTED_TOKEN]")
-    assert json.loads(use["text"]) == {"cmd": redacted_cmd, "wait_seconds": 30}
+    assert json.loads(use["text"]) == {"cmd": _redacted(cmd, hive_token), "wait_seconds": 30}
     [result] = results
     assert result["call_id"] == use["call_id"]
     # Exactly the result the model was sent, but for the secret (claude appends its own
     # system reminder to what it sends the API; the record is what the tool returned).
     [sent_back] = seen
-    assert SECRET in sent_back and "hello-marmalade" in result["text"]
-    kept = sent_back.replace(SECRET, "[redacted:PLANTED_TOKEN]")
+    assert SECRET in sent_back and hive_token in sent_back and "hello-marmalade" in result["text"]
+    assert "[redacted:hive token]" in result["text"]
+    kept = _redacted(sent_back, hive_token)
     assert kept.startswith(result["text"]) and len(result["text"]) > len(CMD)
     rest = kept[len(result["text"]) :].strip()
     assert rest == "" or rest.startswith("<system-reminder>"), rest
     assert texts == ["all done, the jam is marmalade"]
     assert [h["turn"]["id"] for h in found] == [turn["id"]]
-    # The secret reached no file of the records.
+    # No secret reached a file of the records.
     records = tmp_path / "agents" / "alice" / "turns"
     assert (records / "turns.db").is_file()
     for path in records.rglob("*"):
         if path.is_file():
-            assert SECRET.encode() not in path.read_bytes(), path
+            data = path.read_bytes()
+            for value in (*NAMED, hive_token):
+                assert value.encode() not in data, path
     # An unknown turn: said, and exit 4 (not found).
     assert missing.returncode == 4
     assert "no turn alice.20200101T000000Z-00000000" in missing.stderr
