@@ -266,3 +266,65 @@ def test_a_move_carries_the_records_with_the_agents_directory(tmp_path: Path) ->
     record = show_turn(target / "turns", turn, -1, False, 1 << 20)
     assert record is not None and record.steps[3].text == "moved along"
     TurnStore(target / "turns", "bee").close()  # the new host writes on where it left off
+
+
+def test_a_subagents_steps_are_linked_to_the_call_that_ran_it(tmp_path: Path) -> None:
+    rec = _recorder(tmp_path / "turns")
+    lines = [
+        {
+            "type": "assistant",
+            "message": {
+                "content": [
+                    {"type": "tool_use", "id": "task1", "name": "Task",
+                     "input": {"prompt": "look around"}}
+                ]
+            },
+        },
+        {
+            "type": "assistant",
+            "parent_tool_use_id": "task1",
+            "message": {"content": [{"type": "text", "text": "subagent looking"}]},
+        },
+        {
+            "type": "user",
+            "message": {
+                "content": [{"type": "tool_result", "tool_use_id": "task1", "content": "found"}]
+            },
+        },
+    ]  # fmt: skip
+    with rec.turn(_woke()) as turn:
+        for line in lines:
+            event = parse_line(json.dumps(line))
+            assert event is not None
+            rec.event(event)
+        rec.finish([])
+    rec.close()
+    assert turn is not None
+    record = show_turn(tmp_path / "turns", turn, -1, False, 1 << 20)
+    assert record is not None
+    assert record.subagents == ["task1"]
+    assert [(s.kind, s.parent) for s in record.steps] == [
+        ("tool_use", None),
+        ("text", "task1"),
+        ("tool_result", None),
+    ]
+
+
+@pytest.mark.anyio
+async def test_the_pruner_runs_after_a_turn_and_never_drops_a_running_one(tmp_path: Path) -> None:
+    from tests.support.surfaces import until
+
+    root = tmp_path / "turns"
+    # A limit of 1 byte: every finished record goes, none that is running.
+    rec = TurnRecorder(root, "bee", list, 30.0, 1 / (1 << 20))
+    rec.open()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(rec.prune_forever)
+        _run(rec, "one")
+        await until(lambda: not list_turns(root, None, 10))  # woken by the turn's end
+        tg.cancel_scope.cancel()
+    with rec.turn(_woke()) as running:
+        rec.prompt("still going")
+        await rec.prune_now()
+        assert [t.id for t in list_turns(root, None, 10)] == [running]
+    rec.close()
