@@ -68,6 +68,8 @@ class TurnRecord(_Out):
     prompt: str
     steps: list[TurnStep]
     subagents: list[str] = Field(default_factory=list)  # tool-call ids of subagent runs
+    # The hive's own subagents (``mcp__subagent__*``) it started or steered, by their ids.
+    hive_subagents: list[str] = Field(default_factory=list)
     next_seq: int | None = None
 
 

@@ -328,3 +328,22 @@ async def test_the_pruner_runs_after_a_turn_and_never_drops_a_running_one(tmp_pa
         await rec.prune_now()
         assert [t.id for t in list_turns(root, None, 10)] == [running]
     rec.close()
+
+
+def test_the_hive_subagents_a_turn_started_or_steered_are_named(tmp_path: Path) -> None:
+    store = TurnStore(tmp_path / "turns", "bee")
+    turn = "bee.20260101T000000Z-0000abcd"
+    store.begin(turn, "turn", 1.0, {}, "mail", "go")
+    steps = [
+        ("tool_use", "c1", "mcp__subagent__start", '{"prompt": "survey the repo"}'),
+        ("tool_result", "c1", None, "subagent started: id=5f3a9c1e (model haiku, …)"),
+        ("tool_use", "c2", "mcp__subagent__status", '{"id": "older-one"}'),
+        ("tool_result", "c2", None, "running"),
+        ("tool_use", "c3", "mcp__subagent__continue", '{"id": "5f3a9c1e", "prompt": "go on"}'),
+        ("tool_use", "c4", "mcp__bash__run", '{"id": "not-a-subagent"}'),
+    ]
+    for seq, (kind, call, name, text) in enumerate(steps):
+        store.step(turn, seq, kind, text, call_id=call, name=name)
+    store.close()
+    record = show_turn(tmp_path / "turns", turn, -1, False, 1 << 20)
+    assert record is not None and record.hive_subagents == ["5f3a9c1e", "older-one"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sqlite3
 import time
@@ -268,6 +269,7 @@ def show_turn(root: Path, turn: str, after_seq: int, full: bool, budget: int) ->
             )
         ]
         return TurnRecord(
+            hive_subagents=_hive_subagents(conn, turn),
             turn=summary,
             wake=json.loads(row[-2]),
             prompt=row[-1],
@@ -275,6 +277,34 @@ def show_turn(root: Path, turn: str, after_seq: int, full: bool, budget: int) ->
             subagents=subagents,
             next_seq=next_seq,
         )
+
+
+_STARTED = re.compile(r"^subagent \w+: id=([A-Za-z0-9_.-]+)")
+_SUBAGENT_TOOL = "mcp__subagent__"
+
+
+def _hive_subagents(conn: sqlite3.Connection, turn: str) -> list[str]:
+    """The hive subagents a turn started (the id ``start`` answered) or steered (the id
+    ``continue``/``interrupt``/``status`` were given), in order, once each."""
+    found: list[str] = []
+    calls: dict[str, str] = {}
+    for kind, call_id, name, body in conn.execute(
+        "SELECT kind, call_id, name, body FROM steps WHERE turn=? ORDER BY seq", (turn,)
+    ):
+        sid: str | None = None
+        if kind == "tool_use" and name and name.startswith(_SUBAGENT_TOOL):
+            calls[call_id] = name
+            try:
+                given = json.loads(body).get("id")
+            except (ValueError, AttributeError):
+                given = None
+            sid = given if isinstance(given, str) else None
+        elif kind == "tool_result" and calls.get(call_id) == _SUBAGENT_TOOL + "start":
+            m = _STARTED.match(body)
+            sid = m.group(1) if m else None
+        if sid and sid not in found:
+            found.append(sid)
+    return found
 
 
 def _fts_query(text: str) -> str:
