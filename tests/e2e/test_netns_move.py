@@ -171,6 +171,20 @@ def test_an_agent_moves_with_its_inbox_notes_and_session(
     # stored totals (not h1's, which stayed behind) make it one turn's cost again.
     wait_until(lambda: spent(hive, "bob") > first_turn, 60, "bob's turn on h2 counted")
     assert spent(hive, "bob") == pytest.approx(2 * first_turn, rel=1e-9)
+    # Its turn records came along: h1's turn and h2's, both read from h2 now.
+    turns = wait_until(
+        lambda: (
+            [t for t in hivectl_json(hive.home, "turns", "list", "bob") if t["outcome"]][1:]
+            and hivectl_json(hive.home, "turns", "list", "bob")
+        ),
+        60,
+        "both of bob's turns recorded",
+    )
+    assert [t["outcome"] for t in turns] == ["ok", "ok"]
+    assert turns[1]["cost_usd"] == pytest.approx(first_turn, rel=1e-9)
+    assert (h2_bob / "turns" / "turns.db").is_file()
+    first = hivectl_json(hive.home, "turns", "show", turns[1]["id"])
+    assert [s["text"] for s in first["steps"] if s["kind"] == "text"] == ["first answer"]
 
 
 def test_a_target_killed_mid_copy_leaves_the_agent_on_its_source(hive: Hive, disks: Disks) -> None:
