@@ -333,11 +333,13 @@ class _Loop:
         agent = self.agent
         if not await hold_while_claude_unrunnable(agent):
             return None  # stopped while held: the mail was never handled, so it comes back
-        with turn_span(agent.name, agent.bus, woke, agent.spec.model), agent.records.turn(woke):
+        with turn_span(agent.name, agent.bus, woke, agent.spec.model):
+            # Recorded once it has a slot: a stop while queued leaves no record (it never ran).
             async with claude_slot(agent, "thinking"):
-                prompt = wake_prompt(woke, agent.groups, agent.config.servers_for(agent.groups))
-                report = await run_turn(agent, prompt, self.session_id)
-            agent.records.finish([report])
+                with agent.records.turn(woke):
+                    prompt = wake_prompt(woke, agent.groups, agent.config.servers_for(agent.groups))
+                    report = await run_turn(agent, prompt, self.session_id)
+                    agent.records.finish([report])
             self.session_id = _next_session(agent, self.session_id, report)
             clean = report.outcome == "ok"
             end = await self._end(
