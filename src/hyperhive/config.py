@@ -470,6 +470,18 @@ class HiveConfig(_Strict):
         "news landing a moment apart is one turn's). 0: news that belongs together wakes once "
         "by design, and the turn-economy table shows no turn a window saves.",
     )
+    turns_keep_days: float = Field(
+        default=30.0,
+        gt=0,
+        description="How many days an agent host keeps each agent's turn records "
+        "(`hivectl turns`); older ones are pruned after a turn.",
+    )
+    turns_keep_mb: float = Field(
+        default=256.0,
+        gt=0,
+        description="The most MiB of turn records an agent host keeps per agent; past it the "
+        "oldest are pruned after a turn.",
+    )
     context_window: int = Field(
         default=200_000,
         ge=1000,

@@ -1,10 +1,11 @@
-"""An agent on a remote host whose disk the coordinator never sees: logs, live stream, reminders.
+"""An agent on a remote host whose disk the coordinator never sees: logs, live stream,
+reminders, turn records.
 
 The coordinator (``hivectl serve``) runs in one network namespace, agent
 host h1 (``hivectl host --coordinator wss://…``) in another, with a hive home
 of its own: the agent's log, state and session are on h1's disk only. So
-``hivectl logs``, ``logs -f``, the dashboard's live turn stream and a long
-reminder all have to travel the host link (#14: no shared disk). The real
+``hivectl logs``, ``logs -f``, ``hivectl turns``, the dashboard's live turn stream and
+a long reminder all have to travel the host link (#14: no shared disk). The real
 claude CLI runs each turn against the scripted model server.
 """
 
@@ -26,7 +27,7 @@ from hyperhive.tools.inbox import REMIND_MAX_BYTES
 from tests.support.hive import hivectl_env
 from tests.support.model_server import ModelServer, text, tool_call
 from tests.support.netns_remote import NETNS_E2E, RemoteHive, remote_hive
-from tests.support.procs import agent_rows, hivectl, wait_until
+from tests.support.procs import agent_rows, hivectl, hivectl_json, wait_until
 
 pytestmark = NETNS_E2E
 
@@ -152,6 +153,31 @@ def test_logs_follow_live_stream_and_a_long_reminder_cross_the_link(
     assert not (h.home / "logs" / "agents" / "alice.log").exists()
     tail = hivectl(h.home, "logs", "alice", "-n", "50").stdout
     assert "turn start: You were woken by these messages:" in tail
+
+    # Its turn records too: on h1's disk alone, read over the link.
+    assert (h.host_home / "agents" / "alice" / "turns" / "turns.db").is_file()
+    assert not (h.home / "agents" / "alice" / "turns").exists()
+    turns = wait_until(
+        lambda: (
+            [t for t in hivectl_json(h.home, "turns", "list", "alice") if t["outcome"]][1:]
+            and hivectl_json(h.home, "turns", "list", "alice")
+        ),
+        60,
+        "alice's two turns recorded and ended",
+    )
+    assert [t["wake_reason"] for t in turns] == ["a reminder", "mail from operator"]
+    # The reminder's input is past the index's size: cut in the list, whole with --full.
+    cut = hivectl_json(h.home, "turns", "show", turns[1]["id"])
+    [cut_remind] = [s for s in cut["steps"] if s["kind"] == "tool_use"]
+    assert cut_remind["truncated"] and cut_remind["size"] > len(cut_remind["text"])
+    first = hivectl_json(h.home, "turns", "show", turns[1]["id"], "--full")
+    [remind] = [s for s in first["steps"] if s["kind"] == "tool_use"]
+    assert remind["name"] == "mcp__hyperhive__remind" and json.loads(remind["text"]) == {
+        "message": big,
+        "delay_seconds": 0,
+    }
+    found = hivectl_json(h.home, "turns", "search", "reminder set on h1")
+    assert [hit["turn"]["id"] for hit in found] == [turns[1]["id"]]
 
     follower = Follower(h.home, "alice")
     try:

@@ -188,6 +188,20 @@ def test_an_agent_moves_with_its_inbox_notes_and_session(
     # flush on h1 was one turn like the first).
     wait_until(lambda: spent(hive, "bob") > 2 * first_turn, 60, "bob's turn on h2 counted")
     assert spent(hive, "bob") == pytest.approx(3 * first_turn, rel=1e-9)
+    # Its turn records came along: h1's turn and flush, and h2's turn, all read from h2 now.
+    turns = wait_until(
+        lambda: (
+            [t for t in hivectl_json(hive.home, "turns", "list", "bob") if t["outcome"]][2:]
+            and hivectl_json(hive.home, "turns", "list", "bob")
+        ),
+        60,
+        "bob's three turns recorded",
+    )
+    assert [t["outcome"] for t in turns] == ["ok", "ok", "ok"]
+    assert turns[-1]["cost_usd"] == pytest.approx(first_turn, rel=1e-9)
+    assert (h2_bob / "turns" / "turns.db").is_file()
+    first = hivectl_json(hive.home, "turns", "show", turns[-1]["id"])
+    assert [s["text"] for s in first["steps"] if s["kind"] == "text"] == ["first answer"]
 
 
 def test_a_target_killed_mid_copy_leaves_the_agent_on_its_source(hive: Hive, disks: Disks) -> None:

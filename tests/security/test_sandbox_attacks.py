@@ -159,6 +159,8 @@ async def test_the_sandbox_keeps_the_attacker_out_of_everything_not_its_own(
         )
         before = snapshot(p, files_of=[a for a in TOPOLOGY if a not in ACTIVE])
         victim_state = p.agent_state("victim")
+        own_turns = p.agent_dir(ATTACKER) / "turns"
+        assert (own_turns / "turns.db").is_file()
         fs = {
             "victim notes": (str(victim_state / "notes.md"), "read"),
             "victim notes (write)": (str(victim_state / "notes.md"), "write"),
@@ -181,6 +183,11 @@ async def test_the_sandbox_keeps_the_attacker_out_of_everything_not_its_own(
             "new file in run": (str(p.run / "evil.sock"), "create"),
             "hive.toml": (str(home / "hive.toml"), "write"),
             "logs": (str(p.logs), "list"),
+            # Its own turn records are its host's: it can neither read nor forge them.
+            "own turn records": (str(own_turns), "list"),
+            "own turn records (write)": (str(own_turns / "turns.db"), "write"),
+            "own turn records (read)": (str(own_turns / "turns.db"), "read"),
+            "new file in own turn records": (str(own_turns / "forged.db"), "create"),
         }
         socks = {
             "operator socket": str(p.host_sock),

@@ -133,7 +133,7 @@ def test_an_ask_names_its_answer_through_its_generic_base() -> None:
     )
     assert answer == HostTail(lines=["a"], cursor="1:2", found=True)
     asks = [m for m in union_members(LinkCommand) if issubclass(m, Ask)]
-    assert len(asks) == 12 and all("ask" in m.model_fields for m in asks)
+    assert len(asks) == 15 and all("ask" in m.model_fields for m in asks)
 
 
 def test_a_host_handler_answering_the_wrong_model_is_refused() -> None:

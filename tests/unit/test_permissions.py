@@ -158,7 +158,7 @@ def test_group_tool_table() -> None:
     ]
     assert names(ToolGroup.APPROVALS) == ["request_apply_commit"]
     assert names(ToolGroup.SCHEDULING) == ["schedule_prompt", "list_schedules", "cancel_schedule"]
-    assert names(ToolGroup.DIAGNOSTICS) == ["get_logs"]
+    assert names(ToolGroup.DIAGNOSTICS) == ["get_logs", "get_turns"]
     assert names(ToolGroup.FORGE) == ["create_repo"]
     journal = capability_tools(Capability.READ_HOST_JOURNAL)
     assert [t.qualified for t in journal] == ["mcp__hyperhive__get_host_journal"]

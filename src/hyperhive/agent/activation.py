@@ -9,10 +9,11 @@ in this order, then serves it for the block:
 2. its site (spec, bus reporting its turn state with the spec's incarnation,
    connection, meta cache), and its forge identity and Matrix account;
 3. its bash tasks and subagents (entering them marks what a previous host
-   left running ``interrupted``);
+   left running ``interrupted``), and its turn recorder (:mod:`.turnrecorder`:
+   its store is in the host's part of the agent's directory, ``turns/``);
 4. the agent, published on its :class:`Activation` (the host's surfaces and
    API find it from now on), then the todos the recovery owes, the forge
-   notification poller and the Matrix ``/sync`` watcher.
+   notification poller, the Matrix ``/sync`` watcher and the turn records' pruner.
 
 Leaving the block unpublishes it, stops the poller and watcher and kills the
 process groups of its tasks and subagents. The identities are the
@@ -23,9 +24,11 @@ here, on the agent's host, because they use only the agent's own token.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio
 from anyio.abc import TaskGroup
@@ -40,19 +43,31 @@ from hyperhive.agent.lifetime import Lifetime
 from hyperhive.agent.spec import AgentSpec
 from hyperhive.agent.spend import CoordinatorSpend
 from hyperhive.agent.todos import CoordinatorTodos
+from hyperhive.agent.turnrecorder import Secrets, TurnRecorder, env_secrets
 from hyperhive.agent.turns import Turns
 from hyperhive.bash.tasks import TaskManager
+from hyperhive.credentials import effective_env
 from hyperhive.errors import HiveError
 from hyperhive.forge.agent import AgentForge
+from hyperhive.forge.identity import read_token
 from hyperhive.forge.notify import NotificationPoller
 from hyperhive.matrix.agent import AgentMatrix
+from hyperhive.matrix.identity import read_account
 from hyperhive.matrix.watcher import MatrixWatcher
 from hyperhive.permissions import BASH_SERVER, ToolGroup
 from hyperhive.protocol import Versions, WakeReq
 from hyperhive.protocol.hostreads import AgentSnapshot
 from hyperhive.subagent.session import SubagentManager
 
-__all__ = ["SUBAGENT_SUBSYSTEM", "Activation", "HostParts", "StateReport", "activated"]
+__all__ = [
+    "SUBAGENT_SUBSYSTEM",
+    "Activation",
+    "HostParts",
+    "StateReport",
+    "activated",
+    "injected_secrets",
+    "turns_dir",
+]
 
 SUBAGENT_SUBSYSTEM = "subagent"
 FORGE_SENDER = "forge"
@@ -170,7 +185,16 @@ async def activated(activation: Activation, host: HostParts) -> AsyncIterator[Ac
             trace_context=lambda: bus.trace_context,
         ) as subagents,
     ):
-        agent = ActiveAgent(site, Turns(), tasks, subagents, identities)
+        spec = site.spec
+        records = TurnRecorder(
+            turns_dir(spec),
+            spec.name,
+            injected_secrets(site),
+            spec.hive.turns_keep_days,
+            spec.hive.turns_keep_mb,
+        )
+        await anyio.to_thread.run_sync(records.open)
+        agent = ActiveAgent(site, Turns(), tasks, subagents, identities, records)
         activation._agent = agent
         try:
             # Only now: a recovered todo wakes a turn whose status call must find them.
@@ -181,14 +205,41 @@ async def activated(activation: Activation, host: HostParts) -> AsyncIterator[Ac
                     tg.start_soon(_forge, agent, identities.forge)
                 if identities.matrix is not None:
                     tg.start_soon(_matrix, agent, identities.matrix)
+                tg.start_soon(records.prune_forever)
                 yield agent
                 tg.cancel_scope.cancel()
         finally:
             # Its last spec stays the activation's: a crash is reported at its incarnation.
             activation._spec, activation._agent = agent.spec, None
+            records.close()
             if identities.matrix is not None:
                 with anyio.CancelScope(shield=True):
                     await identities.matrix.aclose()
+
+
+def turns_dir(spec: AgentSpec) -> Path:
+    """Where the host keeps the agent's turn records: its part of the agent's directory,
+    beside (never inside) the state, home and work the agent's user owns."""
+    return spec.paths.agent_dir(spec.name) / "turns"
+
+
+def injected_secrets(site: AgentSite) -> Secrets:
+    """What the hive gave the agent that no record may keep (read at each turn: a login
+    or a token issued since counts): the model credentials its claude gets, the
+    secret-named ``env`` of its ``agent.toml``, its hive token, its forge and Matrix tokens."""
+
+    def read() -> list[tuple[str, str]]:
+        spec = site.spec
+        pairs = env_secrets(effective_env(spec.paths, os.environ, spec.hive.env_passthrough))
+        pairs += env_secrets(dict(spec.config.env))
+        pairs.append(("hive token", site.token))
+        if (forge := read_token(spec.state_dir)) is not None:
+            pairs.append(("forge token", forge))
+        if (account := read_account(spec.state_dir)) is not None:
+            pairs.append(("matrix token", account.access_token))
+        return pairs
+
+    return read
 
 
 def _identities(site: AgentSite) -> Identities:

@@ -215,6 +215,7 @@ async def _read_events(
                 continue
             events.append(event)
             _publish(agent.bus, event)
+            agent.records.event(event)
             if isinstance(event, UserEvent) and event.replayed:
                 turn_input.saw(event.text)
                 lingering = False
@@ -291,6 +292,7 @@ async def run_turn(
     agent.enclosure.give(launched.mcp_config_file)
     agent.enclosure.give(launched.system_prompt_file)
     bus.emit("turn_start", prompt=prompt[:2000])
+    agent.records.prompt(prompt)
     agent_log = AgentLog(spec.log_file)
     agent_log.line(f"turn start: {prompt.splitlines()[0][:200] if prompt else ''}")
     started = time.monotonic()
@@ -431,15 +433,20 @@ class _Loop:
         if not await hold_while_claude_unrunnable(agent):
             return None  # stopped while held: the mail was never handled, so it comes back
         with turn_span(agent.name, agent.bus, woke, agent.spec.model):
+            # Recorded once it has a slot: a stop while queued leaves no record (it never ran).
             async with claude_slot(agent, "thinking"):
-                prompt = wake_prompt(woke, agent.groups, agent.config.servers_for(agent.groups))
-                ended = anyio.Event()
-                # Mail that arrives while the turn runs is offered to it (agent.midturn).
-                await self._polls.start(self.wakes.poll_during, rpc, self.version, ended)
-                try:
-                    report, steered = await run_turn(agent, prompt, self.session_id, steerable=True)
-                finally:
-                    ended.set()
+                with agent.records.turn(woke):
+                    prompt = wake_prompt(woke, agent.groups, agent.config.servers_for(agent.groups))
+                    ended = anyio.Event()
+                    # Mail that arrives while the turn runs is offered to it (agent.midturn).
+                    await self._polls.start(self.wakes.poll_during, rpc, self.version, ended)
+                    try:
+                        report, steered = await run_turn(
+                            agent, prompt, self.session_id, steerable=True
+                        )
+                    finally:
+                        ended.set()
+                    agent.records.finish([report])
             self.session_id = _next_session(agent, self.session_id, report)
             clean = report.outcome == "ok"
             # What claude took in mid-turn is acked with the turn; the rest waits for the next.
@@ -530,8 +537,10 @@ class _Loop:
         log.info("%s: graceful stop while idle: its flush turn", agent.name)
         with turn_span(agent.name, agent.bus, None, agent.spec.model, "flush"):
             async with claude_slot(agent, "thinking", flush=True):
-                prompt = FLUSH_PROMPT.format(state_dir=agent.state_dir)
-                report, _ = await run_turn(agent, prompt, self.session_id)
+                with agent.records.turn(WaitResult(stop=True)):
+                    prompt = FLUSH_PROMPT.format(state_dir=agent.state_dir)
+                    report, _ = await run_turn(agent, prompt, self.session_id)
+                    agent.records.finish([report])
             self.session_id = _next_session(agent, self.session_id, report)
             await self._end(
                 rpc,
@@ -549,8 +558,9 @@ class _Loop:
     async def _compact(self, rpc: RpcClient) -> None:
         agent = self.agent
         # One span for the checkpoint, /compact and their turn_end: they are counted as one.
-        with turn_span(agent.name, agent.bus, None, agent.spec.model):
+        with turn_span(agent.name, agent.bus, None, agent.spec.model), agent.records.turn(None):
             reports = await _run_compaction(agent, self.session_id)
+            agent.records.finish(reports, outcome=None if reports else "skipped")
             after = reports[-1] if reports else None
             usage = (after.usage.output_tokens / agent.spec.hive.context_window) if after else None
             await self._end(

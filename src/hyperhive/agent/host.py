@@ -40,6 +40,7 @@ from hyperhive.agent.launch import SUBAGENT_CONTROL_SERVER
 from hyperhive.agent.moving import HostMoves
 from hyperhive.agent.outage import Outage
 from hyperhive.agent.spec import AgentSpec
+from hyperhive.agent.turnreads import HostTurnReads
 from hyperhive.agent.versions import HostVersions
 from hyperhive.agent.web import build_app
 from hyperhive.agentreach import sandbox_claude
@@ -144,6 +145,7 @@ class AgentHost:
             repos_changed=self._repos_changed,
         )
         self.reads = HostReads(self.host_id, paths.logs, self.hive.max_frame_bytes)
+        self.turn_reads = HostTurnReads(paths, self.host_id, self.hive.max_frame_bytes)
 
     # ---- its agents -------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from hyperhive.agent.agentlog import AgentLog
 from hyperhive.agent.hostdisk import AgentDisk
 from hyperhive.agent.hostreads import HostReads
 from hyperhive.agent.moving import HostMoves
+from hyperhive.agent.turnreads import HostTurnReads
 from hyperhive.client import RpcClient
 from hyperhive.dispatch import Dispatcher
 from hyperhive.errors import HiveError, InternalError, NotFound, StorageError
@@ -71,6 +72,14 @@ from hyperhive.protocol.hostreads import (
     StreamStopCmd,
 )
 from hyperhive.protocol.steer import InterruptAsk, TurnInterrupted
+from hyperhive.protocol.turns import (
+    TurnHit,
+    TurnRecord,
+    TurnShowAsk,
+    TurnsListAsk,
+    TurnsSearchAsk,
+    TurnSummary,
+)
 
 __all__ = ["HOST_TABLE", "CommandedHost", "answer"]
 
@@ -93,6 +102,9 @@ class CommandedHost(Protocol):
 
     @property
     def moves(self) -> HostMoves: ...
+
+    @property
+    def turn_reads(self) -> HostTurnReads: ...
 
     def agent(self, name: str) -> ActiveAgent | None: ...
 
@@ -236,6 +248,21 @@ async def _mirrors_keep(host: CommandedHost, ask: MirrorsKeepAsk) -> MirrorsKept
 @HOST_TABLE.on(MirrorWriteAsk)
 async def _mirror_write(host: CommandedHost, ask: MirrorWriteAsk) -> RepoWritten:
     return await host.disk.write_mirror(ask)
+
+
+@HOST_TABLE.on(TurnsListAsk)
+async def _turns_list(host: CommandedHost, ask: TurnsListAsk) -> list[TurnSummary]:
+    return await host.turn_reads.list_turns(ask)
+
+
+@HOST_TABLE.on(TurnShowAsk)
+async def _turn_show(host: CommandedHost, ask: TurnShowAsk) -> TurnRecord:
+    return await host.turn_reads.show(ask)
+
+
+@HOST_TABLE.on(TurnsSearchAsk)
+async def _turns_search(host: CommandedHost, ask: TurnsSearchAsk) -> list[TurnHit]:
+    return await host.turn_reads.search(ask)
 
 
 HOST_TABLE.seal()

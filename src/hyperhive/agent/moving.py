@@ -2,8 +2,9 @@
 (the source), fetch, check and unpack it (the target), drop the old copy (the
 source, once the target runs the agent). See ``core.moves`` for the whole protocol.
 
-The archive is a plain tar of ``state/``, ``home/`` (claude's session), ``work/``
-and ``config/``. Unpacking trusts nothing in it: members must be regular files,
+The archive is a plain tar of ``state/``, ``home/`` (claude's session), ``work/``,
+``config/`` and ``turns/`` (the host's records of its turns, which stay the host's).
+Unpacking trusts nothing in it: members must be regular files,
 directories or symlinks that stay inside the agent's directory, and they are
 owned by the host (then by the agent's user under bubblewrap), never by the ids
 the archive names. Python 3.11.2's tarfile has no extraction filters yet.
@@ -43,7 +44,9 @@ __all__ = ["MOVED_PARTS", "HostMoves", "pack", "unpack"]
 
 log = logging.getLogger(__name__)
 
-MOVED_PARTS = ("state", "home", "work", "config")
+MOVED_PARTS = ("state", "home", "work", "config", "turns")
+# The host's own part of the agent's directory: never given to the agent's user.
+HOST_PARTS = frozenset({"turns"})
 
 
 def _marker(agent_dir: Path, move_id: str) -> Path:
@@ -217,7 +220,11 @@ class HostMoves:
         if self.runtime == "bwrap":
             owner = ensure_user(self.paths, agent)
             if owner is not None:
-                chown_tree(staging, *owner)
+                # Its parts, not the directory itself nor the host's turn records: an agent
+                # owning the directory could swap the records' folder for one of its own.
+                for part in MOVED_PARTS:
+                    if part not in HOST_PARTS and (staging / part).exists():
+                        chown_tree(staging / part, *owner)
         if agent_dir.exists():  # a stale copy (an earlier move undone): keep it aside
             trash = self.paths.home / "agents" / ".trash" / f"{agent}-stale-{int(time.time())}"
             trash.parent.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -2,8 +2,8 @@
 
 The harness sends :func:`run_spend` with the run's ``turn_end``; the
 coordinator answers what it counted the run at (:mod:`hyperhive.runcost`),
-and :func:`tell_turn_end` puts that figure on the agent's bus, in its log
-and on the turn's span — the same figure spend and budgets hold.
+and :func:`tell_turn_end` puts that figure on the agent's bus, in its log,
+on the turn's span and in its turn record — the same figure spend and budgets hold.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ def tell_turn_end(
         return
     last = reports[-1]
     calls = sum(r.num_turns for r in reports)
+    agent.records.counted(spent)  # first: a reader woken by turn_end finds the cost
     agent.bus.turn_ended(
         {
             "outcome": last.outcome,

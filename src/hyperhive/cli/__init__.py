@@ -21,6 +21,7 @@ from hyperhive.cli import (  # noqa: F401  (register commands)
     perms,
     run,
     steer,
+    turns,
 )
 from hyperhive.cli.base import main
 

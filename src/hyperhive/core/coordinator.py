@@ -26,6 +26,7 @@ from hyperhive.core.fleet.logs import LogTails
 from hyperhive.core.fleet.moves import Mover
 from hyperhive.core.fleet.parts import Fleet
 from hyperhive.core.fleet.placement import Placement
+from hyperhive.core.fleet.turn_records import TurnRecords
 from hyperhive.core.fleet.versions import AgentVersions
 from hyperhive.core.infra.agent_sockets import AgentSockets
 from hyperhive.core.infra.background import Background
@@ -111,6 +112,7 @@ class Coordinator:
         hostlink.serve_versions(AgentVersions(store.agents, notices, loose_ends))
         self.host_admin = host_admin = HostAdmin(store.hosts, hostlink)
         self.logs = logs = LogTails(paths, hostlink)
+        self.turns = turns = TurnRecords(hostlink)
         self.placement = placement = Placement(
             registry, topo, hostlink, agent_state, notices, store.placements, store.hosts
         )
@@ -140,7 +142,7 @@ class Coordinator:
         # Each service above takes the layers below it as named groups (core/*/parts.py).
         state = HiveState(registry, topo, mirror, agent_state)
         mail = Mail(broker, loose_ends, scheduler, notices, budgets)
-        fleet = Fleet(hostlink, placement, disks, mover, logs, host_admin)
+        fleet = Fleet(hostlink, placement, disks, mover, logs, host_admin, turns)
         self.lifecycle = lifecycle = Lifecycle(
             paths,
             config,

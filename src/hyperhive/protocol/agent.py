@@ -21,7 +21,13 @@ from hyperhive.protocol.base import (
 from hyperhive.protocol.budget import ModelSpend, RecordSpendReq, RunSpend
 from hyperhive.tools.approvals import RequestApplyCommitReq
 from hyperhive.tools.catalog import wire_requests
-from hyperhive.tools.diagnostics import GetHostJournalReq, GetLogsReq, HostJournal
+from hyperhive.tools.diagnostics import (
+    GetHostJournalReq,
+    GetLogsReq,
+    GetTurnsReq,
+    HostJournal,
+    TurnsView,
+)
 from hyperhive.tools.inbox import (
     REMIND_MAX_BYTES,
     CancelLooseEndReq,
@@ -66,6 +72,8 @@ __all__ = [
     "GetDeployedReq",
     "GetHostJournalReq",
     "GetLogsReq",
+    "GetTurnsReq",
+    "TurnsView",
     "GetLooseEndsReq",
     "HostJournal",
     "LifecycleReq",

@@ -33,6 +33,7 @@ from hyperhive.protocol.hostreads import AgentSnapshot
 from hyperhive.protocol.link import HostCapacity, Versions
 from hyperhive.protocol.move import OpAgentMoveReq, OpMoveProgressReq
 from hyperhive.protocol.steer import OpInterruptReq
+from hyperhive.protocol.turns import OpTurnShowReq, OpTurnsListReq, OpTurnsSearchReq
 
 # ---- results (keys promised by docs/cli-json.md are never renamed) ---------
 
@@ -464,6 +465,9 @@ HostRequest = Annotated[
     | OpBudgetReq
     | OpBudgetSetReq
     | OpSpendReq
-    | OpSpendSeriesReq,
+    | OpSpendSeriesReq
+    | OpTurnsListReq
+    | OpTurnShowReq
+    | OpTurnsSearchReq,
     Field(discriminator="cmd"),
 ]

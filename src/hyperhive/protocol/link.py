@@ -31,6 +31,7 @@ from hyperhive.protocol.move import (
     MoveOutCmd,
 )
 from hyperhive.protocol.steer import InterruptAsk
+from hyperhive.protocol.turns import TurnsAsk
 from hyperhive.protocol.wire import Response
 
 # ---- agent-host link ------------------------------------------------------
@@ -237,7 +238,8 @@ LinkCommand = Annotated[
     | MetaChangedAsk
     | InterruptAsk
     | HostReadAsk
-    | HostDiskAsk,
+    | HostDiskAsk
+    | TurnsAsk,
     Field(discriminator="cmd"),
 ]
 """What the coordinator pushes to an agent host: one handler each in the host's sealed

@@ -9,6 +9,7 @@ reads — and every cross-agent action is checked against the topology.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Awaitable
 from typing import Any
@@ -63,6 +64,7 @@ from hyperhive.protocol import (
     GetHostJournalReq,
     GetLogsReq,
     GetLooseEndsReq,
+    GetTurnsReq,
     HostJournal,
     LifecycleReq,
     LifecycleResult,
@@ -93,11 +95,13 @@ from hyperhive.protocol import (
     TodoUpsertReq,
     TurnEnded,
     TurnEndReq,
+    TurnsView,
     WaitReq,
     WaitResult,
     WakeReq,
 )
 from hyperhive.protocol.agent import REMIND_MAX_BYTES
+from hyperhive.protocol.turns import TURN_ID, agent_of_turn
 
 __all__ = ["AGENT_TABLE", "COMPACT_THRESHOLD", "STATUS_MAX", "AgentApi", "gate"]
 
@@ -148,6 +152,7 @@ class AgentApi:
         self.approvals = ops.approvals
         self.lifecycle = ops.lifecycle
         self.logs = fleet.logs
+        self.turns = fleet.turns
         self.hostlink = fleet.hostlink
         self.bus = bus
         self.budgets = mail.budgets
@@ -494,6 +499,23 @@ class AgentApi:
                 for e in entries
             ],
         )
+
+    @on(GetTurnsReq)
+    async def _get_turns(self, req: GetTurnsReq) -> TurnsView:
+        # Its own, or a descendant's (a manager reviewing its children): the topology
+        # decides here, from the socket's agent, never from the request.
+        agent = req.agent or self.name
+        if req.turn is not None:
+            agent = agent_of_turn(req.turn)
+        if agent != self.name:
+            self.lifecycle.check_manage(self.name, "get_turns", agent)
+        if req.turn is not None:
+            if not re.match(TURN_ID, req.turn):
+                raise NotFound(f"no turn {req.turn}: a turn id is <agent>.<time>-<random>")
+            return TurnsView(record=await self.turns.show(req.turn, -1, False))
+        if req.search is not None:
+            return TurnsView(hits=await self.turns.search(req.search, agent, req.limit))
+        return TurnsView(turns=await self.turns.list_turns(agent, None, req.limit))
 
     @on(GetHostJournalReq)
     async def _get_host_journal(self, req: GetHostJournalReq) -> HostJournal:

@@ -8,6 +8,7 @@ operator verbatim.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from hyperhive import topology
@@ -100,6 +101,16 @@ from hyperhive.protocol import (
     WaitingSlot,
 )
 from hyperhive.protocol.hostreads import AgentSnapshot
+from hyperhive.protocol.turns import (
+    TURN_ID,
+    OpTurnShowReq,
+    OpTurnsListReq,
+    OpTurnsSearchReq,
+    TurnHit,
+    TurnRecord,
+    TurnSummary,
+    agent_of_turn,
+)
 from hyperhive.store.rows import AgentState as AgentStateRow
 
 __all__ = ["OPERATOR_TABLE", "OperatorApi"]
@@ -141,6 +152,7 @@ class OperatorApi:
         self.forge = forge
         self.host_admin = fleet.host_admin
         self.budgets = mail.budgets
+        self.turns = fleet.turns
         self.watch = watch
         self.pid = os.getpid()
 
@@ -358,6 +370,24 @@ class OperatorApi:
     async def _logs(self, req: OpLogsReq) -> LogTail:
         self.registry.require(req.agent)
         return await self.logs.agent(req.agent, req.lines, req.after, req.wait)
+
+    @on(OpTurnsListReq)
+    async def _turns_list(self, req: OpTurnsListReq) -> list[TurnSummary]:
+        self.registry.require(req.agent)
+        return await self.turns.list_turns(req.agent, req.since, req.limit)
+
+    @on(OpTurnShowReq)
+    async def _turn_show(self, req: OpTurnShowReq) -> TurnRecord:
+        if not re.match(TURN_ID, req.turn):
+            raise NotFound(f"no turn {req.turn}: a turn id is <agent>.<time>-<random>")
+        self.registry.require(agent_of_turn(req.turn))
+        return await self.turns.show(req.turn, req.after_seq, req.full)
+
+    @on(OpTurnsSearchReq)
+    async def _turns_search(self, req: OpTurnsSearchReq) -> list[TurnHit]:
+        if req.agent is not None:
+            self.registry.require(req.agent)
+        return await self.turns.search(req.text, req.agent, req.limit)
 
     @on(OpAgentSnapshotReq)
     async def _agent_snapshot(self, req: OpAgentSnapshotReq) -> AgentSnapshot:

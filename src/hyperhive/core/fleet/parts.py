@@ -10,13 +10,14 @@ from hyperhive.core.fleet.hostlink import HostLink
 from hyperhive.core.fleet.logs import LogTails
 from hyperhive.core.fleet.moves import Mover
 from hyperhive.core.fleet.placement import Placement
+from hyperhive.core.fleet.turn_records import TurnRecords
 
 __all__ = ["Fleet"]
 
 
 @dataclass(frozen=True, slots=True)
 class Fleet:
-    """The agent hosts: their links, placement, moves, and agents' directories and logs."""
+    """The agent hosts: their links, placement, moves, and agents' directories, logs and turns."""
 
     hostlink: HostLink
     placement: Placement
@@ -24,3 +25,4 @@ class Fleet:
     mover: Mover
     logs: LogTails
     host_admin: HostAdmin
+    turns: TurnRecords

@@ -16,7 +16,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
 
 from hyperhive import __version__
-from hyperhive.core.api.dashboard import activity, api, hosts, metrics, pages, spend
+from hyperhive.core.api.dashboard import activity, api, hosts, metrics, pages, spend, turnpages
 from hyperhive.core.api.dashboard.errors import hive_error_handler
 from hyperhive.core.api.dashboard.frontdoor import token_required
 from hyperhive.core.api.dashboard.security import Guard, Security, ensure_token
@@ -66,6 +66,7 @@ def build_dashboard(parts: DashboardParts, *, require_token: bool | None = None)
     app.include_router(hosts.pages)
     app.include_router(metrics.router)
     app.include_router(activity.router)
+    app.include_router(turnpages.router)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
 
     @app.get("/healthz", include_in_schema=False)

@@ -277,6 +277,38 @@ function connectAgent() {
   source.addEventListener("open", () => { document.getElementById("stream-state").textContent = "live"; });
 }
 
+// ---- a running turn's page: its steps refetched on each of the agent's turn events ----------
+
+function connectTurn() {
+  const box = document.getElementById("turn-live");
+  if (!box || !box.dataset.liveAgent) return;
+  const source = new EventSource(box.dataset.liveAgent);
+  let timer = null;
+  let ended = false; // turn_end seen: the record has its outcome and cost
+  const again = async () => {
+    timer = null;
+    const resp = await fetch(box.dataset.turnSrc, { headers: { Accept: "text/html" } });
+    if (!resp.ok) return;
+    // What the operator opened stays open: each <details> keyed by its step and place.
+    const key = (li, d) => `${li.dataset.seq}:${[...li.querySelectorAll("details")].indexOf(d)}`;
+    const open = new Set([...box.querySelectorAll("[data-seq] details[open]")].map((d) => key(d.closest("[data-seq]"), d)));
+    box.innerHTML = await resp.text();
+    box.querySelectorAll("[data-seq]").forEach((li) => {
+      li.querySelectorAll("details").forEach((d) => { if (open.has(key(li, d))) d.open = true; });
+    });
+    tick();
+    const summary = document.getElementById("turn-summary");
+    if (ended && summary && summary.dataset.outcome !== "running") {
+      source.close(); // ended: the page stays as the record now is
+      document.body.dataset.turnDone = "1";
+    }
+  };
+  const soon = () => { if (!timer) timer = setTimeout(again, 50); };
+  for (const kind of ["text", "tool_use", "tool_result", "state"]) source.addEventListener(kind, soon);
+  source.addEventListener("turn_end", () => { ended = true; soon(); });
+  source.addEventListener("open", () => { document.body.dataset.turnLive = "1"; again(); });
+}
+
 // ---- the permissions tab ------------------------------------------------------------------
 
 function connectPerms() {
@@ -315,5 +347,6 @@ document.addEventListener("DOMContentLoaded", () => {
   setInterval(tick, 1000);
   connectHive();
   connectAgent();
+  connectTurn();
   connectPerms();
 });
