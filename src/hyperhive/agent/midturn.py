@@ -52,6 +52,7 @@ def merged(first: WaitResult, then: WaitResult) -> WaitResult:
         todo_version=max(first.todo_version, then.todo_version),
         todos_changed=first.todos_changed or then.todos_changed,
         stop=first.stop or then.stop,
+        held=first.held or then.held,
         compact=first.compact or then.compact,
     )
 
