@@ -12,7 +12,10 @@ in this order, then serves it for the block:
    left running ``interrupted``);
 4. the agent, published on its :class:`Activation` (the host's surfaces and
    API find it from now on), then the todos the recovery owes, the forge
-   notification poller and the Matrix ``/sync`` watcher.
+   notification poller, the Matrix ``/sync`` watcher and its snapshots' task.
+
+A replacement (``on_host_loss = "replace"``) restores its last snapshot right
+after step 1, before its tasks read their tables or its harness its session.
 
 Leaving the block unpublishes it, stops the poller and watcher and kills the
 process groups of its tasks and subagents. The identities are the
@@ -37,6 +40,7 @@ from hyperhive.agent.enclosure import Enclosure
 from hyperhive.agent.events import EventsBus, TurnStateName
 from hyperhive.agent.identities import CoordinatorForge, CoordinatorMatrix
 from hyperhive.agent.lifetime import Lifetime
+from hyperhive.agent.snapshots import AgentSnapshots, SnapshotLink, restore
 from hyperhive.agent.spec import AgentSpec
 from hyperhive.agent.spend import CoordinatorSpend
 from hyperhive.agent.todos import CoordinatorTodos
@@ -71,6 +75,8 @@ class HostParts:
     admission: Admission  # its claude slots, shared by all its agents
     base_url: str  # its HTTP server: the agents' MCP surfaces
     report_state: StateReport
+    # Where its agents' snapshots go and come from (None: no link, no snapshots).
+    snapshots: SnapshotLink | None = None
 
 
 class Activation:
@@ -78,10 +84,12 @@ class Activation:
     it ends: the spec it is built from, its lifetime, its events bus (its turn state, to
     be read from the start), and its agent once whole."""
 
-    __slots__ = ("_agent", "_reach_when_built", "_spec", "bus", "lifetime", "scope")
+    __slots__ = ("_agent", "_reach_when_built", "_spec", "bus", "lifetime", "restore", "scope")
 
-    def __init__(self, spec: AgentSpec) -> None:
+    def __init__(self, spec: AgentSpec, *, restore: bool = False) -> None:
         self._spec = spec
+        # A replacement: its last snapshot is restored before anything of it runs.
+        self.restore = restore
         self.lifetime = Lifetime()
         self.bus = EventsBus()
         self.scope = anyio.CancelScope()  # the activation's task: cancelled by a kill
@@ -144,6 +152,9 @@ async def activated(activation: Activation, host: HostParts) -> AsyncIterator[Ac
     # loop: useradd, chown and setfacl must not stall the host's other agents.
     prepared_for = activation.spec
     enclosure = await anyio.to_thread.run_sync(Enclosure.prepare, prepared_for)
+    if activation.restore and host.snapshots is not None:
+        # Before its tasks read their tables and its harness its session id.
+        await restore(prepared_for, enclosure.owner, host.snapshots, activation.lifetime.stopping)
     bus = activation.bus
     site = AgentSite(
         activation.spec, activation.lifetime, enclosure, bus, host.admission, host.base_url
@@ -169,7 +180,8 @@ async def activated(activation: Activation, host: HostParts) -> AsyncIterator[Ac
             trace_context=lambda: bus.trace_context,
         ) as subagents,
     ):
-        agent = ActiveAgent(site, Turns(), tasks, subagents, identities)
+        snapshots = AgentSnapshots(lambda: site.spec, bus, host.snapshots)
+        agent = ActiveAgent(site, Turns(), tasks, subagents, identities, snapshots)
         activation._agent = agent
         try:
             # Only now: a recovered todo wakes a turn whose status call must find them.
@@ -180,7 +192,10 @@ async def activated(activation: Activation, host: HostParts) -> AsyncIterator[Ac
                     tg.start_soon(_forge, agent, identities.forge)
                 if identities.matrix is not None:
                     tg.start_soon(_matrix, agent, identities.matrix)
+                if snapshots.enabled:
+                    tg.start_soon(snapshots.run)
                 yield agent
+                await snapshots.flush()  # its last turn's, on a graceful stop
                 tg.cancel_scope.cancel()
         finally:
             # Its last spec stays the activation's: a crash is reported at its incarnation.

@@ -10,7 +10,7 @@ object that holds it:
   URL. Subagents, bash tasks, todos and identities take the site (or a part of
   it), never the agent.
 - :class:`ActiveAgent` is the site plus the services built on it: its turns,
-  bash tasks, subagents, forge identity and Matrix account. The MCP surfaces,
+  bash tasks, subagents, forge identity, Matrix account and snapshots. The MCP surfaces,
   the harness and the host's reads are handed this.
 
 Both are built by :func:`hyperhive.agent.activation.activated`, and nowhere
@@ -37,6 +37,7 @@ from hyperhive.agent.events import EventsBus
 from hyperhive.agent.lifetime import Lifetime
 from hyperhive.agent.metacache import MetaCache
 from hyperhive.agent.sandbox import AgentSandbox
+from hyperhive.agent.snapshots import AgentSnapshots
 from hyperhive.agent.spec import AgentSpec
 from hyperhive.agent.turns import Turns
 from hyperhive.bash.tasks import TaskManager
@@ -168,7 +169,7 @@ class Identities:
 class ActiveAgent:
     """An agent active on this host, whole: its site and the services built on it."""
 
-    __slots__ = ("bash_tasks", "identities", "site", "subagents", "turns")
+    __slots__ = ("bash_tasks", "identities", "site", "snapshots", "subagents", "turns")
 
     def __init__(
         self,
@@ -177,12 +178,15 @@ class ActiveAgent:
         bash_tasks: TaskManager,
         subagents: SubagentManager,
         identities: Identities,
+        snapshots: AgentSnapshots,
     ) -> None:
         self.site = site
         self.turns = turns
         self.bash_tasks = bash_tasks
         self.subagents = subagents
         self.identities = identities
+        # Its durable state to the store after each turn (on_host_loss = "replace").
+        self.snapshots = snapshots
 
     def respec(self, spec: AgentSpec) -> None:
         """The one way an active agent's spec changes (its place, its incarnation): every

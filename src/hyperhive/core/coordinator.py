@@ -39,6 +39,7 @@ from hyperhive.core.operator_api import OperatorApi
 from hyperhive.core.placement import Placement
 from hyperhive.core.registry import AgentRegistry
 from hyperhive.core.scheduler import Scheduler
+from hyperhive.core.snapshots import SnapshotIntake
 from hyperhive.core.sockets import serve_unix
 from hyperhive.errors import ConfigError, StorageError
 from hyperhive.eventloop import loop_name
@@ -102,6 +103,8 @@ class Coordinator:
             lease_seconds=config.hostlink.lease_seconds if config.hostlink else 15.0,
         )
         self.host_admin = host_admin = HostAdmin(store.hosts, hostlink)
+        # Agents' snapshots, for a replacement on another host (on_host_loss = "replace").
+        hostlink.serve_snapshots(SnapshotIntake(store.snapshots, config.snapshot_max_bytes, bus))
         self.logs = logs = LogTails(paths, hostlink)
         self.placement = placement = Placement(
             registry, topo, hostlink, agent_state, notices, store.placements, store.hosts

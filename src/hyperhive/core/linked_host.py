@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from hyperhive.core.hostcalls import HostCalls
 from hyperhive.core.notify import EventBus
+from hyperhive.core.snapshots import SnapshotIntake
 from hyperhive.core.sockets import Dispatch
 from hyperhive.errors import Unavailable
 from hyperhive.netlink import lease
@@ -129,12 +130,18 @@ class LinkBook:
         self.on_host_lost = on_host_lost
         # ``agents move``'s reports from hosts (:meth:`serve_moves`).
         self.moves: MoveReports | None = None
+        # Hosts' agent snapshots (:meth:`serve_snapshots`).
+        self.snapshots: SnapshotIntake | None = None
         # The host each agent last ran on: its log stays on that host's disk after it stops.
         self.last_host: dict[str, str] = {}
         # Reads of a host's disk and memory (logs, turn state and stream): #14, no shared disk.
         self.calls = HostCalls(self._push_to)
         # Handed to each host at registration: it names agents' users after it.
         self.hive_id: str | None = None
+
+    def serve_snapshots(self, intake: SnapshotIntake) -> None:
+        """Hand hosts' snapshot uploads and reads to ``intake``."""
+        self.snapshots = intake
 
     def serve_moves(self, reports: MoveReports) -> None:
         """Hand hosts' ``agents move`` reports to ``reports`` (the mover, once built)."""

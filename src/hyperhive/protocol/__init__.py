@@ -199,6 +199,14 @@ from hyperhive.protocol.move import (
     MoveOutCmd,
     OpAgentMoveReq,
 )
+from hyperhive.protocol.snapshot import (
+    SNAPSHOT_CHUNK,
+    LinkSnapshotCommitReq,
+    LinkSnapshotGetReq,
+    LinkSnapshotPutReq,
+    SnapshotChunk,
+    SnapshotStored,
+)
 from hyperhive.protocol.wire import (
     ErrorInfo,
     Response,
@@ -227,6 +235,9 @@ __all__ = [
     "LinkMoveGetReq",
     "LinkMovePackedReq",
     "LinkMovePutReq",
+    "LinkSnapshotCommitReq",
+    "LinkSnapshotGetReq",
+    "LinkSnapshotPutReq",
     "LinkMoveUnpackedReq",
     "MoveChunk",
     "MoveDropCmd",
@@ -396,4 +407,7 @@ __all__ = [
     "result_adapter",
     "result_type",
     "summarise_validation",
+    "SNAPSHOT_CHUNK",
+    "SnapshotChunk",
+    "SnapshotStored",
 ]

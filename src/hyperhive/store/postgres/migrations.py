@@ -314,6 +314,21 @@ CREATE INDEX messages_reply ON messages(in_reply_to) WHERE in_reply_to IS NOT NU
     # 15 (spend; positional, after what main has): each run counted at its own cost
     # (SQLite's 15: session columns, ``spend_sessions``, old rows repaired).
     schema_15,
+    # 16 (snapshots; positional, after what main has): each agent's last snapshot of its
+    # durable state (its state/ and claude session, a gzip'd tar), which a replacement on
+    # another host restores (on_host_loss = "replace"). One row per agent, replaced whole.
+    """
+CREATE TABLE agent_snapshots (
+    agent TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    taken_at DOUBLE PRECISION NOT NULL,
+    sha256 TEXT NOT NULL,
+    size BIGINT NOT NULL,
+    raw_bytes BIGINT NOT NULL,
+    files BIGINT NOT NULL,
+    data BYTEA NOT NULL
+)
+""",
 ]
 
 

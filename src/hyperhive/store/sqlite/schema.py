@@ -314,4 +314,19 @@ CREATE INDEX messages_reply ON messages(in_reply_to) WHERE in_reply_to IS NOT NU
     # next run of that session is differenced against. Old rows are repaired where the
     # order of an agent's runs allows (``hyperhive.store.spendrepair``).
     schema_15,
+    # 16 (snapshots; positional, after what main has): each agent's last snapshot of its
+    # durable state (its state/ and claude session, a gzip'd tar), which a replacement on
+    # another host restores (on_host_loss = "replace"). One row per agent, replaced whole.
+    """
+CREATE TABLE agent_snapshots (
+    agent TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    taken_at REAL NOT NULL,
+    sha256 TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    raw_bytes INTEGER NOT NULL,
+    files INTEGER NOT NULL,
+    data BLOB NOT NULL
+)
+""",
 ]
