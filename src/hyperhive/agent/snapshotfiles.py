@@ -272,7 +272,7 @@ def unpack(
                 continue
             source = tar.extractfile(member)
             data = source.read() if source is not None else b""
-            mode = stat.S_IMODE(member.mode) & 0o700 or 0o600
+            mode = member.mode & 0o777 & ~0o022  # like a move: no set-id bits, no g/o write
             if path.parts[0] == "state":
                 root = spec.state_dir
                 dest = root.joinpath(*path.parts[1:])
