@@ -86,10 +86,10 @@ def snapshot_per_turn(ctx: Context) -> list[Row | Sizes]:
             ),
         )
     ]
-    for label, snap in (("first turn", snaps[0]), (f"turn {turns}", snaps[-1])):
+    for label, snap in (("the first turn", snaps[0]), (f"turn {turns}", snaps[-1])):
         rows.append(
             Sizes(
-                f"snapshots.per_turn: bytes after the {label}",
+                f"snapshots.per_turn: bytes after {label}",
                 (("sent (gzip)", int(snap["size"])), ("uncompressed", int(snap["raw_bytes"]))),
                 note=f"{snap['files']} files: state/ and the claude session",
             )
