@@ -12,6 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from hyperhive.agent.activation import RESTORE_PENDING
 from hyperhive.agent.active import ActiveAgent
 from hyperhive.agent.host import AgentHost
 from hyperhive.agent.snapshotfiles import claude_slug, collect, pack
@@ -20,7 +21,7 @@ from hyperhive.agent.spec import AgentSpec
 from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.errors import PermissionDenied
-from tests.support.hive import running_hive, seed_home
+from tests.support.hive import op_call, operator, running_hive, seed_home
 from tests.support.surfaces import until
 
 pytestmark = pytest.mark.anyio
@@ -145,3 +146,43 @@ async def test_a_host_speaking_for_a_stale_incarnation_neither_writes_nor_reads(
         with pytest.raises(PermissionDenied, match="not running"):
             await link.upload(other, packed)
         assert await c.store.snapshots.get("alice") == kept
+
+
+async def test_a_restore_owed_on_this_disk_is_done_at_the_next_start(
+    tmp_path: Path, claude_bin: Path
+) -> None:
+    # A replacement's host that died (or whose agent crashed) before restoring keeps the
+    # order on its disk: the next start restores, rather than start fresh and overwrite
+    # the snapshot with nothing at its first turn's end.
+    seed_home(tmp_path, {"alice": AgentConfig()})
+    async with running_hive(tmp_path, claude_bin) as (c, local), operator(c.paths) as op:
+        agent = await running(c, local, "alice")
+        seed_state(agent.spec)
+        assert await agent.snapshots.take()
+        notes = agent.spec.state_dir / "notes.md"
+        notes.write_text("an edit the store never saw\n")
+        pending = c.paths.agent_dir("alice") / RESTORE_PENDING
+        pending.touch()
+        await op_call(op, "agent_restart", agent="alice")
+        await until(lambda: local.agents.get("alice") not in (None, agent), 60)
+        assert notes.read_text() == "the answer is 42\n"
+        assert not pending.exists()
+
+        # Restarted again with no order owed: its disk is its own, nothing restored.
+        notes.write_text("kept\n")
+        again = local.agents["alice"]
+        await op_call(op, "agent_restart", agent="alice")
+        await until(lambda: local.agents.get("alice") not in (None, again), 60)
+        assert notes.read_text() == "kept\n"
+
+
+async def test_a_destroyed_agent_leaves_no_snapshot_for_its_name(
+    tmp_path: Path, claude_bin: Path
+) -> None:
+    seed_home(tmp_path, {"alice": AgentConfig()})
+    async with running_hive(tmp_path, claude_bin) as (c, local), operator(c.paths) as op:
+        agent = await running(c, local, "alice")
+        seed_state(agent.spec)
+        assert await agent.snapshots.take()
+        await op_call(op, "agent_destroy", agent="alice")
+        assert await c.store.snapshots.get("alice") is None

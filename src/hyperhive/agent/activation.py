@@ -36,6 +36,7 @@ from anyio.abc import TaskGroup
 from hyperhive.agent.active import ActiveAgent, AgentSite, Identities
 from hyperhive.agent.activity import CoordinatorActivity
 from hyperhive.agent.admission import Admission
+from hyperhive.agent.agentlog import AgentLog
 from hyperhive.agent.enclosure import Enclosure
 from hyperhive.agent.events import EventsBus, TurnStateName
 from hyperhive.agent.identities import CoordinatorForge, CoordinatorMatrix
@@ -46,7 +47,7 @@ from hyperhive.agent.spend import CoordinatorSpend
 from hyperhive.agent.todos import CoordinatorTodos
 from hyperhive.agent.turns import Turns
 from hyperhive.bash.tasks import TaskManager
-from hyperhive.errors import HiveError
+from hyperhive.errors import HiveError, StorageError
 from hyperhive.forge.agent import AgentForge
 from hyperhive.forge.notify import NotificationPoller
 from hyperhive.matrix.agent import AgentMatrix
@@ -59,6 +60,8 @@ from hyperhive.subagent.session import SubagentManager
 __all__ = ["SUBAGENT_SUBSYSTEM", "Activation", "HostParts", "StateReport", "activated"]
 
 SUBAGENT_SUBSYSTEM = "subagent"
+# In the agent's directory while a replacement's restore is owed (see _restore).
+RESTORE_PENDING = ".restore-pending"
 FORGE_SENDER = "forge"
 MATRIX_SENDER = "matrix"
 
@@ -152,9 +155,9 @@ async def activated(activation: Activation, host: HostParts) -> AsyncIterator[Ac
     # loop: useradd, chown and setfacl must not stall the host's other agents.
     prepared_for = activation.spec
     enclosure = await anyio.to_thread.run_sync(Enclosure.prepare, prepared_for)
-    if activation.restore and host.snapshots is not None:
+    if host.snapshots is not None:
         # Before its tasks read their tables and its harness its session id.
-        await restore(prepared_for, enclosure.owner, host.snapshots, activation.lifetime.stopping)
+        await _restore(activation, enclosure, host.snapshots)
     bus = activation.bus
     site = AgentSite(
         activation.spec, activation.lifetime, enclosure, bus, host.admission, host.base_url
@@ -203,6 +206,28 @@ async def activated(activation: Activation, host: HostParts) -> AsyncIterator[Ac
             if identities.matrix is not None:
                 with anyio.CancelScope(shield=True):
                     await identities.matrix.aclose()
+
+
+async def _restore(activation: Activation, enclosure: Enclosure, link: SnapshotLink) -> None:
+    """A replacement restores its last snapshot. The order to is kept on this host's
+    disk until the restore is done, so a host that dies (or an agent that crashes) on
+    the way restores on its next start, instead of starting fresh and overwriting
+    the snapshot with nothing at its first turn's end."""
+    spec = activation.spec
+    pending = spec.paths.agent_dir(spec.name) / RESTORE_PENDING
+    if activation.restore:
+        pending.touch()
+    elif not pending.exists():
+        return
+    try:
+        await restore(spec, enclosure.owner, link, activation.lifetime.stopping)
+    except StorageError as exc:
+        # Unusable (unsafe or corrupt): start fresh, said loudly; retrying cannot help.
+        message = f"its snapshot could not be restored, so it starts fresh: {exc.message}"
+        log.error("%s: %s", spec.name, message)
+        AgentLog(spec.log_file).line(message)
+        activation.bus.emit("snapshot_refused", reason=message)
+    pending.unlink(missing_ok=True)
 
 
 def _identities(site: AgentSite) -> Identities:

@@ -31,7 +31,7 @@ from hyperhive.agent.events import EventsBus
 from hyperhive.agent.snapshotfiles import SnapshotTooBig, collect, pack, unpack
 from hyperhive.agent.spec import AgentSpec
 from hyperhive.client import RpcClient
-from hyperhive.errors import HiveError, StorageError, Unavailable
+from hyperhive.errors import HiveError, Unavailable
 from hyperhive.protocol import (
     SNAPSHOT_CHUNK,
     LinkSnapshotCommitReq,
@@ -236,7 +236,8 @@ async def restore(
 ) -> bool:
     """Write the agent's last snapshot into its directories here (a replacement, before
     its first turn); False if none is kept. The coordinator being away is waited out
-    (until ``stopping``): starting fresh would replace the snapshot with nothing."""
+    (until ``stopping``): starting fresh would replace the snapshot with nothing. An
+    unusable snapshot (unsafe, corrupt) raises ``StorageError`` with nothing written."""
     delay = 0.5
     while True:
         try:
@@ -255,11 +256,7 @@ async def restore(
     # This host's bound, but never below the default: a host configured smaller (or with
     # snapshots off) still restores what the store kept; the bound stops only a bomb.
     limit = max(spec.hive.snapshot_max_bytes, RESTORE_FLOOR)
-    try:
-        files, size = await anyio.to_thread.run_sync(unpack, blob, spec, owner, limit)
-    except StorageError as exc:
-        log.error("%s: its snapshot cannot be restored: %s", spec.name, exc.message)
-        raise
+    files, size = await anyio.to_thread.run_sync(unpack, blob, spec, owner, limit)
     log.info("%s: restored its snapshot (%d files, %d bytes)", spec.name, files, size)
     AgentLog(spec.log_file).line(f"restored its snapshot on this host: {files} files, {size} bytes")
     return True

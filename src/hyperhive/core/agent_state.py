@@ -101,7 +101,10 @@ class AgentState:
         return set(await self.store.agents.desired_running())
 
     async def forget(self, agent: str) -> None:
+        """A destroyed agent: its row, and its last snapshot (a new agent of that name
+        must not be restored from the old one's memory)."""
         await self.store.agents.delete(agent)
+        await self.store.snapshots.forget(agent)
 
     async def all_rows(self) -> dict[str, AgentStateRow]:
         return {a.name: a for a in await self.store.agents.all()}
