@@ -95,6 +95,18 @@ async def test_a_snapshot_is_sent_when_something_changed_and_comes_back_whole(
         assert durable_files(elsewhere) == expected
         assert (elsewhere.state_dir / "todo.md").read_text() == "call bob\n"
 
+    # After a restart of the hive the store still has it, and the figures still add up.
+    async with running_hive(tmp_path, claude_bin) as (c, local):
+        assert await c.store.snapshots.head("alice") == second
+        agent = await running(c, local, "alice")
+        (agent.spec.state_dir / "notes.md").write_text("the answer is 43, after all\n")
+        expected = durable_files(agent.spec)
+        assert await agent.snapshots.take()
+        third = await c.store.snapshots.head("alice")
+        assert third is not None and third.sha256 != second.sha256
+        assert (third.files, third.raw_bytes) == (len(expected), sum(expected.values()))
+        assert not await agent.snapshots.take()
+
 
 async def test_an_oversized_state_is_refused_told_and_the_previous_snapshot_kept(
     tmp_path: Path, claude_bin: Path
