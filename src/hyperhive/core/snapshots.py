@@ -12,6 +12,7 @@ so a half-sent one never replaces the previous.
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import logging
 from dataclasses import dataclass, field
@@ -64,7 +65,10 @@ class SnapshotIntake:
 
     async def put(self, host: str, req: LinkSnapshotPutReq) -> None:
         key = (host, req.agent)
-        data = base64.b64decode(req.data, validate=True)
+        try:
+            data = base64.b64decode(req.data, validate=True)
+        except binascii.Error as exc:
+            raise InvalidRequest(f"{req.agent}'s snapshot chunk is not base64: {exc}") from None
         if req.offset == 0:
             self._uploads[key] = _Upload(req.incarnation)
         upload = self._uploads.get(key)

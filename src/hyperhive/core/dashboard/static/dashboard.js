@@ -256,6 +256,7 @@ function connectAgent() {
   on("tool_use", (e) => streamLine(list, "tool-use", `→ ${e.name} ${JSON.stringify(e.input)}`));
   on("tool_result", (e) => streamLine(list, e.is_error ? "tool-result error" : "tool-result", `← ${e.text}`));
   on("turn_end", (e) => streamLine(list, "turn-end", `■ turn ended: ${e.outcome || ""}`));
+  on("snapshot_refused", (e) => streamLine(list, "tool-result error", `snapshot refused: ${e.reason || ""}`));
   on("offline", (e) => streamLine(list, "offline", `(not streaming: ${e.message})`));
   source.addEventListener("open", () => { document.getElementById("stream-state").textContent = "live"; });
 }
