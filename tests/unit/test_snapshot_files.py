@@ -219,3 +219,15 @@ def test_a_link_planted_where_a_restored_file_goes_is_not_written_through(
     with pytest.raises(StorageError, match="symlink"):
         unpack(blob, spec, None, LIMIT)
     assert list(victim.iterdir()) == []
+
+
+def test_a_session_line_being_written_is_left_for_the_next_snapshot(tmp_path: Path) -> None:
+    spec = spec_in(tmp_path / "h1")
+    seed(spec)
+    session = session_dir(spec) / f"{SID}.jsonl"
+    whole = session.read_bytes()
+    session.write_bytes(whole + b'{"type":"assist')  # the next turn's claude, mid-write
+    [(data, _, _)] = [
+        v for k, v in collect(spec, LIMIT).files.items() if k.endswith(f"{SID}.jsonl")
+    ]
+    assert data == whole

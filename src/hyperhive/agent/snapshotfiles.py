@@ -141,6 +141,9 @@ def _read(dfd: int, name: str, arc: str, out: Collected, budget: _Budget) -> Non
         if not budget.take(st.st_size):
             return  # over: only counted, for the refusal's figure
         data = fh.read(st.st_size)
+    if arc.startswith("session/") and arc.endswith(".jsonl"):
+        # The next turn's claude may be appending already: keep whole lines only.
+        data = data[: data.rfind(b"\n") + 1]
     out.files[arc] = (data, stat.S_IMODE(st.st_mode), st.st_mtime)
 
 
