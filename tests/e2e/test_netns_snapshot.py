@@ -9,20 +9,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-import anyio
 import pytest
 
-from hyperhive.config import HivePaths
-from hyperhive.store.rows import SnapshotHead
-from hyperhive.store.sqlite import SqliteStore
 from tests.e2e import test_netns_hosts as netns_hosts
 from tests.e2e import test_netns_move as netns_move
 from tests.e2e.test_netns_hosts import Hive
 from tests.e2e.test_netns_move import Disks, row
 from tests.support.model_server import ModelServer, text
 from tests.support.netns import Lan
-from tests.support.procs import hivectl, wait_until
+from tests.support.procs import hivectl, hivectl_json, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300), *netns_hosts.pytestmark[2:]]
 
@@ -40,23 +37,11 @@ def bob_on_host_loss() -> str:
     return "replace"
 
 
-def stored_head(home: Path, agent: str) -> SnapshotHead | None:
-    """The agent's last snapshot as the coordinator's store has it (read beside it)."""
-
-    async def read() -> SnapshotHead | None:
-        store = await SqliteStore.open(HivePaths(home).db, readonly=True)
-        try:
-            return await store.snapshots.head(agent)
-        finally:
-            await store.close()
-
-    return anyio.run(read)
-
-
-def after_turn(home: Path) -> SnapshotHead | None:
-    """bob's snapshot once it holds a turn's files (notes, session id, session)."""
-    head = stored_head(home, "bob")
-    return head if head is not None and head.files >= 3 else None
+def after_turn(home: Path) -> dict[str, Any] | None:
+    """bob's last snapshot as `hivectl agents show` reports it, once it holds a turn's
+    files (notes, session id, session)."""
+    snapshot: dict[str, Any] = hivectl_json(home, "agents", "show", "bob")["snapshot"]
+    return snapshot if snapshot["files"] >= 3 else None
 
 
 def test_a_replaced_agent_resumes_on_another_host_with_its_notes_and_session(
@@ -74,7 +59,7 @@ def test_a_replaced_agent_resumes_on_another_host_with_its_notes_and_session(
         wait_until(lambda: len(lan_model.main_requests) >= 1, 120, "bob's first turn")
         # After the turn: its notes, the harness's session id and claude's session file.
         head = wait_until(lambda: after_turn(hive.home), 120, "bob's snapshot in the store")
-        assert head is not None and head.host == "h1"
+        assert head is not None and head["host"] == "h1" and head["size"] > 0
         assert not (disks.private("h2") / "bob" / "state" / "notes.md").exists()
 
         h1.kill()  # kill -9: no goodbye; nothing of h1's disk reaches h2

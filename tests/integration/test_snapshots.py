@@ -73,6 +73,16 @@ async def test_a_snapshot_is_sent_when_something_changed_and_comes_back_whole(
         assert first is not None and first.host == "test-host"
         assert (first.files, first.raw_bytes) == (len(expected), sum(expected.values()))
 
+        async with operator(c.paths) as op:
+            shown = await op_call(op, "agent_last_snapshot", agent="alice")
+        assert shown == {
+            "host": "test-host",
+            "taken_at": first.taken_at,
+            "size": first.size,
+            "raw_bytes": first.raw_bytes,
+            "files": first.files,
+        }
+
         # Nothing changed: nothing sent, the store's row untouched.
         assert not await agent.snapshots.take()
         assert await c.store.snapshots.head("alice") == first
@@ -198,3 +208,5 @@ async def test_a_destroyed_agent_leaves_no_snapshot_for_its_name(
         assert await agent.snapshots.take()
         await op_call(op, "agent_destroy", agent="alice")
         assert await c.store.snapshots.get("alice") is None
+        none = await op_call(op, "agent_last_snapshot", agent="alice")
+        assert isinstance(none, dict) and none["taken_at"] is None

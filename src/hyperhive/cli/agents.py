@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from hyperhive.protocol import (
     OpAgentsReq,
     OpCompactReq,
     OpConfigReq,
+    OpLastSnapshotReq,
     OpLifecycleReq,
     OpLogsReq,
     OpPermsSetReq,
@@ -96,12 +98,14 @@ def agents_show(obj: _Ctx, name: str, as_json: bool) -> None:
     config = None if row.broken else obj.call(OpConfigReq(cmd="agent_config", agent=name))
     forge = obj.call(OpAgentForgeReq(cmd="agent_forge", agent=name))
     matrix = _host_state(obj, name).get("matrix") if row.running else None
+    snapshot = obj.call(OpLastSnapshotReq(cmd="agent_last_snapshot", agent=name))
     # The agents-list row plus its config, forge and Matrix: one JSON object for --json.
     data = {
         **row.model_dump(mode="json"),
         "config": _jsonable(config),
         "forge": _jsonable(forge),
         "matrix": matrix,
+        "snapshot": snapshot.model_dump(mode="json"),
     }
 
     def human(_: object) -> None:
@@ -121,6 +125,14 @@ def agents_show(obj: _Ctx, name: str, as_json: bool) -> None:
             click.echo("tool groups: " + ", ".join(config.tool_groups))
         for line in AgentForgeView.model_validate(forge.model_dump()).lines():
             click.echo(line)
+        if snapshot.taken_at is None:
+            click.echo("snapshot: none kept")
+        else:
+            age = max(0.0, time.time() - snapshot.taken_at)
+            click.echo(
+                f"snapshot: {snapshot.size:,} bytes ({snapshot.raw_bytes:,} uncompressed, "
+                f"{snapshot.files} files) from {snapshot.host}, {age:.0f}s ago"
+            )
         if isinstance(matrix, dict):
             view = MatrixAccountView.model_validate(matrix)
             click.echo(f"matrix: {view.user_id} on {view.homeserver}")

@@ -52,6 +52,7 @@ from hyperhive.protocol import (
     HostCredential,
     HostRequest,
     HostView,
+    LastSnapshot,
     LifecycleResult,
     LogTail,
     LooseEnd,
@@ -76,6 +77,7 @@ from hyperhive.protocol import (
     OpHostsRevokeReq,
     OpHostsRotateReq,
     OpInboxReq,
+    OpLastSnapshotReq,
     OpLifecycleReq,
     OpLogsReq,
     OpLooseEndsReq,
@@ -247,6 +249,19 @@ class OperatorApi:
         config = self.registry.config(req.agent)
         granted = ToolGroup.FORGE in config.tool_groups
         return await forge_view(self.forge, req.agent, granted)
+
+    @on(OpLastSnapshotReq)
+    async def _last_snapshot(self, req: OpLastSnapshotReq) -> LastSnapshot:
+        head = await self.agent_state.last_snapshot(req.agent)
+        if head is None:
+            return LastSnapshot()
+        return LastSnapshot(
+            host=head.host,
+            taken_at=head.taken_at,
+            size=head.size,
+            raw_bytes=head.raw_bytes,
+            files=head.files,
+        )
 
     @on(OpTopologyReq)
     async def _topology(self, req: OpTopologyReq) -> dict[str, str | None]:
