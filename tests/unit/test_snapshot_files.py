@@ -231,3 +231,24 @@ def test_a_session_line_being_written_is_left_for_the_next_snapshot(tmp_path: Pa
         v for k, v in collect(spec, LIMIT).files.items() if k.endswith(f"{SID}.jsonl")
     ]
     assert data == whole
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving files to another user needs root")
+def test_restored_files_and_the_directories_made_for_them_are_the_agents_users(
+    tmp_path: Path,
+) -> None:
+    source = spec_in(tmp_path / "h1")
+    seed(source)
+    target = spec_in(tmp_path / "h2")
+    owner = (54321, 54322)  # the agent's user and group on the new host
+    unpack(pack(collect(source, LIMIT)), target, owner, LIMIT)
+    made = [
+        target.state_dir / "notes.md",
+        target.state_dir / "harness",
+        target.state_dir / "harness" / "session.json",
+        target.home_dir / ".claude",
+        session_dir(target),
+        session_dir(target) / f"{SID}.jsonl",
+        session_dir(target) / SID / "subagents" / "a.jsonl",
+    ]
+    assert {p: (p.stat().st_uid, p.stat().st_gid) for p in made} == dict.fromkeys(made, owner)
