@@ -212,7 +212,8 @@ class AgentConfig(_Strict):
         default="wait",
         description="When its remote host's lease expires: `wait` for that host (its disk holds "
         "the agent's `state/` and claude session), or `replace` it on another live host, "
-        "fresh from its config and inbox (what is on the lost host's disk stays there).",
+        "from its config, its inbox and the snapshot of its `state/` and claude session its "
+        "host sent after its last turn (hive.toml's `snapshot_max_bytes`).",
     )
     flush_on_stop: bool = Field(
         default=True,
@@ -461,6 +462,13 @@ class HiveConfig(_Strict):
         lt=1,
         description="Context usage (a fraction of `context_window`) above which an agent "
         "checkpoints its notes and compacts.",
+    )
+    snapshot_max_bytes: int = Field(
+        default=64 << 20,
+        ge=0,
+        description="Largest agent snapshot (its `state/` and claude session, uncompressed) a "
+        'host sends to the store after each turn, for `on_host_loss = "replace"`; a larger '
+        "one is refused (logged, an event) and the previous snapshot kept. 0: no snapshots.",
     )
     settle_seconds: float = Field(
         default=0.0,

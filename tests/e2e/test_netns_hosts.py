@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import pytest
@@ -109,14 +109,28 @@ def lease_seconds() -> float:
 
 
 @pytest.fixture
+def bob_on_host_loss() -> Literal["wait", "replace"]:
+    """bob's ``on_host_loss`` (alice always waits); a suite replacing him overrides it."""
+    return "wait"
+
+
+@pytest.fixture
 def hive(
-    tmp_path: Path, net: Lan, lan_model: ModelServer, claude_bin: Path, lease_seconds: float
+    tmp_path: Path,
+    net: Lan,
+    lan_model: ModelServer,
+    claude_bin: Path,
+    lease_seconds: float,
+    bob_on_host_loss: Literal["wait", "replace"],
 ) -> Iterator[Hive]:
     ca_file = link_tls(tmp_path / "tls", net.addresses["coord"], tmp_path / "ca.pem")
     env = agent_env(lan_model.url)
     seed_home(
         tmp_path,
-        {name: AgentConfig(env=env) for name in ("alice", "bob")},
+        {
+            "alice": AgentConfig(env=env),
+            "bob": AgentConfig(env=env, on_host_loss=bob_on_host_loss),
+        },
         hive_toml=(
             f'claude_bin = "{claude_bin}"\n[hostlink]\n'
             f'listen = "{net.addresses["coord"]}:0"\n'

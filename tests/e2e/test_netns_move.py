@@ -29,6 +29,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300), *netns_hosts.pytestmark
 
 # The netns hive (coordinator, TLS link, scripted model on the LAN) of the host-link suite.
 net, lan_model, hive = netns_hosts.net, netns_hosts.lan_model, netns_hosts.hive
+bob_on_host_loss = netns_hosts.bob_on_host_loss
 # A host frozen on purpose (SIGSTOP) keeps its lease only this long: the move must start
 # (a hivectl process) and drain its source inside it, or the frozen target is dropped
 # first and the move refused. 4 s (the host-link suite's) was too short on a loaded

@@ -187,8 +187,8 @@ def test_a_lost_host_is_one_sentence_naming_each_agent_and_its_fate() -> None:
     )
     assert describe(lost) == (
         "[host_lost] Agent host h1 is lost (its lease expired): w1, w2 wait for it to come "
-        "back (on_host_loss = wait); w3 runs again on h2, fresh from its config and inbox "
-        "(its notes and session stay on h1): send it what it must know; w4 start on another "
+        "back (on_host_loss = wait); w3 runs again on h2 with its notes and session as of "
+        "its last turn (a turn it was in is redelivered); w4 start on another "
         "host once one connects. Tell whoever waits on their work; the operator sees the host."
     )
     died = HostLost(host="h9", cause="died", agents=[LostAgent(agent=f"a{i}") for i in range(25)])

@@ -13,7 +13,11 @@ in this order, then serves it for the block:
    its store is in the host's part of the agent's directory, ``turns/``);
 4. the agent, published on its :class:`Activation` (the host's surfaces and
    API find it from now on), then the todos the recovery owes, the forge
-   notification poller, the Matrix ``/sync`` watcher and the turn records' pruner.
+   notification poller, the Matrix ``/sync`` watcher, the turn records' pruner and
+   its snapshots' task.
+
+A replacement (``on_host_loss = "replace"``) restores its last snapshot right
+after step 1, before its tasks read their tables or its harness its session.
 
 Leaving the block unpublishes it, stops the poller and watcher and kills the
 process groups of its tasks and subagents. The identities are the
@@ -36,10 +40,12 @@ from anyio.abc import TaskGroup
 from hyperhive.agent.active import ActiveAgent, AgentSite, Identities
 from hyperhive.agent.activity import CoordinatorActivity
 from hyperhive.agent.admission import Admission
+from hyperhive.agent.agentlog import AgentLog
 from hyperhive.agent.enclosure import Enclosure
 from hyperhive.agent.events import EventsBus, TurnStateName
 from hyperhive.agent.identities import CoordinatorForge, CoordinatorMatrix
 from hyperhive.agent.lifetime import Lifetime
+from hyperhive.agent.snapshots import AgentSnapshots, SnapshotLink, restore
 from hyperhive.agent.spec import AgentSpec
 from hyperhive.agent.spend import CoordinatorSpend
 from hyperhive.agent.todos import CoordinatorTodos
@@ -47,7 +53,7 @@ from hyperhive.agent.turnrecorder import Secrets, TurnRecorder, env_secrets
 from hyperhive.agent.turns import Turns
 from hyperhive.bash.tasks import TaskManager
 from hyperhive.credentials import effective_env
-from hyperhive.errors import HiveError
+from hyperhive.errors import HiveError, StorageError
 from hyperhive.forge.agent import AgentForge
 from hyperhive.forge.identity import read_token
 from hyperhive.forge.notify import NotificationPoller
@@ -70,6 +76,8 @@ __all__ = [
 ]
 
 SUBAGENT_SUBSYSTEM = "subagent"
+# In the agent's directory while a replacement's restore is owed (see _restore).
+RESTORE_PENDING = ".restore-pending"
 FORGE_SENDER = "forge"
 MATRIX_SENDER = "matrix"
 
@@ -86,6 +94,8 @@ class HostParts:
     admission: Admission  # its claude slots, shared by all its agents
     base_url: str  # its HTTP server: the agents' MCP surfaces
     report_state: StateReport
+    # Where its agents' snapshots go and come from (None: no link, no snapshots).
+    snapshots: SnapshotLink | None = None
 
 
 class Activation:
@@ -93,11 +103,24 @@ class Activation:
     it ends: the spec it is built from, its lifetime, its events bus (its turn state, to
     be read from the start), and its agent once whole."""
 
-    __slots__ = ("_agent", "_reach_when_built", "_spec", "bus", "lifetime", "scope", "versions")
+    __slots__ = (
+        "_agent",
+        "_reach_when_built",
+        "_spec",
+        "bus",
+        "lifetime",
+        "restore",
+        "scope",
+        "versions",
+    )
 
-    def __init__(self, spec: AgentSpec, versions: Versions | None = None) -> None:
+    def __init__(
+        self, spec: AgentSpec, versions: Versions | None = None, *, restore: bool = False
+    ) -> None:
         self._spec = spec
         self.versions = versions  # what its host ran when it started (None: not known)
+        # A replacement: its last snapshot is restored before anything of it runs.
+        self.restore = restore
         self.lifetime = Lifetime()
         self.bus = EventsBus()
         self.scope = anyio.CancelScope()  # the activation's task: cancelled by a kill
@@ -160,6 +183,9 @@ async def activated(activation: Activation, host: HostParts) -> AsyncIterator[Ac
     # loop: useradd, chown and setfacl must not stall the host's other agents.
     prepared_for = activation.spec
     enclosure = await anyio.to_thread.run_sync(Enclosure.prepare, prepared_for)
+    if host.snapshots is not None:
+        # Before its tasks read their tables and its harness its session id.
+        await _restore(activation, enclosure, host.snapshots)
     bus = activation.bus
     site = AgentSite(
         activation.spec, activation.lifetime, enclosure, bus, host.admission, host.base_url
@@ -194,7 +220,8 @@ async def activated(activation: Activation, host: HostParts) -> AsyncIterator[Ac
             spec.hive.turns_keep_mb,
         )
         await anyio.to_thread.run_sync(records.open)
-        agent = ActiveAgent(site, Turns(), tasks, subagents, identities, records)
+        snapshots = AgentSnapshots(lambda: site.spec, bus, host.snapshots)
+        agent = ActiveAgent(site, Turns(), tasks, subagents, identities, records, snapshots)
         activation._agent = agent
         try:
             # Only now: a recovered todo wakes a turn whose status call must find them.
@@ -206,7 +233,10 @@ async def activated(activation: Activation, host: HostParts) -> AsyncIterator[Ac
                 if identities.matrix is not None:
                     tg.start_soon(_matrix, agent, identities.matrix)
                 tg.start_soon(records.prune_forever)
+                if snapshots.enabled:
+                    tg.start_soon(snapshots.run)
                 yield agent
+                await snapshots.flush()  # its last turn's, on a graceful stop
                 tg.cancel_scope.cancel()
         finally:
             # Its last spec stays the activation's: a crash is reported at its incarnation.
@@ -240,6 +270,28 @@ def injected_secrets(site: AgentSite) -> Secrets:
         return pairs
 
     return read
+
+
+async def _restore(activation: Activation, enclosure: Enclosure, link: SnapshotLink) -> None:
+    """A replacement restores its last snapshot. The order to is kept on this host's
+    disk until the restore is done, so a host that dies (or an agent that crashes) on
+    the way restores on its next start, instead of starting fresh and overwriting
+    the snapshot with nothing at its first turn's end."""
+    spec = activation.spec
+    pending = spec.paths.agent_dir(spec.name) / RESTORE_PENDING
+    if activation.restore:
+        pending.touch()
+    elif not pending.exists():
+        return
+    try:
+        await restore(spec, enclosure.owner, link, activation.lifetime.stopping)
+    except StorageError as exc:
+        # Unusable (unsafe or corrupt): start fresh, said loudly; retrying cannot help.
+        message = f"its snapshot could not be restored, so it starts fresh: {exc.message}"
+        log.error("%s: %s", spec.name, message)
+        AgentLog(spec.log_file).line(message)
+        activation.bus.emit("snapshot_refused", reason=message)
+    pending.unlink(missing_ok=True)
 
 
 def _identities(site: AgentSite) -> Identities:

@@ -10,8 +10,8 @@ object that holds it:
   URL. Subagents, bash tasks, todos and identities take the site (or a part of
   it), never the agent.
 - :class:`ActiveAgent` is the site plus the services built on it: its turns,
-  bash tasks, subagents, turn records, forge identity and Matrix account. The MCP surfaces,
-  the harness and the host's reads are handed this.
+  bash tasks, subagents, turn records, forge identity, Matrix account and snapshots. The MCP
+  surfaces,  the harness and the host's reads are handed this.
 
 Both are built by :func:`hyperhive.agent.activation.activated`, and nowhere
 else; the host publishes the agent (its surfaces and API find it) only once
@@ -37,6 +37,7 @@ from hyperhive.agent.events import EventsBus
 from hyperhive.agent.lifetime import Lifetime
 from hyperhive.agent.metacache import MetaCache
 from hyperhive.agent.sandbox import AgentSandbox
+from hyperhive.agent.snapshots import AgentSnapshots
 from hyperhive.agent.spec import AgentSpec
 from hyperhive.agent.turnrecorder import TurnRecorder
 from hyperhive.agent.turns import Turns
@@ -171,7 +172,7 @@ class Identities:
 class ActiveAgent:
     """An agent active on this host, whole: its site and the services built on it."""
 
-    __slots__ = ("bash_tasks", "identities", "records", "site", "subagents", "turns")
+    __slots__ = ("bash_tasks", "identities", "records", "site", "snapshots", "subagents", "turns")
 
     def __init__(
         self,
@@ -181,6 +182,7 @@ class ActiveAgent:
         subagents: SubagentManager,
         identities: Identities,
         records: TurnRecorder,
+        snapshots: AgentSnapshots,
     ) -> None:
         self.site = site
         self.turns = turns
@@ -188,6 +190,8 @@ class ActiveAgent:
         self.subagents = subagents
         self.identities = identities
         self.records = records
+        # Its durable state to the store after each turn (on_host_loss = "replace").
+        self.snapshots = snapshots
 
     def respec(self, spec: AgentSpec) -> None:
         """The one way an active agent's spec changes (its place, its incarnation): every

@@ -425,6 +425,7 @@ class _Loop:
         result = await rpc.call(req)
         self.pending_end = None
         tell_turn_end(self.agent, reports, result.spend, kind)
+        self.agent.snapshots.turn_ended()  # off the turn's path: its mail is acked already
         return result
 
     async def _turn(self, rpc: RpcClient, woke: WaitResult) -> bool | None:

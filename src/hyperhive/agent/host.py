@@ -39,6 +39,7 @@ from hyperhive.agent.hyperhive_tools import hyperhive_surface
 from hyperhive.agent.launch import SUBAGENT_CONTROL_SERVER
 from hyperhive.agent.moving import HostMoves
 from hyperhive.agent.outage import Outage
+from hyperhive.agent.snapshots import LinkSnapshots
 from hyperhive.agent.spec import AgentSpec
 from hyperhive.agent.turnreads import HostTurnReads
 from hyperhive.agent.versions import HostVersions
@@ -229,7 +230,9 @@ class AgentHost:
         sock.listen(512)
         port = sock.getsockname()[1]
         self.base_url = f"http://{self.hive.bind}:{port}"
-        self._host_parts = HostParts(self.admission, self.base_url, self._report_state)
+        self._host_parts = HostParts(
+            self.admission, self.base_url, self._report_state, LinkSnapshots(lambda: self._link)
+        )
         atomic_write_text(
             self.paths.run / "agent-host.json",
             json.dumps({"url": self.base_url, "token": self.operator_token, "pid": os.getpid()}),
@@ -388,7 +391,7 @@ class AgentHost:
             await self.deactivate(cmd.agent, graceful=True)
         await self._serve_socket(cmd)
         versions = await self.versions.current()
-        activation = self._activations[cmd.agent] = Activation(spec, versions)
+        activation = self._activations[cmd.agent] = Activation(spec, versions, restore=cmd.restore)
         assert self._tg is not None
         self._tg.start_soon(self._supervise, activation)
 

@@ -30,6 +30,7 @@ from hyperhive.protocol import (
     OpAgentsReq,
     OpCompactReq,
     OpConfigReq,
+    OpLastSnapshotReq,
     OpLifecycleReq,
     OpLogsReq,
     OpSetParentReq,
@@ -107,8 +108,15 @@ def agents_show(obj: _Ctx, name: str, as_json: bool) -> None:
     config = None if row.broken else obj.call(OpConfigReq(cmd="agent_config", agent=name))
     forge = obj.call(OpAgentForgeReq(cmd="agent_forge", agent=name))
     matrix = _host_state(obj, name).get("matrix") if row.running else None
+    snapshot = obj.call(OpLastSnapshotReq(cmd="agent_last_snapshot", agent=name))
     data = AgentDetail.model_validate(
-        {**row.model_dump(), "config": config, "forge": forge, "matrix": matrix}
+        {
+            **row.model_dump(),
+            "config": config,
+            "forge": forge,
+            "matrix": matrix,
+            "snapshot": snapshot,
+        }
     )
 
     def human(_: object) -> None:
@@ -128,6 +136,14 @@ def agents_show(obj: _Ctx, name: str, as_json: bool) -> None:
             click.echo("tool groups: " + ", ".join(config.tool_groups))
         for line in AgentForgeView.model_validate(forge.model_dump()).lines():
             click.echo(line)
+        if snapshot.taken_at is None:
+            click.echo("snapshot: none kept")
+        else:
+            age = max(0.0, time.time() - snapshot.taken_at)
+            click.echo(
+                f"snapshot: {snapshot.size:,} bytes ({snapshot.raw_bytes:,} uncompressed, "
+                f"{snapshot.files} files) from {snapshot.host}, {age:.0f}s ago"
+            )
         view: MatrixAccountView | None = data.matrix
         if view is not None:
             click.echo(f"matrix: {view.user_id} on {view.homeserver}")

@@ -13,6 +13,7 @@ from hyperhive.protocol import (
     AgentView,
     ApprovalOutcome,
     ForgeView,
+    LastSnapshot,
     MatrixAccountView,
     Message,
 )
@@ -40,6 +41,7 @@ class AgentDetail(AgentView):
     config: AgentConfigView | None  # None: its config is broken (see ``broken``)
     forge: ForgeView
     matrix: MatrixAccountView | None  # None: not running, or no Matrix account
+    snapshot: LastSnapshot  # its last snapshot in the store (what a replacement restores)
 
 
 class SpawnOutcome(_Shape):

@@ -33,6 +33,7 @@ from hyperhive.core.infra.background import Background
 from hyperhive.core.infra.hive_identity import hive_identity
 from hyperhive.core.infra.notify import EventBus, Notifier
 from hyperhive.core.infra.parts import Infra
+from hyperhive.core.infra.snapshots import SnapshotIntake
 from hyperhive.core.infra.sockets import serve_unix
 from hyperhive.core.mail.broker import Broker
 from hyperhive.core.mail.budgets import Budgets
@@ -111,6 +112,8 @@ class Coordinator:
         )
         hostlink.serve_versions(AgentVersions(store.agents, notices, loose_ends))
         self.host_admin = host_admin = HostAdmin(store.hosts, hostlink)
+        # Agents' snapshots, for a replacement on another host (on_host_loss = "replace").
+        hostlink.serve_snapshots(SnapshotIntake(store.snapshots, config.snapshot_max_bytes, bus))
         self.logs = logs = LogTails(paths, hostlink)
         self.turns = turns = TurnRecords(hostlink)
         self.placement = placement = Placement(

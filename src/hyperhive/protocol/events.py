@@ -152,8 +152,8 @@ def _host_lost(e: HostLost, groups: Collection[ToolGroup]) -> str:
     if waits:
         parts.append(f"{_names(waits)} wait for it to come back (on_host_loss = wait)")
     parts.extend(
-        f"{a.agent} runs again on {a.host}, fresh from its config and inbox (its notes and "
-        f"session stay on {e.host}): send it what it must know"
+        f"{a.agent} runs again on {a.host} with its notes and session as of its last "
+        "turn (a turn it was in is redelivered)"
         for a in e.agents
         if a.outcome == "replaced"
     )

@@ -354,6 +354,24 @@ class OpConfigReq(Req[AgentConfigView]):
     agent: str
 
 
+class LastSnapshot(_Out):
+    """An agent's last snapshot in the store (``taken_at`` null: none kept), what a
+    replacement on another host would restore."""
+
+    host: str | None = None  # the host that sent it
+    taken_at: float | None = None
+    size: int = 0  # sent and stored (gzip)
+    raw_bytes: int = 0  # its files, uncompressed
+    files: int = 0
+
+
+class OpLastSnapshotReq(Req[LastSnapshot]):
+    """An agent's last snapshot, for the operator (``agents show``)."""
+
+    cmd: Literal["agent_last_snapshot"]
+    agent: str
+
+
 class OpAgentForgeReq(Req[ForgeView]):
     """An agent's forge user and repositories, for the operator."""
 
@@ -458,6 +476,7 @@ HostRequest = Annotated[
     | OpPermsSetReq
     | OpConfigReq
     | OpAgentForgeReq
+    | OpLastSnapshotReq
     | OpHostsListReq
     | OpHostsAddReq
     | OpHostsRotateReq

@@ -30,6 +30,11 @@ from hyperhive.protocol.move import (
     MoveInCmd,
     MoveOutCmd,
 )
+from hyperhive.protocol.snapshot import (
+    LinkSnapshotCommitReq,
+    LinkSnapshotGetReq,
+    LinkSnapshotPutReq,
+)
 from hyperhive.protocol.steer import InterruptAsk
 from hyperhive.protocol.turns import TurnsAsk
 from hyperhive.protocol.wire import Response
@@ -180,6 +185,9 @@ LinkRequest = Annotated[
     | LinkMoveUnpackedReq
     | LinkMoveDroppedReq
     | LinkHeartbeatReq
+    | LinkSnapshotPutReq
+    | LinkSnapshotCommitReq
+    | LinkSnapshotGetReq
     # The coordinator's reads of the host (protocol.hostreads):
     | LinkAnswerReq
     | LinkStreamItemsReq
@@ -195,6 +203,9 @@ class ActivateCmd(Req[None]):
     parent: str | None = None
     descendants: list[str] = Field(default_factory=list)
     incarnation: int = 0
+    # A replacement (its host was lost, ``on_host_loss = "replace"``): restore its last
+    # snapshot before its first turn.
+    restore: bool = False
 
 
 class DeactivateCmd(Req[None]):

@@ -51,10 +51,12 @@ from hyperhive.store.rows import (
     Recv,
     ReminderRow,
     ScheduleRow,
+    SnapshotHead,
     SpendEntry,
     SpendPoint,
     SpendRun,
     SpendTotal,
+    StoredSnapshot,
     TodoRow,
     TurnRecord,
 )
@@ -75,6 +77,7 @@ __all__ = [
     "ParkedPoll",
     "ScheduleRepo",
     "SettingsRepo",
+    "SnapshotRepo",
     "SpendRepo",
     "Store",
     "TopologyRepo",
@@ -639,6 +642,28 @@ class TrashRepo(ABC):
         """``agent``'s trash was carried out (or found nothing to move)."""
 
 
+class SnapshotRepo(ABC):
+    """Each agent's last snapshot: the files of its durable state, for a replacement on
+    another host (``on_host_loss = "replace"``). One row per agent, replaced whole and
+    atomically: a reader sees the previous snapshot or the new one, never a mix."""
+
+    @abstractmethod
+    async def put(self, snapshot: StoredSnapshot) -> None:
+        """Keep ``snapshot`` as its agent's last one (the previous one goes)."""
+
+    @abstractmethod
+    async def head(self, agent: str) -> SnapshotHead | None:
+        """What ``agent``'s last snapshot is, without its bytes; ``None``: none kept."""
+
+    @abstractmethod
+    async def get(self, agent: str) -> StoredSnapshot | None:
+        """``agent``'s last snapshot, bytes and all; ``None``: none kept."""
+
+    @abstractmethod
+    async def forget(self, agent: str) -> None:
+        """Drop ``agent``'s snapshot (it was destroyed)."""
+
+
 class SpendRepo(ABC):
     """What claude runs cost, the run-time budget limits, and which notices were sent.
 
@@ -760,6 +785,7 @@ class Store(ABC):
     hosts: HostRepo
     placements: PlacementRepo
     trash: TrashRepo
+    snapshots: SnapshotRepo
 
     spend: SpendRepo
     activity: ActivityRepo

@@ -37,7 +37,9 @@ __all__ = [
     "Recv",
     "ReminderRow",
     "ScheduleRow",
+    "SnapshotHead",
     "SpendEntry",
+    "StoredSnapshot",
     "SpendPoint",
     "SpendRun",
     "SpendTotal",
@@ -293,6 +295,27 @@ class DeployEntry:
     message: str
     config: str | None = None
     topology: Mapping[str, str | None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotHead:
+    """What an agent's last snapshot is, without its bytes: for views and change checks."""
+
+    agent: str
+    host: str  # the host that sent it
+    taken_at: float
+    sha256: str  # of the compressed archive
+    size: int  # compressed bytes
+    raw_bytes: int  # the files' total size, uncompressed
+    files: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSnapshot:
+    """An agent's last snapshot (its ``state/`` and claude session, a gzip'd tar), whole."""
+
+    head: SnapshotHead
+    data: bytes
 
 
 @dataclass(frozen=True, slots=True)

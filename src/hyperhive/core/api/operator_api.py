@@ -46,6 +46,7 @@ from hyperhive.protocol import (
     HostRequest,
     HostView,
     Interrupted,
+    LastSnapshot,
     LifecycleResult,
     LogTail,
     LooseEnd,
@@ -74,6 +75,7 @@ from hyperhive.protocol import (
     OpHostsRotateReq,
     OpInboxReq,
     OpInterruptReq,
+    OpLastSnapshotReq,
     OpLifecycleReq,
     OpLogsReq,
     OpLooseEndsReq,
@@ -281,6 +283,19 @@ class OperatorApi:
         config = self.registry.config(req.agent)
         granted = ToolGroup.FORGE in config.tool_groups
         return await forge_view(self.forge, req.agent, granted)
+
+    @on(OpLastSnapshotReq)
+    async def _last_snapshot(self, req: OpLastSnapshotReq) -> LastSnapshot:
+        head = await self.agent_state.last_snapshot(req.agent)
+        if head is None:
+            return LastSnapshot()
+        return LastSnapshot(
+            host=head.host,
+            taken_at=head.taken_at,
+            size=head.size,
+            raw_bytes=head.raw_bytes,
+            files=head.files,
+        )
 
     @on(OpTopologyReq)
     async def _topology(self, req: OpTopologyReq) -> dict[str, str | None]:

@@ -394,6 +394,8 @@ class HostLink(LinkBook):
         del self.hosts[host.host_id]
         # Whatever was asked of it on this connection has no one to answer now.
         self.calls.host_gone(host.host_id)
+        if self.snapshots is not None:
+            self.snapshots.host_gone(host.host_id)
         if (
             host.remote
             and not host.leaving

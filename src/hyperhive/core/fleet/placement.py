@@ -153,9 +153,10 @@ class Placement:
             if not self._starting[name]:
                 del self._starting[name]
 
-    async def activate(self, name: str, host: str | None = None) -> None:
+    async def activate(self, name: str, host: str | None = None, *, restore: bool = False) -> None:
         """Start ``name`` as a new incarnation, with its applied config: on ``host`` (it is
-        assigned there, keeping its pin), else on the host placement gives it."""
+        assigned there, keeping its pin), else on the host placement gives it.
+        ``restore``: a replacement, which restores its last snapshot there first."""
         if host is None:
             host = await self.host_for(name)
         else:
@@ -163,7 +164,7 @@ class Placement:
             if assigned is None or assigned.host != host:
                 pinned = assigned.pinned if assigned is not None else False
                 await self.assignments.assign(name, host, pinned=pinned)
-        await self.activate_on(name, host)
+        await self.activate_on(name, host, restore=restore)
 
     async def replace(self, name: str, exclude: set[str]) -> str | None:
         """Re-place ``name`` (its host is lost, ``on_host_loss = "replace"``) on another
@@ -176,10 +177,11 @@ class Placement:
         loads = [h for h in await self.loads() if h.name not in exclude]
         target = choose_host(loads, parent_row.host if parent_row is not None else None)
         if target is not None:
-            await self.activate(name, host=target)
+            # No shared disk: its last snapshot (state/, claude session) goes with it.
+            await self.activate(name, host=target, restore=True)
         return target
 
-    async def activate_on(self, name: str, host: str) -> None:
+    async def activate_on(self, name: str, host: str, *, restore: bool = False) -> None:
         self.crash_reasons.pop(name, None)
         row = await self.agent_state.row(name)
         topo = self.topology_store.read_cached()
@@ -191,6 +193,7 @@ class Placement:
                 parent=topo.get(name),
                 descendants=topology.descendants(topo, name),
                 incarnation=row.incarnation + 1,
+                restore=restore,
             ),
             host,
         )
@@ -303,8 +306,8 @@ class Placement:
                     target = await self.replace(agent, exclude={host_id})
                     if target is not None:
                         reason += (
-                            f"; re-placed on {target}, fresh from its config and inbox (its "
-                            f"state/ notes and claude session stay on {host_id}'s disk)"
+                            f"; re-placed on {target} with its config, its inbox and the "
+                            "snapshot of its state/ notes and claude session from its last turn"
                         )
                         item = LostAgent(agent=agent, outcome="replaced", host=target)
                 except Unavailable as exc:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from hyperhive.core.infra.linked_host import LinkBook, LinkedHost, MoveReports, TurnState
+from hyperhive.core.infra.snapshots import SnapshotIntake
 from hyperhive.core.infra.sockets import answer
 from hyperhive.dispatch import Dispatcher
 from hyperhive.errors import InvalidRequest, PermissionDenied, Unavailable
@@ -33,9 +34,14 @@ from hyperhive.protocol import (
     LinkMoveUnpackedReq,
     LinkRegisterReq,
     LinkRequest,
+    LinkSnapshotCommitReq,
+    LinkSnapshotGetReq,
+    LinkSnapshotPutReq,
     MoveChunk,
     Registered,
     Response,
+    SnapshotChunk,
+    SnapshotStored,
     encode,
 )
 from hyperhive.protocol.hostreads import LinkAnswerReq, LinkStreamEndReq, LinkStreamItemsReq
@@ -305,6 +311,38 @@ async def _move_unpacked(conn: LinkConn, req: LinkMoveUnpackedReq) -> None:
 async def _move_dropped(conn: LinkConn, req: LinkMoveDroppedReq) -> None:
     host, moves = _moves(conn)
     await moves.dropped(host, req)
+
+
+def _snapshots(conn: LinkConn, agent: str, incarnation: int) -> tuple[str, SnapshotIntake]:
+    """The registered host a snapshot request comes from, if it holds ``agent`` now at
+    ``incarnation`` (the forward rule: a stale or fenced host neither writes nor reads
+    an agent's snapshot), and where it goes."""
+    host = conn.registered()
+    link = conn.link
+    if link.snapshots is None:
+        raise Unavailable("this coordinator keeps no snapshots")
+    refusal = forward_refusal(host.host_id, agent, incarnation, *link.holder(agent))
+    if refusal is not None:
+        raise PermissionDenied(f"snapshot refused: {refusal}")
+    return host.host_id, link.snapshots
+
+
+@LINK_TABLE.on(LinkSnapshotPutReq)
+async def _snapshot_put(conn: LinkConn, req: LinkSnapshotPutReq) -> None:
+    host, intake = _snapshots(conn, req.agent, req.incarnation)
+    await intake.put(host, req)
+
+
+@LINK_TABLE.on(LinkSnapshotCommitReq)
+async def _snapshot_commit(conn: LinkConn, req: LinkSnapshotCommitReq) -> SnapshotStored:
+    host, intake = _snapshots(conn, req.agent, req.incarnation)
+    return await intake.commit(host, req)
+
+
+@LINK_TABLE.on(LinkSnapshotGetReq)
+async def _snapshot_get(conn: LinkConn, req: LinkSnapshotGetReq) -> SnapshotChunk:
+    host, intake = _snapshots(conn, req.agent, req.incarnation)
+    return await intake.get(host, req)
 
 
 @LINK_TABLE.on(LinkAnswerReq)

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from hyperhive.core.infra.hostcalls import HostCalls
 from hyperhive.core.infra.notify import EventBus
+from hyperhive.core.infra.snapshots import SnapshotIntake
 from hyperhive.core.infra.sockets import Dispatch
 from hyperhive.errors import Unavailable
 from hyperhive.netlink import lease
@@ -143,6 +144,8 @@ class LinkBook:
         self.moves: MoveReports | None = None
         # Agents' versions, from their hosts (:meth:`serve_versions`).
         self.versions: VersionReports | None = None
+        # Hosts' agent snapshots (:meth:`serve_snapshots`).
+        self.snapshots: SnapshotIntake | None = None
         # The host each agent last ran on: its log stays on that host's disk after it stops.
         self.last_host: dict[str, str] = {}
         # Reads of a host's disk and memory (logs, turn state and stream): #14, no shared disk.
@@ -153,6 +156,10 @@ class LinkBook:
     def serve_versions(self, reports: VersionReports) -> None:
         """Hand hosts' reports of their agents' versions to ``reports``."""
         self.versions = reports
+
+    def serve_snapshots(self, intake: SnapshotIntake) -> None:
+        """Hand hosts' snapshot uploads and reads to ``intake``."""
+        self.snapshots = intake
 
     def serve_moves(self, reports: MoveReports) -> None:
         """Hand hosts' ``agents move`` reports to ``reports`` (the mover, once built)."""

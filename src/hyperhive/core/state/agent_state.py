@@ -24,7 +24,7 @@ from hyperhive.protocol import (
 )
 from hyperhive.store import Store
 from hyperhive.store.rows import AgentState as AgentStateRow
-from hyperhive.store.rows import SpendEntry
+from hyperhive.store.rows import SnapshotHead, SpendEntry
 
 __all__ = ["AgentState", "SubmitterNotices"]
 
@@ -110,7 +110,14 @@ class AgentState:
         return set(await self.store.agents.desired_running())
 
     async def forget(self, agent: str) -> None:
+        """A destroyed agent: its row, and its last snapshot (a new agent of that name
+        must not be restored from the old one's memory)."""
         await self.store.agents.delete(agent)
+        await self.store.snapshots.forget(agent)
+
+    async def last_snapshot(self, agent: str) -> SnapshotHead | None:
+        """What ``agent``'s last snapshot is (its bytes stay in the store)."""
+        return await self.store.snapshots.head(agent)
 
     async def all_rows(self) -> dict[str, AgentStateRow]:
         return {a.name: a for a in await self.store.agents.all()}

@@ -321,6 +321,21 @@ ALTER TABLE agent_state ADD COLUMN started_hive TEXT;
 ALTER TABLE agent_state ADD COLUMN started_claude TEXT;
 ALTER TABLE agent_state ADD COLUMN needs_update TEXT
 """,
+    # 17 (snapshots): each agent's last snapshot of its
+    # durable state (its state/ and claude session, a gzip'd tar), which a replacement on
+    # another host restores (on_host_loss = "replace"). One row per agent, replaced whole.
+    """
+CREATE TABLE agent_snapshots (
+    agent TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    taken_at DOUBLE PRECISION NOT NULL,
+    sha256 TEXT NOT NULL,
+    size BIGINT NOT NULL,
+    raw_bytes BIGINT NOT NULL,
+    files BIGINT NOT NULL,
+    data BYTEA NOT NULL
+)
+""",
 ]
 
 

@@ -20,6 +20,7 @@ from hyperhive.store.postgres.metalog import PgMetaLog, PgTopology
 from hyperhive.store.postgres.placements import PgPlacements
 from hyperhive.store.postgres.schedules import PgSchedules
 from hyperhive.store.postgres.settings import PgSettings
+from hyperhive.store.postgres.snapshots import PgSnapshots
 from hyperhive.store.postgres.spend import PgSpend
 from hyperhive.store.postgres.trash import PgTrash
 from hyperhive.store.url import mask_url
@@ -50,6 +51,7 @@ class PostgresStore(Store):
         self.placements = PgPlacements(db, feed)
         self.spend = PgSpend(db, feed)
         self.trash = PgTrash(db, feed)
+        self.snapshots = PgSnapshots(db, feed)
         self.activity = PgActivity(db, feed)
         self.settings = PgSettings(db, feed)
         self.listener = Listener(db.url, self._heard, self._sweep)

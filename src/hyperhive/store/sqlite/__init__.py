@@ -17,6 +17,7 @@ from hyperhive.store.sqlite.meta import SqliteMetaLog, SqliteTopology
 from hyperhive.store.sqlite.placements import SqlitePlacements
 from hyperhive.store.sqlite.schedules import SqliteSchedules
 from hyperhive.store.sqlite.settings import SqliteSettings
+from hyperhive.store.sqlite.snapshots import SqliteSnapshots
 from hyperhive.store.sqlite.spend import SqliteSpend
 from hyperhive.store.sqlite.trash import SqliteTrash
 
@@ -40,6 +41,7 @@ class SqliteStore(Store):
         self.placements = SqlitePlacements(self.engine)
         self.spend = SqliteSpend(self.engine)
         self.trash = SqliteTrash(self.engine)
+        self.snapshots = SqliteSnapshots(self.engine)
         self.activity = SqliteActivity(self.engine)
         self.settings = SqliteSettings(self.engine)
 

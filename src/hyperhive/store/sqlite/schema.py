@@ -321,4 +321,19 @@ ALTER TABLE agent_state ADD COLUMN started_hive TEXT;
 ALTER TABLE agent_state ADD COLUMN started_claude TEXT;
 ALTER TABLE agent_state ADD COLUMN needs_update TEXT
 """,
+    # 17 (snapshots): each agent's last snapshot of its
+    # durable state (its state/ and claude session, a gzip'd tar), which a replacement on
+    # another host restores (on_host_loss = "replace"). One row per agent, replaced whole.
+    """
+CREATE TABLE agent_snapshots (
+    agent TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    taken_at REAL NOT NULL,
+    sha256 TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    raw_bytes INTEGER NOT NULL,
+    files INTEGER NOT NULL,
+    data BLOB NOT NULL
+)
+""",
 ]

@@ -273,6 +273,7 @@ function connectAgent() {
   on("user_message", (e) => streamLine(list, "user-message", `✉ into the running turn: ${e.text}`));
   on("mail_offered", (e) => streamLine(list, "mail-offered", `✉ mail offered to the running turn: #${(e.ids || []).join(", #")}`));
   on("turn_end", (e) => streamLine(list, "turn-end", `■ turn ended: ${e.outcome || ""}`));
+  on("snapshot_refused", (e) => streamLine(list, "tool-result error", `snapshot refused: ${e.reason || ""}`));
   on("offline", (e) => streamLine(list, "offline", `(not streaming: ${e.message})`));
   source.addEventListener("open", () => { document.getElementById("stream-state").textContent = "live"; });
 }
