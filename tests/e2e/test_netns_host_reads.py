@@ -157,15 +157,21 @@ def test_logs_follow_live_stream_and_a_long_reminder_cross_the_link(
     # Its turn records too: on h1's disk alone, read over the link.
     assert (h.host_home / "agents" / "alice" / "turns" / "turns.db").is_file()
     assert not (h.home / "agents" / "alice" / "turns").exists()
+    # The reminder fires while its first turn runs: it reaches that running turn as a
+    # mid-turn message (claude's streaming input), or wakes a second turn if the first
+    # had ended; either way every turn is recorded, and all of them end.
     turns = wait_until(
         lambda: (
-            [t for t in hivectl_json(h.home, "turns", "list", "alice") if t["outcome"]][1:]
-            and hivectl_json(h.home, "turns", "list", "alice")
+            (ts := hivectl_json(h.home, "turns", "list", "alice"))
+            and all(t["outcome"] for t in ts)
+            and ts
         ),
         60,
-        "alice's two turns recorded and ended",
+        "alice's turns recorded and ended",
     )
-    assert [t["wake_reason"] for t in turns] == ["a reminder", "mail from operator"]
+    assert turns[-1]["wake_reason"] == "mail from operator"
+    assert [t["wake_reason"] for t in turns[:-1]] in ([], ["a reminder"])
+    turns = [turns[0], turns[-1]]  # [the last, the first]: the first holds the remind call
     # The reminder's input is past the index's size: cut in the list, whole with --full.
     cut = hivectl_json(h.home, "turns", "show", turns[1]["id"])
     [cut_remind] = [s for s in cut["steps"] if s["kind"] == "tool_use"]
