@@ -45,6 +45,7 @@ __all__ = [
     "STORE_URL_ENV",
     "SUBAGENT_SERVER",
     "AgentConfig",
+    "Effort",
     "HiveConfig",
     "HivePaths",
     "McpServer",
@@ -145,6 +146,9 @@ class ResourceLimits(_Strict):
     )
 
 
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+
+
 class AgentConfig(_Strict):
     """An agent's ``agent.toml``.
 
@@ -160,9 +164,12 @@ class AgentConfig(_Strict):
         "claude's default.",
     )
     subagent_model: str = Field(default="haiku", description="Model of the agent's subagents.")
-    subagent_effort: str | None = Field(
-        default=None,
-        description="claude's `--effort` for the agent's subagents; unset: its default.",
+    # The hive's choice for subagent work: cheaper than claude's own default (medium in
+    # claude 2.1.328, high on most models in earlier releases); claude's --effort levels.
+    subagent_effort: Effort = Field(
+        default="low",
+        description="claude's `--effort` for the agent's subagents: the hive's choice, cheaper "
+        "than claude's own default (`medium` in the pinned claude).",
     )
     tool_groups: list[ToolGroup] = Field(
         default_factory=lambda: list(ToolGroup.AGENT_DEFAULT),
@@ -447,6 +454,14 @@ class HiveConfig(_Strict):
         lt=1,
         description="Context usage (a fraction of `context_window`) above which an agent "
         "checkpoints its notes and compacts.",
+    )
+    settle_seconds: float = Field(
+        default=0.0,
+        ge=0,
+        le=10,
+        description="After a wake, how long an agent waits for more news before its turn (so "
+        "news landing a moment apart is one turn's). 0: news that belongs together wakes once "
+        "by design, and the turn-economy table shows no turn a window saves.",
     )
     context_window: int = Field(
         default=200_000,

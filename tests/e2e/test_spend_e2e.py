@@ -85,7 +85,7 @@ async def test_three_turns_of_one_session_cost_three_turns_through_a_compaction_
     paths = _seed(tmp_path, model_server)
     session_file = paths.agent_state("alice") / "harness" / "session.json"
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: "alice" in host.runtimes)
+        await until(lambda: "alice" in host.agents)
         first = await _turn(c, "one", 0)
         second = await _turn(c, "two", 1)
         # A compaction in between: the checkpoint and /compact resume the same session.
@@ -96,12 +96,12 @@ async def test_three_turns_of_one_session_cost_three_turns_through_a_compaction_
         compaction_calls = _calls(model_server) - calls_before
     # The hive restarts: the session resumes, differenced against the stored totals.
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: "alice" in host.runtimes)
+        await until(lambda: "alice" in host.agents)
         third = await _turn(c, "three", 3)
     # Again, without the session file: a new session, counted from nothing.
     session_file.unlink()
     async with running_hive(tmp_path, claude_bin) as (c, host), dashboard_client(c) as http:
-        await until(lambda: "alice" in host.runtimes)
+        await until(lambda: "alice" in host.agents)
         fresh = await _turn(c, "four", 4)
         fifth = await _turn(c, "five", 5)
         calls = _calls(model_server)
@@ -161,7 +161,7 @@ async def test_a_budget_of_a_turn_and_a_half_holds_after_the_second_turn(
 ) -> None:
     _seed(tmp_path, model_server)
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: "alice" in host.runtimes)
+        await until(lambda: "alice" in host.agents)
         # The session has a turn behind it before the limit is set: the next runs resume it.
         await _turn(c, "zero", 0)
         async with operator(c.paths) as op:
@@ -202,7 +202,7 @@ async def test_a_subagents_continue_counts_its_own_run(
     config = {"env": agent_env(model_server.url), "model": SONNET, "subagent_model": SONNET}
     seed_home(tmp_path, {"alice": AgentConfig.model_validate(config)})
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: "alice" in host.runtimes)
+        await until(lambda: "alice" in host.agents)
 
         async def subagent_runs(n: int) -> list[SpendEntry]:
             async def counted() -> list[SpendEntry]:

@@ -251,11 +251,20 @@ async def test_helper_events_reach_the_submitting_agent(
         async with agent(c.paths, "queen") as queen:
             message = await _next_message(queen)
         assert message["from"] == "system"
+        # queen holds no diagnostics group here: the sentence names no get_logs for her.
         assert message["body"] == (
-            "[container_crash] eve crashed: boom. Read its log (get_logs), then restart it "
-            "or fix its config; tell the operator if it keeps crashing."
+            "[container_crash] eve crashed: boom. Restart it or fix its config; tell the "
+            "operator if it keeps crashing."
         )
         assert c.notices.submitter_of("queen") is None
+        # alice (a manager, diagnostics included) is told to read the log first.
+        await c.notices.notify_submitter("carol", _crash("carol"))
+        async with agent(c.paths, "alice") as alice:
+            message = await _next_message(alice)
+        assert message["body"] == (
+            "[container_crash] carol crashed: boom. Read its log (get_logs), then restart it "
+            "or fix its config; tell the operator if it keeps crashing."
+        )
 
 
 def _crash(agent_name: str) -> object:

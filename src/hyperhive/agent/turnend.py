@@ -12,8 +12,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Literal
 
+from hyperhive.agent.active import ActiveAgent
 from hyperhive.agent.agentlog import AgentLog
-from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.agent.stream import TurnReport
 from hyperhive.agent.turntrace import record_turn
 from hyperhive.protocol import ModelSpend, RunSpend
@@ -45,7 +45,7 @@ def run_spend(reports: Sequence[TurnReport], kind: RunKind) -> RunSpend:
 
 
 def tell_turn_end(
-    rt: AgentRuntime,
+    agent: ActiveAgent,
     reports: Sequence[TurnReport],
     spent: ModelSpend | None,
     kind: RunKind,
@@ -59,13 +59,14 @@ def tell_turn_end(
         return
     last = reports[-1]
     calls = sum(r.num_turns for r in reports)
-    rt.bus.last_turn = {
-        "outcome": last.outcome,
-        "cost_usd": spent.cost_usd if spent is not None else None,
-        "num_turns": calls,
-        "context_usage": last.context_usage,
-    }
-    rt.bus.emit("turn_end", **rt.bus.last_turn)
+    agent.bus.turn_ended(
+        {
+            "outcome": last.outcome,
+            "cost_usd": spent.cost_usd if spent is not None else None,
+            "num_turns": calls,
+            "context_usage": last.context_usage,
+        }
+    )
     reported = next((r.session_totals for r in reversed(reports) if r.session_totals), None)
     if spent is None:
         cost = "cost not counted"
@@ -74,7 +75,7 @@ def tell_turn_end(
     else:
         cost = f"${spent.cost_usd:.4f} (session so far ${summed(reported.values()).usd:.4f})"
     what = "compaction end (checkpoint and /compact)" if kind == "compaction" else "turn end"
-    AgentLog(rt.paths.logs / "agents" / f"{rt.name}.log").line(
+    AgentLog(agent.spec.log_file).line(
         f"{what}: {last.outcome}, {calls} model call(s), {cost}, context {last.context_usage:.0%}"
     )
     record_turn(reports, spent)

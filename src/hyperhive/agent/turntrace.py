@@ -52,11 +52,11 @@ def turn_span(
         attributes["gen_ai.request.model"] = model
     name = f"turn {agent}" if woke is not None else f"compaction {agent}"
     with tracer().start_as_current_span(name, attributes=attributes) as span:
-        bus.trace_context = trace.set_span_in_context(span)
+        bus.set_trace_context(trace.set_span_in_context(span))
         try:
             yield span
         finally:
-            bus.trace_context = None
+            bus.set_trace_context(None)
 
 
 def record_turn(reports: Sequence[TurnReport], spent: ModelSpend | None) -> None:

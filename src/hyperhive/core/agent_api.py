@@ -19,7 +19,6 @@ from hyperhive.core.agent_state import AgentState
 from hyperhive.core.approvals import Approvals
 from hyperhive.core.broker import Broker
 from hyperhive.core.budgets import Budgets
-from hyperhive.core.dispatch import Dispatcher
 from hyperhive.core.hostlink import HostLink
 from hyperhive.core.identities import AgentIdentities
 from hyperhive.core.lifecycle import Lifecycle
@@ -28,6 +27,7 @@ from hyperhive.core.loose_ends import LooseEnds, owner_of
 from hyperhive.core.notify import EventBus
 from hyperhive.core.registry import AgentRegistry
 from hyperhive.core.scheduler import Scheduler
+from hyperhive.dispatch import Dispatcher
 from hyperhive.errors import (
     Conflict,
     InvalidName,

@@ -16,9 +16,14 @@ __all__ = ["CreateRepoArgs", "ForgeCaller", "create_repo"]
 
 
 class ForgeCaller(Protocol):
-    name: str
-    forge: AgentForge | None
-    forge_problem: str | None
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def forge(self) -> AgentForge | None: ...
+
+    @property
+    def forge_problem(self) -> str | None: ...
 
 
 async def create_repo(agent: ForgeCaller, a: CreateRepoArgs) -> str:

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hyperhive.errors import ConfigError
+from hyperhive.matrix.ids import ROOM_FORMS, is_room_ref
 from hyperhive.secretfile import read_secret_file
 
 __all__ = [
@@ -27,7 +28,6 @@ __all__ = [
 ]
 
 USER_ID_RE = re.compile(r"@[a-z0-9._=/+-]+:[A-Za-z0-9.:-]+")
-_ROOM_RE = re.compile(r"[!#][^:\s]+:[A-Za-z0-9.:-]+")
 
 
 class MatrixConfig(BaseModel):
@@ -139,8 +139,8 @@ class AgentMatrixConfig(BaseModel):
     @classmethod
     def _rooms(cls, v: list[str]) -> list[str]:
         for room in v:
-            if not _ROOM_RE.fullmatch(room):
-                raise ValueError(f"wake_rooms: {room!r} is not a room ID (!x:server) or alias")
+            if not is_room_ref(room):
+                raise ValueError(f"wake_rooms: {room!r} is not {ROOM_FORMS}")
         return v
 
     @field_validator("allowed_inviters")
