@@ -2,4 +2,4 @@
 
 from hyperhive.cli import main
 
-main()
+main(prog_name="hivectl")

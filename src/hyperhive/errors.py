@@ -2,8 +2,9 @@
 
 Every error carries a stable ``code`` (what crosses the wire as
 ``{ok: false, error: {code, message}}``) and a message a person can act on.
-They are translated at the edges: the CLI prints the message and exits
-non-zero, HTTP maps them to a status, MCP tools return an error result.
+They are translated at the edges: the CLI prints the message and exits with
+its class's code (``hyperhive.cli.exits``), HTTP maps them to a status, MCP
+tools return an error result.
 
     HiveError
     ├── InvalidRequest            bad input from a client
@@ -15,7 +16,8 @@ non-zero, HTTP maps them to a status, MCP tools return an error result.
     ├── NotFound                  unknown agent, message, row, task
     ├── PermissionDenied          the caller may not do this
     │   ├── ToolGroupDenied       the agent lacks the tool group
-    │   └── RouteRefused          messaging topology refused a recipient
+    │   ├── RouteRefused          messaging topology refused a recipient
+    │   └── OverBudget            a spend limit holds the agent: it takes no turn
     ├── Conflict                  the state forbids it now (name in use, …)
     ├── TopologyError             a refused reparent
     │   ├── UnknownChild / UnknownParent
@@ -26,6 +28,7 @@ non-zero, HTTP maps them to a status, MCP tools return an error result.
     ├── StorageError              the disk said no (full, read-only, corrupt)
     ├── Unavailable               the peer (coordinator, host) is not there
     │   └── NotListening          its socket is there, nobody answers (a restart, a failover)
+    ├── TimedOut                  what a command waited for did not come in time
     └── InternalError             a bug: what failed and the exception's text
 """
 
@@ -47,10 +50,12 @@ __all__ = [
     "LimitExceeded",
     "MalformedFrame",
     "NotFound",
+    "OverBudget",
     "PermissionDenied",
     "RouteRefused",
     "SelfParent",
     "StorageError",
+    "TimedOut",
     "ToolGroupDenied",
     "TopologyError",
     "Unavailable",
@@ -113,6 +118,12 @@ class RouteRefused(PermissionDenied):
     code = "route_refused"
 
 
+class OverBudget(PermissionDenied):
+    """A spend limit holds the agent: it takes no turn until the limit is raised."""
+
+    code = "over_budget"
+
+
 class Conflict(HiveError):
     code = "conflict"
 
@@ -170,6 +181,12 @@ class NotListening(Unavailable):
     """A socket file with no server behind it: nothing was sent, so a retry is safe."""
 
     code = "not_listening"
+
+
+class TimedOut(HiveError):
+    """A wait the caller asked for (a reply, a stop) ended before what it waited for came."""
+
+    code = "timed_out"
 
 
 class InternalError(HiveError):

@@ -2,9 +2,10 @@
 
 Two coordinators on one home would be two writers of one database; two
 hosts would activate the same agents twice. Each role holds an exclusive
-``flock`` on its own file in ``run/`` (``coordinator.lock``, ``host.lock``)
-for its whole life. The kernel drops the lock when the process dies, however
-it dies, so a stale file never blocks a restart. The holder's pid is written
+``flock`` on its own file in ``run/`` (``coordinator.lock``, ``host.lock``, and
+``up.lock`` for the ``hivectl up`` that supervises both) for its whole life.
+The kernel drops the lock when the process dies, however it dies, so a stale
+file never blocks a restart. The holder's pid is written
 into the file so a refusal can name it.
 
 On a PostgreSQL store a second coordinator on the same home is a standby:
@@ -31,7 +32,8 @@ from hyperhive.errors import Conflict
 
 __all__ = ["HomeLock", "Role", "holder", "lock_path", "refuse_if_held"]
 
-Role = Literal["coordinator", "host"]
+# ``up``: the supervisor of both (``hivectl down`` finds it by this lock).
+Role = Literal["coordinator", "host", "up"]
 PROBE_RETRIES = 6
 WAIT_POLL_S = 0.2
 
@@ -50,11 +52,12 @@ def _read_pid(fd: int) -> int | None:
 
 def _refusal(paths: HivePaths, role: Role, pid: int | None) -> Conflict:
     who = f"pid {pid}" if pid is not None else "another process"
+    name = "`hivectl up`" if role == "up" else role
     return Conflict(
-        f"the hive home {paths.home} is already in use: its {role} runs as {who} "
-        f"(it holds {lock_path(paths, role)}). Stop that hive first (Ctrl-C in its "
-        f"`hivectl up`, or `kill {pid if pid is not None else '<pid>'}`), or use another "
-        "--home"
+        f"the hive home {paths.home} is already in use: its {name} runs as {who} "
+        f"(it holds {lock_path(paths, role)}). Stop that hive first (`hivectl down`, "
+        f"Ctrl-C in its `hivectl up`, or `kill {pid if pid is not None else '<pid>'}`), or "
+        "use another --home"
     )
 
 

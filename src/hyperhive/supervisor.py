@@ -9,7 +9,13 @@ then the coordinator; a second one kills at once.
 
 Both children die with ``up`` even when it is SIGKILLed (see ``lifeline``),
 and a home already held by a running hive is refused before anything starts
-(see ``homelock``). A failure while starting stops what was started.
+(see ``homelock``; ``up`` holds ``run/up.lock``, which ``hivectl down`` signals
+through). A failure while starting stops what was started, and so does a
+signal: ``down`` right after ``up`` stops it cleanly too.
+
+``say`` prints the lines that stay (the dashboard's URL, an agent coming up);
+``status`` is told what ``up`` is waiting for right now ("" once nothing), which
+the CLI draws as a progress line on a terminal only.
 """
 
 from __future__ import annotations
@@ -38,10 +44,10 @@ from hyperhive.core.dashboard.frontdoor import (
 from hyperhive.credentials import LOGIN_REMEDY
 from hyperhive.errors import ConfigError, HiveError
 from hyperhive.fdlimit import check_fd_limit
-from hyperhive.homelock import refuse_if_held
+from hyperhive.homelock import HomeLock, refuse_if_held
 from hyperhive.lifeline import SUPERVISOR_ENV
 from hyperhive.permissions import ToolGroup
-from hyperhive.protocol import OpAgentsReq, OpSpawnReq
+from hyperhive.protocol import AgentView, OpAgentsReq, OpSpawnReq, OpStatusReq
 from hyperhive.sysusers import home_problem
 from hyperhive.unixsock import is_listening
 
@@ -56,13 +62,21 @@ STOP_GRACE = 150.0
 
 
 class Supervisor:
-    def __init__(self, home: Path, hive: HiveConfig, say: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        home: Path,
+        hive: HiveConfig,
+        say: Callable[[str], None],
+        status: Callable[[str], None] = lambda _: None,
+    ) -> None:
         self.home = home
         self.paths = HivePaths(home)
         self.hive = hive
         self.say = say
+        self.status = status
         self.stopping = False
         self.procs: dict[str, Process] = {}
+        self.lock = HomeLock(self.paths, "up")
 
     def _argv(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "hyperhive", "--home", str(self.home), *args]
@@ -84,45 +98,88 @@ class Supervisor:
         problem = home_problem(self.home, self.hive.runtime)
         if problem is not None:
             raise ConfigError(problem)
-        refuse_if_held(self.paths)
+        refuse_if_held(self.paths)  # names a running coordinator's pid, if there is one
         # What the agents run must be there, and in their users' reach: otherwise every
         # turn fails in the sandbox (`bwrap: execvp claude`), a minute apart, unseen.
         refuse_unrunnable(self.hive.claude_bin, self.home, self.hive.runtime)
+        self.lock.acquire()  # held until ``run`` returns: `hivectl down` finds us by it
 
     async def run(self) -> None:
         self.preflight()
-        self.say(f"hyperhive: home {self.home}")
         try:
-            await self._start_coordinator()
-            await self._ensure_root()
-        except BaseException:
-            # Nothing is left running after a failed start (it would hold the home).
-            with anyio.CancelScope(shield=True):
-                await self._stop_coordinator()
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as sigs:
+                self.say(f"hyperhive: home {self.home}")
+                if await self._bring_up(sigs):
+                    await self._supervise(sigs)
+            self.status("")
+            self.say("hyperhive stopped")
+        finally:
+            self.lock.release()
+
+    async def _bring_up(self, signals: Any) -> bool:
+        """Start the coordinator, the root agent and the dashboard; ``False`` if a signal
+        stopped the start (what was started is stopped again)."""
+        signalled = False
+        try:
+            async with anyio.create_task_group() as tg:
+
+                async def stop_on_signal() -> None:
+                    nonlocal signalled
+                    async for _ in signals:
+                        signalled = True
+                        self.say("stopping before the hive was up")
+                        tg.cancel_scope.cancel()
+                        return
+
+                tg.start_soon(stop_on_signal)
+                try:
+                    await self._start_coordinator()
+                    await self._ensure_root()
+                    await self._announce(self.procs["coordinator"].pid)
+                except BaseException:
+                    # Nothing is left running after a failed start (it would hold the home).
+                    with anyio.CancelScope(shield=True):
+                        await self._stop_coordinator()
+                    raise
+                tg.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # The start's own error as itself (what failed, said as before), not a group.
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
             raise
-        await self._announce(self.procs["coordinator"].pid)
+        return not signalled
+
+    async def _supervise(self, signals: Any) -> None:
+        """Keep both processes up until a signal, then stop them in order."""
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._keep, "coordinator", "serve")
             tg.start_soon(self._keep, "host", "host")
             tg.start_soon(self._report_agents)
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as sigs:
-                async for _ in sigs:
-                    break
-                self.say("stopping: agents finish their turns (Ctrl-C again to kill)")
-                self.stopping = True
-                async with anyio.create_task_group() as stop:
-                    stop.start_soon(self._stop_host, sigs)
-                tg.cancel_scope.cancel()
+            async for _ in signals:
+                break
+            self.status("")
+            self.say("stopping: agents finish their turns (Ctrl-C again to kill)")
+            self.stopping = True
+            async with anyio.create_task_group() as stop:
+                stop.start_soon(self._stop_host, signals)
+            tg.cancel_scope.cancel()
         await self._stop_coordinator()
-        self.say("hyperhive stopped")
 
     async def _start_coordinator(self) -> None:
         coordinator = self.procs["coordinator"] = await self._start("coordinator", "serve")
         log_path = self.paths.logs / "coordinator.log"
         started = log_path.stat().st_size if log_path.exists() else 0
-        deadline = time.monotonic() + 30
+        began = time.monotonic()
+        deadline = began + 30
         standing_by = False
         while not is_listening(self.paths.host_sock):
+            waited = f"{time.monotonic() - began:.0f}s"
+            if standing_by:
+                self.status(f"standing by for the active coordinator ({waited})")
+            else:
+                self.status(
+                    f"waiting for the coordinator to answer on {self.paths.host_sock} ({waited})"
+                )
             if coordinator.returncode is not None:
                 last = _last_line(log_path)
                 raise HiveError(
@@ -163,7 +220,9 @@ class Supervisor:
 
     async def _announce(self, coordinator_pid: int) -> None:
         run = self.paths.run
+        self.status("waiting for the dashboard to serve")
         record = await await_record(run, coordinator_pid)
+        self.status("")
         required = token_required(self.hive.dashboard_auth, self.hive.bind)
         token = read_token(run) if required else None
         for line in announce_lines(record, token, run, time.time()):
@@ -219,8 +278,11 @@ class Supervisor:
         while True:
             try:
                 agents = await call_once(self.paths.host_sock, OpAgentsReq(cmd="agents"), within=5)
+                hive = await call_once(self.paths.host_sock, OpStatusReq(cmd="status"), within=5)
+                self.status(waiting_for(agents, bool(hive.hosts)))
             except HiveError:
                 agents = []
+                self.status("waiting for the coordinator to answer")
             for a in agents:
                 if a.launch_problem and a.running:
                     state = f"cannot run claude: {a.launch_problem}"
@@ -236,6 +298,22 @@ class Supervisor:
                     seen[a.name] = state
                     self.say(f"agent {a.name}: {state}")
             await anyio.sleep(1.0)
+
+
+def waiting_for(agents: list[AgentView], host_connected: bool) -> str:
+    """What a running ``up`` waits for ("": nothing): its host, then agents to come up
+    (those the operator has not stopped and whose config loads)."""
+    if not host_connected:
+        return "waiting for the agent host to connect"
+    pending = [
+        a.name
+        for a in agents
+        if a.desired_running and not a.running and not a.broken and not a.lost_on
+    ]
+    if not pending:
+        return ""
+    shown = ", ".join(pending[:5]) + (f" and {len(pending) - 5} more" if len(pending) > 5 else "")
+    return f"waiting for agents to come up: {shown}"
 
 
 def _standby_line(path: Path, since: int) -> str:

@@ -126,6 +126,7 @@ async def test_a_live_hive_logs_every_kind_once_with_its_fields(
         assert len(big) == 2
         for t in turns:
             assert t.detail["outcome"] == "ok" and t.detail["run"] == "turn"
+            assert t.detail["seconds"] > 0  # how long claude ran: the timeline draws it
             run = next(e for e in spent.values() if e.cost_usd == t.detail["cost_usd"])
             assert t.detail["input_tokens"] == run.input_tokens
             assert f"${run.cost_usd:.4f}" in t.title

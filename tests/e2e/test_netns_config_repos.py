@@ -59,7 +59,7 @@ def test_spawn_propose_approve_and_destroy_on_a_remote_hosts_disk(
         assert "web_tools" in (repo.path / "agent.toml").read_text()
         shown = hivectl_json(h.home, "approvals", "show", "1")
         assert "+++ proposed/bob.toml" in shown["diff"] and "web_tools" in shown["diff"]
-        approved = hivectl(h.home, "approvals", "approve", "1")
+        approved = hivectl(h.home, "approvals", "approve", "1", "--json")
         assert json.loads(approved.stdout)["state"] == "approved"
         assert "web_tools" in hivectl_json(h.home, "perms", "show", "bob")["tool_groups"]
         assert not coord.agent_dir("bob").exists()

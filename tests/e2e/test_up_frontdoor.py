@@ -84,7 +84,7 @@ def test_up_says_the_port_was_busy_and_prints_a_working_login_link(
         if up.proc.stdout is not None:
             up.proc.stdout.close()
     gone = hivectl(tmp_path, "dashboard", check=False)
-    assert gone.returncode == 1 and "not serving" in gone.stderr
+    assert gone.returncode == 3 and "not serving" in gone.stderr
 
 
 def _low_fd_limit() -> None:

@@ -51,7 +51,7 @@ def test_budget_and_spend_commands(tmp_path: Path) -> None:
         negative = hivectl(tmp_path, "budget", "set", "bob", "--usd-total", "-3", check=False)
         assert negative.returncode == 2 and "cannot be negative" in negative.stderr
         ghost = hivectl(tmp_path, "budget", "set", "ghost", "--usd-total", "1", check=False)
-        assert ghost.returncode == 1 and ghost.stderr.startswith("hivectl: ")
+        assert ghost.returncode == 4 and ghost.stderr.startswith("hivectl: ")
         assert "ghost" in ghost.stderr and len(ghost.stderr.strip().splitlines()) == 1
 
         spend = hivectl_json(tmp_path, "spend")

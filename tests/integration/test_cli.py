@@ -83,7 +83,7 @@ def test_set_parent_requires_exactly_one_of_parent_or_root(hive: Path) -> None:
     again = hivectl(hive, "agents", "set-parent", "bob", "--parent", "alice")
     assert "already under alice" in again.stdout
     cycle = hivectl(hive, "agents", "set-parent", "queen", "--parent", "bob")
-    assert cycle.returncode == 1
+    assert cycle.returncode == 5  # refused
     assert cycle.stderr.strip().startswith("hivectl: moving 'queen' under 'bob' would make a cycle")
     assert len(cycle.stderr.strip().splitlines()) == 1
     root = hivectl(hive, "agents", "set-parent", "bob", "--root")
@@ -92,13 +92,13 @@ def test_set_parent_requires_exactly_one_of_parent_or_root(hive: Path) -> None:
 
 def test_errors_are_one_line_and_nonzero(hive: Path) -> None:
     out = hivectl(hive, "send", "nobody", "x")
-    assert out.returncode == 1
+    assert out.returncode == 4  # not found
     assert (
         out.stderr.strip()
         == "hivectl: no agent named 'nobody'; `hivectl agents list` shows the hive"
     )
     out = hivectl(hive, "questions", "answer", "99", "x")
-    assert out.returncode == 1 and "no question #99" in out.stderr
+    assert out.returncode == 4 and "no question #99" in out.stderr
 
 
 def test_spawn_and_status(hive: Path, tmp_path: Path) -> None:
@@ -112,7 +112,7 @@ def test_spawn_and_status(hive: Path, tmp_path: Path) -> None:
     status = json.loads(hivectl(hive, "status", "--json").stdout)
     assert status["agents"] == 4 and status["running"] == 0 and status["hosts"] == []
     dup = hivectl(hive, "agents", "spawn", "worker")
-    assert dup.returncode == 1 and "already exists" in dup.stderr
+    assert dup.returncode == 5 and "already exists" in dup.stderr
     bad = tmp_path / "bad.toml"
     bad.write_text("tool_groups = [\n")
     out = hivectl(hive, "agents", "spawn", "broken", "--config", str(bad))
@@ -121,7 +121,7 @@ def test_spawn_and_status(hive: Path, tmp_path: Path) -> None:
 
 def test_unreachable_coordinator_is_one_clear_line(tmp_path: Path) -> None:
     out = hivectl(tmp_path, "inbox")
-    assert out.returncode == 1
+    assert out.returncode == 3
     assert "is the coordinator running" in out.stderr and len(out.stderr.splitlines()) == 1
 
 

@@ -42,8 +42,12 @@ def ok_json(home: Path, *args: str) -> Any:
     return json.loads(out.stdout)
 
 
-def one_line_error(out: subprocess.CompletedProcess[str], fragment: str) -> None:
+def one_line_error(
+    out: subprocess.CompletedProcess[str], fragment: str, code: int | None = None
+) -> None:
+    """One line on stderr, naming ``fragment``; exit ``code`` (its class) when given."""
     assert out.returncode != 0, out.stdout
+    assert code is None or out.returncode == code, (out.returncode, out.stderr)
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1, out.stderr
     assert lines[0].startswith("hivectl: ") and fragment in lines[0], lines[0]
@@ -107,7 +111,7 @@ def test_read_commands_json_shapes(hive: Path) -> None:
     assert "Bash" not in perms["tools_arg"].split(",")
 
     # An agent's log is on the disk of the host that runs it; this hive has no host.
-    one_line_error(hivectl(hive, "logs", "alice", "-n", "5"), "no agent host is connected")
+    one_line_error(hivectl(hive, "logs", "alice", "-n", "5"), "no agent host is connected", 3)
 
     tools = ok_json(hive, "tools", "--groups", "messaging,web_tools")
     assert tools["tool_groups"] == ["messaging", "web_tools"]
@@ -154,7 +158,7 @@ def test_send_reply_and_questions(hive: Path) -> None:
     assert ok_json(hive, "questions", "list") == []
     assert ok_json(hive, "questions", "list", "--all")[0]["state"] != "open"
     assert asked is not None
-    one_line_error(hivectl(hive, "questions", "answer", "99", "x"), "no question #99")
+    one_line_error(hivectl(hive, "questions", "answer", "99", "x"), "no question #99", 4)
 
 
 # ---- agents: spawn, set-parent, lifecycle, compact, perms, approvals -----------------------
@@ -166,8 +170,8 @@ def test_agent_commands_without_a_host(hive: Path) -> None:
     spawned = hivectl(hive, "agents", "spawn", "worker", "--parent", "queen")
     assert spawned.returncode == 0, spawned.stderr
     assert "starts when an agent host connects" in spawned.stdout
-    one_line_error(hivectl(hive, "agents", "spawn", "worker"), "already exists")
-    one_line_error(hivectl(hive, "agents", "spawn", "Bad Name"), "")
+    one_line_error(hivectl(hive, "agents", "spawn", "worker"), "already exists", 5)
+    one_line_error(hivectl(hive, "agents", "spawn", "Bad Name"), "", 2)
 
     moved = hivectl(hive, "agents", "set-parent", "worker", "--root")
     assert moved.returncode == 0 and "worker is now at the root" in moved.stdout
@@ -175,29 +179,29 @@ def test_agent_commands_without_a_host(hive: Path) -> None:
         hivectl(hive, "agents", "set-parent", "queen", "--parent", "alice"), "would make a cycle"
     )
 
-    killed = hivectl(hive, "agents", "kill", "worker")
+    killed = hivectl(hive, "agents", "kill", "worker", "--json")
     assert killed.returncode == 0 and json.loads(killed.stdout)["stopped"] is False
-    started = hivectl(hive, "agents", "start", "worker")
+    started = hivectl(hive, "agents", "start", "worker", "--json")
     if started.returncode:  # refused outright, or recorded as wanted-running: both say so
-        one_line_error(started, "no agent host is connected")
+        assert "no agent host is connected" in json.loads(started.stderr)["error"]["message"]
     else:
         assert json.loads(started.stdout) == {"agent": "worker", "running": False}
     for verb in ("restart", "update"):
-        out = hivectl(hive, "agents", verb, "worker")
+        out = hivectl(hive, "agents", verb, "worker", "--json")
         assert out.returncode == 0 and json.loads(out.stdout) == {
             "agent": "worker",
             "running": False,
         }
-    one_line_error(hivectl(hive, "agents", "kill", "ghost"), "no agent named 'ghost'")
+    one_line_error(hivectl(hive, "agents", "kill", "ghost"), "no agent named 'ghost'", 4)
 
     aborted = hivectl(hive, "agents", "destroy", "worker", stdin="n\n")
     assert aborted.returncode != 0
     assert "worker" in {a["name"] for a in ok_json(hive, "agents", "list")}
-    destroyed = hivectl(hive, "agents", "destroy", "worker", "--yes")
+    destroyed = hivectl(hive, "agents", "destroy", "worker", "--yes", "--json")
     assert destroyed.returncode == 0 and json.loads(destroyed.stdout)["destroyed"] is True
-    one_line_error(hivectl(hive, "agents", "destroy", "queen", "--yes"), "still has children")
+    one_line_error(hivectl(hive, "agents", "destroy", "queen", "--yes"), "still has children", 5)
 
-    queued = hivectl(hive, "compact", "alice")  # the operator's is ungated: no turn yet
+    queued = hivectl(hive, "compact", "alice", "--json")  # the operator's is ungated
     assert queued.returncode == 0 and json.loads(queued.stdout)["queued"] is True
     one_line_error(hivectl(hive, "logs", "ghost"), "no agent named 'ghost'")
 
@@ -241,7 +245,7 @@ def test_spawn_waits_for_the_agent_host(hive: Path, tmp_path: Path) -> None:
     try:
         out = hivectl(hive, "agents", "spawn", "worker", "--parent", "bob")
         assert out.returncode == 0, out.stderr
-        assert "waiting for it to come up" in out.stderr
+        assert out.stderr == ""  # the wait is a progress line on a terminal only
         assert out.stdout.strip() == "spawned worker (running)"
         row = next(a for a in ok_json(hive, "agents", "list") if a["name"] == "worker")
         assert row["running"] is True and row["parent"] == "bob"
@@ -279,19 +283,19 @@ def test_perms_and_approvals_with_a_host(hive: Path, tmp_path: Path) -> None:
         assert "+++ proposed/alice.toml" in shown["diff"] and "web_tools" in shown["diff"]
         assert "web_tools" in hivectl(hive, "approvals", "show", "1").stdout
         one_line_error(hivectl(hive, "approvals", "deny", "1", "--reason", " "), "say why")
-        approved = hivectl(hive, "approvals", "approve", "1")
+        approved = hivectl(hive, "approvals", "approve", "1", "--json")
         assert approved.returncode == 0 and json.loads(approved.stdout)["state"] == "approved"
         assert "web_tools" in ok_json(hive, "perms", "show", "alice")["tool_groups"]
-        one_line_error(hivectl(hive, "approvals", "approve", "1"), "already approved")
+        one_line_error(hivectl(hive, "approvals", "approve", "1"), "already approved", 5)
 
         applied = hivectl(hive, "perms", "set", "bob", "--groups", "messaging", "--apply")
-        assert applied.returncode == 0 and '"state": "approved"' in applied.stdout
+        assert applied.returncode == 0 and "approval #2 approved" in applied.stdout
         hivectl(hive, "perms", "set", "bob", "--groups", "meta")
-        denied = hivectl(hive, "approvals", "deny", "3", "--reason", "not now")
+        denied = hivectl(hive, "approvals", "deny", "3", "--reason", "not now", "--json")
         assert denied.returncode == 0 and json.loads(denied.stdout)["state"] == "denied"
         resolved = ok_json(hive, "approvals", "list", "--all")
         assert [a["state"] for a in resolved] == ["approved", "approved", "denied"]
-        one_line_error(hivectl(hive, "approvals", "show", "42"), "no approval #42")
+        one_line_error(hivectl(hive, "approvals", "show", "42"), "no approval #42", 4)
     finally:
         host.send_signal(signal.SIGTERM)
         host.wait(timeout=30)
@@ -338,8 +342,12 @@ def test_long_running_commands_have_help(tmp_path: Path) -> None:
 
 
 def test_commands_without_a_coordinator_fail_in_one_line(tmp_path: Path) -> None:
-    for args in (("status",), ("agents", "list", "--json"), ("approvals", "list"), ("choom", "x")):
-        one_line_error(hivectl(tmp_path, *args), "is the coordinator running")
+    for args in (("status",), ("agents", "list"), ("approvals", "list"), ("choom", "x")):
+        one_line_error(hivectl(tmp_path, *args), "is the coordinator running", 3)
+    # Under --json: one JSON object on stderr instead, same exit code, nothing on stdout.
+    out = hivectl(tmp_path, "agents", "list", "--json")
+    assert (out.returncode, out.stdout) == (3, "")
+    assert "is the coordinator running" in json.loads(out.stderr)["error"]["message"]
 
 
 # ---- a stale tool group ------------------------------------------------------------------

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from hyperhive.core.dashboard.turns import window_rows
 from hyperhive.store import Store
 from hyperhive.store.rows import ActivityRow
 from hyperhive.store.sqlite import SqliteStore
@@ -74,6 +75,45 @@ async def test_agent_filter_matches_actor_or_other_and_kind_filter_narrows(store
     assert await store.activity.page(agent="nobody") == []
 
 
+async def test_a_window_since_a_time_holds_its_rows_only_newest_first(store: Store) -> None:
+    """The front page's timeline reads one window: the turns at or after its start."""
+    for at, kind, agent in [
+        (10.0, "turn", "alice"),
+        (20.0, "turn", "bob"),
+        (30.0, "spawn", "alice"),
+        (30.0, "turn", "alice"),
+        (40.0, "turn", "bob"),
+        (50.0, "turn", "alice"),
+    ]:
+        await store.activity.record(kind, agent, f"{agent}@{at:g}", at=at)
+    turns = await store.activity.page(kind="turn", since=30.0)
+    assert [r.title for r in turns] == ["alice@50", "bob@40", "alice@30"]
+    # The bound is inclusive, and combines with the agent, the limit and a cursor.
+    assert [r.title for r in await store.activity.page(agent="alice", kind="turn", since=30.0)] == [
+        "alice@50",
+        "alice@30",
+    ]
+    assert [r.title for r in await store.activity.page(kind="turn", since=20.0, limit=2)] == [
+        "alice@50",
+        "bob@40",
+    ]
+    older = await store.activity.page((turns[1].at, turns[1].id), kind="turn", since=20.0)
+    assert [r.title for r in older] == ["alice@30", "bob@20"]
+    assert await store.activity.page(kind="turn", since=50.5) == []
+    assert len(await store.activity.page(since=0.0)) == 6
+
+
+async def test_the_timeline_reads_at_most_its_limit_and_says_where_it_cut(store: Store) -> None:
+    for at in (5.0, 10.0, 20.0, 30.0, 40.0):
+        await store.activity.record("turn", "alice", f"t{at:g}", at=at)
+    await store.activity.record("spawn", "alice", "not a turn", at=35.0)
+    rows, cut = await window_rows(store, 10.0, limit=3)
+    assert [r.title for r in rows] == ["t40", "t30", "t20"] and cut == 20.0
+    rows, cut = await window_rows(store, 10.0, limit=4)
+    assert [r.title for r in rows] == ["t40", "t30", "t20", "t10"] and cut is None
+    assert await window_rows(store, 10.0, agent="bob") == ([], None)
+
+
 async def test_prune_drops_old_events_from_every_view(store: Store) -> None:
     for at in (1.0, 2.0, 3.0, 4.0):
         await store.activity.record("turn", "alice", f"t{at}", others=["bob"], at=at)
@@ -111,12 +151,15 @@ async def test_the_feeds_page_queries_walk_an_index_never_the_table(tmp_path: Pa
             await store.activity.page(cursor, limit=50, agent="bob")
             await store.activity.page(cursor, limit=50, kind="turn")
             await store.activity.page(cursor, limit=50, agent="bob", kind="turn")
+            # The timeline's window: stops at its start, whatever the log holds before it.
+            await store.activity.page(cursor, limit=50, kind="turn", since=1.0)
+            await store.activity.page(cursor, limit=50, agent="bob", kind="turn", since=1.0)
         finally:
             conn.set_trace_callback(None)
     finally:
         await store.close()
     selects = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
-    assert len(selects) == 6
+    assert len(selects) == 8
     with sqlite3.connect(path) as db:
         plans = _plans(db, selects)
     for sql, plan in zip(selects, plans, strict=True):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hyperhive.errors import Conflict, InvalidRequest, LimitExceeded, NotFound
+from hyperhive.errors import Conflict, LimitExceeded, NotFound
 from hyperhive.store import Store
 from hyperhive.store.rows import (
     ApprovalRow,
@@ -66,7 +66,7 @@ async def test_ask_and_answer_are_each_one_step(store: Store) -> None:
     assert await store.loose_ends.questions() == []
     assert [x.id for x in await store.loose_ends.questions(open_only=False)] == [qid]
 
-    with pytest.raises(InvalidRequest, match="already answered"):
+    with pytest.raises(Conflict, match="already answered"):
         await store.loose_ends.answer(qid, "again", "operator")
     with pytest.raises(NotFound, match="#404"):
         await store.loose_ends.answer(404, "x", "operator")

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hyperhive.core.dashboard.chart import nice_ceiling, spend_chart
+from hyperhive.core.dashboard.pictures.chart import nice_ceiling, spend_chart
 
 SVG = "{http://www.w3.org/2000/svg}"
 

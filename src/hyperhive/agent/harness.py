@@ -22,6 +22,7 @@ import json
 import logging
 import signal
 import subprocess
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -205,8 +206,12 @@ async def run_turn(agent: ActiveAgent, prompt: str, session_id: str | None) -> T
     bus.emit("turn_start", prompt=prompt[:2000])
     agent_log = AgentLog(spec.log_file)
     agent_log.line(f"turn start: {prompt.splitlines()[0][:200] if prompt else ''}")
+    started = time.monotonic()
     events, code = await run_claude(agent, launch.harness_argv(launched), prompt)
-    report = summarize_turn(events, code, spec.hive.context_window)
+    report = replace(
+        summarize_turn(events, code, spec.hive.context_window),
+        seconds=time.monotonic() - started,
+    )
     if session_id and not any(isinstance(e, InitEvent) for e in events) and code:
         # claude died before starting the conversation: the session it was asked
         # to resume does not exist (e.g. the turn that made it was killed early).
@@ -341,6 +346,7 @@ class _Loop:
                     context_usage=report.context_usage,
                     session_id=self.session_id,
                     spend=run_spend([report], "turn"),
+                    seconds=report.seconds,
                 ),
                 [report],
                 "turn",
@@ -407,6 +413,7 @@ class _Loop:
                     context_usage=usage,
                     session_id=self.session_id,
                     spend=run_spend(reports, "compaction") if reports else None,
+                    seconds=sum(r.seconds for r in reports) if reports else None,
                 ),
                 reports,
                 "compaction",

@@ -450,6 +450,8 @@ class TurnReport:
     context_usage: float
     model_context_window: int | None
     model: str | None = None  # the model the session was started with (``system/init``)
+    # How long claude ran, by the monotonic clock (the harness sets it; the stream cannot).
+    seconds: float = 0.0
 
 
 def summarize_turn(

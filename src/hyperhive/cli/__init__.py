@@ -1,20 +1,24 @@
 """``hivectl``: the operator's command line.
 
-Every read command takes ``--json`` (stable shapes, documented in
-``docs/cli-json.md``); errors are one line on stderr and a non-zero exit.
+Every command prints one documented shape under ``--json`` (``docs/cli-json.md``);
+an error is one line on stderr and the exit code of its class (``cli/exits.py``).
 """
 
 from hyperhive.cli import (  # noqa: F401  (register commands)
+    activity,
     agents,
     approvals,
     budget,
     choom,
     dashboard,
     doctor,
+    down,
     hosts,
     install,
     login,
     messages,
+    move,
+    perms,
     run,
 )
 from hyperhive.cli.base import main

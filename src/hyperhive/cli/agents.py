@@ -1,35 +1,40 @@
-"""hivectl: Agents: list, tree, show, spawn, set-parent, lifecycle, logs, compact, permissions."""
+"""hivectl: Agents: list, tree, show, spawn, set-parent, lifecycle, logs, compact."""
 
 from __future__ import annotations
 
-import json
+import time
 from pathlib import Path
 from typing import Any
 
 import click
 
-from hyperhive.cli.base import _Ctx, _emit, _jsonable, json_option, main, pass_ctx
+from hyperhive.cli.base import _Ctx, agent_argument, complete_agents, main, pass_ctx
+from hyperhive.cli.follow import follow
+from hyperhive.cli.output import StatusLine, emit, emit_line, json_mode, json_output
+from hyperhive.cli.shapes import AgentDetail, SpawnOutcome
 from hyperhive.config import AgentConfig, load_agent_config
 from hyperhive.credentials import LOGIN_REMEDY
 from hyperhive.errors import HiveError, NotFound
 from hyperhive.forge.view import AgentForgeView
 from hyperhive.protocol import (
-    MOVE_TIMEOUT,
-    AgentConfigView,
+    AgentDestroyed,
+    AgentRunning,
+    AgentStopped,
     AgentView,
+    CompactQueued,
+    LifecycleResult,
+    LogTail,
     MatrixAccountView,
     OpAgentForgeReq,
-    OpAgentMoveReq,
     OpAgentSnapshotReq,
     OpAgentsReq,
     OpCompactReq,
     OpConfigReq,
     OpLifecycleReq,
     OpLogsReq,
-    OpPermsSetReq,
-    OpResolveReq,
     OpSetParentReq,
     OpSpawnReq,
+    ParentSet,
 )
 
 # ---- agents -------------------------------------------------------------------
@@ -54,7 +59,7 @@ def agents() -> None:
 
 
 @agents.command("list")
-@json_option
+@json_output(list[AgentView])
 @pass_ctx
 def agents_list(obj: _Ctx, as_json: bool) -> None:
     """Every agent with parent, running state and status."""
@@ -79,12 +84,12 @@ def agents_list(obj: _Ctx, as_json: bool) -> None:
                     "raise the limit with `hivectl budget set`"
                 )
 
-    _emit(data, as_json, human)
+    emit(data, human)
 
 
 @agents.command("show")
-@click.argument("name")
-@json_option
+@agent_argument()
+@json_output(AgentDetail)
 @pass_ctx
 def agents_show(obj: _Ctx, name: str, as_json: bool) -> None:
     """One agent: parent, state, status, tool groups, what is wrong with its config, and its
@@ -96,13 +101,9 @@ def agents_show(obj: _Ctx, name: str, as_json: bool) -> None:
     config = None if row.broken else obj.call(OpConfigReq(cmd="agent_config", agent=name))
     forge = obj.call(OpAgentForgeReq(cmd="agent_forge", agent=name))
     matrix = _host_state(obj, name).get("matrix") if row.running else None
-    # The agents-list row plus its config, forge and Matrix: one JSON object for --json.
-    data = {
-        **row.model_dump(mode="json"),
-        "config": _jsonable(config),
-        "forge": _jsonable(forge),
-        "matrix": matrix,
-    }
+    data = AgentDetail.model_validate(
+        {**row.model_dump(), "config": config, "forge": forge, "matrix": matrix}
+    )
 
     def human(_: object) -> None:
         state = "running" if row.running else "stopped"
@@ -121,15 +122,15 @@ def agents_show(obj: _Ctx, name: str, as_json: bool) -> None:
             click.echo("tool groups: " + ", ".join(config.tool_groups))
         for line in AgentForgeView.model_validate(forge.model_dump()).lines():
             click.echo(line)
-        if isinstance(matrix, dict):
-            view = MatrixAccountView.model_validate(matrix)
+        view: MatrixAccountView | None = data.matrix
+        if view is not None:
             click.echo(f"matrix: {view.user_id} on {view.homeserver}")
             for invite in view.pending_invites:
                 click.echo(f"  pending invitation: {invite}")
             if view.problem:
                 click.echo(f"  problem: {view.problem}")
 
-    _emit(data, as_json, human)
+    emit(data, human)
 
 
 def _host_state(obj: _Ctx, name: str) -> dict[str, Any]:
@@ -142,7 +143,7 @@ def _host_state(obj: _Ctx, name: str) -> dict[str, Any]:
 
 
 @agents.command("tree")
-@json_option
+@json_output(list[AgentView])
 @pass_ctx
 def agents_tree(obj: _Ctx, as_json: bool) -> None:
     """The agent tree, roots first."""
@@ -161,7 +162,7 @@ def agents_tree(obj: _Ctx, as_json: bool) -> None:
         for root in sorted(n for n, r in rows.items() if r.parent not in rows):
             walk(root, 0)
 
-    _emit(data, as_json, human)
+    emit(data, human)
 
 
 @agents.command("spawn")
@@ -181,6 +182,7 @@ def agents_tree(obj: _Ctx, as_json: bool) -> None:
 @click.option(
     "--timeout", default=30.0, show_default=True, help="Seconds to wait for the agent to come up."
 )
+@json_output(SpawnOutcome)
 @pass_ctx
 def agents_spawn(
     obj: _Ctx,
@@ -189,40 +191,26 @@ def agents_spawn(
     parent: str | None,
     host: str | None,
     timeout: float,
+    as_json: bool,
 ) -> None:
     """Create agent NAME (the operator's own spawn: no approval needed)."""
     config = load_agent_config(config_file) if config_file else AgentConfig()
     result = obj.call(OpSpawnReq(cmd="spawn", name=name, config=config, parent=parent, host=host))
-    if not result.running:
-        where = f"agent host {host}" if host else "an agent host"
-        click.echo(f"spawned {name} (starts when {where} connects)")
-        return
-    click.echo(f"{name} placed on an agent host; waiting for it to come up…", err=True)
-    if wait_until_active(obj, name, timeout):
-        click.echo(f"spawned {name} (running)")
-    else:
-        click.echo(f"spawned {name} (running; not confirmed by its host within {timeout:.0f}s)")
+    running = result.running and wait_until_active(obj, name, timeout)
+    outcome = SpawnOutcome(
+        name=name, parent=result.parent, host=host, placed=result.running, running=running
+    )
 
+    def human(o: SpawnOutcome) -> None:
+        if not o.placed:
+            where = f"agent host {host}" if host else "an agent host"
+            click.echo(f"spawned {name} (starts when {where} connects)")
+        elif o.running:
+            click.echo(f"spawned {name} (running)")
+        else:
+            click.echo(f"spawned {name} (running; not confirmed by its host within {timeout:.0f}s)")
 
-@agents.command("move")
-@click.argument("name")
-@click.option("--to", "to", required=True, help="The agent host to move it to.")
-@pass_ctx
-def agents_move(obj: _Ctx, name: str, to: str) -> None:
-    """Move agent NAME to agent host TO: its turn finishes, its inbox waits, its state/,
-    home/ (claude's session), work/ and config go over the link, and it runs on TO."""
-    click.echo(f"moving {name} to {to} (its current turn finishes first)…", err=True)
-    # As long as the coordinator gives the move (a turn to finish, then the copy), not
-    # the usual 30 s: hanging up would undo a move that is only slow.
-    moved = obj.call(OpAgentMoveReq(cmd="agent_move", agent=name, to=to), MOVE_TIMEOUT + 30)
-    if moved.source is None:
-        how = "it had never run, nothing to copy"
-    elif moved.shared_disk:
-        how = f"from {moved.source}; one disk for both, nothing copied"
-    else:
-        how = f"from {moved.source}, {moved.copied_bytes} bytes copied"
-    state = "running" if moved.running else "not running"
-    click.echo(f"moved {name} to {moved.target} ({how}); {state}")
+    emit(outcome, human)
 
 
 def wait_until_active(obj: _Ctx, name: str, timeout: float) -> bool:
@@ -231,69 +219,97 @@ def wait_until_active(obj: _Ctx, name: str, timeout: float) -> bool:
     Asked of the coordinator, which asks the host over its link: the host may be
     another machine.
     """
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if _host_state(obj, name):
-            return True
-        time.sleep(0.2)
-    return False
+    status = StatusLine()
+    began = time.monotonic()
+    try:
+        while (waited := time.monotonic() - began) < timeout:
+            status.show(
+                f"{name} placed on an agent host; waiting for it to come up ({waited:.0f}s)"
+            )
+            if _host_state(obj, name):
+                return True
+            time.sleep(0.2)
+        return False
+    finally:
+        status.clear()
 
 
 @agents.command("set-parent")
-@click.argument("child")
-@click.option("--parent", default=None, help="The new parent.")
+@agent_argument("child")
+@click.option("--parent", default=None, help="The new parent.", shell_complete=complete_agents)
 @click.option("--root", is_flag=True, help="Promote CHILD to a root agent.")
+@json_output(ParentSet)
 @pass_ctx
-def agents_set_parent(obj: _Ctx, child: str, parent: str | None, root: bool) -> None:
+def agents_set_parent(obj: _Ctx, child: str, parent: str | None, root: bool, as_json: bool) -> None:
     """Move CHILD under --parent P, or to the top with --root (exactly one)."""
     if (parent is None) == (not root):
         raise click.UsageError("give exactly one of --parent P or --root")
     result = obj.call(OpSetParentReq(cmd="set_parent", child=child, new_parent=parent))
     where = f"under {parent}" if parent else "at the root"
-    click.echo(f"{child} is now {where}" if result.changed else f"{child} was already {where}")
+    emit(
+        result,
+        lambda r: click.echo(
+            f"{child} is now {where}" if r.changed else f"{child} was already {where}"
+        ),
+    )
 
 
-def _lifecycle_command(verb: str, summary: str) -> None:
+def _lifecycle_line(r: LifecycleResult) -> str:
+    if isinstance(r, AgentStopped):
+        return f"stopped {r.agent}" if r.stopped else f"{r.agent} was not running; it stays down"
+    if isinstance(r, AgentRunning):
+        if r.running:
+            return f"{r.agent} is running"
+        return f"{r.agent} starts when an agent host has room for it (not running yet)"
+    where = f"; its data is in {r.data_moved_to}" if r.data_moved_to else ""
+    later = f" (its files go when {r.trash_waits_for} is back)" if r.trash_waits_for else ""
+    return f"destroyed {r.agent}{where}{later}"
+
+
+def _lifecycle_command(verb: str, summary: str, shape: type[LifecycleResult]) -> None:
     @agents.command(verb, help=summary)
-    @click.argument("name")
+    @agent_argument()
     @click.option("--yes", is_flag=True, help="Do not ask for confirmation (destroy).")
+    @json_output(shape)
     @pass_ctx
-    def command(obj: _Ctx, name: str, yes: bool) -> None:
+    def command(obj: _Ctx, name: str, yes: bool, as_json: bool) -> None:
         if verb == "destroy" and not yes:
             click.confirm(f"destroy {name}? Its data moves to agents/.trash", abort=True)
         request = OpLifecycleReq.model_validate({"cmd": f"agent_{verb}", "agent": name})
-        click.echo(json.dumps(_jsonable(obj.call(request))))
+        emit(obj.call(request), lambda r: click.echo(_lifecycle_line(r)))
 
 
-for _verb, _summary in (
-    ("kill", "Stop agent NAME; it stays stopped until started."),
-    ("start", "Start agent NAME."),
-    ("restart", "Restart agent NAME (unacked mail is redelivered)."),
-    ("update", "Rebuild agent NAME from its applied config."),
-    ("destroy", "Remove agent NAME for good (data moves to agents/.trash)."),
+for _verb, _summary, _shape in (
+    ("kill", "Stop agent NAME; it stays stopped until started.", AgentStopped),
+    ("start", "Start agent NAME.", AgentRunning),
+    ("restart", "Restart agent NAME (unacked mail is redelivered).", AgentRunning),
+    ("update", "Rebuild agent NAME from its applied config.", AgentRunning),
+    ("destroy", "Remove agent NAME for good (data moves to agents/.trash).", AgentDestroyed),
 ):
-    _lifecycle_command(_verb, _summary)
+    _lifecycle_command(_verb, _summary, _shape)
 
 
 @main.command()
-@click.argument("name")
+@agent_argument()
 @click.option("-n", "--lines", default=100, show_default=True)
-@click.option("-f", "--follow", is_flag=True, help="Keep printing new lines.")
-@json_option
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new lines (Ctrl-C ends).")
+@json_output(LogTail)
 @pass_ctx
 def logs(obj: _Ctx, name: str, lines: int, follow: bool, as_json: bool) -> None:
     """Tail agent NAME's log (its claude turns, bash tasks, subagents), read from the
     agent host that runs it; -f keeps following it there."""
     result = obj.call(OpLogsReq(cmd="logs", agent=name, lines=lines))
-    if as_json:
-        click.echo(json.dumps(_jsonable(result), indent=2))
-        return
-    for line in result.lines:
-        click.echo(line)
+    if follow and json_mode():
+        emit_line(result)
+    else:
+        emit(result, _print_lines)
     if follow:
         _follow(obj, name, result.cursor)
+
+
+def _print_lines(tail: LogTail) -> None:
+    for line in tail.lines:
+        click.echo(line)
 
 
 # A follow step waits this long on the host for a new line before asking again.
@@ -303,70 +319,29 @@ FOLLOW_WAIT_S = 10.0
 def _follow(obj: _Ctx, name: str, cursor: str | None) -> None:
     """Long-poll the agent's host through the coordinator: each answer carries the cursor
     for the next, so nothing is buffered for a slow reader and a rotation loses no line."""
-    while True:
-        try:
-            got = obj.call(
-                OpLogsReq(cmd="logs", agent=name, lines=1, after=cursor or "", wait=FOLLOW_WAIT_S)
-            )
-        except HiveError as exc:
-            raise click.ClickException(f"stopped following {name}'s log: {exc.message}") from exc
-        for line in got.lines:
-            click.echo(line)
-        cursor = got.cursor
+
+    async def step(cursor: str | None) -> str | None:
+        req = OpLogsReq(cmd="logs", agent=name, lines=1, after=cursor or "", wait=FOLLOW_WAIT_S)
+        got = await obj.acall(req)
+        if got.lines and json_mode():
+            emit_line(got)
+        else:
+            for line in got.lines:
+                click.echo(line)
+        return got.cursor
+
+    follow(f"{name}'s log", cursor, step)
 
 
 @main.command()
-@click.argument("name")
+@agent_argument()
+@json_output(CompactQueued)
 @pass_ctx
-def compact(obj: _Ctx, name: str) -> None:
+def compact(obj: _Ctx, name: str, as_json: bool) -> None:
     """Queue a compaction of NAME's context (at any usage; runs after its turn)."""
-    click.echo(json.dumps(_jsonable(obj.call(OpCompactReq(cmd="compact", agent=name)))))
 
+    def human(r: CompactQueued) -> None:
+        usage = "" if r.context_usage is None else f" (last turn used {r.context_usage:.0%})"
+        click.echo(f"{'queued' if r.queued else 'not queued'}: {r.note}{usage}")
 
-# ---- permissions -----------------------------------------------------------------
-
-
-@main.group()
-def perms() -> None:
-    """Tool groups and capabilities of an agent."""
-
-
-@perms.command("show")
-@click.argument("name")
-@json_option
-@pass_ctx
-def perms_show(obj: _Ctx, name: str, as_json: bool) -> None:
-    """NAME's groups, capabilities and the exact --tools / --allowedTools it gets."""
-    data = obj.call(OpConfigReq(cmd="agent_config", agent=name))
-
-    def human(d: AgentConfigView) -> None:
-        click.echo(f"groups:         {','.join(d.tool_groups)}")
-        click.echo(f"capabilities:   {','.join(d.capabilities) or '-'}")
-        click.echo(f"--tools         {d.tools_arg}")
-        click.echo(f"--allowedTools  {d.allowed_tools_arg}")
-
-    _emit(data, as_json, human)
-
-
-@perms.command("set")
-@click.argument("name")
-@click.option("--groups", required=True, help="Comma-separated tool groups.")
-@click.option("--caps", default="", help="Comma-separated capabilities.")
-@click.option("--apply", "apply_now", is_flag=True, help="Approve the change at once.")
-@pass_ctx
-def perms_set(obj: _Ctx, name: str, groups: str, caps: str, apply_now: bool) -> None:
-    """Propose new groups/capabilities for NAME (an approval; --apply approves it)."""
-    result = obj.call(
-        OpPermsSetReq(
-            cmd="perms_set",
-            agent=name,
-            tool_groups=groups.split(","),
-            capabilities=[c for c in caps.split(",") if c],
-        )
-    )
-    click.echo(
-        f"approval #{result.approval_id} created (proposed commit {(result.commit or '')[:12]})"
-    )
-    if apply_now:
-        outcome = obj.call(OpResolveReq(cmd="approve", approval_id=result.approval_id))
-        click.echo(json.dumps(_jsonable(outcome)))
+    emit(obj.call(OpCompactReq(cmd="compact", agent=name)), human)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from hyperhive.cli.base import _Ctx, _emit, _jsonable, json_option, main, pass_ctx
+from hyperhive.cli.base import _Ctx, main, pass_ctx
+from hyperhive.cli.output import emit, json_output
 from hyperhive.protocol import (
     ApprovalDetail,
+    ApprovalOutcome,
     ApprovalView,
     OpApprovalShowReq,
     OpApprovalsReq,
@@ -25,7 +25,7 @@ def approvals() -> None:
 
 @approvals.command("list")
 @click.option("--all", "show_all", is_flag=True, help="Include resolved ones.")
-@json_option
+@json_output(list[ApprovalView])
 @pass_ctx
 def approvals_list(obj: _Ctx, show_all: bool, as_json: bool) -> None:
     """Pending approvals (id, kind, requester, subject, state)."""
@@ -37,12 +37,12 @@ def approvals_list(obj: _Ctx, show_all: bool, as_json: bool) -> None:
         for a in rows:
             click.echo(f"#{a.id} [{a.state}] {a.kind} {a.subject} (by {a.requester})")
 
-    _emit(data, as_json, human)
+    emit(data, human)
 
 
 @approvals.command("show")
 @click.argument("approval_id", type=int)
-@json_option
+@json_output(ApprovalDetail)
 @pass_ctx
 def approvals_show(obj: _Ctx, approval_id: int, as_json: bool) -> None:
     """One approval with the proposed config diff."""
@@ -65,7 +65,7 @@ def approvals_show(obj: _Ctx, approval_id: int, as_json: bool) -> None:
             for line in effective.toml.splitlines():
                 click.echo(f"    {line}")
 
-    _emit(data, as_json, human)
+    emit(data, human)
 
 
 @approvals.command("approve")
@@ -76,18 +76,27 @@ def approvals_show(obj: _Ctx, approval_id: int, as_json: bool) -> None:
     help="A spawn's agent host: the new agent is pinned there (default: placed "
     "automatically). `hivectl hosts list` shows the hosts.",
 )
+@json_output(ApprovalOutcome)
 @pass_ctx
-def approvals_approve(obj: _Ctx, approval_id: int, host: str | None) -> None:
+def approvals_approve(obj: _Ctx, approval_id: int, host: str | None, as_json: bool) -> None:
     """Approve and carry out APPROVAL_ID (apply, spawn, rebuild)."""
     result = obj.call(OpResolveReq(cmd="approve", approval_id=approval_id, host=host))
-    click.echo(json.dumps(_jsonable(result)))
+    emit(result, _outcome)
 
 
 @approvals.command("deny")
 @click.argument("approval_id", type=int)
 @click.option("--reason", required=True, help="Why (the asker reads it).")
+@json_output(ApprovalOutcome)
 @pass_ctx
-def approvals_deny(obj: _Ctx, approval_id: int, reason: str) -> None:
+def approvals_deny(obj: _Ctx, approval_id: int, reason: str, as_json: bool) -> None:
     """Deny APPROVAL_ID with a reason."""
     result = obj.call(OpResolveReq(cmd="deny", approval_id=approval_id, reason=reason))
-    click.echo(json.dumps(_jsonable(result)))
+    emit(result, _outcome)
+
+
+def _outcome(o: ApprovalOutcome) -> None:
+    commit = f" (meta commit {o.meta_commit[:12]})" if o.meta_commit else ""
+    click.echo(f"approval #{o.approval_id} {o.state}{commit}")
+    if o.note:
+        click.echo(o.note)

@@ -1,27 +1,29 @@
 """``hivectl``: the operator's command line (the group and shared helpers).
 
-Every read command takes ``--json`` (stable shapes, documented in
-``docs/cli-json.md``); errors are one line on stderr and a non-zero exit.
+Every command prints one documented shape under ``--json`` (``cli/output.py``,
+``docs/cli-json.md``); an error is one line on stderr (a JSON object under
+``--json``) and the exit code of its class (``cli/exits.py``).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import anyio
 import click
+import click.shell_completion
 import stamina
-from pydantic import JsonValue
-from pydantic_core import to_jsonable_python
+from pydantic import ValidationError
 
 from hyperhive import __version__
+from hyperhive.cli.exits import ExitCode, exit_code
+from hyperhive.cli.output import error_json, json_mode
 from hyperhive.client import call_once
 from hyperhive.config import (
     HivePaths,
@@ -34,7 +36,6 @@ from hyperhive.protocol import Req
 __all__ = ["main"]
 
 R = TypeVar("R")
-_T = TypeVar("_T")
 
 
 ANSWER_WITHIN_S = 30.0
@@ -50,8 +51,12 @@ class _Ctx:
     def call(self, request: Req[R], within: float = ANSWER_WITHIN_S) -> R:
         """One operator request, answered with the request's response model (waiting
         ``within`` seconds for the answer)."""
-        result: R = anyio.run(_call_riding_failover, self.paths, request, within)
+        result: R = anyio.run(self.acall, request, within)
         return result
+
+    async def acall(self, request: Req[R], within: float = ANSWER_WITHIN_S) -> R:
+        """:meth:`call` inside an event loop (a command doing two things at once)."""
+        return await _call_riding_failover(self.paths, request, within)
 
 
 RECONNECT_WITHIN_S = 15.0
@@ -86,37 +91,90 @@ async def _call_riding_failover(paths: HivePaths, request: Req[R], within: float
 pass_ctx = click.make_pass_decorator(_Ctx)
 
 
+def complete_agents(
+    ctx: click.Context, param: click.Parameter, incomplete: str
+) -> list[click.shell_completion.CompletionItem]:
+    """Agent names for the shell's completion, asked of the running hive (none if it
+    does not answer within a second or two: a completion must never hang the shell)."""
+    from hyperhive.protocol import OpAgentsReq
+
+    home = ctx.find_root().params.get("home")
+    paths = HivePaths(resolve_home(home))
+    try:
+        rows = anyio.run(call_once, paths.host_sock, OpAgentsReq(cmd="agents"), 2.0)
+    except (HiveError, OSError):
+        return []
+    return [
+        click.shell_completion.CompletionItem(r.name) for r in rows if r.name.startswith(incomplete)
+    ]
+
+
+def agent_argument(name: str = "name") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """An agent-name argument, completed from the running hive."""
+    return click.argument(name, shell_complete=complete_agents)
+
+
 class _Group(click.Group):
-    """Turns any error into clear lines (what failed, why, where the log is) and exit 1."""
+    """Turns any error into clear lines (what failed, why, where the log is) and the exit
+    code of its class (``cli/exits.py``); under ``--json``, one JSON object on stderr."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except (click.exceptions.Exit, click.Abort, KeyboardInterrupt):
+            raise
+        except click.UsageError as exc:
+            if not json_mode(ctx):
+                raise  # click's own: the usage line, the error, exit 2
+            _fail(ctx, "usage", exc.format_message(), exit_code(exc))
+        except click.ClickException as exc:
+            _fail(ctx, "error", exc.format_message(), exit_code(exc))
         except InternalError as exc:
-            click.echo(f"hivectl: {exc.message}", err=True)
             obj = ctx.find_object(_Ctx)
             log_file = obj.paths.logs / "coordinator.log" if obj is not None else None
             if log_file is not None and log_file.exists():
-                click.echo(f"hivectl: the coordinator's log is {log_file}", err=True)
+                where = f"the coordinator's log is {log_file}"
             else:
-                click.echo(
-                    "hivectl: the coordinator's log is its stderr (`hivectl serve`)", err=True
-                )
-            sys.exit(1)
+                where = "the coordinator's log is its stderr (`hivectl serve`)"
+            _fail(ctx, exc.code, exc.message, exit_code(exc), where)
         except HiveError as exc:
-            click.echo(f"hivectl: {exc.message}", err=True)
-            sys.exit(1)
-        except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
-            raise
+            _fail(ctx, exc.code, exc.message, exit_code(exc))
         except Exception as exc:
+            if isinstance(exc, ValidationError) and exc.title.endswith("Req"):
+                # A request built from the command line that its model refuses (-n 99999).
+                _fail(ctx, "invalid_request", _validation_text(exc), exit_code(exc))
             # Never a bare exception name: what failed, its text, and the traceback's file.
             command = ctx.invoked_subcommand or "hivectl"
-            where = _save_traceback(ctx.find_object(_Ctx))
-            click.echo(
-                f"hivectl: internal error in `{command}`: {type(exc).__name__}: {exc}", err=True
+            saved = _save_traceback(ctx.find_object(_Ctx))
+            _fail(
+                ctx,
+                "internal_error",
+                f"internal error in `{command}`: {type(exc).__name__}: {exc}",
+                ExitCode.ERROR,
+                f"the traceback is in {saved}",
             )
-            click.echo(f"hivectl: the traceback is in {where}", err=True)
-            sys.exit(1)
+
+
+def _fail(
+    ctx: click.Context, code: str, message: str, exit_with: ExitCode, where: str | None = None
+) -> NoReturn:
+    """Print an error (one line, plus where to look) and exit with its class's code."""
+    if json_mode(ctx):
+        extra = {"see": where} if where else {}
+        click.echo(error_json(code, message, int(exit_with), **extra), err=True)
+    else:
+        click.echo(f"hivectl: {message}", err=True)
+        if where:
+            click.echo(f"hivectl: {where}", err=True)
+    sys.exit(int(exit_with))
+
+
+def _validation_text(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "input"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
 
 
 def _save_traceback(obj: _Ctx | None) -> Path:
@@ -139,22 +197,6 @@ def _save_traceback(obj: _Ctx | None) -> Path:
     with os.fdopen(fd, "w") as f:
         f.write(text)
     return Path(name)
-
-
-def _jsonable(value: Any) -> JsonValue:
-    """A result as ``--json`` prints it: models by wire alias (docs/cli-json.md)."""
-    out: JsonValue = to_jsonable_python(value, by_alias=True)
-    return out
-
-
-def _emit(data: _T, as_json: bool, human: Callable[[_T], None]) -> None:
-    if as_json:
-        click.echo(json.dumps(_jsonable(data), indent=2))
-    else:
-        human(data)
-
-
-json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:

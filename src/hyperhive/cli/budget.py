@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from hyperhive.budgets import HIVE_SCOPE, LIMIT_KEYS, LimitKey
-from hyperhive.cli.base import _Ctx, _emit, json_option, main, pass_ctx
+from hyperhive.cli.base import _Ctx, main, pass_ctx
+from hyperhive.cli.output import emit, json_output
 from hyperhive.protocol import (
     BudgetView,
     OpBudgetReq,
@@ -45,14 +46,14 @@ def _show(view: BudgetView) -> None:
 
 
 @main.group(invoke_without_command=True)
-@json_option
+@json_output(BudgetView)
 @click.pass_context
 def budget(ctx: click.Context, as_json: bool) -> None:
     """Spend limits per agent and for the whole hive; without a subcommand, show them."""
     if ctx.invoked_subcommand is None:
         obj = ctx.find_object(_Ctx)
         assert obj is not None
-        _emit(obj.call(OpBudgetReq(cmd="budget")), as_json, _show)
+        emit(obj.call(OpBudgetReq(cmd="budget")), _show)
 
 
 def _amount(text: str) -> float | None:
@@ -75,7 +76,7 @@ def _amount(text: str) -> float | None:
 @click.option("--tokens-per-day", help="Tokens per day; 'none' = unlimited.")
 @click.option("--tokens-total", help="Tokens in total; 'none' = unlimited.")
 @click.option("--reset", is_flag=True, help="Drop earlier run-time changes (back to the configs).")
-@json_option
+@json_output(BudgetView)
 @pass_ctx
 def budget_set(
     obj: _Ctx,
@@ -105,11 +106,11 @@ def budget_set(
     view = obj.call(
         OpBudgetSetReq(cmd="budget_set", scope=agent or HIVE_SCOPE, limits=limits, reset=reset)
     )
-    _emit(view, as_json, _show)
+    emit(view, _show)
 
 
 @main.command()
-@json_option
+@json_output(SpendReport)
 @pass_ctx
 def spend(obj: _Ctx, as_json: bool) -> None:
     """Spend per agent and in total: today, this week, all time; the top spenders."""
@@ -129,4 +130,4 @@ def spend(obj: _Ctx, as_json: bool) -> None:
             click.echo(line)
         click.echo("top spenders: " + (", ".join(r.top_spenders) or "none yet"))
 
-    _emit(data, as_json, human)
+    emit(data, human)

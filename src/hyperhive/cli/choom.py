@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from hyperhive.cli.base import _Ctx, main, pass_ctx
+from hyperhive.cli.base import _Ctx, agent_argument, main, pass_ctx
+from hyperhive.cli.output import no_json
 from hyperhive.config import AgentConfig, load_hive_config
-from hyperhive.errors import InvalidRequest, Unavailable
+from hyperhive.errors import ConfigError, Conflict, InvalidRequest
 from hyperhive.protocol import OpAgentsReq, OpConfigReq, OpHostsListReq, OpTopologyReq
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ def _require_files_here(obj: _Ctx, name: str) -> None:
         return
     remote = {h.name: h.remote for h in obj.call(OpHostsListReq(cmd="hosts_list"))}
     if remote.get(host, False):
-        raise Unavailable(
+        raise Conflict(
             f"{name}'s session and work dir are on agent host {host}'s disk, not this "
             f"machine's; choom opens claude where they are: move it to a host here first "
             f"(`hivectl agents move {name} --to HOST`)"
@@ -86,8 +87,9 @@ def _require_files_here(obj: _Ctx, name: str) -> None:
 
 
 @main.command(context_settings={"ignore_unknown_options": True})
-@click.argument("name")
+@agent_argument()
 @click.argument("claude_args", nargs=-1, type=click.UNPROCESSED)
+@no_json("an interactive claude session in the terminal: it becomes that claude")
 @pass_ctx
 def choom(obj: _Ctx, name: str, claude_args: tuple[str, ...]) -> None:
     """Open an interactive claude in agent NAME's sandbox (its HOME, work dir, user).
@@ -129,4 +131,4 @@ def choom(obj: _Ctx, name: str, claude_args: tuple[str, ...]) -> None:
     try:
         os.execvpe(argv[0], argv, env)
     except OSError as exc:
-        raise Unavailable(f"cannot start {argv[0]}: {exc.strerror or exc}") from exc
+        raise ConfigError(f"cannot start {argv[0]}: {exc.strerror or exc}") from exc

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
 import click
 
-from hyperhive.cli.base import _Ctx, json_option, main, pass_ctx
+from hyperhive.cli.base import _Ctx, main, pass_ctx
+from hyperhive.cli.output import emit, json_output
+from hyperhive.cli.shapes import DashboardLink
 from hyperhive.config import load_hive_config
 from hyperhive.core.dashboard.frontdoor import (
     announce_lines,
@@ -34,7 +35,7 @@ def _alive(pid: int) -> bool:
 
 @main.command("dashboard")
 @click.option("--next", "next_path", default="/", help="The page to land on after logging in.")
-@json_option
+@json_output(DashboardLink)
 @pass_ctx
 def dashboard(obj: _Ctx, next_path: str, as_json: bool) -> None:
     """The dashboard's URL and a fresh one-click log-in link (it works once, for 15 minutes)."""
@@ -48,15 +49,15 @@ def dashboard(obj: _Ctx, next_path: str, as_json: bool) -> None:
     hive = load_hive_config(obj.home)
     token = read_token(run) if token_required(hive.dashboard_auth, hive.bind) else None
     now = time.time()
-    if not as_json:
+
+    def human(_: DashboardLink) -> None:
         for line in announce_lines(record, token, run, now, next_path):
             click.echo(line)
-        return
-    link = None if token is None else login_url(record.url, token, now, next_path)
-    data = {
-        "url": record.url,
-        "login_url": link,
-        "requested_port": record.requested_port,
-        "busy": record.busy,
-    }
-    click.echo(json.dumps(data, indent=2))
+
+    link = DashboardLink(
+        url=record.url,
+        login_url=None if token is None else login_url(record.url, token, now, next_path),
+        requested_port=record.requested_port,
+        busy=record.busy,
+    )
+    emit(link, human)

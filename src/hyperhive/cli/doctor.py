@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from hyperhive.cli.base import _Ctx, _emit, json_option, main, pass_ctx
+from hyperhive.cli.base import _Ctx, main, pass_ctx
+from hyperhive.cli.output import emit, json_output
 from hyperhive.doctor import DoctorReport, run_checks
 from hyperhive.errors import HiveError
 
@@ -14,7 +15,7 @@ _MARK = {"ok": "ok  ", "fail": "FAIL", "skip": "skip"}
 
 
 @main.command()
-@json_option
+@json_output(DoctorReport)
 @pass_ctx
 def doctor(obj: _Ctx, as_json: bool) -> None:
     """Check that this machine can run the hive, and that the hive is well.
@@ -33,7 +34,7 @@ def doctor(obj: _Ctx, as_json: bool) -> None:
             if c.remedy:
                 click.echo(f"      → {c.remedy}")
 
-    _emit(report, as_json, human)
+    emit(report, human)
     failed = [c.name for c in report.checks if c.status == "fail"]
     if failed:
         raise HiveError(f"doctor: {len(failed)} check(s) failed: {', '.join(failed)}")

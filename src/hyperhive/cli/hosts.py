@@ -6,7 +6,8 @@ import time
 
 import click
 
-from hyperhive.cli.base import _Ctx, _emit, json_option, main, pass_ctx
+from hyperhive.cli.base import _Ctx, main, pass_ctx
+from hyperhive.cli.output import emit, json_output
 from hyperhive.errors import InvalidRequest
 from hyperhive.netlink.expiry import parse_expires, when
 from hyperhive.protocol import (
@@ -61,31 +62,34 @@ def _expires_at(text: str | None) -> float | None:
 @hosts.command("add")
 @click.argument("name")
 @_EXPIRES
+@json_output(HostCredential)
 @pass_ctx
-def hosts_add(obj: _Ctx, name: str, expires: str | None) -> None:
+def hosts_add(obj: _Ctx, name: str, expires: str | None, as_json: bool) -> None:
     """Register agent host NAME and print its credential once."""
     req = OpHostsAddReq(cmd="hosts_add", name=name, expires_at=_expires_at(expires))
-    _show_credential(obj.call(req), "Added")
+    emit(obj.call(req), lambda cred: _show_credential(cred, "Added"))
 
 
 @hosts.command("rotate")
 @click.argument("name")
 @_EXPIRES
+@json_output(HostCredential)
 @pass_ctx
-def hosts_rotate(obj: _Ctx, name: str, expires: str | None) -> None:
+def hosts_rotate(obj: _Ctx, name: str, expires: str | None, as_json: bool) -> None:
     """Issue NAME a new credential; the old one is refused from now on (its link is cut).
     Without --expires the new one never expires."""
     req = OpHostsRotateReq(cmd="hosts_rotate", name=name, expires_at=_expires_at(expires))
-    _show_credential(obj.call(req), "Rotated")
+    emit(obj.call(req), lambda cred: _show_credential(cred, "Rotated"))
 
 
 @hosts.command("revoke")
 @click.argument("name")
+@json_output(HostView)
 @pass_ctx
-def hosts_revoke(obj: _Ctx, name: str) -> None:
+def hosts_revoke(obj: _Ctx, name: str, as_json: bool) -> None:
     """Refuse NAME's credential and cut its live link at once (`rotate` re-admits it)."""
     view = obj.call(OpHostsRevokeReq(cmd="hosts_revoke", name=name))
-    click.echo(f"revoked agent host {view.name}; its link is cut")
+    emit(view, lambda v: click.echo(f"revoked agent host {v.name}; its link is cut"))
 
 
 def _ago(at: float | None, now: float) -> str:
@@ -130,7 +134,7 @@ def _credential(h: HostView, now: float) -> str:
 
 
 @hosts.command("list")
-@json_option
+@json_output(list[HostView])
 @pass_ctx
 def hosts_list(obj: _Ctx, as_json: bool) -> None:
     """Every agent host: link and lease, last heartbeat, agents, running turns, capacity."""
@@ -146,4 +150,4 @@ def hosts_list(obj: _Ctx, as_json: bool) -> None:
         for h in rows:
             click.echo(host_line(h, now))
 
-    _emit(data, as_json, human)
+    emit(data, human)

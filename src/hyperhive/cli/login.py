@@ -7,6 +7,8 @@ import sys
 import click
 
 from hyperhive.cli.base import _Ctx, main, pass_ctx
+from hyperhive.cli.output import emit, json_output
+from hyperhive.cli.shapes import LoggedInTo
 from hyperhive.credentials import CREDENTIAL_KEYS, write_credentials
 
 __all__ = ["login"]
@@ -26,8 +28,9 @@ __all__ = ["login"]
     default=True,
     help="An Anthropic API key (the default).",
 )
+@json_output(LoggedInTo)
 @pass_ctx
-def login(obj: _Ctx, kind: str) -> None:
+def login(obj: _Ctx, kind: str, as_json: bool) -> None:
     """Give the hive credentials, without a restart.
 
     Reads the key or token from stdin (typed, hidden, or piped) and writes it
@@ -40,4 +43,9 @@ def login(obj: _Ctx, kind: str) -> None:
     else:
         value = sys.stdin.readline()
     path = write_credentials(obj.paths, kind, value)
-    click.echo(f"wrote {kind} to {path} (mode 0600); agents that need login resume now")
+    emit(
+        LoggedInTo(kind=kind, path=str(path)),
+        lambda r: click.echo(
+            f"wrote {r.kind} to {r.path} (mode 0600); agents that need login resume now"
+        ),
+    )

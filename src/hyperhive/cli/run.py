@@ -1,26 +1,24 @@
-"""hivectl: Running the hive: serve, host, status, tools."""
+"""hivectl: Running the hive: serve, up, down, host, status, tools."""
 
 from __future__ import annotations
 
 import signal
 import time
 from pathlib import Path
-from typing import Any
 
 import anyio
 import click
-from pydantic import JsonValue
 
 from hyperhive.agentreach import refuse_unrunnable
 from hyperhive.cli.base import (
     _Ctx,
-    _emit,
     _setup_logging,
     _until_signalled,
-    json_option,
     main,
     pass_ctx,
 )
+from hyperhive.cli.output import StatusLine, emit, json_output, no_json
+from hyperhive.cli.shapes import ToolArgs
 from hyperhive.config import AgentConfig, HivePaths, load_hive_config
 from hyperhive.effective import turn_tool_args
 from hyperhive.errors import ConfigError
@@ -37,6 +35,7 @@ from hyperhive.telemetry import configure as configure_tracing
 
 @main.command()
 @click.option("--no-dashboard", is_flag=True, help="Do not serve the web dashboard.")
+@no_json("the coordinator in the foreground until stopped; it logs, it does not answer")
 @pass_ctx
 def serve(obj: _Ctx, no_dashboard: bool) -> None:
     """Run the coordinator in the foreground (logs to stderr)."""
@@ -82,26 +81,45 @@ def serve(obj: _Ctx, no_dashboard: bool) -> None:
 
 
 @main.command()
+@no_json("the hive in the foreground until Ctrl-C or `hivectl down`; its console is for a person")
 @pass_ctx
 def up(obj: _Ctx) -> None:
     """Start the whole hive: coordinator, agent host, dashboard; supervise until Ctrl-C.
 
     Ensures the root manager agent exists, prints the dashboard's URL and
     where the logs are, reports each agent as it comes up, and restarts the
-    agent host if it dies. Ctrl-C stops agents gracefully.
+    agent host if it dies. On a terminal a progress line says what it waits
+    for. Ctrl-C (or `hivectl down` from another terminal) stops agents
+    gracefully.
     """
     from hyperhive.supervisor import Supervisor
 
     hive = load_hive_config(obj.home)
-    anyio.run(Supervisor(obj.home, hive, _say).run)
+    console = _Console()
+    anyio.run(Supervisor(obj.home, hive, console.say, console.status).run)
 
 
-def _say(line: str) -> None:
-    """Print to the console; a closed terminal (SIGHUP) must not stop the shutdown."""
-    try:
-        click.echo(line)
-    except OSError:
-        pass
+class _Console:
+    """``up``'s lines and progress line; a closed terminal (SIGHUP) must not stop the
+    shutdown, so a write that fails is dropped."""
+
+    def __init__(self) -> None:
+        self.line = StatusLine()
+
+    def say(self, text: str) -> None:
+        try:
+            self.line.say(text)
+        except OSError:
+            pass
+
+    def status(self, text: str) -> None:
+        try:
+            if text:
+                self.line.show(text)
+            else:
+                self.line.clear()
+        except OSError:
+            pass
 
 
 @main.command()
@@ -127,6 +145,7 @@ def _say(line: str) -> None:
     help="This host's own runtime dir for its agents' sockets (default: run/hosts/NAME "
     "under the home).",
 )
+@no_json("the agent host in the foreground until stopped; it logs, it does not answer")
 @pass_ctx
 def host(
     obj: _Ctx,
@@ -202,7 +221,7 @@ def refuse_unreachable_home(home: Path, runtime: str) -> None:
 
 
 @main.command()
-@json_option
+@json_output(HiveStatus)
 @pass_ctx
 def status(obj: _Ctx, as_json: bool) -> None:
     """Show the coordinator's view of the hive."""
@@ -216,7 +235,7 @@ def status(obj: _Ctx, as_json: bool) -> None:
                 value = ", ".join(f"{a} (host {h})" for a, h in d.lost.items()) or "-"
             click.echo(f"{key:15} {value}")
 
-    _emit(data, as_json, human)
+    emit(data, human)
 
 
 def waiting_line(waiting: list[WaitingSlot], now: float) -> str:
@@ -229,7 +248,7 @@ def waiting_line(waiting: list[WaitingSlot], now: float) -> str:
 @main.command("tools")
 @click.option("--groups", default="", help="Comma-separated tool groups (blank: the default).")
 @click.option("--caps", default="", help="Comma-separated capabilities.")
-@json_option
+@json_output(ToolArgs)
 def tools_cmd(groups: str, caps: str, as_json: bool) -> None:
     """Show the exact --tools and --allowedTools a set of groups resolves to.
 
@@ -237,18 +256,18 @@ def tools_cmd(groups: str, caps: str, as_json: bool) -> None:
     """
     resolved = ToolGroup.parse_list(groups)
     capabilities = Capability.parse_list(caps)
-    data: dict[str, JsonValue] = {
-        "tool_groups": [g.value for g in resolved],
-        "capabilities": [c.value for c in capabilities],
-        "tools_arg": builtin_tools_arg(resolved),
-        "allowed_tools_arg": turn_tool_args(
+    data = ToolArgs(
+        tool_groups=[g.value for g in resolved],
+        capabilities=[c.value for c in capabilities],
+        tools_arg=builtin_tools_arg(resolved),
+        allowed_tools_arg=turn_tool_args(
             AgentConfig(tool_groups=resolved), resolved, capabilities
         ).allowed_tools,
-    }
+    )
 
-    def human(d: dict[str, Any]) -> None:
-        click.echo(f"groups:         {','.join(d['tool_groups'])}")
-        click.echo(f"--tools         {d['tools_arg']}")
-        click.echo(f"--allowedTools  {d['allowed_tools_arg']}")
+    def human(d: ToolArgs) -> None:
+        click.echo(f"groups:         {','.join(d.tool_groups)}")
+        click.echo(f"--tools         {d.tools_arg}")
+        click.echo(f"--allowedTools  {d.allowed_tools_arg}")
 
-    _emit(data, as_json, human)
+    emit(data, human)

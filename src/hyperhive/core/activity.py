@@ -87,11 +87,22 @@ class ActivityLog:
             self.bus.emit("activity", activity_kind=kind, agent=agent, id=row.id)
 
     async def turn(
-        self, agent: str, outcome: str, run_id: str | None, spent: SpendEntry | None
+        self,
+        agent: str,
+        outcome: str,
+        run_id: str | None,
+        spent: SpendEntry | None,
+        seconds: float | None = None,
     ) -> None:
         """One event per claude run, with what it was counted at: keyed by its run id, so
-        a resent turn_end lands once."""
+        a resent turn_end lands once.
+
+        ``seconds`` is how long claude ran: the row's time is the turn's end, so the
+        front page's timeline draws the turn from ``at - seconds`` to ``at``.
+        """
         detail: dict[str, Any] = {"outcome": outcome}
+        if seconds is not None:
+            detail["seconds"] = round(seconds, 3)
         if spent is not None:
             detail |= {
                 "run": spent.kind,

@@ -58,10 +58,11 @@ class AgentState:
         turn = await self.store.agents.record_turn(
             agent, req.outcome, req.context_usage, req.session_id, ack=req.handled
         )
+        run_id = req.spend.run_id if req.spend is not None else None
+        await self.activity.turn(agent, req.outcome, run_id, spent, req.seconds)
+        # After the feed's row: a picture repainted on this event (the timeline) reads it.
         cost = spent.cost_usd if spent is not None else None
         self.bus.emit("turn_end", agent=agent, outcome=req.outcome, cost_usd=cost)
-        run_id = req.spend.run_id if req.spend is not None else None
-        await self.activity.turn(agent, req.outcome, run_id, spent)
         if req.outcome == "needs_login" and not turn.was_needs_login:
             await self.activity.record(
                 "needs_login", agent, f"{agent} needs a login (`hivectl login {agent}`)"

@@ -40,6 +40,7 @@ from hyperhive.core.placement import Placement
 from hyperhive.core.registry import AgentRegistry
 from hyperhive.core.scheduler import Scheduler
 from hyperhive.core.sockets import serve_unix
+from hyperhive.core.watch import OperatorWatch
 from hyperhive.errors import ConfigError, StorageError
 from hyperhive.eventloop import loop_name
 from hyperhive.fdlimit import check_fd_limit
@@ -196,6 +197,7 @@ class Coordinator:
             forge=config.forge,
             host_admin=host_admin,
             budgets=budgets,
+            watch=OperatorWatch(store, notifier, bus),
         )
 
     def _agent_api(self, name: str) -> AgentApi:

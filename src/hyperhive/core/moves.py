@@ -25,6 +25,7 @@ import base64
 import hashlib
 import logging
 import secrets
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,8 @@ from hyperhive.protocol import (
     MoveDropCmd,
     MoveInCmd,
     MoveOutCmd,
+    MovePhase,
+    MoveProgress,
     Req,
 )
 from hyperhive.store.base import PlacementRepo
@@ -74,6 +77,9 @@ class _Move:
     sha256: str = ""
     shared: bool = False
     error: str | None = None
+    # What ``hivectl agents move`` shows while it waits (``MoveProgress``).
+    phase: MovePhase = "draining"
+    fetched: int = 0
     packed: anyio.Event = field(default_factory=anyio.Event)
     unpacked: anyio.Event = field(default_factory=anyio.Event)
     dropped: anyio.Event = field(default_factory=anyio.Event)
@@ -128,7 +134,48 @@ class Mover:
         self.agent_state = agent_state
         self.active: dict[str, _Move] = {}
         self._resolved = False
+        # Every change of any move bumps the version and fires the event (then replaced):
+        # what a progress follower waits on.
+        self._version = 0
+        self._changed = anyio.Event()
         hostlink.serve_moves(self)
+
+    # ---- progress --------------------------------------------------------------------
+
+    def _touch(self, m: _Move | None = None, phase: MovePhase | None = None) -> None:
+        if m is not None and phase is not None:
+            m.phase = phase
+        self._version += 1
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    def _snapshot(self, agent: str) -> MoveProgress:
+        m = self.active.get(agent)
+        if m is None:
+            return MoveProgress(agent=agent, moving=False, version=self._version)
+        return MoveProgress(
+            agent=agent,
+            moving=True,
+            version=self._version,
+            source=m.source,
+            target=m.target,
+            phase=m.phase,
+            size=m.size if m.packed.is_set() else None,
+            uploaded=m.written,
+            fetched=m.fetched,
+        )
+
+    async def progress(self, agent: str, after: int, wait: float) -> MoveProgress:
+        """``agent``'s move as it stands once anything changed since version ``after``
+        (at once if something did), or when ``wait`` seconds have passed."""
+        deadline = time.monotonic() + wait
+        while self._version == after:
+            changed = self._changed
+            with anyio.move_on_after(max(0.0, deadline - time.monotonic())) as scope:
+                await changed.wait()
+            if scope.cancelled_caught:
+                break
+        return self._snapshot(agent)
 
     @property
     def spool_dir(self) -> Path:
@@ -169,6 +216,7 @@ class Mover:
         self.spool_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         m = _Move(agent, move_id, source, target, self.spool_dir / f"{move_id}.tar")
         self.active[agent] = m
+        self._touch()
         try:
             with anyio.fail_after(MOVE_TIMEOUT):
                 await self._copy(m)
@@ -179,9 +227,11 @@ class Mover:
         finally:
             m.spool.unlink(missing_ok=True)
         try:
+            self._touch(m, "starting")
             return await self._commit(m)
         finally:
             self.active.pop(agent, None)
+            self._touch()
             self.placed()
 
     async def _copy(self, m: _Move) -> None:
@@ -191,6 +241,7 @@ class Mover:
         await self._push(m.source, MoveOutCmd(cmd="move_out", agent=m.agent, move_id=m.move_id))
         await self._wait(m, m.packed, m.source)
         await self.assignments.move_phase(m.agent, m.move_id, "copying")
+        self._touch(m, "copying")
         await self._push(
             m.target,
             MoveInCmd(
@@ -205,13 +256,19 @@ class Mover:
         running = await self._start(m.agent)
         if m.shared:
             await self.assignments.end_move(m.agent, m.move_id)
-        elif await self.hostlink.push(
+            return self._moved(m, running)
+        self._touch(m, "cleanup")
+        if await self.hostlink.push(
             m.source, MoveDropCmd(cmd="move_drop", agent=m.agent, move_id=m.move_id)
         ):
             # Not dropped in time (or the source went): the phase stays ``cleanup`` and
             # the source is told again when it next registers.
             with anyio.move_on_after(DROP_TIMEOUT):
                 await _until(m.dropped, self.hostlink.gone(m.source))
+        return self._moved(m, running)
+
+    @staticmethod
+    def _moved(m: _Move, running: bool) -> Moved:
         return Moved(
             agent=m.agent,
             source=m.source,
@@ -232,6 +289,7 @@ class Mover:
             "move of %s to %s undone (%s); it stays on %s", m.agent, m.target, reason, m.source
         )
         self.active.pop(m.agent, None)
+        self._touch()
         try:
             await self.assignments.end_move(m.agent, m.move_id)
             await self._start(m.agent)
@@ -284,6 +342,7 @@ class Mover:
 
         await anyio.to_thread.run_sync(append)
         m.written += len(data)
+        self._touch(m, "uploading")
 
     async def packed(self, host: str, req: LinkMovePackedReq) -> None:
         """The source uploaded it all (checked against what arrived), or says why not."""
@@ -294,6 +353,7 @@ class Mover:
             )
         m.size, m.sha256, m.error = req.size, req.sha256, req.error
         m.packed.set()
+        self._touch()
 
     async def _spool_sha(self, m: _Move) -> str:
         return await anyio.to_thread.run_sync(_file_sha, m.spool)
@@ -310,6 +370,8 @@ class Mover:
                 return f.read(MOVE_CHUNK)
 
         data = await anyio.to_thread.run_sync(read)
+        m.fetched = max(m.fetched, offset + len(data))
+        self._touch()
         return MoveChunk(data=base64.b64encode(data).decode(), sha256=_sha(data))
 
     async def unpacked(self, host: str, req: LinkMoveUnpackedReq) -> None:
@@ -317,6 +379,7 @@ class Mover:
         m = self._of(host, req.agent, req.move_id, "target")
         m.shared, m.error = req.shared, req.error
         m.unpacked.set()
+        self._touch()
 
     async def dropped(self, host: str, req: LinkMoveDroppedReq) -> None:
         """The source dropped its copy (the move's last step)."""

@@ -28,15 +28,17 @@ from hyperhive.core.notify import EventBus
 from hyperhive.core.placement import Placement
 from hyperhive.core.registry import AgentRegistry
 from hyperhive.core.scheduler import Scheduler
+from hyperhive.core.watch import OperatorWatch
 from hyperhive.dispatch import Dispatcher
 from hyperhive.effective import turn_tool_args
-from hyperhive.errors import InvalidRequest, NotFound
+from hyperhive.errors import Conflict, InvalidRequest, NotFound, OverBudget
 from hyperhive.forge.config import ForgeConfig
 from hyperhive.forge.view import forge_view
 from hyperhive.names import OPERATOR, validate_agent_name
 from hyperhive.permissions import Capability, ToolGroup
 from hyperhive.protocol import (
     Acked,
+    ActivityFeed,
     AgentConfigView,
     AgentView,
     Answered,
@@ -58,7 +60,9 @@ from hyperhive.protocol import (
     Mailbox,
     Message,
     Moved,
+    MoveProgress,
     OpAckReq,
+    OpActivityReq,
     OpAgentForgeReq,
     OpAgentMoveReq,
     OpAgentSnapshotReq,
@@ -66,6 +70,7 @@ from hyperhive.protocol import (
     OpAnswerReq,
     OpApprovalShowReq,
     OpApprovalsReq,
+    OpAwaitReplyReq,
     OpBudgetReq,
     OpBudgetSetReq,
     OpCancelLooseEndReq,
@@ -80,6 +85,7 @@ from hyperhive.protocol import (
     OpLogsReq,
     OpLooseEndsReq,
     OpMessagesReq,
+    OpMoveProgressReq,
     OpOutboxReq,
     OpPermsSetReq,
     OpQuestionsReq,
@@ -93,6 +99,7 @@ from hyperhive.protocol import (
     OpTopologyReq,
     ParentSet,
     Question,
+    ReplyWait,
     Sent,
     SpawnResult,
     SpendReport,
@@ -132,6 +139,7 @@ class OperatorApi:
         forge: ForgeConfig | None,
         host_admin: HostAdmin,
         budgets: Budgets,
+        watch: OperatorWatch,
     ) -> None:
         self.paths = paths
         self.schema_version = schema_version
@@ -152,6 +160,7 @@ class OperatorApi:
         self.forge = forge
         self.host_admin = host_admin
         self.budgets = budgets
+        self.watch = watch
         self.pid = os.getpid()
 
     async def __call__(self, req: Any) -> Any:
@@ -190,6 +199,7 @@ class OperatorApi:
                     move_to=where.move_to if where else None,
                     move_phase=where.move_phase if where else None,
                     lost_on=self.hostlink.lost.get(name),
+                    desired_running=row.desired_running,
                 )
             )
         return out
@@ -199,12 +209,37 @@ class OperatorApi:
         recipient = req.to
         if recipient != OPERATOR:
             self.registry.require(recipient)
+            if req.expect_reply:
+                await self._check_can_reply(recipient)
         msg_id = await self.broker.send(OPERATOR, recipient, req.body, req.in_reply_to)
         return Sent(id=msg_id, to=recipient)
 
+    async def _check_can_reply(self, agent: str) -> None:
+        """Refuse a send whose sender will wait for a reply that no turn can write."""
+        held = await self.budgets.held(agent)
+        if held is not None:
+            raise OverBudget(
+                f"{agent} is over budget ({describe(held)}): it takes no turn, so no reply "
+                f"would come. Raise the limit (`hivectl budget set`) or send without --wait"
+            )
+        if not await self.agent_state.desired_running(agent):
+            raise Conflict(
+                f"{agent} is stopped (`hivectl agents start {agent}`): no reply would come"
+            )
+
+    @on(OpAwaitReplyReq)
+    async def _await_reply(self, req: OpAwaitReplyReq) -> ReplyWait:
+        return ReplyWait(reply=await self.watch.reply_to(req.message_id, req.wait))
+
     @on(OpInboxReq)
     async def _inbox(self, req: OpInboxReq) -> list[Message]:
+        if req.after is not None:
+            return await self.watch.inbox_after(req.after, req.limit, req.unread_only, req.wait)
         return list(await self.broker.inbox(OPERATOR, req.limit, req.unread_only))
+
+    @on(OpActivityReq)
+    async def _activity(self, req: OpActivityReq) -> ActivityFeed:
+        return await self.watch.activity(req)
 
     @on(OpOutboxReq)
     async def _outbox(self, req: OpOutboxReq) -> list[Message]:
@@ -294,7 +329,7 @@ class OperatorApi:
     async def _spawn(self, req: OpSpawnReq) -> SpawnResult:
         validate_agent_name(req.name)
         if self.registry.exists(req.name):
-            raise InvalidRequest(f"an agent named {req.name!r} already exists")
+            raise Conflict(f"an agent named {req.name!r} already exists")
         if req.parent is not None:
             self.registry.require(req.parent)
         await self.lifecycle.create(
@@ -326,6 +361,11 @@ class OperatorApi:
     @on(OpAgentMoveReq)
     async def _move(self, req: OpAgentMoveReq) -> Moved:
         return await self.mover.move(req.agent, req.to)
+
+    @on(OpMoveProgressReq)
+    async def _move_progress(self, req: OpMoveProgressReq) -> MoveProgress:
+        self.registry.require(req.agent)
+        return await self.mover.progress(req.agent, req.after, req.wait)
 
     @on(OpLogsReq)
     async def _logs(self, req: OpLogsReq) -> LogTail:

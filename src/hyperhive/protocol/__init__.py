@@ -119,6 +119,14 @@ from hyperhive.protocol.events import (
     Spawned,
     describe,
 )
+from hyperhive.protocol.follow import (
+    FOLLOW_WAIT_MAX,
+    ActivityFeed,
+    FeedEntry,
+    OpActivityReq,
+    OpAwaitReplyReq,
+    ReplyWait,
+)
 from hyperhive.protocol.host import (
     AgentConfigView,
     AgentView,
@@ -197,7 +205,10 @@ from hyperhive.protocol.move import (
     MoveDropCmd,
     MoveInCmd,
     MoveOutCmd,
+    MovePhase,
+    MoveProgress,
     OpAgentMoveReq,
+    OpMoveProgressReq,
 )
 from hyperhive.protocol.wire import (
     ErrorInfo,
@@ -215,6 +226,15 @@ from hyperhive.protocol.wire import (
 )
 
 __all__ = [
+    "FOLLOW_WAIT_MAX",
+    "ActivityFeed",
+    "FeedEntry",
+    "OpActivityReq",
+    "OpAwaitReplyReq",
+    "ReplyWait",
+    "MovePhase",
+    "MoveProgress",
+    "OpMoveProgressReq",
     "CreateRepoReq",
     "ForgeTokenIssued",
     "ForgeTokenReq",

@@ -132,6 +132,10 @@ class TurnEndReq(Req[TurnEnded]):
     session_id: str | None = None
     # What the run reported about its cost; counted once per run_id to the agent's budget.
     spend: RunSpend | None = None
+    # How long claude ran (both runs of a compaction), by the host's monotonic clock:
+    # the coordinator places the turn as ending when this arrives, so no two machines'
+    # clocks are compared (the front page's timeline draws it). None: not measured.
+    seconds: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
 
 class TodoUpsertReq(Req[Created]):

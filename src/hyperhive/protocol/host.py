@@ -28,9 +28,10 @@ from hyperhive.protocol.base import (
     _Out,
 )
 from hyperhive.protocol.budget import OpBudgetReq, OpBudgetSetReq, OpSpendReq, OpSpendSeriesReq
+from hyperhive.protocol.follow import FOLLOW_WAIT_MAX, OpActivityReq, OpAwaitReplyReq
 from hyperhive.protocol.hostreads import AgentSnapshot
 from hyperhive.protocol.link import HostCapacity
-from hyperhive.protocol.move import OpAgentMoveReq
+from hyperhive.protocol.move import OpAgentMoveReq, OpMoveProgressReq
 
 # ---- results (keys promised by docs/cli-json.md are never renamed) ---------
 
@@ -66,6 +67,8 @@ class AgentView(_Out):
     # The host whose lease expired while it held this agent: ``lost`` until it comes
     # back (on_host_loss = "wait") or the agent is re-placed ("replace").
     lost_on: str | None = None
+    # False once the operator stopped it (``agents kill``): it stays down until started.
+    desired_running: bool = True
 
 
 class ParentSet(_Out):
@@ -194,12 +197,21 @@ class OpSendReq(Req[Sent]):
     to: str
     body: str
     in_reply_to: RowId | None = None
+    # The operator will wait for the reply (``send --wait``): refused, before anything is
+    # sent, when the recipient takes no turn to write one (a spend limit holds it, or the
+    # operator stopped it).
+    expect_reply: bool = False
 
 
 class OpInboxReq(Req[list[Message]]):
+    """The newest ``limit`` messages to the operator, oldest first; with ``after`` only
+    those with a greater id, waiting up to ``wait`` seconds for one (``inbox --follow``)."""
+
     cmd: Literal["inbox"]
     limit: int = Field(default=50, ge=1, le=1000)
     unread_only: bool = False
+    after: RowId | None = None
+    wait: float = Field(default=0.0, ge=0.0, le=FOLLOW_WAIT_MAX)
 
 
 class OpOutboxReq(Req[list[Message]]):
@@ -430,6 +442,9 @@ HostRequest = Annotated[
     | OpResolveReq
     | OpLifecycleReq
     | OpAgentMoveReq
+    | OpMoveProgressReq
+    | OpAwaitReplyReq
+    | OpActivityReq
     | OpLogsReq
     | OpAgentSnapshotReq
     | OpCompactReq

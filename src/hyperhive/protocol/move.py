@@ -27,8 +27,11 @@ __all__ = [
     "MoveDropCmd",
     "MoveInCmd",
     "MoveOutCmd",
+    "MovePhase",
+    "MoveProgress",
     "Moved",
     "OpAgentMoveReq",
+    "OpMoveProgressReq",
 ]
 
 # Raw bytes per chunk: with base64 and the envelope well under the 1 MiB frame default.
@@ -141,3 +144,38 @@ class OpAgentMoveReq(Req[Moved]):
     cmd: Literal["agent_move"]
     agent: str
     to: str = Field(min_length=1, max_length=64)
+
+
+# Where a move stands, in order: its turn finishes on the source; the source packs
+# its directory, then uploads it; the target fetches it; it starts on the target; the
+# source drops its copy.
+MovePhase = Literal["draining", "packing", "uploading", "copying", "starting", "cleanup"]
+
+
+class MoveProgress(_Out):
+    """An ``agents move`` in progress, as its coordinator sees it (``moving`` false: none).
+
+    ``uploaded``: bytes of the archive the source has sent; ``size``: the archive's
+    size once packed and sent whole (None before); ``fetched``: bytes the target has
+    taken. ``version`` grows with every change (what a follower passes as ``after``).
+    """
+
+    agent: str
+    moving: bool
+    version: int
+    source: str | None = None
+    target: str | None = None
+    phase: MovePhase | None = None
+    size: int | None = None
+    uploaded: int = 0
+    fetched: int = 0
+
+
+class OpMoveProgressReq(Req[MoveProgress]):
+    """``agent``'s move as it stands: at once if it changed since ``after`` (a previous
+    answer's ``version``), else once it does, waiting up to ``wait`` seconds."""
+
+    cmd: Literal["move_progress"]
+    agent: str
+    after: int = -1
+    wait: float = Field(default=0.0, ge=0.0, le=25.0)

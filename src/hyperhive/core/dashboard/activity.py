@@ -19,9 +19,10 @@ from pydantic import BaseModel, Field
 from hyperhive.core.dashboard.feed import KINDS, FeedPage, feed_page, parse_cursor
 from hyperhive.core.dashboard.pages import waiting_count
 from hyperhive.core.dashboard.state import Dashboard, dashboard
+from hyperhive.core.dashboard.turns import HOURS, HOURS_MAX, WINDOWS, timeline_svg
 from hyperhive.core.dashboard.views import thread_messages
 from hyperhive.errors import InvalidRequest, NotFound
-from hyperhive.protocol import OpSpendReq
+from hyperhive.protocol import FeedEntry, OpSpendReq
 
 __all__ = ["PAGE", "api", "router"]
 
@@ -32,6 +33,7 @@ Dash = Annotated[Dashboard, Depends(dashboard)]
 Agent = Annotated[str | None, Query(max_length=64)]
 Kind = Annotated[str, Query(max_length=16)]
 Before = Annotated[str | None, Query(max_length=64)]
+Hours = Annotated[int, Query(ge=1, le=HOURS_MAX, description="the timeline's window")]
 
 
 async def _glance(d: Dashboard) -> dict[str, Any]:
@@ -88,6 +90,15 @@ def _render(d: Dashboard, request: Request, name: str, **context: Any) -> Respon
     return d.templates.TemplateResponse(request, name, context)
 
 
+async def _timeline(d: Dashboard, hours: int, agent: str | None) -> dict[str, Any]:
+    return {
+        "timeline": await timeline_svg(d, hours, agent or None),
+        "hours": hours,
+        "default_hours": HOURS,
+        "windows": WINDOWS,
+    }
+
+
 @router.get("/activity")
 async def old_activity_page(request: Request) -> Response:
     """The feed's old address: the front page, same filters."""
@@ -97,7 +108,12 @@ async def old_activity_page(request: Request) -> Response:
 
 @router.get("/")
 async def front_page(
-    request: Request, d: Dash, agent: Agent = None, kind: Kind = "", before: Before = None
+    request: Request,
+    d: Dash,
+    agent: Agent = None,
+    kind: Kind = "",
+    before: Before = None,
+    hours: Hours = HOURS,
 ) -> Response:
     return _render(
         d,
@@ -107,18 +123,39 @@ async def front_page(
         waiting=await waiting_count(d),
         glance=await _glance(d),
         **await _feed(d, agent, kind, before),
+        **await _timeline(d, hours, agent),
+    )
+
+
+@router.get("/fragments/timeline")
+async def timeline_fragment(
+    request: Request, d: Dash, agent: Agent = None, kind: Kind = "", hours: Hours = HOURS
+) -> Response:
+    return _render(
+        d,
+        request,
+        "_timeline.html",
+        agent=agent or "",
+        kind=_kind(kind) or "",
+        **await _timeline(d, hours, agent),
     )
 
 
 @router.get("/fragments/activity")
 async def activity_fragment(
-    request: Request, d: Dash, agent: Agent = None, kind: Kind = "", before: Before = None
+    request: Request,
+    d: Dash,
+    agent: Agent = None,
+    kind: Kind = "",
+    before: Before = None,
+    hours: Hours = HOURS,
 ) -> Response:
     return _render(
         d,
         request,
         "_activity.html",
         glance=await _glance(d),
+        hours=hours,  # the older link keeps the timeline's window
         **await _feed(d, agent, kind, before),
     )
 
@@ -152,19 +189,6 @@ async def thread_page(request: Request, d: Dash, message_id: int) -> Response:
     )
 
 
-class FeedEntry(BaseModel):
-    at: float
-    kind: str
-    agents: list[str]
-    title: str
-    body: str
-    message_id: int | None
-    in_reply_to: int | None
-    state: str | None
-    detail: dict[str, Any]
-    cursor: str
-
-
 class Feed(BaseModel):
     items: list[FeedEntry]
     older: str | None = Field(description="the cursor of the next, older page (none: the end)")
@@ -182,20 +206,5 @@ async def activity_api(
     when given, ``limit`` items strictly older than the ``before`` cursor."""
     page = await _page(d, agent, kind, before, limit)
     return Feed(
-        items=[
-            FeedEntry(
-                at=i.at,
-                kind=i.kind,
-                agents=list(i.agents),
-                title=i.title,
-                body=i.body,
-                message_id=i.message_id,
-                in_reply_to=i.in_reply_to,
-                state=i.state,
-                detail=dict(i.detail),
-                cursor=str(i.cursor),
-            )
-            for i in page.items
-        ],
-        older=str(page.older) if page.older else None,
+        items=[i.entry() for i in page.items], older=str(page.older) if page.older else None
     )

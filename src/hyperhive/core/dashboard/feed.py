@@ -18,11 +18,22 @@ from typing import Any
 
 from hyperhive.core.activity import KINDS as LOG_KINDS
 from hyperhive.errors import InvalidRequest
+from hyperhive.protocol import FeedEntry
 from hyperhive.store import Store
 from hyperhive.store.base import FeedCursor
 from hyperhive.store.rows import ActivityRow, MessageRow
 
-__all__ = ["KINDS", "Cursor", "FeedItem", "FeedPage", "feed_page", "merge", "parse_cursor"]
+__all__ = [
+    "KINDS",
+    "WALK_MAX",
+    "Cursor",
+    "FeedItem",
+    "FeedPage",
+    "feed_page",
+    "feed_since",
+    "merge",
+    "parse_cursor",
+]
 
 KINDS: tuple[str, ...] = ("message", *LOG_KINDS)
 # A source's rank breaks ties of time between sources (part of the cursor).
@@ -75,6 +86,21 @@ class FeedItem:
     in_reply_to: int | None = None
     state: str | None = None
     detail: Mapping[str, Any] = field(default_factory=dict)
+
+    def entry(self) -> FeedEntry:
+        """As the JSON API and ``hivectl activity --json`` give it."""
+        return FeedEntry(
+            at=self.at,
+            kind=self.kind,
+            agents=list(self.agents),
+            title=self.title,
+            body=self.body,
+            message_id=self.message_id,
+            in_reply_to=self.in_reply_to,
+            state=self.state,
+            detail=dict(self.detail),
+            cursor=str(self.cursor),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,3 +167,32 @@ async def feed_page(
         )
         sources.append([_logged(r) for r in logged])
     return merge(sources, limit)
+
+
+# How far back a follower's step walks for what is new: a follower further behind than
+# this many items gets the oldest of them it reached, and goes on from there.
+WALK_MAX = 2000
+
+
+async def feed_since(
+    store: Store,
+    after: Cursor,
+    *,
+    limit: int,
+    agent: str | None = None,
+    kind: str | None = None,
+) -> list[FeedItem]:
+    """The oldest ``limit`` items newer than ``after``, newest first (a follower's step).
+
+    Pages back from the newest until it reaches ``after``: a follower that keeps up
+    reads one page with nothing new on it.
+    """
+    newer: list[FeedItem] = []
+    before: Cursor | None = None
+    while True:
+        page = await feed_page(store, limit=limit, before=before, agent=agent, kind=kind)
+        fresh = [i for i in page.items if i.cursor > after]
+        newer.extend(fresh)
+        if len(fresh) < len(page.items) or page.older is None or len(newer) >= WALK_MAX:
+            return newer[-limit:]
+        before = page.older

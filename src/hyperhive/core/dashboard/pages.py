@@ -9,18 +9,22 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from hyperhive.budgets import HIVE_SCOPE, WARN_AT
 from hyperhive.core.agent_api import COMPACT_THRESHOLD
 from hyperhive.core.dashboard.api import operator_threads
+from hyperhive.core.dashboard.pictures.gauges import NARROW, budget_bars, context_gauge
 from hyperhive.core.dashboard.security import AUTH_COOKIE, safe_next
 from hyperhive.core.dashboard.state import Dashboard, dashboard
-from hyperhive.core.dashboard.views import compact_rule, tree_rows
+from hyperhive.core.dashboard.views import budget_row, compact_rule, tree_rows
 from hyperhive.errors import HiveError, NotFound
 from hyperhive.permissions import Capability, ToolGroup, capability_tools, group_tools
 from hyperhive.protocol import (
     ApprovalView,
+    BudgetView,
     OpAgentForgeReq,
     OpApprovalShowReq,
     OpApprovalsReq,
+    OpBudgetReq,
     OpConfigReq,
     OpHostsListReq,
     OpInboxReq,
@@ -87,13 +91,38 @@ async def agent_page(request: Request, d: Dash, name: str) -> Response:
         nav="tree",
         tab="overview",
         a=a,
-        compact_rule=compact_rule(a.get("last_context_usage"), COMPACT_THRESHOLD),
         box=await d.ops.view(OpMessagesReq, agent=name, limit=20),
         loose=await d.ops.view(OpLooseEndsReq, agent=name),
         log=await _log(d, name),
         forge=await d.ops.view(OpAgentForgeReq, agent=name),
         matrix=await _matrix(d, name),
+        **await _gauges(d, a),
     )
+
+
+async def _gauges(d: Dashboard, a: dict[str, Any]) -> dict[str, Any]:
+    """Its context usage against the compaction lines (the agent's own compact tool's
+    threshold, the hive's configured watermark); its spend against its budget, and the
+    hive's when the hive has a limit (it holds every agent too)."""
+    view: BudgetView = await d.ops.request(OpBudgetReq)
+    scopes = {s.scope: s for s in view.scopes}
+    hive = scopes[HIVE_SCOPE]
+    rows = [budget_row(scopes[a["name"]], hive)] if a["name"] in scopes else []
+    if any(v is not None for v in hive.effective.values()):
+        rows.append(budget_row(hive, hive))
+    usage = a.get("last_context_usage")
+    return {
+        "gauge": context_gauge(usage, COMPACT_THRESHOLD, d.parts.config.compact_watermark),
+        "compact_rule": compact_rule(usage, COMPACT_THRESHOLD),
+        "bars": budget_bars(rows, WARN_AT, NARROW),
+        "budget_day": view.day,
+    }
+
+
+@router.get("/fragments/agents/{name}/gauges")
+async def agent_gauges_fragment(request: Request, d: Dash, name: str) -> Response:
+    a = await _agent(d, name)
+    return _render(d, request, "_agent_gauges.html", a=a, **await _gauges(d, a))
 
 
 async def _log(d: Dashboard, name: str) -> list[str]:

@@ -13,10 +13,12 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from hyperhive.budgets import HIVE_SCOPE, LIMIT_KEYS, LimitKey
-from hyperhive.core.dashboard.chart import spend_chart
+from hyperhive.budgets import HIVE_SCOPE, LIMIT_KEYS, WARN_AT, LimitKey
 from hyperhive.core.dashboard.pages import waiting_count
+from hyperhive.core.dashboard.pictures.chart import spend_chart
+from hyperhive.core.dashboard.pictures.gauges import budget_bars
 from hyperhive.core.dashboard.state import Dashboard, dashboard
+from hyperhive.core.dashboard.views import budget_rows
 from hyperhive.errors import InvalidRequest
 from hyperhive.protocol import (
     BudgetView,
@@ -99,12 +101,16 @@ async def _context(d: Dashboard) -> dict[str, Any]:
     series: SpendSeries = await d.ops.request(OpSpendSeriesReq, days=CHART_DAYS)
     report: SpendReport = await d.ops.request(OpSpendReq)
     view: BudgetView = await d.ops.request(OpBudgetReq)
+    rows, unlimited = budget_rows(view)
     return {
         "report": report,
         "budget": view,
         "chart": spend_chart(series.days, series.usd),
+        "bars": budget_bars(rows, WARN_AT),
+        "unlimited": unlimited,
         "hive_scope": HIVE_SCOPE,
         "limit_keys": LIMIT_KEYS,
+        "warn_at": WARN_AT,
     }
 
 

@@ -1,8 +1,8 @@
 """Pure module: no I/O. What the pages show, computed from plain rows.
 
 The tree (roots first), message threads (by ``in_reply_to``), the
-``--tools``/``--allowedTools`` a set of toggles resolves to, and the
-compaction rule in words.
+``--tools``/``--allowedTools`` a set of toggles resolves to, the
+compaction rule in words, and each budget scope's meters.
 """
 
 from __future__ import annotations
@@ -11,14 +11,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hyperhive.budgets import HIVE_SCOPE, LIMIT_KEYS, LimitKey
 from hyperhive.config import AgentConfig
+from hyperhive.core.dashboard.pictures.gauges import BudgetRow, Meter
 from hyperhive.effective import turn_tool_args
 from hyperhive.errors import InvalidRequest
 from hyperhive.permissions import Capability, ToolGroup
+from hyperhive.protocol import BudgetScope, BudgetView
 
 __all__ = [
     "Thread",
     "TreeRow",
+    "budget_row",
+    "budget_rows",
     "compact_rule",
     "perms_preview",
     "thread_messages",
@@ -139,3 +144,36 @@ def compact_rule(usage: float | None, threshold: float) -> str:
         return f"{rule}; no turn recorded yet"
     verdict = "allowed now" if usage > threshold else "not yet"
     return f"{rule}; the last turn used {usage:.0%} (its own: {verdict})"
+
+
+def budget_row(scope: BudgetScope, hive: BudgetScope) -> BudgetRow:
+    """A scope's meters: today's USD always (a limit or not), and each other limit it has."""
+    spent: dict[LimitKey, float] = {
+        "usd_per_day": scope.today.usd,
+        "usd_total": scope.total.usd,
+        "tokens_per_day": scope.today.tokens,
+        "tokens_total": scope.total.tokens,
+    }
+    meters = [
+        Meter(key, spent[key], scope.effective.get(key))
+        for key in LIMIT_KEYS
+        if key == "usd_per_day" or scope.effective.get(key) is not None
+    ]
+    # Its own limit, else the hive's (which holds every agent: it names itself).
+    held = scope.over or hive.over
+    label = "whole hive" if scope.scope == HIVE_SCOPE else scope.scope
+    return BudgetRow(scope.scope, label, tuple(meters), held)
+
+
+def budget_rows(view: BudgetView) -> tuple[list[BudgetRow], list[str]]:
+    """The hive's row and every agent's with a limit or held; the agents with neither."""
+    hive = next(s for s in view.scopes if s.scope == HIVE_SCOPE)
+    rows, unlimited = [], []
+    for scope in view.scopes:
+        row = budget_row(scope, hive)
+        limited = any(v is not None for v in scope.effective.values())
+        if scope.scope == HIVE_SCOPE or limited or row.held:
+            rows.append(row)
+        else:
+            unlimited.append(scope.scope)
+    return rows, unlimited

@@ -44,9 +44,11 @@ class ActivityRepo(ABC):
         *,
         agent: str | None = None,
         kind: str | None = None,
+        since: float | None = None,
     ) -> list[ActivityRow]:
         """Newest first by ``(at, id)``: up to ``limit`` rows strictly before ``before``,
-        of ``kind`` and concerning ``agent`` (actor or other) when given. Index walks."""
+        of ``kind``, concerning ``agent`` (actor or other) and at or after ``since`` when
+        given. Index walks, stopping at ``since`` (a window reads only its own rows)."""
 
     @abstractmethod
     async def prune(self, older_than: float) -> int:

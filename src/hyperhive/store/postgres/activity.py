@@ -58,6 +58,7 @@ class PgActivity(PgRepo, ActivityRepo):
         *,
         agent: str | None = None,
         kind: str | None = None,
+        since: float | None = None,
     ) -> list[ActivityRow]:
         at, below = before or TOP
         t = "a" if agent is None else "x"
@@ -68,10 +69,12 @@ class PgActivity(PgRepo, ActivityRepo):
             source = "activity_agents x JOIN activity a ON a.id = x.id"
         if kind is not None:
             where += f" AND {t}.kind = %(k)s"
+        if since is not None:
+            where += f" AND {t}.at >= %(s)s"
         rows = await self._read(
             f"SELECT {COLS} FROM {source} WHERE {where} "
             f"ORDER BY {t}.at DESC, {t}.id DESC LIMIT %(n)s",
-            {"a": agent, "k": kind, "t": at, "b": below, "n": max(0, limit)},
+            {"a": agent, "k": kind, "t": at, "b": below, "s": since, "n": max(0, limit)},
         )
         return [activity_row(r) for r in rows]
 

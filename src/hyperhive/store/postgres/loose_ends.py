@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from hyperhive.errors import InvalidRequest, LimitExceeded, NotFound
+from hyperhive.errors import Conflict, InvalidRequest, LimitExceeded, NotFound
 from hyperhive.store.base import LooseEndRepo
 from hyperhive.store.postgres._repo import Conn, PgRepo, ensure_agent, now
 from hyperhive.store.postgres.messages import insert_message
@@ -184,7 +184,7 @@ class PgLooseEnds(PgRepo, LooseEndRepo):
                 raise NotFound(f"no question #{question_id}; `hivectl questions list` shows them")
             row = QuestionRow(*found)
             if row.state != "open":
-                raise InvalidRequest(f"question #{question_id} is already {row.state}")
+                raise Conflict(f"question #{question_id} is already {row.state}")
             cur = await conn.execute(
                 "UPDATE questions SET state = 'answered', answer = %s, answered_at = %s "
                 f"WHERE id = %s RETURNING {QUESTION_COLS}",

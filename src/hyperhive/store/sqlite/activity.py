@@ -60,6 +60,7 @@ class SqliteActivity(ActivityRepo):
         *,
         agent: str | None = None,
         kind: str | None = None,
+        since: float | None = None,
     ) -> list[ActivityRow]:
         at, below = before or TOP
         params: list[Any] = []
@@ -75,6 +76,9 @@ class SqliteActivity(ActivityRepo):
             where += f" AND {'a' if agent is None else 'x'}.kind = ?"
             params.append(kind)
         t = "a" if agent is None else "x"
+        if since is not None:
+            where += f" AND {t}.at >= ?"
+            params.append(since)
         sql = f"SELECT {COLS} FROM {source} WHERE {where} ORDER BY {t}.at DESC, {t}.id DESC LIMIT ?"
         params.append(max(0, limit))
         rows = await self._db.run(lambda tx: tx.all(sql, tuple(params)), durable=False)

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hyperhive.errors import InvalidRequest, LimitExceeded, NotFound
+from hyperhive.errors import Conflict, LimitExceeded, NotFound
 from hyperhive.store.base import LooseEndRepo
 from hyperhive.store.rows import (
     LooseEndKind,
@@ -123,7 +123,7 @@ class SqliteLooseEnds(LooseEndRepo):
             if row is None:
                 raise NotFound(f"no question #{question_id}; `hivectl questions list` shows them")
             if row["state"] != "open":
-                raise InvalidRequest(f"question #{question_id} is already {row['state']}")
+                raise Conflict(f"question #{question_id} is already {row['state']}")
             updated = tx.one(
                 "UPDATE questions SET state = 'answered', answer = ?, answered_at = ? "
                 "WHERE id = ? RETURNING *",

@@ -183,9 +183,19 @@ async function refresh(box) {
   }
 }
 
+const lastRefresh = new Map();
+
 function schedule(box) {
   if (pending.has(box)) return;
-  pending.set(box, setTimeout(() => { pending.delete(box); refresh(box); }, 30));
+  // A part with data-every repaints at most once per that many milliseconds: the
+  // timeline of a busy hive would otherwise repaint on every turn's start and end.
+  const every = Number(box.dataset.every) || 0;
+  const wait = Math.max(30, (lastRefresh.get(box) || 0) + every - Date.now());
+  pending.set(box, setTimeout(() => {
+    pending.delete(box);
+    lastRefresh.set(box, Date.now());
+    refresh(box);
+  }, wait));
 }
 
 function connectHive() {

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 
 from markupsafe import Markup, escape
 
+from hyperhive.core.dashboard.pictures.svg import money
+
 __all__ = ["PALETTE", "nice_ceiling", "spend_chart"]
 
 PALETTE = ("#d97706", "#2563eb", "#16a34a", "#dc2626", "#7c3aed", "#0891b2", "#db2777", "#65a30d")
@@ -30,10 +32,6 @@ def nice_ceiling(value: float) -> float:
         if top >= value * (1 - 1e-12):
             return top
     return 10.0 ** (exp + 1)
-
-
-def _money(v: float) -> str:
-    return f"${v:,.2f}" if v >= 0.1 or v == 0 else f"${v:.4f}"
 
 
 def spend_chart(days: Sequence[str], usd: Mapping[str, Sequence[float]]) -> Markup:
@@ -60,7 +58,7 @@ def spend_chart(days: Sequence[str], usd: Mapping[str, Sequence[float]]) -> Mark
             f'<line class="grid" x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y(v):.1f}" '
             f'y2="{y(v):.1f}" stroke="#ccc" stroke-width="0.5"/>'
             f'<text class="tick" x="{LEFT - 6}" y="{y(v) + 4:.1f}" text-anchor="end" '
-            f'font-size="11">{escape(_money(v))}</text>'
+            f'font-size="11">{escape(money(v))}</text>'
         )
     every = max(1, math.ceil(len(days) / 7))
     for i, day in enumerate(days):
@@ -81,7 +79,7 @@ def spend_chart(days: Sequence[str], usd: Mapping[str, Sequence[float]]) -> Mark
             if v:
                 parts.append(
                     f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3" fill="{color}">'
-                    f"<title>{name} {escape(days[i])}: {escape(_money(v))}</title></circle>"
+                    f"<title>{name} {escape(days[i])}: {escape(money(v))}</title></circle>"
                 )
         ly = TOP + 16 * j + 8
         parts.append(
