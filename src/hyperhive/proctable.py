@@ -52,7 +52,7 @@ from hyperhive.errors import Conflict, NotFound, StorageError, Unavailable
 from hyperhive.names import validate_task_name
 from hyperhive.safefs import atomic_write_beneath, open_beneath
 
-__all__ = ["Entry", "ProcRecord", "ProcTable", "TableFile", "output_file"]
+__all__ = ["Entry", "ProcRecord", "ProcTable", "TableFile", "output_file", "output_tail"]
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +105,20 @@ def output_file(state_dir: Path, path: Path, *, append: bool = False) -> int:
     """A descriptor for a process's output file, opened without following planted links."""
     mode = os.O_APPEND if append else os.O_TRUNC
     return open_beneath(state_dir, path, os.O_WRONLY | os.O_CREAT | mode)
+
+
+def output_tail(state_dir: Path, path: Path, nbytes: int) -> str:
+    """The last ``nbytes`` of an output file, as text ("" before it exists)."""
+    try:
+        fd = open_beneath(state_dir, path, os.O_RDONLY, make_dirs=False)
+    except StorageError as exc:
+        if isinstance(exc.__cause__, FileNotFoundError):
+            return ""
+        return f"(output unreadable: {exc.message})"
+    with os.fdopen(fd, "rb") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, size - nbytes))
+        return fh.read(nbytes).decode("utf-8", errors="replace")
 
 
 class ProcTable(Generic[R, E]):

@@ -63,8 +63,7 @@ from hyperhive.bash.records import (
     summary,
 )
 from hyperhive.errors import StorageError
-from hyperhive.proctable import Entry, ProcTable, TableFile, output_file
-from hyperhive.safefs import open_beneath
+from hyperhive.proctable import Entry, ProcTable, TableFile, output_file, output_tail
 
 # The record types are re-exported: callers think of them as the manager's answers.
 __all__ = [
@@ -101,26 +100,9 @@ class _Entry(Entry[TaskRecord]):
     todo_lock: anyio.Lock = field(default_factory=anyio.Lock)
 
 
-def _tail(root: Path, path: Path) -> str:
-    try:
-        fd = open_beneath(root, path, os.O_RDONLY, make_dirs=False)
-    except StorageError as exc:
-        if isinstance(exc.__cause__, FileNotFoundError):
-            return ""
-        return f"(output unreadable: {exc.message})"
-    with os.fdopen(fd, "rb") as fh:
-        size = fh.seek(0, os.SEEK_END)
-        fh.seek(max(0, size - TAIL_BYTES))
-        return fh.read(TAIL_BYTES).decode("utf-8", errors="replace")
-
-
-def _group_alive(pgid: int) -> bool:
-    return signal_group(pgid, 0)
-
-
 async def _group_gone(pgid: int) -> None:
     # Orphans of the shell are no children of ours to wait on: watch their group.
-    while _group_alive(pgid):  # noqa: ASYNC110
+    while signal_group(pgid, 0):  # noqa: ASYNC110
         await anyio.sleep(0.05)
 
 
@@ -406,8 +388,8 @@ class TaskManager(ProcTable[TaskRecord, _Entry]):
             status=rec.status,
             exit_code=rec.exit_code,
             duration_secs=duration(rec, time.time()),
-            stdout_tail=_tail(self.state_dir, out),
-            stderr_tail=_tail(self.state_dir, err),
+            stdout_tail=output_tail(self.state_dir, out, TAIL_BYTES),
+            stderr_tail=output_tail(self.state_dir, err, TAIL_BYTES),
             stdout_path=out,
             stderr_path=err,
             error=rec.error,

@@ -58,7 +58,6 @@ from hyperhive.errors import (
     Conflict,
     InvalidRequest,
     LimitExceeded,
-    PermissionDenied,
     Unavailable,
 )
 from hyperhive.proctable import Entry, ProcTable, TableFile
@@ -69,13 +68,12 @@ from hyperhive.subagent.records import (
     SubagentTable,
     check_model,
     check_prompt,
-    inside,
     preview,
     result_todo,
     signal_todo,
     todo_key,
 )
-from hyperhive.subagent.run import converse, spawn
+from hyperhive.subagent.run import converse, inside_agent, spawn, workspace
 from hyperhive.subagent.spans import record_run, subagent_span
 
 __all__ = ["SUBAGENTS_SUBDIR", "SubagentManager"]
@@ -154,8 +152,8 @@ class SubagentManager(ProcTable[SubagentRecord, _Entry]):
         self._group()
         prompt = check_prompt(prompt)
         model = check_model(model)
-        cwd = self._inside_agent(dir, "dir", want_dir=True) if dir else self._work()
-        system_file = self._inside_agent(prompt_file, "prompt_file", want_dir=False)
+        cwd = inside_agent(self.rt, dir, "dir", want_dir=True) if dir else workspace(self.rt)
+        system_file = inside_agent(self.rt, prompt_file, "prompt_file", want_dir=False)
         sid = self._claim(
             name,
             id_bytes=4,
@@ -398,24 +396,3 @@ class SubagentManager(ProcTable[SubagentRecord, _Entry]):
                 f"{running} subagents are running, the most this agent may have at once; "
                 "wait for one to finish or interrupt one"
             )
-
-    def _work(self) -> Path:
-        return self.rt.paths.agent_work(self.rt.name).resolve()
-
-    def _inside_agent(self, raw: str | None, what: str, *, want_dir: bool) -> Path | None:
-        """Resolve a path the caller gave (relative = to the workspace) inside its own dirs.
-
-        A subagent runs in the agent's sandbox, which sees only the agent's
-        directories: anything else would fail there, so it is refused here.
-        """
-        if raw is None:
-            return None
-        path = (self._work() / raw).resolve()
-        root = self.rt.paths.agent_dir(self.rt.name).resolve()
-        if not inside(path, root):
-            raise PermissionDenied(f"{what} {raw!r} is outside your own directories ({root})")
-        if want_dir and not path.is_dir():
-            raise InvalidRequest(f"{what} {raw!r} is not an existing directory")
-        if not want_dir and not path.is_file():
-            raise InvalidRequest(f"{what} {raw!r} is not an existing file")
-        return path
