@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from schemathesis.checks import not_a_server_error
 
 from hyperhive.config import AgentConfig
 from tests.support.hive import seed_home, start_serve
+from tests.support.waits import wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -36,12 +36,12 @@ def api_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[schemathesi
     proc = start_serve(home)
     try:
         record = home / "run" / "dashboard.json"
-        deadline = time.monotonic() + 20
-        while not record.exists():
+
+        def up() -> bool:
             assert proc.poll() is None, "hivectl serve exited"
-            if time.monotonic() > deadline:
-                raise TimeoutError("no dashboard came up in 20 s")
-            time.sleep(0.02)
+            return record.exists()
+
+        wait_until(up, 20, "the dashboard's record")
         url = json.loads(record.read_text())["url"]
         schema = schemathesis.openapi.from_url(f"{url}/openapi.json", wait_for_schema=10)
         yield schema.exclude(path_regex=r"/events$")

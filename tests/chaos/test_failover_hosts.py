@@ -53,7 +53,7 @@ def _free_port() -> int:
 
 
 async def _beat(link: RpcClient) -> None:
-    while True:
+    while True:  # paced: a live host's heartbeat
         await link.call(LinkHeartbeatReq(cmd="heartbeat", capacity=CAPACITY))
         await anyio.sleep(LEASE / 6)
 
@@ -114,7 +114,7 @@ async def test_the_standby_shows_a_dead_hosts_agents_lost_and_tells_once(
         async def h2_lives() -> None:
             # h2 stays up throughout: it redials whichever coordinator serves the link,
             # saying what it runs.
-            while True:
+            while True:  # paced: a host's redial, as the real one backs off
                 held = ("alice",) if _pushed(second, "activate", "alice") else ()
                 try:
                     async with _live_host(h2, second, held):

@@ -65,6 +65,7 @@ from tests.chaos.rig import (
 from tests.chaos.soak_model import TASK_ENDED, Ledger, SoakModel, task_wait
 from tests.support.model_server import ModelServer
 from tests.support.stores import HiveRows, read_hive, read_hive_sync
+from tests.support.surfaces import until
 
 log = logging.getLogger(__name__)
 
@@ -194,7 +195,7 @@ class Chaos:
     async def run(self) -> None:
         actions = self.schedule()
         retries = 0
-        while actions:
+        while actions:  # paced: the chaos schedule's random gaps
             action = actions.pop(0)
             await anyio.sleep(self.rng.uniform(*self.plan.gap))
             if action == "serve":
@@ -216,16 +217,19 @@ class Chaos:
         """SIGKILL a claude of the current host that is mid-turn (its group, as a crash)."""
         host = self.procs.host
         assert host is not None
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+
+        def killed_one() -> bool:
             live = live_claudes(self.record, self.procs.home)
             ours = [p for p in live if _ppid(p) == host.pid]
-            if ours and kill_group(self.rng.choice(sorted(ours))):
-                self.claude_kills += 1
-                return True
-            await anyio.sleep(0.05)
-        self.misses += 1
-        return False
+            return bool(ours) and kill_group(self.rng.choice(sorted(ours)))
+
+        try:
+            await until(killed_one, 10)
+        except TimeoutError:  # no turn ran in the window: a miss, not a failure
+            self.misses += 1
+            return False
+        self.claude_kills += 1
+        return True
 
 
 def _ppid(pid: int) -> int | None:
@@ -277,7 +281,7 @@ async def _settle(
     deadline = time.monotonic() + plan.settle_within
     quiet = 0
     why: list[str] = []
-    while quiet < 2:
+    while quiet < 2:  # paced: settled means quiet twice in a row, a second apart
         if time.monotonic() > deadline:
             views = await agent_views(paths)
             raise AssertionError(

@@ -92,11 +92,7 @@ async def test_operator_message_wakes_the_agent_which_replies(
             assert isinstance(views, dict)
             return bool(views["inbox"][0]["acked"])
 
-        with anyio.fail_after(30):
-            while True:
-                if await acked():
-                    break
-                await anyio.sleep(0.05)
+        await until_async(acked)
         state = host.agents["alice"].bus.snapshot()
         assert state["last_turn"]["outcome"] == "ok" and state["session_id"]
 
@@ -294,14 +290,13 @@ async def test_auth_failure_puts_the_agent_in_needs_login(
         await until(lambda: "alice" in host.agents)
         async with operator(c.paths) as op:
             await op_call(op, "send", to="alice", body="hello")
-            with anyio.fail_after(30):
-                while True:
-                    ends = await op_call(op, "get_loose_ends", agent="queen")
-                    assert isinstance(ends, list)
-                    keys = [e["key"] for e in ends]
-                    if "needs_login:alice" in keys:
-                        break
-                    await anyio.sleep(0.05)
+
+            async def flagged() -> bool:
+                ends = await op_call(op, "get_loose_ends", agent="queen")
+                assert isinstance(ends, list)
+                return "needs_login:alice" in [e["key"] for e in ends]
+
+            await until_async(flagged)
             agents = await op_call(op, "agents")
         assert isinstance(agents, list)
         assert next(a for a in agents if a["name"] == "alice")["needs_login"] is True

@@ -23,7 +23,7 @@ from tests.e2e.test_bash_mcp import coordinator_and_host, start_host
 from tests.support.forgejo_server import FakeForgejo
 from tests.support.hive import agent_env, op_call, operator, seed_home
 from tests.support.model_server import ModelServer, always, text, tool_call
-from tests.support.surfaces import surface_client, until
+from tests.support.surfaces import surface_client, until, until_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(180)]
 
@@ -150,9 +150,9 @@ async def test_create_repo_then_push_a_branch_from_a_bash_task_and_get_woken_by_
 
 
 async def _wait_forge_messages(home: Path, count: int) -> list[dict[str, Any]]:
-    with anyio.fail_after(30):
-        while True:
-            rows = await _forge_messages(home)
-            if len(rows) >= count:
-                return rows
-            await anyio.sleep(0.05)
+    async def enough() -> list[dict[str, Any]] | None:
+        rows = await _forge_messages(home)
+        return rows if len(rows) >= count else None
+
+    rows: list[dict[str, Any]] = await until_async(enough)
+    return rows

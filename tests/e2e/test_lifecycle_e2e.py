@@ -17,6 +17,7 @@ from hyperhive.sysusers import traversal_problem
 from tests.support.hive import agent_env, op_call, operator, running_hive, seed_home
 from tests.support.model_server import ModelServer, Reply, text, tool_call
 from tests.support.sandboxed import traversable_home
+from tests.support.surfaces import until, until_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -49,15 +50,6 @@ async def _messages(c: Any, name: str) -> list[dict[str, Any]]:
         views = await op_call(op, "messages", agent=name)
     assert isinstance(views, dict)
     return list(views["inbox"])
-
-
-async def eventually(check: Any, within: float = 60.0) -> Any:
-    with anyio.fail_after(within):
-        while True:
-            value = await check()
-            if value:
-                return value
-            await anyio.sleep(0.1)
 
 
 async def test_a_manager_spawns_a_child_that_answers_through_its_parent(
@@ -93,7 +85,7 @@ async def test_a_manager_spawns_a_child_that_answers_through_its_parent(
                 rows = await op_call(op, "approvals")
                 return rows if isinstance(rows, list) and rows else None
 
-            approvals = await eventually(pending)
+            approvals = await until_async(pending)
             assert approvals[0]["subject"] == "worker" and approvals[0]["requester"] == "queen"
             await op_call(op, "approve", approval_id=approvals[0]["id"])
         assert c.topology_store.read_cached()["worker"] == "queen"
@@ -101,7 +93,7 @@ async def test_a_manager_spawns_a_child_that_answers_through_its_parent(
         async def reply_from_worker() -> Any:
             return [m for m in await _messages(c, "queen") if m["from"] == "worker"]
 
-        replies = await eventually(reply_from_worker)
+        replies = await until_async(reply_from_worker)
         assert replies[0]["body"] == "done: thing"
         assert "worker" in host.agents
         assert host.agents["worker"].groups == (ToolGroup.MESSAGING,)
@@ -129,11 +121,7 @@ async def test_a_turn_under_bubblewrap_as_the_agents_user(
     )
     _seed(open_home, model_server, 'runtime = "bwrap"\n', alice=AgentConfig())
     async with running_hive(open_home, claude_bin, runtime="bwrap") as (c, host):
-        with anyio.fail_after(30):
-            while True:
-                if "alice" in host.agents:
-                    break
-                await anyio.sleep(0.05)
+        await until(lambda: "alice" in host.agents)
         async with operator(c.paths) as op:
             await op_call(op, "send", to="alice", body="hello")
 
@@ -142,7 +130,7 @@ async def test_a_turn_under_bubblewrap_as_the_agents_user(
                 rows = await op_call(op, "inbox")
             return rows if isinstance(rows, list) and rows else None
 
-        rows = await eventually(replied)
+        rows = await until_async(replied)
         assert rows[0]["body"] == "from the sandbox"
         rt = host.agents["alice"]
         assert rt.enclosure.isolation is not None and rt.enclosure.isolation.uid is not None
@@ -173,7 +161,7 @@ async def test_a_crashing_harness_is_restarted_and_its_submitter_told(
         async def crash_notice() -> Any:
             return [m for m in await _messages(c, "queen") if "container_crash" in m["body"]]
 
-        notices = await eventually(crash_notice)
+        notices = await until_async(crash_notice)
         assert notices[0]["body"].startswith("[container_crash] broken crashed")
         view = next(a for a in await c.operator_api.agents_view() if a.name == "broken")
         assert view.crashed is None or "ConfigError" in view.crashed

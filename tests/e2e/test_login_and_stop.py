@@ -23,7 +23,7 @@ from hyperhive.names import OPERATOR
 from tests.support.hive import agent_env, op_call, operator, running_hive, seed_home
 from tests.support.model_server import ApiError, ModelServer, always, text, tool_call
 from tests.support.procs import hivectl
-from tests.support.surfaces import until
+from tests.support.surfaces import until, until_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -86,16 +86,16 @@ async def test_no_credentials_holds_the_agent_until_hivectl_login(
                 await arrived.wait()
         assert model_server.main_requests[0].headers.get("x-api-key") == "test-key"
         assert _turns(rt) == 2 and not rt.turns.needs_login
+
         # The clean turn's end clears the coordinator's flag (agents list, dashboard).
-        with anyio.fail_after(30):
-            while True:
-                async with operator(c.paths) as op:
-                    agents = await op_call(op, "agents")
-                assert isinstance(agents, list)
-                alice = next(a for a in agents if isinstance(a, dict) and a["name"] == "alice")
-                if alice["needs_login"] is False:
-                    break
-                await anyio.sleep(0.05)
+        async def cleared() -> bool:
+            async with operator(c.paths) as op:
+                agents = await op_call(op, "agents")
+            assert isinstance(agents, list)
+            alice = next(a for a in agents if isinstance(a, dict) and a["name"] == "alice")
+            return alice["needs_login"] is False
+
+        await until_async(cleared)
 
 
 async def test_a_graceful_stop_cuts_a_redelivery_backoff_short(

@@ -65,12 +65,12 @@ async def _matrix_messages(home: Path, agent: str = AGENT) -> list[dict[str, Any
 
 
 async def _wait_messages(home: Path, count: int, within: float = 60) -> list[dict[str, Any]]:
-    with anyio.fail_after(within):
-        while True:
-            rows = await _matrix_messages(home)
-            if len(rows) >= count:
-                return rows
-            await anyio.sleep(0.1)
+    async def enough() -> list[dict[str, Any]] | None:
+        rows = await _matrix_messages(home)
+        return rows if len(rows) >= count else None
+
+    rows: list[dict[str, Any]] = await until_async(enough, within)
+    return rows
 
 
 @pytest.fixture
@@ -101,14 +101,14 @@ async def _reply(person: Person, room_id: str, want: str, within: float = 60) ->
 
 async def _host_gone(home: Path) -> None:
     """Until the coordinator has seen the agent's host go (its watcher with it)."""
-    with anyio.fail_after(30):
-        while True:
-            async with operator(HivePaths(home)) as op:
-                rows = await op_call(op, "agents")
-            assert isinstance(rows, list)
-            if not any(r["name"] == AGENT and r["running"] for r in rows):  # type: ignore[index]
-                return
-            await anyio.sleep(0.1)
+
+    async def gone() -> bool:
+        async with operator(HivePaths(home)) as op:
+            rows = await op_call(op, "agents")
+        assert isinstance(rows, list)
+        return not any(r["name"] == AGENT and r["running"] for r in rows)  # type: ignore[index]
+
+    await until_async(gone)
 
 
 async def _synced(state_dir: Path) -> None:
@@ -317,11 +317,12 @@ async def test_stranger_invite_pending_and_tokens_are_the_agents_own(
             assert (await stranger.members(room_id)).get(agent_id) == "join"
             await stranger.say(room_id, f"now that you are here, {agent_id}: status?")
             # Mentions wake it: the one sent while it was only invited, and the new one.
-            bodies = ""
-            with anyio.fail_after(60):
-                while "status?" not in bodies:
-                    bodies = "\n".join(m["body"] for m in await _matrix_messages(tmp_path))
-                    await anyio.sleep(0.1)
+
+            async def both_mentions() -> str | None:
+                bodies = "\n".join(m["body"] for m in await _matrix_messages(tmp_path))
+                return bodies if "status?" in bodies else None
+
+            bodies = await until_async(both_mentions, 60)
             assert f"mention from {stranger.user_id}" in bodies and "come in" in bodies
             assert "direct message" not in bodies
             read = result_text(await mx.call_tool("read", {"room": room_id}))

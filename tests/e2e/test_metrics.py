@@ -29,7 +29,7 @@ from tests.support.hive import (
     seed_home,
 )
 from tests.support.model_server import ModelServer, text, tool_call
-from tests.support.surfaces import result_text, surface_client, until
+from tests.support.surfaces import result_text, surface_client, until, until_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -99,12 +99,12 @@ async def test_metrics_after_a_known_scenario(
             return parse(got.text)
 
         async def scrape_until(name: str, want: float, **labels: str) -> Samples:
-            with anyio.fail_after(30):
-                while True:
-                    s = await scrape()
-                    if value(s, name, **labels) == want:
-                        return s
-                    await anyio.sleep(0.05)
+            async def seen() -> Samples | None:
+                s = await scrape()
+                return s if value(s, name, **labels) == want else None
+
+            samples: Samples = await until_async(seen)
+            return samples
 
         # The turn is over once the coordinator answered its turn_end (acks, spend) and
         # its duration is observed (its host reported idle): the two come in either order.

@@ -39,6 +39,7 @@ from tests.support.surfaces import (
     result_text,
     surface_client,
     until,
+    until_async,
 )
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(150)]
@@ -231,12 +232,12 @@ async def test_continue_resumes_the_session_and_interrupt_stops_the_run(
                 assert busy.is_error and "still running" in result_text(busy)
                 stopped = await sub.call_tool("interrupt", {"id": "sleepy"})
                 assert "interrupted" in result_text(stopped)
-                with anyio.fail_after(20):
-                    while True:
-                        seen = result_text(await sub.call_tool("status", {"id": "sleepy"}))
-                        if "subagent sleepy: interrupted" in seen:
-                            break
-                        await anyio.sleep(0.1)
+
+                async def stopped_run() -> bool:
+                    seen = result_text(await sub.call_tool("status", {"id": "sleepy"}))
+                    return "subagent sleepy: interrupted" in seen
+
+                await until_async(stopped_run, 20)
                 again = await sub.call_tool("interrupt", {"id": "sleepy"})
                 assert "was not running" in result_text(again)
                 # An interrupt the parent asked for files no todo.

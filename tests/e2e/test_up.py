@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -55,15 +54,16 @@ class Up:
     def wait_for(self, check: Callable[[], Any], within: float = SERVE_START_WITHIN_S) -> Any:
         # The hive's start bound by default: several of these waits span a serve's start
         # (imports, the store, a host's), which a loaded machine took over 45 s for.
-        deadline = time.monotonic() + within
-        while time.monotonic() < deadline:
+        def held() -> Any:
             value = check()
-            if value:
-                return value
-            if self.proc.poll() is not None:
+            if not value and self.proc.poll() is not None:
                 raise AssertionError(f"hivectl up exited early: {self.lines}")
-            time.sleep(0.05)
-        raise TimeoutError(f"condition not met; output so far: {self.lines}")
+            return value
+
+        try:
+            return wait_until(held, within)
+        except TimeoutError:
+            raise TimeoutError(f"condition not met; output so far: {self.lines}") from None
 
     def saw(self, fragment: str) -> bool:
         return any(fragment in line for line in self.lines)

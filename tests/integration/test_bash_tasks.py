@@ -29,6 +29,7 @@ from hyperhive.errors import (
     Unavailable,
 )
 from tests.support.surfaces import until
+from tests.support.todos import RecordingTodos
 
 
 @pytest.fixture
@@ -37,38 +38,6 @@ def anyio_backend() -> str:
 
 
 pytestmark = pytest.mark.anyio
-
-
-@dataclass
-class RecordingTodos:
-    """The TodoSink plug-in point: records what would go to the coordinator."""
-
-    events: list[tuple[str, str, str]] = field(default_factory=list)
-    quiet: set[str] = field(default_factory=set)  # bodies upserted with wake=False
-
-    async def upsert(self, key: str, body: str, *, wake: bool = True) -> None:
-        self.events.append(("upsert", key, body))
-        if not wake:
-            self.quiet.add(body)
-
-    async def clear(self, key: str) -> None:
-        self.events.append(("clear", key, ""))
-
-    def open(self) -> dict[str, str]:
-        todos: dict[str, str] = {}
-        for op, key, body in self.events:
-            if op == "upsert":
-                todos[key] = body
-            else:
-                todos.pop(key, None)
-        return todos
-
-    def ops(self, key: str) -> list[str]:
-        return [
-            op if op == "clear" else f"upsert:{body.split(':')[0]}"
-            for op, k, body in self.events
-            if k == key
-        ]
 
 
 @dataclass
@@ -502,7 +471,7 @@ async def test_corrupt_table_is_set_aside(
     tasks_dir.mkdir(parents=True)
     truncated = b'{"version": 1, "tasks": [{"id": "x", "cmd": "sle'
     (tasks_dir / "tasks.json").write_bytes(truncated)
-    with caplog.at_level(logging.WARNING, logger="hyperhive.bash.tasks"):
+    with caplog.at_level(logging.WARNING, logger="hyperhive.proctable"):
         async with manager(sandbox, RecordingTodos()) as tm:
             with pytest.raises(NotFound):
                 await tm.status("x")

@@ -105,7 +105,7 @@ async def _reporter(
 ) -> None:
     """The harness's rule: resend a turn_end until it is answered, then the next."""
     i = 0
-    while i < len(runs):
+    while i < len(runs):  # paced: the harness's resend while the coordinator restarts
         try:
             async with connect(paths.agent_sock("alice")) as client:
                 while i < len(runs):

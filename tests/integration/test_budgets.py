@@ -35,6 +35,7 @@ from tests.support.hive import (
     seed_home,
 )
 from tests.support.spend import reported
+from tests.support.surfaces import until
 
 pytestmark = pytest.mark.anyio
 
@@ -70,7 +71,7 @@ async def test_an_agent_over_its_daily_limit_is_held_until_the_limit_is_raised(
     tmp_path: Path, hive_store_url: str | None
 ) -> None:
     paths = seed_home(tmp_path, {"alice": ALICE, "bob": AgentConfig()}, store_url=hive_store_url)
-    async with coordinator(tmp_path), agent(paths, "alice") as alice:
+    async with coordinator(tmp_path) as coord, agent(paths, "alice") as alice:
         await agent_call(alice, "attach")
         first = _spend(85, 0.5)
         await agent_call(alice, "turn_end", outcome="ok", spend=first)
@@ -109,7 +110,7 @@ async def test_an_agent_over_its_daily_limit_is_held_until_the_limit_is_raised(
                     got.update(result)
 
                 tg.start_soon(waiter)
-                await anyio.sleep(0.2)  # let the wait start and be held
+                await until(lambda: coord.broker.waiting("alice"))  # started and held
                 view = await op_call(
                     op, "budget_set", scope="alice", limits={"tokens_per_day": 1000}
                 )
@@ -207,7 +208,11 @@ async def test_a_wait_parked_before_the_hive_limit_is_reached_is_held_not_handed
         {"alice": AgentConfig(), "bob": AgentConfig()},
         hive_toml='[budget]\nusd_per_day = 1.0\ntimezone = "UTC"\n',
     )
-    async with coordinator(tmp_path), agent(paths, "alice") as alice, agent(paths, "bob") as bob:
+    async with (
+        coordinator(tmp_path) as coord,
+        agent(paths, "alice") as alice,
+        agent(paths, "bob") as bob,
+    ):
         await agent_call(bob, "attach")
         got: dict[str, Any] = {}
 
@@ -218,7 +223,7 @@ async def test_a_wait_parked_before_the_hive_limit_is_reached_is_held_not_handed
 
         async with operator(paths) as op, anyio.create_task_group() as tg:
             tg.start_soon(waiter, 1.5)  # held: it runs out with nothing
-            await anyio.sleep(0.3)  # parked
+            await until(lambda: coord.broker.waiting("bob"))  # parked
             await agent_call(alice, "turn_end", outcome="ok", spend=_spend(1, 1.5))
             await op_call(op, "send", to="bob", body="not now")
         assert got["messages"] == []
@@ -227,7 +232,7 @@ async def test_a_wait_parked_before_the_hive_limit_is_reached_is_held_not_handed
             got.clear()
             # Woken by the lift, however long that takes on a loaded machine.
             tg.start_soon(waiter, 30.0)
-            await anyio.sleep(0.3)
+            await until(lambda: coord.broker.waiting("bob"))  # held by the hive's limit
             await op_call(op, "budget_set", scope="*", limits={"usd_per_day": None})
         assert [m["body"] for m in got["messages"]] == ["not now"]
 

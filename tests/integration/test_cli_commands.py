@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import pytest
 
 from hyperhive.config import AgentConfig, HivePaths
 from tests.support.hive import agent, agent_call, hivectl_env, seed_home, start_serve
+from tests.support.waits import wait_until
 
 HIVE_TOML = 'runtime = "unsandboxed"\ndashboard_port = 0\n'
 
@@ -230,13 +230,16 @@ def _start_host(hive: Path, tmp_path: Path) -> subprocess.Popen[bytes]:
         stderr=log,
     )
     log.close()
-    deadline = time.monotonic() + 60
-    while ok_json(hive, "status")["hosts"] == []:
+
+    def registered() -> bool:
         assert host.poll() is None, (hive / "host.log").read_text()
-        if time.monotonic() > deadline:
-            host.kill()
-            raise TimeoutError("the agent host did not register in 60 s")
-        time.sleep(0.05)
+        return ok_json(hive, "status")["hosts"] != []
+
+    try:
+        wait_until(registered, 60, "the agent host's registration")
+    except TimeoutError:
+        host.kill()
+        raise
     return host
 
 

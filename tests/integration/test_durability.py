@@ -48,7 +48,7 @@ class _Server:
 
 async def _sender(paths: HivePaths, name: str, confirmed: list[int], done: anyio.Event) -> None:
     seq = 0
-    while seq < PER_SENDER:
+    while seq < PER_SENDER:  # paced: a sender retrying while the coordinator restarts
         try:
             async with connect(paths.agent_sock(name)) as client:
                 while seq < PER_SENDER:
@@ -62,11 +62,11 @@ async def _sender(paths: HivePaths, name: str, confirmed: list[int], done: anyio
 
 async def _consumer(paths: HivePaths, acked: set[int], stop: anyio.Event) -> None:
     """Drains sink during the chaos; an acked id must never come back."""
-    while not stop.is_set():
+    while not stop.is_set():  # paced: a consumer reconnecting while the coordinator restarts
         try:
             async with connect(paths.agent_sock("sink")) as client:
                 await client.call(AttachReq(cmd="attach"))
-                while not stop.is_set():
+                while not stop.is_set():  # paced: a consumer draining, idle when empty
                     rows = await client.call(RecvReq(cmd="recv", max=5))
                     ids = [r.id for r in rows]
                     again = acked.intersection(ids)
@@ -105,6 +105,7 @@ async def test_kill_9_mid_run_loses_no_confirmed_send(
                     tg.start_soon(_sender, paths, name, confirmed[name], done)
                 stop_consumer = anyio.Event()
                 tg.start_soon(_consumer, paths, acked, stop_consumer)
+                # paced: kill -9 rounds at random gaps
                 while server.kills < KILLS and not all(d.is_set() for d in dones):
                     await anyio.sleep(rng.uniform(0.2, 0.6))
                     await anyio.to_thread.run_sync(server.kill9)

@@ -65,7 +65,7 @@ async def host(
 
 async def beat(link: RpcClient, every: float) -> None:
     """Heartbeat like a live host, until cancelled."""
-    while True:
+    while True:  # paced: a live host's heartbeat
         await link.call(LinkHeartbeatReq(cmd="heartbeat", capacity=CAPACITY))
         await anyio.sleep(every)
 

@@ -21,6 +21,7 @@ from hyperhive.store.postgres import open_postgres
 from tests.support.hive import coordinator, running_hive, seed_home, start_serve
 from tests.support.postgres import PgCluster
 from tests.support.procs import agent_rows, log_tail, start_host, stop, wait_until
+from tests.support.surfaces import until, until_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
 
@@ -31,14 +32,16 @@ async def _recv_ids(client: RpcClient) -> list[int]:
 
 async def _send_when_back(paths: HivePaths, body: str) -> int:
     """What an agent's harness does while the database is away: retry until it answers."""
-    with anyio.fail_after(60):
-        while True:
-            try:
-                async with connect(paths.agent_sock("alice")) as alice:
-                    sent = await alice.call(SendReq(cmd="send", to="sink", body=body))
-                    return sent.id
-            except (Unavailable, OSError):
-                await anyio.sleep(0.2)
+
+    async def sent() -> int | None:
+        try:
+            async with connect(paths.agent_sock("alice")) as alice:
+                return (await alice.call(SendReq(cmd="send", to="sink", body=body))).id
+        except (Unavailable, OSError):
+            return None
+
+    sent_id: int = await until_async(sent, 60)
+    return sent_id
 
 
 async def test_a_coordinator_on_postgres_rides_out_a_database_restart(
@@ -155,9 +158,7 @@ async def test_a_crash_restart_due_while_the_database_is_away_waits_for_it(
         # restart (due 2 s later) must wait for the store, not end the coordinator.
         with contextlib.suppress(Unavailable):
             await coord.lifecycle.crashed("alice", "killed by the test")
-        with anyio.fail_after(120):
-            while "agent alice: cannot restart it yet" not in caplog.text:  # noqa: ASYNC110
-                await anyio.sleep(0.1)
+        await until(lambda: "agent alice: cannot restart it yet" in caplog.text, 120)
         await anyio.to_thread.run_sync(cluster.start)
         # Still serving: alice's socket answers once the database is back.
         assert await _send_when_back(paths, "after the outage") > 0
@@ -193,23 +194,17 @@ async def test_agents_whose_database_is_away_warn_once_each_not_per_redial(
         def back() -> bool:
             return all(f"{n}: coordinator unavailable: back after" in caplog.text for n in agents)
 
-        with anyio.fail_after(60):
-            while not attached():  # noqa: ASYNC110 - another component's state
-                await anyio.sleep(0.05)
+        await until(attached, 60)
         caplog.clear()
         await anyio.to_thread.run_sync(cluster.stop)
         # Each request waits for a connection (10 s) before it fails: until every agent
         # has failed twice (the second time a debug line), the first on its wait, the
         # second on the attach of its redial, which the coordinator took.
-        with anyio.fail_after(90):
-            while not redialled():  # noqa: ASYNC110 - the log
-                await anyio.sleep(0.2)
+        await until(redialled, 90)
         said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
         for name in agents:
             away = [m for m in said if m.startswith(f"{name}: coordinator unavailable")]
             assert len(away) == 1, said
         assert sum(" unavailable: " in m and m.startswith("store ") for m in said) <= 3, said
         await anyio.to_thread.run_sync(cluster.start)
-        with anyio.fail_after(60):
-            while not back():  # noqa: ASYNC110 - the log
-                await anyio.sleep(0.1)
+        await until(back, 60)

@@ -15,6 +15,7 @@ import pytest
 
 from tests.support.postgres import PgCluster
 from tests.support.strays import OWNER_ENV, OWNER_FILE, owner_alive, owner_tag, reap_strays
+from tests.support.waits import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -86,10 +87,7 @@ def test_a_killed_runs_cluster_is_stopped_and_removed_and_a_live_ones_kept(
 
     assert f"removed {root}" in done
     assert not root.exists()
-    deadline = time.monotonic() + 10
-    while _alive(postmaster) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(postmaster), "the stray cluster's postmaster still runs"
+    wait_until(lambda: not _alive(postmaster), 10, "the stray cluster's postmaster to stop")
     # This session's own cluster (a live owner) is untouched and still serves.
     assert pg_cluster.root.is_dir()
     assert pg_cluster.running()

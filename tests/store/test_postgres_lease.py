@@ -15,7 +15,7 @@ import pytest
 from hyperhive.store.postgres import PostgresStore, open_postgres
 from hyperhive.store.postgres.errors import Fenced
 from hyperhive.store.postgres.lease import Lease, LeaseHolder, LeaseLost
-from tests.support.surfaces import until
+from tests.support.surfaces import until, until_async
 
 pytestmark = pytest.mark.anyio
 
@@ -33,10 +33,8 @@ async def leases(pg_url: str) -> AsyncIterator[tuple[Lease, Lease]]:
 
 
 async def _until_acquired(lease: Lease, within: float = 30) -> int:
-    with anyio.fail_after(within):
-        # The database's clock expires the lease: nothing to wait on but the row itself.
-        while (epoch := await lease.try_acquire()) is None:  # noqa: ASYNC110
-            await anyio.sleep(lease.ttl / 5)
+    # The database's clock expires the lease: nothing to wait on but the row itself.
+    epoch: int = await until_async(lease.try_acquire, within)
     return epoch
 
 

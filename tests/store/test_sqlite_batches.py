@@ -14,6 +14,7 @@ import pytest
 
 from hyperhive.errors import NotFound, StorageError
 from hyperhive.store.sqlite.engine import Engine, Tx
+from tests.support.surfaces import until
 
 pytestmark = pytest.mark.anyio
 
@@ -57,7 +58,7 @@ async def _one_batch(engine: Engine, ops: list[Callable[[Tx], Any]]) -> list[Any
         await anyio.to_thread.run_sync(held.wait, 10)
         for i, op in enumerate(ops):
             tg.start_soon(run, i, op)
-        await anyio.sleep(0.1)  # every run() has queued its job
+        await until(lambda: engine.queued() == len(ops))  # every run() has queued its job
         release.set()
     return outcomes
 

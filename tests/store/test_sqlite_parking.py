@@ -13,6 +13,7 @@ import pytest
 
 from hyperhive.errors import NotFound
 from hyperhive.store.sqlite.engine import Engine, Parked, Tx
+from tests.support.surfaces import until
 
 pytestmark = pytest.mark.anyio
 
@@ -203,9 +204,9 @@ async def test_parked_and_woken_in_one_batch_the_caller_gets_the_answer(
         tg.start_soon(db.run, hold)
         await anyio.to_thread.run_sync(held.wait, 10)
         tg.start_soon(park)
-        await anyio.sleep(0.05)
+        await until(lambda: db.queued() == 1)  # the poll first
         tg.start_soon(db.run, _send("a", "same batch"))
-        await anyio.sleep(0.05)  # both queued behind ``hold``: one batch
+        await until(lambda: db.queued() == 2)  # both queued behind ``hold``: one batch
         release.set()
     # The poll ran first and found nothing; the send after it in the batch woke it.
     assert got == [["same batch"]] and poll.runs == 2

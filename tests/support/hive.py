@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -27,6 +26,7 @@ from hyperhive.config import (
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.protocol import AgentRequest, HostRequest
 from hyperhive.unixsock import is_listening
+from tests.support.waits import wait_until
 
 _AGENT = TypeAdapter(AgentRequest)
 _HOST = TypeAdapter(HostRequest)
@@ -160,16 +160,21 @@ def start_serve(
     if not wait:
         return proc
     paths = HivePaths(home)
-    deadline = time.monotonic() + SERVE_START_WITHIN_S
-    while not (is_listening(paths.host_sock) and is_listening(paths.hosts_sock)):
+
+    def listening() -> bool:
+        if is_listening(paths.host_sock) and is_listening(paths.hosts_sock):
+            return True
         if proc.poll() is not None:
             tail = (home / log_name).read_text(errors="replace")[-2000:]
             raise RuntimeError(f"hivectl serve exited {proc.returncode}:\n{tail}")
-        if time.monotonic() > deadline:
-            proc.kill()
-            proc.wait()  # reaped here, not left to warn in whichever test runs next
-            raise RuntimeError(f"hivectl serve did not come up in {SERVE_START_WITHIN_S} s")
-        time.sleep(0.01)
+        return False
+
+    try:
+        wait_until(listening, SERVE_START_WITHIN_S)
+    except TimeoutError:
+        proc.kill()
+        proc.wait()  # reaped here, not left to warn in whichever test runs next
+        raise RuntimeError(f"hivectl serve did not come up in {SERVE_START_WITHIN_S} s") from None
     return proc
 
 

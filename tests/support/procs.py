@@ -11,12 +11,11 @@ import os
 import shlex
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from tests.support.hive import SERVE_START_WITHIN_S, hivectl_env
+from tests.support.waits import wait_until
 
 __all__ = [
     "ExecRecord",
@@ -32,20 +31,6 @@ __all__ = [
     "stop",
     "wait_until",
 ]
-
-_T = TypeVar("_T")
-
-
-def wait_until(check: Callable[[], _T], within: float = 30.0, what: str = "condition") -> _T:
-    """Poll ``check`` until it returns something truthy; ``TimeoutError`` past the deadline."""
-    deadline = time.monotonic() + within
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what}: not met within {within:.0f}s")
-        time.sleep(0.05)
 
 
 def hivectl(home: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -17,11 +17,12 @@ import os
 import shutil
 import signal
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.support.waits import wait_until
 
 __all__ = [
     "OWNER_ENV",
@@ -81,9 +82,8 @@ def _alive(pid: int) -> bool:
 def _stop(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
-    deadline = time.monotonic() + _GRACE_S
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    with contextlib.suppress(TimeoutError):
+        wait_until(lambda: not _alive(pid), _GRACE_S)
     if _alive(pid):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)

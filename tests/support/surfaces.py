@@ -85,9 +85,10 @@ async def eventually(
     within: float = 30.0,
 ) -> dict[str, str]:
     """Poll ``agent``'s todos until ``check`` holds; returns them."""
-    with anyio.fail_after(within):
-        while True:
-            todos = await loose_todos(paths, agent, subsystem)
-            if check(todos):
-                return todos
-            await anyio.sleep(0.05)
+
+    async def held() -> tuple[dict[str, str]] | None:
+        todos = await loose_todos(paths, agent, subsystem)
+        return (todos,) if check(todos) else None  # boxed: no todos may be the answer
+
+    found: tuple[dict[str, str]] = await until_async(held, within)
+    return found[0]

@@ -18,7 +18,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ import httpx
 import pytest
 
 from tests.support.strays import OWNER_ENV, owner_tag
+from tests.support.waits import wait_until
 
 __all__ = [
     "START_WITHIN",
@@ -137,21 +137,19 @@ def run_synapse(d: Path) -> Iterator[Synapse]:
     )
     server = Synapse(f"http://127.0.0.1:{port}", SERVER_NAME, secret, d, proc)
     try:
-        deadline = time.monotonic() + START_WITHIN
-        while True:
+
+        def healthy() -> bool:
             if proc.poll() is not None:
                 raise RuntimeError(
                     f"synapse exited with {proc.returncode}:\n{(d / 'stdout.log').read_text()}"
                     f"\n{server.log_tail()}"
                 )
             try:
-                if httpx.get(f"{server.url}/health", timeout=1).status_code == 200:
-                    break
+                return httpx.get(f"{server.url}/health", timeout=1).status_code == 200
             except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"synapse did not start within {START_WITHIN:.0f}s")
-            time.sleep(0.1)
+                return False
+
+        wait_until(healthy, START_WITHIN, "synapse's start")
         yield server
     finally:
         with contextlib.suppress(ProcessLookupError):

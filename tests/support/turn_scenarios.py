@@ -28,7 +28,7 @@ from hyperhive.config import AgentConfig, HivePaths, dump_agent_config
 from hyperhive.permissions import ToolGroup
 from tests.support.hive import agent_env, op_call, operator, running_hive, seed_home
 from tests.support.model_server import Answer, ModelServer, RecordedRequest, text, tool_call
-from tests.support.surfaces import until
+from tests.support.surfaces import until, until_async
 
 __all__ = [
     "PROBE",
@@ -229,12 +229,7 @@ async def _child(run: Run) -> None:
         rows = await run.op("approvals")
         return rows if isinstance(rows, list) else []
 
-    with anyio.fail_after(60):
-        while True:
-            rows = await pending()
-            if rows:
-                break
-            await anyio.sleep(0.05)
+    rows = await until_async(pending, 60)
     await run.op("approve", approval_id=rows[0]["id"])
 
 

@@ -11,6 +11,7 @@ import pytest
 from hyperhive.config import HivePaths
 from hyperhive.errors import Conflict
 from hyperhive.homelock import HomeLock, holder, refuse_if_held
+from tests.support.surfaces import until
 
 
 def test_a_second_holder_is_refused_naming_the_first(tmp_path: Path) -> None:
@@ -52,10 +53,8 @@ async def test_a_standby_waits_for_the_lock_and_takes_it_once_released(tmp_path:
             got.set()
 
         tg.start_soon(wait_for_it)
-        with anyio.fail_after(10):
-            # The lock is polled: there is no event to wait on.
-            while not told:  # noqa: ASYNC110
-                await anyio.sleep(0.01)
+        # The lock is polled: there is no event to wait on.
+        await until(lambda: told, 10)
         assert told == [os.getpid()] and not got.is_set()
         first.release()
         with anyio.fail_after(10):

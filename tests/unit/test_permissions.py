@@ -1,8 +1,12 @@
-"""hyperhive.permissions: the spec-000 tests plus subset/monotonicity properties."""
+"""hyperhive.permissions: the spec-000 tests, the spec's grant table held against the tool
+declarations, and subset/monotonicity properties."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -26,6 +30,8 @@ from hyperhive.permissions import (
     group_for_tool,
     group_tools,
 )
+from hyperhive.tools.catalog import BY_MODULE
+from hyperhive.tools.decl import HYPERHIVE_SERVER, Tool
 
 group_sets = st.lists(st.sampled_from(ToolGroup.ALL), unique=True)
 
@@ -138,31 +144,154 @@ def test_the_builtin_list_names_no_mcp_tools() -> None:
         assert "__" not in tool
 
 
-def test_group_tool_table() -> None:
-    def names(group: ToolGroup) -> list[str]:
-        return [t.name for t in group_tools(group)]
+# ---- what each group grants, checked against the specification -------------------------
+#
+# Not a second copy of the declarations: the tools the specification names, with the grant
+# it gives each (spec 002 "Core tools" and "Privileged tools", spec 001 the bash server,
+# spec 004 table B the manager's socket variants, now the lifecycle tools), and one rule for
+# every tool it does not name: a tool is granted by the group its module is named for (or,
+# in a module named for a server, by that server's grant). A new tool in its group's module
+# needs no line here; a tool granted outside its module's group (always on, or by a
+# capability) is a line of SPEC, so widening what every agent gets is a visible test change.
 
-    assert names(ToolGroup.MESSAGING) == ["send", "recv", "ack_until", "ask_operator"]
-    assert names(ToolGroup.INBOX) == ["get_loose_ends", "cancel_loose_end", "remind"]
-    assert names(ToolGroup.META) == ["set_status", "get_agent_meta"]
-    assert group_tools(ToolGroup.EXECUTION) == tuple(
-        McpTool(BASH_SERVER, n) for n in ("run", "status", "kill")
-    )
-    assert names(ToolGroup.LIFECYCLE) == [
-        "request_init_config",
-        "kill",
-        "start",
-        "restart",
-        "update",
-        "destroy",
-    ]
-    assert names(ToolGroup.APPROVALS) == ["request_apply_commit"]
-    assert names(ToolGroup.SCHEDULING) == ["schedule_prompt", "list_schedules", "cancel_schedule"]
-    assert names(ToolGroup.DIAGNOSTICS) == ["get_logs", "get_turns"]
-    assert names(ToolGroup.FORGE) == ["create_repo"]
+Grant = ToolGroup | Capability | None  # None: always on (in no group)
+
+SPEC: dict[tuple[str, str], Grant] = {
+    # spec 002, "Core tools": messaging, inbox, meta; compact always on.
+    (HYPERHIVE_SERVER, "send"): ToolGroup.MESSAGING,
+    (HYPERHIVE_SERVER, "recv"): ToolGroup.MESSAGING,
+    (HYPERHIVE_SERVER, "ack_until"): ToolGroup.MESSAGING,
+    (HYPERHIVE_SERVER, "get_loose_ends"): ToolGroup.INBOX,
+    (HYPERHIVE_SERVER, "cancel_loose_end"): ToolGroup.INBOX,
+    (HYPERHIVE_SERVER, "remind"): ToolGroup.INBOX,
+    (HYPERHIVE_SERVER, "set_status"): ToolGroup.META,
+    (HYPERHIVE_SERVER, "get_agent_meta"): ToolGroup.META,
+    # spec 004 section C: a manager reads what was deployed for its descendants.
+    (HYPERHIVE_SERVER, "get_deployed"): Capability.META_READ,
+    (HYPERHIVE_SERVER, "compact"): None,
+    # spec 004 table B (manage and spawn children) and spec 002 "Lifecycle + config".
+    (HYPERHIVE_SERVER, "request_init_config"): ToolGroup.LIFECYCLE,
+    (HYPERHIVE_SERVER, "kill"): ToolGroup.LIFECYCLE,
+    (HYPERHIVE_SERVER, "start"): ToolGroup.LIFECYCLE,
+    (HYPERHIVE_SERVER, "restart"): ToolGroup.LIFECYCLE,
+    (HYPERHIVE_SERVER, "update"): ToolGroup.LIFECYCLE,
+    (HYPERHIVE_SERVER, "request_apply_commit"): ToolGroup.APPROVALS,
+    # spec 002 "Privileged tools".
+    (HYPERHIVE_SERVER, "get_logs"): ToolGroup.DIAGNOSTICS,
+    (HYPERHIVE_SERVER, "create_repo"): ToolGroup.FORGE,
+    (HYPERHIVE_SERVER, "get_host_journal"): Capability.READ_HOST_JOURNAL,
+    # spec 001 and 002: the bash server's run/status/kill, gated by execution.
+    (BASH_SERVER, "run"): ToolGroup.EXECUTION,
+    (BASH_SERVER, "status"): ToolGroup.EXECUTION,
+    (BASH_SERVER, "kill"): ToolGroup.EXECUTION,
+}
+
+# A module named for a server rather than a group: the grant the spec gives that server's
+# tools (spec 000: the subagent surface is default-on, in no group; spec 002: matrix is
+# turned on per agent by its config, not by a group).
+SERVER_GRANTS: dict[str, Grant] = {
+    BASH_SERVER: ToolGroup.EXECUTION,
+    "subagent": None,
+    "matrix": None,
+}
+
+
+def grant_of(tool: Tool[Any, Any]) -> Grant:
+    return tool.capability if tool.capability is not None else tool.group
+
+
+def misgranted(by_module: Mapping[str, Sequence[Tool[Any, Any]]]) -> list[str]:
+    """Every declaration that contradicts the spec or its module's group, said in words."""
+    problems: list[str] = []
+    declared = {(t.server, t.name): t for tools in by_module.values() for t in tools}
+    for key, want in SPEC.items():
+        if key not in declared:
+            problems.append(f"{key[0]}.{key[1]} is in the spec but not declared")
+        elif grant_of(declared[key]) != want:
+            problems.append(
+                f"{key[0]}.{key[1]}: granted by {grant_of(declared[key])}, spec: {want}"
+            )
+    for module, tools in by_module.items():
+        if module in {g.value for g in ToolGroup.ALL}:
+            expected: Grant = ToolGroup(module)
+        elif module in SERVER_GRANTS:
+            expected = SERVER_GRANTS[module]
+        else:
+            problems.append(f"tools/{module}.py is named for neither a tool group nor a server")
+            continue
+        for tool in tools:
+            key = (tool.server, tool.name)
+            if key not in SPEC and grant_of(tool) != expected:
+                problems.append(
+                    f"{tool.server}.{tool.name} in tools/{module}.py is granted by "
+                    f"{grant_of(tool)}, not {expected} (or is a line of SPEC)"
+                )
+    return problems
+
+
+def test_every_tool_is_granted_as_the_spec_and_its_module_say() -> None:
+    assert misgranted(BY_MODULE) == []
+
+
+def _moved(module: str, name: str, **change: Any) -> dict[str, tuple[Tool[Any, Any], ...]]:
+    """The catalog with one declaration changed (a mistake the check must catch)."""
+    return {
+        m: tuple(
+            dataclasses.replace(t, **change) if (m, t.name) == (module, name) else t for t in tools
+        )
+        for m, tools in BY_MODULE.items()
+    }
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "change", "said"),
+    [
+        (
+            "lifecycle",
+            "kill",
+            {"group": ToolGroup.MESSAGING},
+            "hyperhive.kill: granted by messaging",
+        ),
+        ("lifecycle", "destroy", {"group": ToolGroup.META}, "hyperhive.destroy in tools/lifecycle"),
+        ("messaging", "ask_operator", {"group": None}, "hyperhive.ask_operator in tools/messaging"),
+        (
+            "scheduling",
+            "list_schedules",
+            {"group": None, "capability": Capability.QUERY_AGENT_STATE},
+            "list_schedules",
+        ),
+        ("meta", "compact", {"group": ToolGroup.META}, "hyperhive.compact: granted by meta"),
+        ("subagent", "start", {"group": ToolGroup.LIFECYCLE}, "subagent.start in tools/subagent"),
+    ],
+)
+def test_the_check_catches_a_tool_granted_to_the_wrong_group(
+    module: str, name: str, change: dict[str, Any], said: str
+) -> None:
+    problems = misgranted(_moved(module, name, **change))
+    assert len(problems) == 1 and said in problems[0], problems
+
+
+def test_the_check_refuses_a_module_named_for_nothing_it_knows() -> None:
+    stray = {**BY_MODULE, "misc": BY_MODULE["meta"]}
+    assert any("tools/misc.py" in p for p in misgranted(stray))
+
+
+def test_capabilities_unlock_what_the_spec_says() -> None:
     journal = capability_tools(Capability.READ_HOST_JOURNAL)
     assert [t.qualified for t in journal] == ["mcp__hyperhive__get_host_journal"]
+    # spec 002: query_agent_state widens get_loose_ends(agent=…), it grants no tool.
     assert capability_tools(Capability.QUERY_AGENT_STATE) == ()
+
+
+def test_the_default_presets_hold_no_opt_in_group() -> None:
+    # spec 002: lifecycle, approvals, scheduling, diagnostics are opt-in (the manager
+    # preset adds them); forge is in no default preset; web_tools is off by default.
+    opt_in = {ToolGroup.LIFECYCLE, ToolGroup.APPROVALS, ToolGroup.SCHEDULING, ToolGroup.DIAGNOSTICS}
+    assert not opt_in & set(ToolGroup.AGENT_DEFAULT)
+    for preset in (ToolGroup.AGENT_DEFAULT, ToolGroup.MANAGER_DEFAULT):
+        assert ToolGroup.FORGE not in preset and ToolGroup.WEB_TOOLS not in preset
+    for group in ToolGroup.ALL:  # every group but web_tools grants MCP tools
+        assert bool(group_tools(group)) is (group is not ToolGroup.WEB_TOOLS), group
 
 
 def test_compact_is_always_on_and_in_no_group() -> None:

@@ -10,6 +10,7 @@ spoken as a tool without a declaration.
 
 from __future__ import annotations
 
+import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +37,8 @@ from hyperhive.permissions import (
     group_tools,
 )
 from hyperhive.protocol import AgentRequest
-from hyperhive.tools.catalog import CATALOG, CatalogError, check, served_by
+from hyperhive.tools import meta, subagent
+from hyperhive.tools.catalog import BY_MODULE, CATALOG, CatalogError, check, declared_in, served_by
 from hyperhive.tools.decl import Tool
 from hyperhive.tools.meta import SetStatusReq, StatusArgs
 
@@ -157,7 +159,7 @@ def test_a_declared_request_carries_the_arguments_the_model_gave() -> None:
 
 
 def test_the_catalog_refuses_a_second_declaration_or_a_wire_that_does_not_admit_it() -> None:
-    send = next(t for t in CATALOG if t.name == "send")
+    send = next(t for t in served_by(HYPERHIVE_SERVER) if t.name == "send")
     with pytest.raises(CatalogError, match="declared twice"):
         check((send, send))
     renamed = Tool(
@@ -168,6 +170,28 @@ def test_the_catalog_refuses_a_second_declaration_or_a_wire_that_does_not_admit_
     unrendered = Tool(HYPERHIVE_SERVER, "send", "x", send.args, "x", wire=send.wire)
     with pytest.raises(CatalogError, match="needs a render"):
         check((unrendered,))
+
+
+def test_the_catalog_finds_every_declaration_module_by_itself() -> None:
+    # A module is registered by being written: its TOOLS, then its other *_TOOLS.
+    assert BY_MODULE["meta"] == meta.TOOLS
+    assert BY_MODULE["subagent"] == subagent.TOOLS + subagent.CONTROL_TOOLS
+    assert CATALOG == tuple(t for tools in BY_MODULE.values() for t in tools)
+    names = list(BY_MODULE)
+    assert names[:2] == ["messaging", "meta"]  # group modules in ToolGroup order
+    assert {"catalog", "decl", "doc", "groups"}.isdisjoint(names)
+
+
+def test_a_module_in_the_tools_package_that_declares_nothing_is_refused() -> None:
+    stray = types.ModuleType("hyperhive.tools.helpers")
+    stray.__all__ = ["helper"]  # type: ignore[attr-defined]
+    with pytest.raises(CatalogError, match="helpers exports no TOOLS"):
+        declared_in(stray)
+    wrong = types.ModuleType("hyperhive.tools.odd")
+    wrong.__all__ = ["TOOLS"]  # type: ignore[attr-defined]
+    wrong.TOOLS = ["send"]  # type: ignore[attr-defined]
+    with pytest.raises(CatalogError, match="odd.TOOLS is not a tuple of Tool"):
+        declared_in(wrong)
 
 
 def test_a_surface_refuses_a_declared_tool_it_has_no_handler_for() -> None:

@@ -7,7 +7,8 @@ of ``<state>/harness/bash-tasks/<id>.out|.err`` handed to the child: output
 never passes through this process, so a task printing gigabytes costs the
 host no memory. ``status`` reads the last 4 KiB back from those files.
 
-Every state change is written atomically to ``tasks.json`` beside them.
+Every state change is written atomically to ``tasks.json`` beside them; the
+table, its restart rules and the kill grace are :mod:`hyperhive.proctable`'s.
 
 ``kill`` signals the whole group; once the shell has exited, whatever it left
 in its group (``cmd &`` children, which bash -c starts ignoring SIGINT) gets
@@ -15,14 +16,8 @@ SIGTERM, then SIGKILL after a grace: a killed task means all of it.
 
 Restarts: a manager never adopts a process it did not start in this life.
 Leaving its ``async with`` block kills the process groups of its live tasks
-(SIGTERM, then SIGKILL after a grace) and leaves their records ``running``;
-entering it marks every record still ``pending``/``running`` as
-``interrupted`` — SIGKILLing the group first if a crash left that very process
-alive (checked by pid *and* start time); ``report_recovered`` then surfaces a
-todo for each, once the owner has published the manager (a todo wakes a turn
-whose ``status`` call must find it). A clean
-stop and a crash thus end the same way, as bubblewrap's ``--die-with-parent``
-will make them.
+and leaves their records ``running``; entering it marks them ``interrupted``
+(see :class:`~hyperhive.proctable.ProcTable`), each with a todo.
 
 Todos: one per task, key = task id: "running" once ``run``'s wait window has
 passed with the task still going, the completion summary at the end, cleared
@@ -34,23 +29,20 @@ would wake the agent a turn later for nothing.
 from __future__ import annotations
 
 import contextlib
-import logging
+import functools
 import os
-import secrets
 import signal
 import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 
 import anyio
-from anyio.abc import Process, TaskGroup
-from pydantic import ValidationError
+from anyio.abc import Process
 
 from hyperhive.agent.activity import ActivitySink, Phase
-from hyperhive.agent.sandbox import AgentSandbox, process_identity, signal_group
+from hyperhive.agent.sandbox import AgentSandbox, signal_group
 from hyperhive.agent.todos import TodoSink
 from hyperhive.bash.records import (
     MAX_TIMEOUT_SECS,
@@ -70,9 +62,8 @@ from hyperhive.bash.records import (
     preview,
     summary,
 )
-from hyperhive.errors import Conflict, NotFound, StorageError, Unavailable
-from hyperhive.names import validate_task_name
-from hyperhive.safefs import atomic_write_beneath, open_beneath
+from hyperhive.errors import StorageError
+from hyperhive.proctable import Entry, ProcTable, TableFile, output_file, output_tail
 
 # The record types are re-exported: callers think of them as the manager's answers.
 __all__ = [
@@ -91,17 +82,13 @@ __all__ = [
     "summary",
 ]
 
-log = logging.getLogger(__name__)
-
 TASKS_SUBDIR = Path("harness") / "bash-tasks"
 
 
 @dataclass(eq=False)
-class _Entry:
-    record: TaskRecord
-    settled: anyio.Event = field(default_factory=anyio.Event)  # ended and end todo sent
+class _Entry(Entry[TaskRecord]):
+    # ``ended``: ended and its end todo sent.
     start_scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
-    process: Process | None = None
     kill_requested: bool = False
     force: bool = False
     todo_cleared: bool = False
@@ -113,20 +100,13 @@ class _Entry:
     todo_lock: anyio.Lock = field(default_factory=anyio.Lock)
 
 
-def _tail(root: Path, path: Path) -> str:
-    try:
-        fd = open_beneath(root, path, os.O_RDONLY, make_dirs=False)
-    except StorageError as exc:
-        if isinstance(exc.__cause__, FileNotFoundError):
-            return ""
-        return f"(output unreadable: {exc.message})"
-    with os.fdopen(fd, "rb") as fh:
-        size = fh.seek(0, os.SEEK_END)
-        fh.seek(max(0, size - TAIL_BYTES))
-        return fh.read(TAIL_BYTES).decode("utf-8", errors="replace")
+async def _group_gone(pgid: int) -> None:
+    # Orphans of the shell are no children of ours to wait on: watch their group.
+    while signal_group(pgid, 0):  # noqa: ASYNC110
+        await anyio.sleep(0.05)
 
 
-class TaskManager:
+class TaskManager(ProcTable[TaskRecord, _Entry]):
     """One agent's background bash tasks; use as ``async with TaskManager(...) as tm``.
 
     ``max_running`` tasks run at once; later ones wait as ``pending``.
@@ -135,6 +115,9 @@ class TaskManager:
     ``sandbox`` may be a function called per task: the agent's env (its parent after
     a reparent, a new login) is then read when the task starts, not when the host did.
     """
+
+    noun = "bash task"
+    id_hint = "; ids come from run()"
 
     def __init__(
         self,
@@ -147,47 +130,34 @@ class TaskManager:
         kill_grace: float = 5.0,
         history: int = 1000,
     ) -> None:
+        super().__init__(
+            state_dir,
+            TableFile(state_dir / TASKS_SUBDIR, "tasks.json", TaskTable, "tasks"),
+            todos,
+            kill_grace=kill_grace,
+            history=history,
+        )
         self._sandbox = sandbox if callable(sandbox) else (lambda: sandbox)
-        self.state_dir = state_dir  # agent-writable: every access goes through safefs
-        self.dir = state_dir / TASKS_SUBDIR
-        self.table_path = self.dir / "tasks.json"
-        self._todos = todos
         self._activity = activity
-        self._kill_grace = kill_grace
-        self._history = history
-        self._entries: dict[str, _Entry] = {}  # insertion order = age
         self._slots = anyio.Semaphore(max_running)
-        self._persist_lock = anyio.Lock()
-        self._tg: TaskGroup | None = None
-        self._recovered: list[_Entry] = []  # todos report_recovered() still owes
 
-    # ---- lifecycle ---------------------------------------------------------
+    # ---- the table's questions ---------------------------------------------
 
-    async def __aenter__(self) -> TaskManager:
-        if self._tg is not None:
-            raise RuntimeError("this TaskManager is already running")
-        await self._recover()
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
-        self._tg = tg
-        return self
+    def _entry(self, record: TaskRecord) -> _Entry:
+        return _Entry(record)
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        tg, self._tg = self._tg, None
-        assert tg is not None
-        # Runners kill their process groups on cancellation and leave records as they are.
-        tg.cancel_scope.cancel()
-        return await tg.__aexit__(exc_type, exc, tb)
+    def _live(self, record: TaskRecord) -> bool:
+        return record.status not in TERMINAL
 
-    def _running_group(self) -> TaskGroup:
-        if self._tg is None:
-            raise Unavailable("the bash task manager is not running (agent host stopping?)")
-        return self._tg
+    def _interrupt(self, record: TaskRecord) -> None:
+        record.status = "interrupted"
+        record.error = "the agent host stopped while this task was pending or running"
+
+    def _owes_todo(self, record: TaskRecord) -> bool:
+        return not record.todo_synced
+
+    async def _completion_todo(self, entry: _Entry) -> None:
+        await self._upsert(entry, summary(entry.record, *self.paths(entry.record.id)))
 
     def paths(self, task_id: str) -> tuple[Path, Path]:
         """The stdout and stderr files of a task."""
@@ -203,42 +173,34 @@ class TaskManager:
         name: str | None = None,
     ) -> TaskStarted | TaskReport:
         """Start ``bash -c cmd``; return its report if it ends within ``wait_seconds``."""
-        self._running_group()
+        self._group()
         cmd = check_cmd(cmd)
         timeout = check_timeout(timeout_secs)
         wait = check_wait(wait_seconds)
-        if name is None:
-            task_id = self._fresh_id()
-        else:
-            task_id = validate_task_name(name)
-            old = self._entries.get(task_id)
-            if old is not None and not old.settled.is_set():
-                raise Conflict(
-                    f"task {task_id!r} is still {old.record.status}; a name is reusable once "
-                    f"its task has finished: wait for it, kill({task_id!r}), or pick another name"
-                )
+        task_id = self._claim(
+            name,
+            id_bytes=5,
+            busy=f"a name is reusable once its task has finished: wait for it, "
+            f"kill({name!r}), or pick another name",
+        )
         entry = _Entry(
             TaskRecord(id=task_id, cmd=cmd, created_at=time.time(), timeout_secs=timeout)
         )
-        previous = self._entries.pop(task_id, None)
-        self._entries[task_id] = entry
+        previous = self._install(entry)
         self._prune()
         try:
             await self._persist()
         except StorageError:
-            del self._entries[task_id]
-            if previous is not None:
-                self._entries[task_id] = previous
+            self._uninstall(entry, previous)
             raise
         entry.inline = wait > 0
-        self._running_group().start_soon(self._supervise, entry, name=f"bash task {task_id}")
+        self._group().start_soon(self._supervise, entry, name=f"bash task {task_id}")
         try:
             if wait > 0:
-                with anyio.move_on_after(wait):
-                    await entry.settled.wait()
+                await self._wait(entry, wait)
             async with entry.todo_lock:
                 entry.inline = False
-                if entry.settled.is_set():
+                if entry.ended.is_set():
                     entry.todo_cleared = True  # none was filed: nothing for status() to clear
                     return self._report(entry)
                 await self._report_started(entry)
@@ -266,7 +228,7 @@ class TaskManager:
         async with entry.todo_lock:
             entry.inline = False
             rec = entry.record
-            if entry.settled.is_set():
+            if entry.ended.is_set():
                 rec.todo_synced = False  # _finish took it as reported inline
                 await self._upsert(entry, summary(rec, *self.paths(rec.id)))
             else:
@@ -280,12 +242,9 @@ class TaskManager:
     async def status(self, task_id: str, wait_seconds: float = 0) -> TaskReport:
         """Report a task, waiting up to ``wait_seconds`` for it to end."""
         entry = self._get(task_id)
-        wait = check_wait(wait_seconds)
-        if wait > 0 and not entry.settled.is_set():
-            with anyio.move_on_after(wait):
-                await entry.settled.wait()
+        await self._wait(entry, check_wait(wait_seconds))
         if entry.record.status in TERMINAL:
-            await entry.settled.wait()  # so the clear lands after the completion upsert
+            await entry.ended.wait()  # so the clear lands after the completion upsert
             await self._clear_todo(entry)
         return self._report(entry)
 
@@ -325,11 +284,9 @@ class TaskManager:
         try:
             with contextlib.ExitStack() as fds:
                 # The child gets the files themselves: no pipe, no copy loop, no buffer here.
-                # Beneath the state dir without following links the agent may have planted.
-                wflags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-                out_fd = open_beneath(self.state_dir, out, wflags)
+                out_fd = output_file(self.state_dir, out)
                 fds.callback(os.close, out_fd)
-                err_fd = open_beneath(self.state_dir, err, wflags)
+                err_fd = output_file(self.state_dir, err)
                 fds.callback(os.close, err_fd)
                 process = await self._sandbox().open_process(
                     ["bash", "-c", rec.cmd],
@@ -341,9 +298,8 @@ class TaskManager:
             rec.error = f"could not start the task: {exc}"
             await self._finish(entry, "done")
             return
-        entry.process = process
+        self._spawned(entry, process)
         rec.status, rec.started_at = "running", time.time()
-        rec.pid, rec.identity = process.pid, process_identity(process.pid)
         if not entry.inline:  # run() still waiting: it reports the start if the window ends
             await self._report_started(entry)
         if entry.kill_requested:  # kill() came while spawning
@@ -354,12 +310,12 @@ class TaskManager:
                 await process.wait()
             timed_out = deadline.cancelled_caught
             if timed_out:
-                await self._terminate(process)
+                await self._stop(process)
             elif entry.kill_requested:
                 await self._sweep(process.pid, entry.force)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
-                await self._terminate(process)
+                await self._stop(process)
                 await process.aclose()
             raise
         await process.aclose()
@@ -368,10 +324,8 @@ class TaskManager:
             entry, "timed_out" if timed_out else "killed" if entry.kill_requested else "done"
         )
 
-    async def _terminate(self, process: Process) -> None:
-        signal_group(process, signal.SIGTERM)
-        with anyio.move_on_after(self._kill_grace):
-            await process.wait()
+    async def _stop(self, process: Process) -> None:
+        await self._terminate(process, process.wait)
         # Also reaches children that outlived the shell or ignored SIGTERM.
         signal_group(process, signal.SIGKILL)
         await process.wait()
@@ -379,13 +333,8 @@ class TaskManager:
     async def _sweep(self, pgid: int, force: bool) -> None:
         if force:
             signal_group(pgid, signal.SIGKILL)
-            return
-        if not signal_group(pgid, signal.SIGTERM):
-            return
-        with anyio.move_on_after(self._kill_grace):
-            while signal_group(pgid, 0):  # noqa: ASYNC110 - orphans are no child of ours to wait on
-                await anyio.sleep(0.05)
-        signal_group(pgid, signal.SIGKILL)
+        else:
+            await self._terminate(pgid, functools.partial(_group_gone, pgid))
 
     async def _report_started(self, entry: _Entry) -> None:
         """Tell the feed a task runs, once, and only once its process exists."""
@@ -407,91 +356,17 @@ class TaskManager:
                 if not entry.inline:
                     await self._upsert(entry, summary(rec, *self.paths(rec.id)))
             finally:
-                entry.settled.set()
+                entry.ended.set()
         if self._activity is not None:
             await self._activity.report(
                 phase, rec.id, preview(rec.cmd), status=status, exit_code=rec.exit_code
             )
 
-    # ---- table, todos, restart ---------------------------------------------
-
-    async def _recover(self) -> None:
-        records = await anyio.to_thread.run_sync(self._load)
-        interrupted: list[_Entry] = []
-        unsynced: list[_Entry] = []
-        for rec in records:
-            entry = _Entry(rec)
-            self._entries[rec.id] = entry
-            if rec.status in TERMINAL:
-                if not rec.todo_synced:
-                    unsynced.append(entry)  # died before its completion todo went out
-                entry.settled.set()
-                continue
-            if rec.pid and rec.identity and process_identity(rec.pid) == rec.identity:
-                signal_group(rec.pid, signal.SIGKILL)  # not ours to watch: no exit code, no waiting
-            rec.status = "interrupted"
-            rec.error = "the agent host stopped while this task was pending or running"
-            interrupted.append(entry)
-        if interrupted:
-            await self._persist()
-        for entry in interrupted:
-            entry.settled.set()
-        self._recovered = interrupted + unsynced
-
-    async def report_recovered(self) -> None:
-        """File the todos of the tasks a previous host left behind (call once published)."""
-        owed, self._recovered = self._recovered, []
-        for entry in owed:
-            await self._upsert(entry, summary(entry.record, *self.paths(entry.record.id)))
-
-    def _load(self) -> list[TaskRecord]:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        try:
-            raw = self.table_path.read_bytes()
-        except FileNotFoundError:
-            return []
-        try:
-            return TaskTable.model_validate_json(raw).tasks
-        except ValidationError as exc:
-            aside = self.table_path.with_name(f"tasks.json.corrupt-{time.time_ns()}")
-            os.replace(self.table_path, aside)
-            log.warning(
-                "bash task table %s is unreadable (%s); moved it to %s and started with an "
-                "empty table. The tasks it listed are forgotten (their output stays in %s); "
-                "inspect the copy, then delete it.",
-                self.table_path,
-                exc.errors()[0]["msg"] if exc.errors() else exc,
-                aside,
-                self.dir,
-            )
-            return []
-
-    async def _persist(self) -> None:
-        async with self._persist_lock:
-            # Snapshot under the lock: the last write always holds the latest state.
-            text = TaskTable(tasks=[e.record for e in self._entries.values()]).model_dump_json()
-            await anyio.to_thread.run_sync(
-                atomic_write_beneath, self.state_dir, self.table_path, text.encode()
-            )
-
-    async def _persist_quietly(self) -> None:
-        # A full disk must not kill the manager (and every other task) from a runner.
-        try:
-            await self._persist()
-        except StorageError as exc:
-            log.warning("bash tasks: %s; the task table is stale until the next write", exc)
-
-    def _prune(self) -> None:
-        finished = [k for k, e in self._entries.items() if e.settled.is_set()]
-        for key in finished[: max(0, len(finished) - self._history)]:
-            del self._entries[key]
+    # ---- todos -------------------------------------------------------------
 
     async def _upsert(self, entry: _Entry, body: str, *, wake: bool = True) -> None:
         entry.todo_cleared = False
-        try:
-            await self._todos.upsert(entry.record.id, body, wake=wake)
-        except Exception:  # the coordinator being away must not lose the task itself
-            log.warning("could not upsert the todo of bash task %s", entry.record.id, exc_info=True)
+        if not await self._file_todo(entry.record.id, body, wake=wake):
             return
         if entry.record.status in TERMINAL and not entry.record.todo_synced:
             entry.record.todo_synced = True
@@ -501,30 +376,12 @@ class TaskManager:
         if entry.todo_cleared:
             return
         entry.todo_cleared = True
-        try:
-            await self._todos.clear(entry.record.id)
-        except Exception:
+        if not await self._drop_todo(entry.record.id):
             entry.todo_cleared = False
-            log.warning("could not clear the todo of bash task %s", entry.record.id, exc_info=True)
             return
         if entry.record.status in TERMINAL and not entry.record.todo_synced:
             entry.record.todo_synced = True
             await self._persist_quietly()
-
-    def _fresh_id(self) -> str:
-        while (task_id := secrets.token_hex(5)) in self._entries:
-            pass
-        return task_id
-
-    def _get(self, task_id: str) -> _Entry:
-        entry = self._entries.get(task_id)
-        if entry is None:
-            recent = ", ".join(list(self._entries)[-5:]) or "none yet"
-            raise NotFound(
-                f"no bash task {task_id!r} on this agent; ids come from run() "
-                f"(most recent: {recent})"
-            )
-        return entry
 
     def _report(self, entry: _Entry) -> TaskReport:
         rec = entry.record
@@ -535,8 +392,8 @@ class TaskManager:
             status=rec.status,
             exit_code=rec.exit_code,
             duration_secs=duration(rec, time.time()),
-            stdout_tail=_tail(self.state_dir, out),
-            stderr_tail=_tail(self.state_dir, err),
+            stdout_tail=output_tail(self.state_dir, out, TAIL_BYTES),
+            stderr_tail=output_tail(self.state_dir, err, TAIL_BYTES),
             stdout_path=out,
             stderr_path=err,
             error=rec.error,

@@ -65,6 +65,9 @@ class SubagentRecord(BaseModel):
     last_output: str = ""
     error: str | None = None
     cost_usd: float = 0.0  # its runs' own costs, as the coordinator counted them
+    # Its current (or last) run's claude: process_identity tells it from a reused pid.
+    pid: int | None = None
+    identity: str | None = None
 
 
 class SubagentTable(BaseModel):

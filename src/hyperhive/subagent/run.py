@@ -6,6 +6,8 @@ its own turns from — so ``--tools`` is the parent's own resolution.
 :func:`spawn` writes the run's MCP config (0600, the agent's user's) and
 starts claude in the agent's sandbox; :func:`converse` feeds the prompt on
 stdin and folds the stream-json events into the subagent's record.
+:func:`inside_agent` resolves the directory and prompt file a run is given,
+refusing any outside the agent's own directories.
 """
 
 from __future__ import annotations
@@ -22,12 +24,13 @@ from hyperhive.agent import launch
 from hyperhive.agent.sandbox import CLAUDE_OOM_SCORE_ADJ
 from hyperhive.agent.stream import AssistantEvent, InitEvent, ResultEvent, parse_line
 from hyperhive.atomic import atomic_write_text
+from hyperhive.errors import InvalidRequest, PermissionDenied
 from hyperhive.framing import FrameDecoder
 from hyperhive.safefs import open_beneath
 from hyperhive.subagent.host import SubagentHost
-from hyperhive.subagent.records import SubagentRecord, keep_output
+from hyperhive.subagent.records import SubagentRecord, inside, keep_output
 
-__all__ = ["converse", "spawn", "subagent_spec"]
+__all__ = ["converse", "inside_agent", "spawn", "subagent_spec", "workspace"]
 
 MAX_STREAM_LINE = 64 << 20
 
@@ -106,3 +109,27 @@ async def converse(process: Process, prompt: str, rec: SubagentRecord) -> Result
                 if event.is_error:
                     rec.error = f"claude ended the run with {event.subtype}"
     return last
+
+
+def workspace(rt: SubagentHost) -> Path:
+    """The agent's workspace: a run's default directory, and where relative paths start."""
+    return rt.paths.agent_work(rt.name).resolve()
+
+
+def inside_agent(rt: SubagentHost, raw: str | None, what: str, *, want_dir: bool) -> Path | None:
+    """Resolve a path the caller gave (relative = to the workspace) inside its own dirs.
+
+    A subagent runs in the agent's sandbox, which sees only the agent's
+    directories: anything else would fail there, so it is refused here.
+    """
+    if raw is None:
+        return None
+    path = (workspace(rt) / raw).resolve()
+    root = rt.paths.agent_dir(rt.name).resolve()
+    if not inside(path, root):
+        raise PermissionDenied(f"{what} {raw!r} is outside your own directories ({root})")
+    if want_dir and not path.is_dir():
+        raise InvalidRequest(f"{what} {raw!r} is not an existing directory")
+    if not want_dir and not path.is_file():
+        raise InvalidRequest(f"{what} {raw!r} is not an existing file")
+    return path

@@ -28,9 +28,9 @@ which holds a slot itself, on a free slot could deadlock the host.
 ``continue`` resumes the same claude session (``--resume``, same cwd, since
 claude files sessions by directory). ``interrupt`` stops the process group
 (SIGTERM, SIGKILL after a grace). A run's end, ``goal_reached`` and
-``need_help`` reach the parent as todos (subsystem ``subagent``). The table
-is persisted; a host restart marks running subagents ``interrupted`` with a
-todo, as bash tasks are.
+``need_help`` reach the parent as todos (subsystem ``subagent``). The table,
+its restart rules (a running subagent is ``interrupted`` with a todo) and the
+kill grace are :mod:`hyperhive.proctable`'s, as bash tasks' are.
 """
 
 from __future__ import annotations
@@ -41,14 +41,12 @@ import secrets
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
 import anyio
-from anyio.abc import Process, TaskGroup, TaskStatus
+from anyio.abc import TaskStatus
 from opentelemetry.context import Context
-from pydantic import ValidationError
 
 from hyperhive.agent.activity import ActivitySink
 from hyperhive.agent.launch import subagent_effort, subagent_model
@@ -60,13 +58,9 @@ from hyperhive.errors import (
     Conflict,
     InvalidRequest,
     LimitExceeded,
-    NotFound,
-    PermissionDenied,
-    StorageError,
     Unavailable,
 )
-from hyperhive.names import validate_task_name
-from hyperhive.safefs import atomic_write_beneath
+from hyperhive.proctable import Entry, ProcTable, TableFile
 from hyperhive.subagent.host import SubagentHost
 from hyperhive.subagent.records import (
     Signal,
@@ -74,13 +68,12 @@ from hyperhive.subagent.records import (
     SubagentTable,
     check_model,
     check_prompt,
-    inside,
     preview,
     result_todo,
     signal_todo,
     todo_key,
 )
-from hyperhive.subagent.run import converse, spawn
+from hyperhive.subagent.run import converse, inside_agent, spawn, workspace
 from hyperhive.subagent.spans import record_run, subagent_span
 
 __all__ = ["SUBAGENTS_SUBDIR", "SubagentManager"]
@@ -91,18 +84,17 @@ SUBAGENTS_SUBDIR = Path("harness") / "subagents"
 
 
 @dataclass(eq=False)
-class _Entry:
-    record: SubagentRecord
+class _Entry(Entry[SubagentRecord]):
     token: str | None = None  # the running run's control token; None between runs
-    process: Process | None = None
     waiting: anyio.CancelScope | None = None  # while queued for a claude slot
     interrupted: bool = False
-    ended: anyio.Event = field(default_factory=anyio.Event)
     trace_parent: Context | None = None  # the parent's turn that started this run
 
 
-class SubagentManager:
+class SubagentManager(ProcTable[SubagentRecord, _Entry]):
     """One agent's subagents; use as ``async with SubagentManager(rt, todos) as sm``."""
+
+    noun = "subagent"
 
     def __init__(
         self,
@@ -116,47 +108,35 @@ class SubagentManager:
         kill_grace: float = 5.0,
         history: int = 200,
     ) -> None:
+        super().__init__(
+            runtime.state_dir,
+            TableFile(
+                runtime.state_dir / SUBAGENTS_SUBDIR, "subagents.json", SubagentTable, "subagents"
+            ),
+            todos,
+            kill_grace=kill_grace,
+            history=history,
+        )
         self.rt = runtime
-        self.dir = runtime.state_dir / SUBAGENTS_SUBDIR
-        self.table_path = self.dir / "subagents.json"
-        self._todos = todos
         self._spend = spend
         self._activity = activity
         self._trace_context = trace_context
         self._max_running = max_running
-        self._kill_grace = kill_grace
-        self._history = history
-        self._entries: dict[str, _Entry] = {}
-        self._persist_lock = anyio.Lock()
-        self._tg: TaskGroup | None = None
-        self._recovered: list[SubagentRecord] = []  # todos report_recovered() still owes
 
-    # ---- lifecycle ---------------------------------------------------------
+    # ---- the table's questions ---------------------------------------------
 
-    async def __aenter__(self) -> SubagentManager:
-        if self._tg is not None:
-            raise RuntimeError("this SubagentManager is already running")
-        await self._recover()
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
-        self._tg = tg
-        return self
+    def _entry(self, record: SubagentRecord) -> _Entry:
+        return _Entry(record)
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        tg, self._tg = self._tg, None
-        assert tg is not None
-        tg.cancel_scope.cancel()  # runners kill their process groups, records stay "running"
-        return await tg.__aexit__(exc_type, exc, tb)
+    def _live(self, record: SubagentRecord) -> bool:
+        return record.status == "running"
 
-    def _group(self) -> TaskGroup:
-        if self._tg is None:
-            raise Unavailable("subagents are not available (agent host starting or stopping)")
-        return self._tg
+    def _interrupt(self, record: SubagentRecord) -> None:
+        record.status, record.ended_at = "interrupted", time.time()
+        record.error = "the agent host stopped while this subagent ran"
+
+    async def _completion_todo(self, entry: _Entry) -> None:
+        await self._upsert(entry.record.id, "result", result_todo(entry.record, time.time()))
 
     # ---- the four tools ----------------------------------------------------
 
@@ -172,19 +152,14 @@ class SubagentManager:
         self._group()
         prompt = check_prompt(prompt)
         model = check_model(model)
-        cwd = self._inside_agent(dir, "dir", want_dir=True) if dir else self._work()
-        system_file = self._inside_agent(prompt_file, "prompt_file", want_dir=False)
-        if name is None:
-            while (sid := secrets.token_hex(4)) in self._entries:
-                pass
-        else:
-            sid = validate_task_name(name)
-            old = self._entries.get(sid)
-            if old is not None and old.record.status == "running":
-                raise Conflict(
-                    f"subagent {sid!r} is still running; a name is reusable once it has "
-                    f"finished: status({sid!r}), interrupt({sid!r}), or pick another name"
-                )
+        cwd = inside_agent(self.rt, dir, "dir", want_dir=True) if dir else workspace(self.rt)
+        system_file = inside_agent(self.rt, prompt_file, "prompt_file", want_dir=False)
+        sid = self._claim(
+            name,
+            id_bytes=4,
+            busy=f"a name is reusable once it has finished: status({name!r}), "
+            f"interrupt({name!r}), or pick another name",
+        )
         self._check_capacity()
         entry = _Entry(
             SubagentRecord(
@@ -197,14 +172,11 @@ class SubagentManager:
             ),
             trace_parent=self._turn_context(),
         )
-        previous = self._entries.pop(sid, None)
-        self._entries[sid] = entry
+        previous = self._install(entry)
         try:
             await self._launch(entry, prompt)
         except BaseException:
-            del self._entries[sid]
-            if previous is not None:
-                self._entries[sid] = previous
+            self._uninstall(entry, previous)
             await self._persist_quietly()
             raise
         self._prune()
@@ -256,8 +228,7 @@ class SubagentManager:
             entry.waiting.cancel()
             return True
         entry.interrupted = True
-        signal_group(process, signal.SIGTERM)
-        self._group().start_soon(self._reap, entry, process)
+        self._group().start_soon(self._terminate, process, entry.ended.wait)
         return True
 
     async def status(self, sid: str) -> SubagentRecord:
@@ -352,8 +323,10 @@ class SubagentManager:
         ) as span:
             token = secrets.token_urlsafe(32)
             process = await spawn(self.rt, rec, token, self.dir / f"{rec.id}.log")
-            entry.process, entry.token = process, token
+            self._spawned(entry, process)
+            entry.token = token
             task_status.started()
+            await self._persist_quietly()  # a host that crashes now kills it on restart
             counted: float | None = None
             try:
                 result = await converse(process, prompt, rec)
@@ -389,75 +362,10 @@ class SubagentManager:
                 "finished", rec.id, rec.task, status=rec.status, exit_code=code
             )
 
-    async def _reap(self, entry: _Entry, process: Process) -> None:
-        with anyio.move_on_after(self._kill_grace):
-            await entry.ended.wait()
-        if not entry.ended.is_set():
-            signal_group(process, signal.SIGKILL)
-
-    # ---- table, todos, restart ---------------------------------------------
-
-    async def _recover(self) -> None:
-        records = await anyio.to_thread.run_sync(self._load)
-        cut_off: list[SubagentRecord] = []
-        for rec in records:
-            entry = _Entry(rec)
-            entry.ended.set()
-            self._entries[rec.id] = entry
-            if rec.status == "running":
-                rec.status, rec.ended_at = "interrupted", time.time()
-                rec.error = "the agent host stopped while this subagent ran"
-                cut_off.append(rec)
-        if cut_off:
-            await self._persist()
-        self._recovered = cut_off
-
-    async def report_recovered(self) -> None:
-        """File the todos of the runs a previous host cut off (call once published)."""
-        owed, self._recovered = self._recovered, []
-        for rec in owed:
-            await self._upsert(rec.id, "result", result_todo(rec, time.time()))
-
-    def _load(self) -> list[SubagentRecord]:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        try:
-            raw = self.table_path.read_bytes()
-        except FileNotFoundError:
-            return []
-        try:
-            return SubagentTable.model_validate_json(raw).subagents
-        except ValidationError:
-            aside = self.table_path.with_name(f"subagents.json.corrupt-{time.time_ns()}")
-            self.table_path.replace(aside)
-            log.warning("subagent table %s is unreadable; moved it to %s", self.table_path, aside)
-            return []
-
-    async def _persist(self) -> None:
-        async with self._persist_lock:
-            text = SubagentTable(
-                subagents=[e.record for e in self._entries.values()]
-            ).model_dump_json()
-            await anyio.to_thread.run_sync(
-                atomic_write_beneath, self.rt.state_dir, self.table_path, text.encode()
-            )
-
-    async def _persist_quietly(self) -> None:
-        # A full disk must not take a runner (and with it every subagent) down.
-        try:
-            await self._persist()
-        except StorageError as exc:
-            log.warning("subagents: %s; the table is stale until the next write", exc)
-
-    def _prune(self) -> None:
-        done = [k for k, e in self._entries.items() if e.record.status != "running"]
-        for key in done[: max(0, len(done) - self._history)]:
-            del self._entries[key]
+    # ---- todos, spend ------------------------------------------------------
 
     async def _upsert(self, sid: str, kind: Signal, body: str) -> None:
-        try:
-            await self._todos.upsert(todo_key(sid, kind), body)
-        except Exception:  # the coordinator being away must not lose the subagent itself
-            log.warning("could not file the %s todo of subagent %s", kind, sid, exc_info=True)
+        await self._file_todo(todo_key(sid, kind), body)
 
     async def _record_spend(self, rec: SubagentRecord, result: ResultEvent) -> float | None:
         """Report the run's spend; the run's own cost as the store counted it (None: not
@@ -473,10 +381,7 @@ class SubagentManager:
         return counted.cost_usd
 
     async def _clear(self, sid: str, kind: Signal) -> None:
-        try:
-            await self._todos.clear(todo_key(sid, kind))
-        except Exception:
-            log.warning("could not clear the %s todo of subagent %s", kind, sid, exc_info=True)
+        await self._drop_todo(todo_key(sid, kind))
 
     # ---- helpers -----------------------------------------------------------
 
@@ -491,31 +396,3 @@ class SubagentManager:
                 f"{running} subagents are running, the most this agent may have at once; "
                 "wait for one to finish or interrupt one"
             )
-
-    def _work(self) -> Path:
-        return self.rt.paths.agent_work(self.rt.name).resolve()
-
-    def _inside_agent(self, raw: str | None, what: str, *, want_dir: bool) -> Path | None:
-        """Resolve a path the caller gave (relative = to the workspace) inside its own dirs.
-
-        A subagent runs in the agent's sandbox, which sees only the agent's
-        directories: anything else would fail there, so it is refused here.
-        """
-        if raw is None:
-            return None
-        path = (self._work() / raw).resolve()
-        root = self.rt.paths.agent_dir(self.rt.name).resolve()
-        if not inside(path, root):
-            raise PermissionDenied(f"{what} {raw!r} is outside your own directories ({root})")
-        if want_dir and not path.is_dir():
-            raise InvalidRequest(f"{what} {raw!r} is not an existing directory")
-        if not want_dir and not path.is_file():
-            raise InvalidRequest(f"{what} {raw!r} is not an existing file")
-        return path
-
-    def _get(self, sid: str) -> _Entry:
-        entry = self._entries.get(sid)
-        if entry is None:
-            recent = ", ".join(list(self._entries)[-5:]) or "none yet"
-            raise NotFound(f"no subagent {sid!r} on this agent (most recent: {recent})")
-        return entry

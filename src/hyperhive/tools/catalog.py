@@ -1,47 +1,41 @@
-"""Every declared tool, checked at import: the one list the rest of the hive reads.
+"""Every declared tool, collected from the declaration modules and checked at import.
 
-A new tool joins its group's module (``TOOLS``); a new group's module joins
-``CATALOG`` here.
+The one list the rest of the hive reads. A module of :mod:`hyperhive.tools`
+declares its tools in ``TOOLS`` (a second server's in ``<NAME>_TOOLS``, named in
+its ``__all__``, as :mod:`~hyperhive.tools.subagent` does for
+``subagent_control``). The catalog finds every such module by itself: a new
+tool, or a new group's module, is registered by being written. Modules named
+for a tool group come in :class:`ToolGroup` order, then the others by name; each
+one's tools in declaration order.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import typing
+from collections.abc import Mapping
+from types import MappingProxyType, ModuleType
 from typing import Any
 
 from pydantic import BaseModel
 
-from hyperhive.tools import (
-    approvals,
-    bash,
-    diagnostics,
-    forge,
-    inbox,
-    lifecycle,
-    matrix,
-    messaging,
-    meta,
-    scheduling,
-    subagent,
-)
+import hyperhive.tools
 from hyperhive.tools.decl import HYPERHIVE_SERVER, Tool
+from hyperhive.tools.groups import ToolGroup
 
-__all__ = ["CATALOG", "CatalogError", "check", "served_by", "wire_requests"]
+__all__ = [
+    "BY_MODULE",
+    "CATALOG",
+    "CatalogError",
+    "check",
+    "declared_in",
+    "served_by",
+    "wire_requests",
+]
 
-CATALOG: tuple[Tool[Any, Any], ...] = (
-    *messaging.TOOLS,
-    *inbox.TOOLS,
-    *meta.TOOLS,
-    *scheduling.TOOLS,
-    *lifecycle.TOOLS,
-    *approvals.TOOLS,
-    *diagnostics.TOOLS,
-    *forge.TOOLS,
-    *bash.TOOLS,
-    *subagent.TOOLS,
-    *subagent.CONTROL_TOOLS,
-    *matrix.TOOLS,
-)
+# The package's machinery, not declarations (``doc`` itself reads the catalog).
+_MACHINERY = frozenset({"catalog", "decl", "doc", "groups"})
 
 
 class CatalogError(TypeError):
@@ -74,11 +68,52 @@ def check(tools: tuple[Tool[Any, Any], ...]) -> None:
         raise CatalogError("tool catalog: " + "; ".join(problems))
 
 
+def declared_in(module: ModuleType) -> tuple[Tool[Any, Any], ...]:
+    """``module``'s ``TOOLS``, then its other exported ``*_TOOLS`` tuples (by name)."""
+    exported: tuple[str, ...] = tuple(getattr(module, "__all__", ()))
+    names = sorted(
+        (n for n in exported if n == "TOOLS" or n.endswith("_TOOLS")),
+        key=lambda n: (n != "TOOLS", n),
+    )
+    if not names:
+        raise CatalogError(
+            f"{module.__name__} exports no TOOLS: a module of hyperhive.tools declares "
+            "tools (machinery belongs in catalog._MACHINERY)"
+        )
+    tools: list[Tool[Any, Any]] = []
+    for name in names:
+        value = getattr(module, name)
+        if not isinstance(value, tuple) or not all(isinstance(t, Tool) for t in value):
+            raise CatalogError(f"{module.__name__}.{name} is not a tuple of Tool declarations")
+        tools.extend(value)
+    return tuple(tools)
+
+
+def _collect() -> Mapping[str, tuple[Tool[Any, Any], ...]]:
+    groups = [g.value for g in ToolGroup]
+    found = sorted(
+        (
+            m.name
+            for m in pkgutil.iter_modules(hyperhive.tools.__path__)
+            if m.name not in _MACHINERY and not m.name.startswith("_")
+        ),
+        key=lambda n: (groups.index(n), "") if n in groups else (len(groups), n),
+    )
+    return MappingProxyType(
+        {name: declared_in(importlib.import_module(f"hyperhive.tools.{name}")) for name in found}
+    )
+
+
+#: Each declaration module's tools, by the module's name (``meta``, ``bash``…).
+BY_MODULE: Mapping[str, tuple[Tool[Any, Any], ...]] = _collect()
+
+CATALOG: tuple[Tool[Any, Any], ...] = tuple(t for tools in BY_MODULE.values() for t in tools)
+
 check(CATALOG)
 
 
 def served_by(server: str) -> tuple[Tool[Any, Any], ...]:
-    """The tools one surface serves, in declaration order."""
+    """The tools one surface serves, in catalog order."""
     return tuple(t for t in CATALOG if t.server == server)
 
 

@@ -13,6 +13,7 @@ agent a commit added something for, and the coordinator feeds that to the
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 
 from hyperhive.core.infra.notify import Notifier
@@ -65,6 +66,11 @@ class Broker:
         self.store = store
         self.notifier = notifier
         self.max_body = max_body
+        self._waiting: Counter[str] = Counter()
+
+    def waiting(self, agent: str) -> int:
+        """How many of ``agent``'s waits are asleep right now (parked, or held by a budget)."""
+        return self._waiting[agent]
 
     def check_body(self, body: str) -> None:
         size = len(body.encode("utf-8"))
@@ -148,9 +154,13 @@ class Broker:
                     return self._result(got)
                 parked = got
             remaining = deadline - time.monotonic()
+            self._waiting[agent] += 1
             try:
                 fired = remaining > 0 and await self.notifier.wait(event, remaining)
             finally:
+                self._waiting[agent] -= 1
+                if not self._waiting[agent]:
+                    del self._waiting[agent]  # no entry left behind per agent ever seen
                 # Woken, timed out or cancelled: the commit that woke us may hold an answer.
                 coming = not parked.withdraw()
             if coming and (answer := await parked.answer()) is not None:

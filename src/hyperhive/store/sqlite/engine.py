@@ -221,6 +221,10 @@ class Engine:
             raise
         return value
 
+    def queued(self) -> int:
+        """Jobs waiting for the engine thread: the next batch, in the making."""
+        return self._jobs.qsize()
+
     def _submit(self, op: _Op, durable: bool, parked: Parked[Any] | None) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
