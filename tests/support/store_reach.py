@@ -1,0 +1,256 @@
+"""Which tests reach the store beyond a hive's start: the set CI runs again on PostgreSQL.
+
+CI runs the suite once on SQLite. The tests whose hives do more with the store than
+start (send, ack, remind, approve, place, move…) run a second time on PostgreSQL.
+That set is measured, never listed by hand:
+
+1. **Record** (``HH_STORE_REACH_RECORD=DIR`` on the SQLite pass): coverage.py measures
+   ``src/hyperhive/store/sqlite/`` — the code that has a PostgreSQL twin — in the
+   test processes and in every Python process they start (``hivectl serve``, ``up``,
+   hosts: coverage's ``.pth`` hook, ``COVERAGE_PROCESS_START``), each line labelled
+   with the test that ran it (a dynamic context in the test process, a static one,
+   from ``HH_STORE_REACH_TEST``, in the processes it starts). Only tests the store
+   switch may move (``store_switch``) are labelled: the others name their store.
+2. **Select** (``python -m tests.support.store_reach DIR``): the tests that ran a line
+   of that code which :data:`BASELINE` — a hive that only starts its agents and
+   stops — did not. Written to ``DIR/selected``, one node id a line.
+3. **Run** (``HH_TEST_STORE=postgres HH_STORE_REACH_SELECT=DIR/selected``): only those.
+
+A process killed by ``kill -9`` writes no coverage data; its test still counts by
+whatever its other processes ran. Measuring one directory keeps the tracer cheap.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+__all__ = [
+    "BASELINE",
+    "RECORD_ENV",
+    "SELECT_ENV",
+    "TEST_ENV",
+    "beyond_start",
+    "select",
+]
+
+RECORD_ENV = "HH_STORE_REACH_RECORD"
+SELECT_ENV = "HH_STORE_REACH_SELECT"
+TEST_ENV = "HH_STORE_REACH_TEST"
+# The reference: what a hive's start alone runs of the store (in-process and as processes).
+BASELINE: tuple[str, ...] = (
+    "tests/integration/test_hive_start.py::test_a_hive_starts_its_agents_and_stops",
+    "tests/integration/test_hive_start.py::test_serve_and_host_start_and_stop_as_processes",
+)
+_REPO = Path(__file__).resolve().parents[2]
+MEASURED = _REPO / "src" / "hyperhive" / "store" / "sqlite"
+# Every warning coverage.py could print into a measured process's stderr (a CLI's output
+# is asserted on; a test process turns warnings into errors).
+_QUIET = (
+    "already-imported, couldnt-parse, dynamic-conflict, include-ignored, "
+    "module-not-imported, module-not-measured, module-not-python, no-ctracer, "
+    "no-data-collected, no-source, no-sysmon, no-sysmon-context, source-glob-no-match, "
+    "trace-changed, fork, pth, cant-combine"
+)
+
+Line = tuple[str, int]
+
+
+def beyond_start(lines: Mapping[str, frozenset[Line]], baseline: Iterable[str]) -> list[str]:
+    """The tests (of ``lines``: test → lines run) that ran a line no baseline test ran."""
+    base = list(baseline)
+    missing = [b for b in base if not lines.get(b)]
+    if missing:
+        raise ValueError(
+            f"the baseline test(s) {missing} recorded no line of the store: the recording "
+            "is broken (or the baseline test was not run), so no selection can be trusted"
+        )
+    start: frozenset[Line] = frozenset().union(*(lines[b] for b in base))
+    return sorted(t for t, ran in lines.items() if t not in base and not ran <= start)
+
+
+# --- recording ---------------------------------------------------------------------------
+
+
+def _config(record: Path) -> Path:
+    """The coverage configuration every measured process reads (``COVERAGE_PROCESS_START``)."""
+    data = record / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    # Processes run as other users (a serve as a non-root user) write their data too.
+    for path in (record, data):
+        path.chmod(0o1777 if path == data else 0o755)
+    rc = record / "coveragerc"
+    rc.write_text(
+        "[run]\n"
+        f"source = {MEASURED}\n"
+        "parallel = true\n"
+        f"data_file = {data / 'cov'}\n"
+        f"context = ${{{TEST_ENV}}}\n"
+        f"disable_warnings = {_QUIET}\n"
+    )
+    rc.chmod(0o644)
+    return rc
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _runs_tests(config: pytest.Config) -> bool:
+    """This process runs tests: an xdist worker, or pytest without workers."""
+    return _is_worker(config) or not getattr(config.option, "numprocesses", None)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    raw = os.environ.get(RECORD_ENV)
+    if not raw:
+        return
+    import coverage
+
+    record = Path(raw).resolve()
+    if not _is_worker(config):
+        # Before xdist starts its workers: they, and every process a test starts, inherit it.
+        os.environ["COVERAGE_PROCESS_START"] = str(_config(record))
+    if _runs_tests(config) and coverage.Coverage.current() is None:
+        coverage.process_startup(force=True)
+    cov = coverage.Coverage.current()
+    if _runs_tests(config) and cov is not None:
+        config.stash[_COV] = cov
+        config.stash[_COSTS] = (record / "costs").joinpath(f"{os.getpid()}.jsonl")
+        config.stash[_COSTS].parent.mkdir(exist_ok=True)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    cov = config.stash.get(_COV, None)
+    if cov is not None:
+        cov.stop()
+        cov.save()
+
+
+_COV = pytest.StashKey["object"]()
+_COSTS = pytest.StashKey[Path]()
+
+
+def _labelled(item: pytest.Item) -> bool:
+    from tests.support.store_switch import switchable_on_sqlite
+
+    return switchable_on_sqlite(item)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    cov = item.config.stash.get(_COV, None)
+    if cov is None or not _labelled(item):
+        return (yield)
+    os.environ[TEST_ENV] = item.nodeid
+    cov.switch_context(item.nodeid)  # type: ignore[attr-defined]
+    cpu, children = time.process_time(), _children_cpu()
+    try:
+        return (yield)
+    finally:
+        cov.switch_context("")  # type: ignore[attr-defined]
+        os.environ.pop(TEST_ENV, None)
+        cost = {
+            "test": item.nodeid,
+            "cpu": round(time.process_time() - cpu, 3),
+            "children": round(_children_cpu() - children, 3),
+        }
+        with item.config.stash[_COSTS].open("a") as out:
+            out.write(json.dumps(cost) + "\n")
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+# --- running the selection ---------------------------------------------------------------
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    raw = os.environ.get(SELECT_ENV)
+    if not raw:
+        return
+    wanted = set(Path(raw).read_text().split())
+    keep = [i for i in items if i.nodeid in wanted]
+    dropped = [i for i in items if i.nodeid not in wanted]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    if raw := os.environ.get(SELECT_ENV):
+        count = len(Path(raw).read_text().split())
+        return f"store reach: the {count} tests {raw} lists (reaching the store beyond start)"
+    if raw := os.environ.get(RECORD_ENV):
+        return f"store reach: recording which tests run {MEASURED} beyond a hive's start"
+    return None
+
+
+# --- selecting ---------------------------------------------------------------------------
+
+
+def _lines_by_test(record: Path) -> dict[str, frozenset[Line]]:
+    import coverage
+
+    data_dir = record / "data"
+    if not any(data_dir.glob("cov.*")):
+        raise ValueError(f"no coverage data under {data_dir}: was the SQLite pass recorded?")
+    # Combined into data/cov (combining reads the files named like it: cov.*).
+    cov = coverage.Coverage(data_file=str(data_dir / "cov"), config_file=str(record / "coveragerc"))
+    cov.combine([str(data_dir)], keep=True)
+    data = cov.get_data()
+    lines: dict[str, set[Line]] = {}
+    for path in data.measured_files():
+        name = Path(path).relative_to(MEASURED).as_posix()
+        for lineno, contexts in data.contexts_by_lineno(path).items():
+            for context in contexts:
+                # A process a test started labels its lines "test" (a static context);
+                # the test process itself, "|test" or "test" (a dynamic one).
+                test = context.strip("|")
+                if test:
+                    lines.setdefault(test, set()).add((name, lineno))
+    return {t: frozenset(ls) for t, ls in lines.items()}
+
+
+def _costs(record: Path) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for path in (record / "costs").glob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            out[row["test"]] = row["cpu"] + row["children"]
+    return out
+
+
+def select(record: Path) -> list[str]:
+    """Write ``record/selected`` from the recording; print a summary; return it."""
+    lines = _lines_by_test(record)
+    chosen = beyond_start(lines, BASELINE)
+    (record / "selected").write_text("".join(f"{t}\n" for t in chosen))
+    costs = _costs(record)
+    recorded = sum(costs.values())
+    picked = sum(costs.get(t, 0.0) for t in chosen)
+    sys.stderr.write(
+        f"store reach: {len(costs)} tests ran with a switchable SQLite hive "
+        f"({recorded:.0f} CPU-s in their processes); {len(lines)} reached the store; "
+        f"{len(chosen)} beyond a hive's start ({picked:.0f} CPU-s on SQLite) go to the "
+        "PostgreSQL pass\n"
+    )
+    return chosen
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m tests.support.store_reach RECORD_DIR")
+    try:
+        select(Path(sys.argv[1]))
+    except ValueError as exc:
+        sys.exit(f"store reach: {exc}")
