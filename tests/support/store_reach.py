@@ -30,6 +30,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
+import coverage
 import pytest
 
 __all__ = [
@@ -112,8 +113,6 @@ def pytest_configure(config: pytest.Config) -> None:
     raw = os.environ.get(RECORD_ENV)
     if not raw:
         return
-    import coverage
-
     record = Path(raw).resolve()
     if not _is_worker(config):
         # Before xdist starts its workers: they, and every process a test starts, inherit it.
@@ -134,7 +133,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         cov.save()
 
 
-_COV = pytest.StashKey["object"]()
+_COV = pytest.StashKey[coverage.Coverage]()
 _COSTS = pytest.StashKey[Path]()
 
 
@@ -150,12 +149,12 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if cov is None or not _labelled(item):
         return (yield)
     os.environ[TEST_ENV] = item.nodeid
-    cov.switch_context(item.nodeid)  # type: ignore[attr-defined]
+    cov.switch_context(item.nodeid)
     cpu, children = time.process_time(), _children_cpu()
     try:
         return (yield)
     finally:
-        cov.switch_context("")  # type: ignore[attr-defined]
+        cov.switch_context("")
         os.environ.pop(TEST_ENV, None)
         cost = {
             "test": item.nodeid,
@@ -199,8 +198,6 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 
 def _lines_by_test(record: Path) -> dict[str, frozenset[Line]]:
-    import coverage
-
     data_dir = record / "data"
     if not any(data_dir.glob("cov.*")):
         raise ValueError(f"no coverage data under {data_dir}: was the SQLite pass recorded?")
