@@ -49,13 +49,13 @@ from hyperhive.errors import HiveError
 from hyperhive.protocol import AgentView, OpAgentsReq
 from tests.chaos.rig import FULL, chaos_wrapper, claude_pids, kill_strays, live_claudes
 from tests.chaos.soak_model import Ledger, SoakModel
-from tests.chaos.test_failover import _standing_by, _took_over
+from tests.chaos.test_failover import _log, _took_over
 from tests.chaos.test_soak import SEED, Operator, Plan, Tally, _check_messages, _check_reminders
 from tests.support.hive import agent_env, seed_home, start_serve
 from tests.support.hostlink import credential_from, link_tls, start_remote_host, write_credential
 from tests.support.model_server import ModelServer
 from tests.support.netns import Lan, lan, netns_available
-from tests.support.procs import hivectl, stop
+from tests.support.procs import hivectl, stop, wait_until
 from tests.support.stores import read_hive, read_hive_sync
 from tests.support.surfaces import until_async
 
@@ -64,6 +64,8 @@ log = logging.getLogger(__name__)
 HOSTS = ("h1", "h2")
 # Past a coordinator's takeover (its own lease is 5 s): a failover loses no host.
 HOST_LEASE = 12.0
+# A bound on a coordinator's start beside two hosts' turns on a loaded machine, not a claim.
+START_WITHIN = 240.0
 # agents, coordinator kills, host kills, -, -, gap between kills, operator's gap, settle, timeout
 CI_PLAN = Plan(4, 2, 2, 0, 0, (1.0, 3.0), (2.0, 4.0), 300, 900)
 FULL_PLAN = Plan(6, 6, 6, 0, 0, (2.0, 5.0), (1.0, 2.5), 900, 3600)
@@ -149,6 +151,17 @@ class Hive:
         self.hosts[name] = proc
         self.procs.append(proc)
 
+    def standing_by(self, proc: subprocess.Popen[bytes], log_name: str) -> None:
+        def waiting() -> bool:
+            if proc.poll() is not None:
+                raise AssertionError(f"{log_name} exited {proc.returncode}\n{self.logs()}")
+            return "standing by" in _log(self.home, log_name)
+
+        try:
+            wait_until(waiting, START_WITHIN, f"{log_name} stands by")
+        except TimeoutError as exc:
+            raise AssertionError(f"{exc}\n{self.logs()}") from None
+
     def logs(self) -> str:
         files = sorted(self.home.glob("*.log")) + [
             f for h in HOSTS for f in sorted(self.host_home(h).glob("*.log"))
@@ -231,12 +244,15 @@ class Chaos:
         killed_at = time.monotonic()
         self.figures.coordinator_kills += 1
         standby_log = f"serve-{hive.serves}.log"
-        taken = await anyio.to_thread.run_sync(_took_over, hive.home, standby_log)
+        try:
+            taken = await anyio.to_thread.run_sync(_took_over, hive.home, standby_log)
+        except TimeoutError as exc:
+            raise AssertionError(f"{exc}\n{hive.logs()}") from None
         self.figures.takeover_seconds.append(round(taken - killed_at, 1))
         # The killed one comes back, as the standby.
         hive.active = hive.standby
         hive.standby, name = hive.start_serve(wait=False)
-        await anyio.to_thread.run_sync(_standing_by, hive.home, name)
+        await anyio.to_thread.run_sync(hive.standing_by, hive.standby, name)
 
     async def _kill_host(self, name: str) -> None:
         """The machine dies: off the network, its processes gone; back after its lease."""
@@ -314,7 +330,7 @@ async def test_a_production_shaped_hive_loses_no_message_under_kill_9(
 async def _run(hive: Hive, agents: list[str], model: SoakModel, rng: random.Random) -> Figures:
     hive.active, _ = hive.start_serve(wait=True)
     hive.standby, name = hive.start_serve(wait=False)
-    await anyio.to_thread.run_sync(_standing_by, hive.home, name)
+    await anyio.to_thread.run_sync(hive.standing_by, hive.standby, name)
     for host in HOSTS:
         made = await anyio.to_thread.run_sync(partial(hivectl, hive.home, "hosts", "add", host))
         path = hive.host_home(host) / "credential"

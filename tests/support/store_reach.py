@@ -11,9 +11,10 @@ That set is measured, never listed by hand:
    with the test that ran it (a dynamic context in the test process, a static one,
    from ``HH_STORE_REACH_TEST``, in the processes it starts). Only tests the store
    switch may move (``store_switch``) are labelled: the others name their store.
-2. **Select** (``python -m tests.support.store_reach DIR``): the tests that ran a line
-   of that code which :data:`BASELINE` — a hive that only starts its agents and
-   stops — did not. Written to ``DIR/selected``, one node id a line.
+2. **Select** (``python -m tests.support.store_reach DIR``): the tests that ran a
+   function of that code (a store operation: ``messages.py:SqliteMessages.ack``) which
+   :data:`BASELINE` — a hive that only starts its agents and stops — did not run.
+   Written to ``DIR/selected``, one node id a line.
 3. **Run** (``HH_TEST_STORE=postgres HH_STORE_REACH_SELECT=DIR/selected``): only those.
 
 A process killed by ``kill -9`` writes no coverage data; its test still counts by
@@ -22,6 +23,7 @@ whatever its other processes ran. Measuring one directory keeps the tracer cheap
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import resource
@@ -39,6 +41,7 @@ __all__ = [
     "SELECT_ENV",
     "TEST_ENV",
     "beyond_start",
+    "functions_by_line",
     "select",
 ]
 
@@ -61,20 +64,41 @@ _QUIET = (
     "trace-changed, fork, pth, cant-combine"
 )
 
-Line = tuple[str, int]
 
-
-def beyond_start(lines: Mapping[str, frozenset[Line]], baseline: Iterable[str]) -> list[str]:
-    """The tests (of ``lines``: test → lines run) that ran a line no baseline test ran."""
+def beyond_start(ran: Mapping[str, frozenset[str]], baseline: Iterable[str]) -> list[str]:
+    """The tests (of ``ran``: test → the store functions it ran) that ran a function no
+    baseline test ran."""
     base = list(baseline)
-    missing = [b for b in base if not lines.get(b)]
+    missing = [b for b in base if not ran.get(b)]
     if missing:
         raise ValueError(
             f"the baseline test(s) {missing} recorded no line of the store: the recording "
             "is broken (or the baseline test was not run), so no selection can be trusted"
         )
-    start: frozenset[Line] = frozenset().union(*(lines[b] for b in base))
-    return sorted(t for t, ran in lines.items() if t not in base and not ran <= start)
+    start: frozenset[str] = frozenset().union(*(ran[b] for b in base))
+    return sorted(t for t, done in ran.items() if t not in base and not done <= start)
+
+
+def functions_by_line(source: str) -> dict[int, str]:
+    """Line → the qualified name of the innermost function holding it. Lines outside
+    every function (imports, class bodies) run once per process, not per request."""
+    out: dict[int, str] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                name = f"{prefix}{child.name}"
+                first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                for line in range(first, (child.end_lineno or child.lineno) + 1):
+                    out[line] = name  # inner functions, visited later, overwrite
+                visit(child, f"{name}.")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(source), "")
+    return out
 
 
 # --- recording ---------------------------------------------------------------------------
@@ -197,7 +221,10 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 # --- selecting ---------------------------------------------------------------------------
 
 
-def _lines_by_test(record: Path) -> dict[str, frozenset[Line]]:
+def _functions_by_test(record: Path) -> dict[str, frozenset[str]]:
+    """Test → the store functions (``module.py:Class.method``) it ran. A function, not a
+    line: the PostgreSQL twin of a SQLite method has lines of its own, so what carries
+    over from one backend to the other is which operations a test asked for."""
     data_dir = record / "data"
     if not any(data_dir.glob("cov.*")):
         raise ValueError(f"no coverage data under {data_dir}: was the SQLite pass recorded?")
@@ -205,17 +232,19 @@ def _lines_by_test(record: Path) -> dict[str, frozenset[Line]]:
     cov = coverage.Coverage(data_file=str(data_dir / "cov"), config_file=str(record / "coveragerc"))
     cov.combine([str(data_dir)], keep=True)
     data = cov.get_data()
-    lines: dict[str, set[Line]] = {}
+    ran: dict[str, set[str]] = {}
     for path in data.measured_files():
         name = Path(path).relative_to(MEASURED).as_posix()
+        functions = functions_by_line(Path(path).read_text())
         for lineno, contexts in data.contexts_by_lineno(path).items():
+            if (function := functions.get(lineno)) is None:
+                continue
             for context in contexts:
                 # A process a test started labels its lines "test" (a static context);
                 # the test process itself, "|test" or "test" (a dynamic one).
-                test = context.strip("|")
-                if test:
-                    lines.setdefault(test, set()).add((name, lineno))
-    return {t: frozenset(ls) for t, ls in lines.items()}
+                if test := context.strip("|"):
+                    ran.setdefault(test, set()).add(f"{name}:{function}")
+    return {t: frozenset(fs) for t, fs in ran.items()}
 
 
 def _costs(record: Path) -> dict[str, float]:
@@ -229,15 +258,15 @@ def _costs(record: Path) -> dict[str, float]:
 
 def select(record: Path) -> list[str]:
     """Write ``record/selected`` from the recording; print a summary; return it."""
-    lines = _lines_by_test(record)
-    chosen = beyond_start(lines, BASELINE)
+    ran = _functions_by_test(record)
+    chosen = beyond_start(ran, BASELINE)
     (record / "selected").write_text("".join(f"{t}\n" for t in chosen))
     costs = _costs(record)
     recorded = sum(costs.values())
     picked = sum(costs.get(t, 0.0) for t in chosen)
     sys.stderr.write(
         f"store reach: {len(costs)} tests ran with a switchable SQLite hive "
-        f"({recorded:.0f} CPU-s in their processes); {len(lines)} reached the store; "
+        f"({recorded:.0f} CPU-s in their processes); {len(ran)} reached the store; "
         f"{len(chosen)} beyond a hive's start ({picked:.0f} CPU-s on SQLite) go to the "
         "PostgreSQL pass\n"
     )
