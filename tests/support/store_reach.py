@@ -43,6 +43,7 @@ __all__ = [
     "beyond_start",
     "functions_by_line",
     "select",
+    "within_budget",
 ]
 
 RECORD_ENV = "HH_STORE_REACH_RECORD"
@@ -80,16 +81,17 @@ def beyond_start(ran: Mapping[str, frozenset[str]], baseline: Iterable[str]) -> 
 
 
 def functions_by_line(source: str) -> dict[int, str]:
-    """Line → the qualified name of the innermost function holding it. Lines outside
-    every function (imports, class bodies) run once per process, not per request."""
+    """Body line → the qualified name of the innermost function holding it. Other lines
+    (imports, class bodies, def lines) run when code is loaded, not when it is called."""
     out: dict[int, str] = {}
 
     def visit(node: ast.AST, prefix: str) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
                 name = f"{prefix}{child.name}"
-                first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
-                for line in range(first, (child.end_lineno or child.lineno) + 1):
+                # The body only: a def's own line (and its decorators) runs when the
+                # module or the enclosing function is loaded, not when it is called.
+                for line in range(child.body[0].lineno, (child.end_lineno or child.lineno) + 1):
                     out[line] = name  # inner functions, visited later, overwrite
                 visit(child, f"{name}.")
             elif isinstance(child, ast.ClassDef):
@@ -256,27 +258,83 @@ def _costs(record: Path) -> dict[str, float]:
     return out
 
 
-def select(record: Path) -> list[str]:
+def within_budget(
+    ran: Mapping[str, frozenset[str]],
+    candidates: Iterable[str],
+    costs: Mapping[str, float],
+    budget: float | None,
+) -> list[str]:
+    """Of ``candidates``, first a cheap set that runs every store function any of them
+    runs beyond start (greedy: most new functions per CPU-second, then by name), then
+    the cheapest of the rest while the total stays within ``budget`` CPU-seconds (all of
+    them with no budget). So every operation the suite does runs on PostgreSQL at least
+    once, whatever the budget."""
+    pool = sorted(candidates)
+    if budget is None:
+        return pool
+    cost = {t: max(costs.get(t, 0.0), 0.1) for t in pool}  # unmeasured: cheap, not free
+    left = set().union(*(ran[t] for t in pool)) if pool else set()
+    picked: list[str] = []
+    while left:
+        best = max(
+            (t for t in pool if t not in picked and ran[t] & left),
+            key=lambda t: (len(ran[t] & left) / cost[t], t),
+        )
+        picked.append(best)
+        left -= ran[best]
+    spent = sum(cost[t] for t in picked)
+    for t in sorted((t for t in pool if t not in picked), key=lambda t: (cost[t], t)):
+        if spent + cost[t] > budget:
+            break
+        picked.append(t)
+        spent += cost[t]
+    return sorted(picked)
+
+
+def select(record: Path, budget: float | None) -> list[str]:
     """Write ``record/selected`` from the recording; print a summary; return it."""
     ran = _functions_by_test(record)
-    chosen = beyond_start(ran, BASELINE)
-    (record / "selected").write_text("".join(f"{t}\n" for t in chosen))
+    candidates = beyond_start(ran, BASELINE)
+    start = frozenset().union(*(ran[b] for b in BASELINE))
     costs = _costs(record)
+    beyond = {t: ran[t] - start for t in candidates}
+    chosen = within_budget(beyond, candidates, costs, budget)
+    (record / "selected").write_text("".join(f"{t}\n" for t in chosen))
     recorded = sum(costs.values())
+    every = sum(costs.get(t, 0.0) for t in candidates)
     picked = sum(costs.get(t, 0.0) for t in chosen)
+    functions = len(set().union(*beyond.values())) if beyond else 0
     sys.stderr.write(
         f"store reach: {len(costs)} tests ran with a switchable SQLite hive "
         f"({recorded:.0f} CPU-s in their processes); {len(ran)} reached the store; "
-        f"{len(chosen)} beyond a hive's start ({picked:.0f} CPU-s on SQLite) go to the "
-        "PostgreSQL pass\n"
+        f"{len(candidates)} beyond a hive's start ({every:.0f} CPU-s), running "
+        f"{functions} store functions a start does not; on PostgreSQL: {len(chosen)} "
+        f"({picked:.0f} CPU-s on SQLite; budget {budget if budget is not None else 'none'})\n"
     )
     return chosen
+
+
+BUDGET_ENV = "HH_TEST_PG_BUDGET"
+# CPU-seconds (as measured on the SQLite run) for the PostgreSQL pass beyond its cover.
+DEFAULT_BUDGET = 240.0
+
+
+def _budget() -> float | None:
+    raw = os.environ.get(BUDGET_ENV, "").strip()
+    if raw in ("", "default"):
+        return DEFAULT_BUDGET
+    if raw == "all":
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"{BUDGET_ENV}={raw!r}: expected CPU-seconds, or 'all'") from None
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: python -m tests.support.store_reach RECORD_DIR")
     try:
-        select(Path(sys.argv[1]))
+        select(Path(sys.argv[1]), _budget())
     except ValueError as exc:
         sys.exit(f"store reach: {exc}")

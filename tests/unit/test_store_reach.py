@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.store_reach import beyond_start, functions_by_line
+from tests.support.store_reach import beyond_start, functions_by_line, within_budget
 
 START = frozenset({"engine.py:Engine.open", "agents.py:SqliteAgents.all"})
 
@@ -50,7 +50,7 @@ async def sweep():
 '''
 
 
-def test_each_line_belongs_to_its_innermost_function_and_module_code_to_none() -> None:
+def test_each_body_line_belongs_to_its_innermost_function_and_load_time_lines_to_none() -> None:
     lines = functions_by_line(SOURCE)
     assert [lines.get(n) for n in range(1, 17)] == [
         None,  # docstring
@@ -60,13 +60,42 @@ def test_each_line_belongs_to_its_innermost_function_and_module_code_to_none() -
         None,  # class line
         None,  # class attribute
         None,
-        "Messages.send",  # its decorator
-        "Messages.send",
-        "Messages.send.encode",
+        None,  # a decorator and a def line run as the class is made
+        None,
+        "Messages.send",  # the inner def line runs when send is called
         "Messages.send.encode",
         "Messages.send",
         None,
         None,
+        None,
         "sweep",
-        "sweep",
+    ]
+
+
+def test_within_budget_covers_every_function_first_then_adds_the_cheapest_that_fit() -> None:
+    ran = {
+        "t::sends": frozenset({"m:send"}),
+        "t::sends_and_acks": frozenset({"m:send", "m:ack"}),
+        "t::acks_slowly": frozenset({"m:ack"}),
+        "t::reminds": frozenset({"r:remind"}),
+        "t::sends_cheaply": frozenset({"m:send"}),
+    }
+    costs = {
+        "t::sends": 5.0,
+        "t::sends_and_acks": 4.0,  # two functions for 4 s beats one for 3 s
+        "t::acks_slowly": 30.0,
+        "t::reminds": 50.0,  # over any budget here, yet the only one that reminds
+        "t::sends_cheaply": 1.0,
+    }
+    # The cover (send, ack, remind) costs 1 + 4 + 50 s, or 4 + 50: the greedy takes the
+    # densest first (sends_cheaply: 1 function/s), then sends_and_acks for ack, then reminds.
+    cover = ["t::reminds", "t::sends_and_acks", "t::sends_cheaply"]
+    assert within_budget(ran, ran, costs, budget=0.0) == cover
+    # Beyond the cover, the cheapest of the rest while they fit: sends (5 s) fits 60 s.
+    assert within_budget(ran, ran, costs, budget=60.0) == sorted([*cover, "t::sends"])
+    assert within_budget(ran, ran, costs, budget=None) == sorted(ran)
+    # Candidates limit the pool; an unmeasured test costs a little, not nothing.
+    assert within_budget(ran, ["t::acks_slowly", "t::sends"], {}, budget=0.0) == [
+        "t::acks_slowly",
+        "t::sends",
     ]
