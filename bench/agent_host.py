@@ -51,7 +51,9 @@ BODY = "status: build finished, 3 tests failed in tests/unit; see state/notes.md
 WARMUP = 50
 
 
-def _seed(home: Path, agents: Sequence[str], model_url: str, claude: str | Path) -> HivePaths:
+def _seed(
+    home: Path, agents: Sequence[str], model_url: str, claude: str | Path, hive_toml: str = ""
+) -> HivePaths:
     """Applied configs whose claude reaches the scripted model, and ``claude_bin``."""
     paths = HivePaths(home)
     (paths.meta / "agents").mkdir(parents=True, exist_ok=True)
@@ -67,7 +69,7 @@ def _seed(home: Path, agents: Sequence[str], model_url: str, claude: str | Path)
         paths.applied_config(name).write_text(rendered)
     # Unsandboxed: this measures the hive's own overhead (lifecycle.bwrap measures bwrap's).
     (home / "hive.toml").write_text(
-        f'claude_bin = {json.dumps(str(claude))}\nruntime = "unsandboxed"\n'
+        f'claude_bin = {json.dumps(str(claude))}\nruntime = "unsandboxed"\n{hive_toml}'
     )
     return paths
 
@@ -99,9 +101,21 @@ async def _until_active(http: httpx.AsyncClient, info: Mapping[str, Any], agent:
 # ---- message accepted → claude exec'd ----------------------------------------------
 
 
+# A model's real turn: seconds to minutes. The hive's share is stated against the
+# scripted ~1 s turn (the worst case) and against this, as a turn to expect.
+REALISTIC_TURN_MS = 20_000.0
+# Measured with the harness's settle window as shipped (0) and with 0.2 s, its old value.
+SETTLES = (0.0, 0.2)
+
+
 @benchmark("agent_host.exec")
 def exec_latency(ctx: Context) -> list[Row]:
     samples = 5 if ctx.quick else 40
+    wrapper_ms = _bash_start_ms()
+    return [_exec_row(ctx, samples, settle, wrapper_ms) for settle in SETTLES]
+
+
+def _exec_row(ctx: Context, samples: int, settle: float, wrapper_ms: float) -> Row:
     home = ctx.scratch("x")
     record = home / "execs"
     wrapper = claude_wrapper(home, resolve_claude_bin(None), record)
@@ -113,7 +127,7 @@ def exec_latency(ctx: Context) -> list[Row]:
 
     with ModelServer(script) as model:
         _nodelay(model)
-        paths = _seed(home, ["alice"], model.url, wrapper)
+        paths = _seed(home, ["alice"], model.url, wrapper, f"settle_seconds = {settle}\n")
         with serve(paths, ["alice"]), host(paths) as (_, info):
             turns = anyio.run(_turns, paths, info, samples)
     hive, cold, share, whole = [], [], [], []
@@ -125,21 +139,20 @@ def exec_latency(ctx: Context) -> list[Row]:
         whole.append(round((ended - accepted) * 1e9))
         share.append((exec_at - accepted) / (ended - accepted))
     share.sort()
-    turn = Latency.of(whole)
-    wrapper_ms = _bash_start_ms()
-    return [
-        Row(
-            "message accepted → claude exec'd (1 agent, idle)",
-            Latency.of(hive),
-            "claude cold start: exec → first /v1/messages",
-            Latency.of(cold),
-            "hive ≤ 5% of the turn",
-            f"hive's share of the turn p50 {share[len(share) // 2]:.1%}, max {share[-1]:.1%} "
-            f"(turn = accepted → claude exited: p50 {turn.p50:.0f} ms, a one-text-block "
-            f"reply); the figure includes the timestamping bash wrapper's own start "
-            f"(~{wrapper_ms:.1f} ms when spawned from Python)",
-        )
-    ]
+    turn, figure = Latency.of(whole), Latency.of(hive)
+    realistic = figure.p50 / (REALISTIC_TURN_MS + figure.p50)
+    return Row(
+        f"message accepted → claude exec'd (1 agent, idle, settle {settle:g} s)",
+        figure,
+        "claude cold start: exec → first /v1/messages",
+        Latency.of(cold),
+        "hive ≤ 5% of the turn",
+        f"hive's share of a scripted turn (accepted → claude exited: p50 {turn.p50:.0f} ms, "
+        f"a one-text-block reply): p50 {share[len(share) // 2]:.1%}, max {share[-1]:.1%}; "
+        f"of a {REALISTIC_TURN_MS / 1000:.0f} s model turn: {realistic:.1%} at p50; the "
+        f"figure includes the timestamping bash wrapper's own start (~{wrapper_ms:.1f} ms "
+        "when spawned from Python)",
+    )
 
 
 async def _turns(

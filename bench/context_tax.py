@@ -38,7 +38,7 @@ PRESETS: Mapping[str, tuple[str, AgentConfig]] = {
 TOPOLOGY = {"queen": None, "alice": "queen"}
 HIVE_SERVERS = ("mcp__hyperhive__", "mcp__bash__", "mcp__subagent__")
 SKILLS_HEAD = "The following skills are available for use with the Skill tool:"
-BUDGET_TOKENS = 2200
+BUDGET_TOKENS = 1600
 
 
 def _size(value: Any) -> int:

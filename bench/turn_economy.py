@@ -23,12 +23,19 @@ from hyperhive.agent.host import resolve_claude_bin
 __all__ = ["turn_economy"]
 
 
-async def _measure(scenario: Scenario, home: Path, model: ModelServer) -> Sizes:
+# Each scenario with the harness's settle window as shipped (0), and with 0.2 s (its
+# old default): a non-zero default would be kept only if the second rows saved a turn.
+SETTLES: tuple[tuple[str, str], ...] = (("", ""), (" (settle 0.2 s)", "settle_seconds = 0.2\n"))
+
+
+async def _measure(
+    scenario: Scenario, home: Path, model: ModelServer, label: str, hive_toml: str
+) -> Sizes:
     claude = Path(resolve_claude_bin(None))
-    async with run_scenario(scenario, home, model, claude) as run:
+    async with run_scenario(scenario, home, model, claude, hive_toml) as run:
         requests, turns = len(run.requests), run.turns()
     return Sizes(
-        f"turn_economy: {scenario.name}",
+        f"turn_economy{label}: {scenario.name}",
         (
             ("model requests", requests),
             ("minimum", scenario.min_requests),
@@ -43,11 +50,12 @@ async def _measure(scenario: Scenario, home: Path, model: ModelServer) -> Sizes:
 @benchmark("turn_economy.scenarios")
 def turn_economy(ctx: Context) -> list[Sizes]:
     rows: list[Sizes] = []
-    for build in SCENARIOS.values():
-        home = ctx.scratch("t")
-        with ModelServer() as model:
-            scenario = build(home, model.url)
-            rows.append(anyio.run(_measure, scenario, home, model))
+    for label, hive_toml in SETTLES:
+        for build in SCENARIOS.values():
+            home = ctx.scratch("t")
+            with ModelServer() as model:
+                scenario = build(home, model.url)
+                rows.append(anyio.run(_measure, scenario, home, model, label, hive_toml))
     last = rows[-1]
     rows[-1] = Sizes(
         last.benchmark,

@@ -55,10 +55,18 @@ class BudgetLimits(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    usd_per_day: float | None = Field(default=None, ge=0)
-    usd_total: float | None = Field(default=None, ge=0)
-    tokens_per_day: int | None = Field(default=None, ge=0)
-    tokens_total: int | None = Field(default=None, ge=0)
+    usd_per_day: float | None = Field(
+        default=None,
+        ge=0,
+        description="Spend limit in USD per day (midnight to midnight in the operator's zone).",
+    )
+    usd_total: float | None = Field(default=None, ge=0, description="Spend limit in USD, all time.")
+    tokens_per_day: int | None = Field(
+        default=None,
+        ge=0,
+        description="Token limit per day (input, output, cache writes and reads together).",
+    )
+    tokens_total: int | None = Field(default=None, ge=0, description="Token limit, all time.")
 
     def get(self, key: LimitKey) -> float | None:
         value: float | None = getattr(self, key)
@@ -71,8 +79,11 @@ class BudgetLimits(BaseModel):
 class HiveBudget(BudgetLimits):
     """``hive.toml`` ``[budget]``: the whole hive's limits and the operator's time zone."""
 
-    # An IANA name (e.g. "Europe/Berlin"); unset = the machine's local zone.
-    timezone: str | None = None
+    timezone: str | None = Field(
+        default=None,
+        description="The operator's time zone, an IANA name such as Europe/Berlin; unset: the "
+        "machine's local zone.",
+    )
 
     @field_validator("timezone")
     @classmethod

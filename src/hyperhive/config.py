@@ -45,6 +45,7 @@ __all__ = [
     "STORE_URL_ENV",
     "SUBAGENT_SERVER",
     "AgentConfig",
+    "Effort",
     "HiveConfig",
     "HivePaths",
     "McpServer",
@@ -76,17 +77,37 @@ class McpServer(_Strict):
     weight. ``tool_group`` offers the server only to agents holding that group.
     """
 
-    type: Literal["stdio", "http"] = "stdio"
-    command: str | None = None
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
-    url: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
-    allowed_tools: list[str] = Field(default_factory=lambda: ["*"])
-    tool_group: ToolGroup | None = None
-    available_to_subagents: bool = False
-    enabled: bool = True
-    builtin: bool = False
+    type: Literal["stdio", "http"] = Field(
+        default="stdio",
+        description="`stdio`: a command claude starts; `http`: a server claude reaches at `url`.",
+    )
+    command: str | None = Field(default=None, description="The command of a `stdio` server.")
+    args: list[str] = Field(default_factory=list, description="Its arguments.")
+    env: dict[str, str] = Field(default_factory=dict, description="Its environment variables.")
+    url: str | None = Field(default=None, description="The http(s) URL of an `http` server.")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="HTTP headers sent to an `http` server."
+    )
+    allowed_tools: list[str] = Field(
+        default_factory=lambda: ["*"],
+        description="The server's tools claude may call (`*`: all). Under `--print` claude "
+        "refuses a tool that is not allowed, so list names only to narrow it.",
+    )
+    tool_group: ToolGroup | None = Field(
+        default=None,
+        description="Offer the server only to agents holding this tool group; unset: to all.",
+    )
+    available_to_subagents: bool = Field(
+        default=False, description="Share the server with the agent's subagents too."
+    )
+    enabled: bool = Field(
+        default=True, description="`false` removes a server, the built-in `bash` or `subagent` too."
+    )
+    builtin: bool = Field(
+        default=False,
+        description="Served by the agent host itself (the defaults `bash` and `subagent`); "
+        "its URL is filled in per agent.",
+    )
 
     @field_validator("url")
     @classmethod
@@ -116,9 +137,16 @@ def allowed_by_server(servers: Mapping[str, McpServer]) -> dict[str, list[str]]:
 class ResourceLimits(_Strict):
     """Per-agent limits, applied through cgroups where the machine allows it."""
 
-    memory_mb: int | None = Field(default=None, ge=16)
-    pids: int | None = Field(default=None, ge=8)
-    cpu_percent: int | None = Field(default=None, ge=1, le=100_000)
+    memory_mb: int | None = Field(
+        default=None, ge=16, description="Memory limit of the agent's processes, in MiB."
+    )
+    pids: int | None = Field(default=None, ge=8, description="Most processes the agent may run.")
+    cpu_percent: int | None = Field(
+        default=None, ge=1, le=100_000, description="CPU share in percent of one core (200: two)."
+    )
+
+
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
 
 
 class AgentConfig(_Strict):
@@ -130,25 +158,62 @@ class AgentConfig(_Strict):
     warnings are kept in :attr:`warnings` for the dashboard and ``hivectl``.
     """
 
-    model: str | None = None
-    subagent_model: str = "haiku"
-    subagent_effort: str | None = None
-    tool_groups: list[ToolGroup] = Field(default_factory=lambda: list(ToolGroup.AGENT_DEFAULT))
-    capabilities: list[Capability] = Field(default_factory=list)
-    allowed_recipients: list[str] = Field(default_factory=list)
-    extra_recipients: list[str] = Field(default_factory=list)
-    mcp_servers: dict[str, McpServer] = Field(default_factory=dict)
-    system_prompt: str = ""
-    limits: ResourceLimits = Field(default_factory=ResourceLimits)
-    # [budget]: this agent's spend limits (hyperhive.budgets); unset = unlimited.
-    budget: BudgetLimits = Field(default_factory=BudgetLimits)
-    env: dict[str, str] = Field(default_factory=dict)
-    # [matrix]: a Matrix identity on the hive's homeserver, its mcp__matrix__* tools and wakes.
-    matrix: AgentMatrixConfig = Field(default_factory=AgentMatrixConfig)
-    # When its remote host's lease expires: "wait" for that host (its disks hold the
-    # agent's state/ and claude session), or "replace" it on another live host, fresh
-    # from its config and inbox (what is on the lost host's disk stays there).
-    on_host_loss: Literal["wait", "replace"] = "wait"
+    model: str | None = Field(
+        default=None,
+        description="Model of the agent's turns; unset: hive.toml's `default_model`, else "
+        "claude's default.",
+    )
+    subagent_model: str = Field(default="haiku", description="Model of the agent's subagents.")
+    # The hive's choice for subagent work: cheaper than claude's own default (medium in
+    # claude 2.1.328, high on most models in earlier releases); claude's --effort levels.
+    subagent_effort: Effort = Field(
+        default="low",
+        description="claude's `--effort` for the agent's subagents: the hive's choice, cheaper "
+        "than claude's own default (`medium` in the pinned claude).",
+    )
+    tool_groups: list[ToolGroup] = Field(
+        default_factory=lambda: list(ToolGroup.AGENT_DEFAULT),
+        description="The tool groups the agent holds. An unknown name is skipped with a "
+        "warning (refused in a config proposed now); never empty.",
+    )
+    capabilities: list[Capability] = Field(
+        default_factory=list, description="Single powers outside the tool groups."
+    )
+    allowed_recipients: list[str] = Field(
+        default_factory=list,
+        description="If set, the only agents it may message, besides its parent; empty: the "
+        "family rule (itself, its parent, siblings, descendants and the operator).",
+    )
+    extra_recipients: list[str] = Field(
+        default_factory=list, description="Agents it may message besides the family rule's."
+    )
+    mcp_servers: dict[str, McpServer] = Field(
+        default_factory=dict,
+        description="Extra MCP servers by name (`[mcp_servers.<name>]`), over the built-in "
+        "`bash` and `subagent`.",
+    )
+    system_prompt: str = Field(default="", description="Appended to the hive's system prompt.")
+    limits: ResourceLimits = Field(
+        default_factory=ResourceLimits,
+        description="Resource limits of its processes, through cgroups where the machine allows.",
+    )
+    budget: BudgetLimits = Field(
+        default_factory=BudgetLimits, description="The agent's spend limits; unset: unlimited."
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Environment variables for its claude runs and tasks."
+    )
+    matrix: AgentMatrixConfig = Field(
+        default_factory=AgentMatrixConfig,
+        description="A Matrix identity on the hive's homeserver, its `mcp__matrix__*` tools "
+        "and wakes.",
+    )
+    on_host_loss: Literal["wait", "replace"] = Field(
+        default="wait",
+        description="When its remote host's lease expires: `wait` for that host (its disk holds "
+        "the agent's `state/` and claude session), or `replace` it on another live host, "
+        "fresh from its config and inbox (what is on the lost host's disk stays there).",
+    )
 
     _warnings: tuple[str, ...] = PrivateAttr(default=())
 
@@ -300,58 +365,155 @@ def dump_agent_config(config: AgentConfig) -> str:
 class HiveConfig(_Strict):
     """The hive's ``hive.toml`` (inside the home); every key optional."""
 
-    root_agent: str = "queen"
-    # The hive's name for its agents (get_agent_meta's hive_name); unset = its hive id.
-    name: str | None = Field(default=None, min_length=1, max_length=100)
-    runtime: Literal["bwrap", "unsandboxed"] = "bwrap"
-    bind: str = "127.0.0.1"
-    dashboard_port: int = Field(default=7878, ge=0, le=65535)
-    # "token": the operator token is required even on loopback, because every
-    # sandbox shares the host's network (agents reach loopback for their MCP
-    # surfaces). "loopback" trusts anything that reaches a loopback bind.
-    dashboard_auth: Literal["token", "loopback"] = "token"
-    # How long the front page's activity log keeps an event (messages are kept apart).
-    activity_keep_days: float = Field(default=30.0, gt=0)
-    agent_host_port: int = Field(default=0, ge=0, le=65535)
-    claude_bin: str | None = None
-    default_model: str | None = None
+    root_agent: str = Field(
+        default="queen", description="The root manager agent `hivectl up` makes sure exists."
+    )
+    name: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        description="The hive's name, as agents read it in `get_agent_meta`'s `hive_name`; "
+        "unset: the hive id.",
+    )
+    runtime: Literal["bwrap", "unsandboxed"] = Field(
+        default="bwrap",
+        description="`bwrap`: every agent process under bubblewrap as its own system user; "
+        "`unsandboxed`: plain subprocesses, logged loudly (agents are not kept apart).",
+    )
+    bind: str = Field(
+        default="127.0.0.1",
+        description="Address the dashboard (and the agent host's HTTP server) bind to.",
+    )
+    dashboard_port: int = Field(
+        default=7878,
+        ge=0,
+        le=65535,
+        description="The dashboard's port; if taken, a free one is used and `hivectl up` says "
+        "so; 0 always picks a free one.",
+    )
+    # Every sandbox shares the host's network (agents reach loopback for their MCP
+    # surfaces), so by default reaching loopback proves nothing.
+    dashboard_auth: Literal["token", "loopback"] = Field(
+        default="token",
+        description="`token`: the operator token is required, on loopback too; `loopback`: no "
+        "token on a loopback bind (only if agents cannot reach the host's loopback).",
+    )
+    activity_keep_days: float = Field(
+        default=30.0,
+        gt=0,
+        description="How many days the front page's activity log keeps an event (messages "
+        "are not pruned).",
+    )
+    agent_host_port: int = Field(
+        default=0,
+        ge=0,
+        le=65535,
+        description="The agent host's HTTP port for the agents' MCP surfaces; 0: a free one.",
+    )
+    claude_bin: str | None = Field(
+        default=None,
+        description="The Claude Code CLI agents run (a path, or a name looked up on PATH); "
+        "unset: `<home>/claude` (`hivectl install-claude`), else a checkout's "
+        "`node_modules/.bin/claude`, else `claude` on PATH. `up` refuses one the agents' "
+        "users cannot run.",
+    )
+    default_model: str | None = Field(
+        default=None,
+        description="Model of turns whose `agent.toml` sets none; unset: claude's default.",
+    )
     env_passthrough: list[str] = Field(
         default_factory=lambda: [
             "ANTHROPIC_API_KEY",
             "CLAUDE_CODE_OAUTH_TOKEN",  # a Claude subscription (`claude setup-token`)
             "ANTHROPIC_BASE_URL",
-        ]
+        ],
+        description="Variables passed from the agent host's environment (`hivectl up`'s) to "
+        "every claude.",
     )
-    max_frame_bytes: int = Field(default=1 << 20, ge=1024)
-    max_body_bytes: int = Field(default=64 << 10, ge=64)
-    remind_max_pending: int = Field(default=50, ge=1)
-    # Ignored: reminders are delivered whole (at most 64 KiB), never spilled to a file;
-    # kept so a hive.toml from before still loads.
-    reminder_spill_bytes: int | None = Field(default=None, ge=64)
-    compact_watermark: float = Field(default=0.75, gt=0, lt=1)
-    context_window: int = Field(default=200_000, ge=1000)
-    # How many claude processes the agent host runs at once (turns, compactions,
-    # subagents); unset = from the machine (hyperhive.agent.admission.default_slots).
-    claude_slots: int | None = Field(default=None, ge=1)
-    # The most agents placement assigns to this agent host (None: no cap; its claude
-    # slots still weigh how many it gets).
-    max_agents: int | None = Field(default=None, ge=0)
-    # [forge]: the Forgejo/Gitea agents with the forge group work on (none: no forge).
-    forge: ForgeConfig | None = None
-    # [hostlink]: where agent hosts on other machines dial in (none: local hosts only).
-    hostlink: HostLinkConfig | None = None
-    # [matrix]: the homeserver agents with [matrix] enabled get accounts on (none: no Matrix).
-    matrix: MatrixConfig | None = None
-    # Where the hive's state lives: unset = SQLite at <home>/hive.db; a
-    # postgresql:// URL for a hive that outgrows one machine. HIVE_STORE_URL wins.
-    store: str | None = None
-    # A file (mode 0600, the coordinator's own) holding the store URL, so its
-    # password is in no file an agent user could read; relative to the hive home.
-    store_url_file: Path | None = None
-    # [budget]: the whole hive's spend limits and the operator's time zone.
-    budget: HiveBudget = Field(default_factory=HiveBudget)
-    # [telemetry]: where traces are exported (OTLP/HTTP); unset = no traces at all.
-    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    max_frame_bytes: int = Field(
+        default=1 << 20, ge=1024, description="Largest JSON-lines frame on a socket."
+    )
+    max_body_bytes: int = Field(
+        default=64 << 10, ge=64, description="Largest message body (and operator answer)."
+    )
+    remind_max_pending: int = Field(
+        default=50,
+        ge=1,
+        description="Pending reminders per agent (`HIVE_REMIND_MAX_PENDING_PER_AGENT` overrides).",
+    )
+    # Kept so a hive.toml from before reminders were delivered whole still loads.
+    reminder_spill_bytes: int | None = Field(
+        default=None,
+        ge=64,
+        description="Ignored: a reminder (at most 64 KiB) is delivered whole in its message; "
+        "accepted so an older hive.toml still loads.",
+    )
+    compact_watermark: float = Field(
+        default=0.75,
+        gt=0,
+        lt=1,
+        description="Context usage (a fraction of `context_window`) above which an agent "
+        "checkpoints its notes and compacts.",
+    )
+    settle_seconds: float = Field(
+        default=0.0,
+        ge=0,
+        le=10,
+        description="After a wake, how long an agent waits for more news before its turn (so "
+        "news landing a moment apart is one turn's). 0: news that belongs together wakes once "
+        "by design, and the turn-economy table shows no turn a window saves.",
+    )
+    context_window: int = Field(
+        default=200_000,
+        ge=1000,
+        description="Tokens in the model's context window (for the usage figures).",
+    )
+    claude_slots: int | None = Field(
+        default=None,
+        ge=1,
+        description="How many claude processes the agent host runs at once (turns, "
+        "compactions, subagents); the rest wait in a fair queue, shown as `waiting_slot`. "
+        "Unset: min(available memory / 275 MB, 4 × cores), at least 1.",
+    )
+    max_agents: int | None = Field(
+        default=None,
+        ge=0,
+        description="On an agent host: the most agents placement assigns to it (its "
+        "`claude_slots` weigh how many it gets below that); unset: no cap.",
+    )
+    forge: ForgeConfig | None = Field(
+        default=None,
+        description="The Forgejo/Gitea agents with the `forge` group work on; unset: no forge.",
+    )
+    hostlink: HostLinkConfig | None = Field(
+        default=None,
+        description="Where agent hosts on other machines dial in; unset: local hosts only.",
+    )
+    matrix: MatrixConfig | None = Field(
+        default=None,
+        description="The homeserver agents with `[matrix] enabled` get accounts on; unset: "
+        "no Matrix.",
+    )
+    store: str | None = Field(
+        default=None,
+        description="A `postgresql://user@host/db` URL for the hive's state (`HIVE_STORE_URL` "
+        "wins); refused if it carries a password and hive.toml is readable by others. Unset: "
+        "SQLite at `<home>/hive.db`.",
+    )
+    store_url_file: Path | None = Field(
+        default=None,
+        description="A file (mode 0600, the coordinator's own; relative to the home) holding "
+        "the store URL, so its password is in no file an agent can read.",
+    )
+    budget: HiveBudget = Field(
+        default_factory=HiveBudget,
+        description="The whole hive's spend limits (the sum over all agents) and the "
+        "operator's time zone.",
+    )
+    telemetry: TelemetryConfig = Field(
+        default_factory=TelemetryConfig,
+        description="Where traces are exported (OTLP/HTTP); unset: no traces at all.",
+    )
 
     @field_validator("store")
     @classmethod

@@ -48,10 +48,12 @@ class Req(_Req, Generic[R]):
 
 
 def result_type(req_type: type[BaseModel]) -> Any:
-    """The ``R`` a request class was declared with (``SendReq`` → ``Sent``)."""
+    """The ``R`` a request class was declared with (``SendReq`` → ``Sent``), also through a
+    generic subclass of :class:`Req` (``class LogTailAsk(Ask[HostTail])`` → ``HostTail``)."""
     for klass in req_type.__mro__:
         meta = getattr(klass, "__pydantic_generic_metadata__", None)
-        if meta and meta.get("origin") is Req and meta.get("args"):
+        origin = meta.get("origin") if meta else None
+        if isinstance(origin, type) and issubclass(origin, Req) and meta and meta.get("args"):
             return meta["args"][0]
     raise TypeError(f"{req_type.__name__} does not declare its response type (Req[...])")
 

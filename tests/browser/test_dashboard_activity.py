@@ -12,6 +12,7 @@ from hyperhive.core.dashboard.activity import PAGE
 from hyperhive.permissions import ToolGroup
 from tests.browser.conftest import LiveHive, live_hive
 from tests.support.hive import seed_home
+from tests.support.spend import reported
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -103,7 +104,7 @@ def _turn_end(hive: LiveHive, agent: str, run_id: str, cost: float) -> None:
         agent,
         "turn_end",
         outcome="ok",
-        spend={"run_id": run_id, "cost_usd": cost, "input_tokens": 100, "output_tokens": 20},
+        spend=reported(cost, 100, run_id=run_id, output_tokens=20),
     )
 
 

@@ -85,3 +85,26 @@ def test_an_apply_shows_the_diff_and_the_agent_it_will_make(
         assert "bash" in effective["mcp_servers"]
         cli = hivectl(tmp_path, "approvals", "show", str(proposed["approval_id"]), "--json")
         assert '"effective"' in cli.stdout
+
+
+def test_a_stored_request_that_no_longer_reads_shows_why_and_is_only_denied(
+    tmp_path: Path, page: Page
+) -> None:
+    seed(tmp_path)
+    with live_hive(tmp_path) as hive:
+        store = hive.coord.store.approvals
+        damaged = hive.call(
+            store.create, "apply_commit", "queen", "alice", {"agent": "alice", "commit": "abc"}
+        )
+        shown = httpx.get(f"{hive.url}/api/approvals/{damaged}").json()
+        assert shown["payload"]["kind"] == "stored" and shown["diff"] is None
+        assert shown["payload"]["problem"] == "config: Field required"
+
+        page.goto(f"{hive.url}/approvals")
+        card = page.locator(f'article[data-approval="{damaged}"]')
+        expect(card.locator(".stored-problem")).to_have_text("config: Field required: deny it.")
+        expect(card).to_contain_text('"commit": "abc"')
+        refused = httpx.post(f"{hive.url}/api/approvals/{damaged}/approve", json={})
+        assert refused.status_code == 409 and "deny it instead" in refused.text
+        denied = httpx.post(f"{hive.url}/api/approvals/{damaged}/deny", json={"reason": "no"})
+        assert denied.status_code == 200 and denied.json()["state"] == "denied"

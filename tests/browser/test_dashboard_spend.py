@@ -4,7 +4,6 @@ as every dashboard form)."""
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 
 import httpx
@@ -14,12 +13,13 @@ from playwright.sync_api import Page, expect
 from hyperhive.config import AgentConfig
 from tests.browser.conftest import live_hive, screenshot
 from tests.support.hive import seed_home
+from tests.support.spend import reported
 
 pytestmark = pytest.mark.timeout(90)
 
 
 def _spend(usd: float, tokens: int, kind: str = "turn") -> dict[str, object]:
-    return {"run_id": uuid.uuid4().hex, "kind": kind, "cost_usd": usd, "input_tokens": tokens}
+    return reported(usd, tokens, kind)
 
 
 def test_the_spend_page_shows_spend_and_raising_a_limit_resumes_the_agent(

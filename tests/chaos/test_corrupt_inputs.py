@@ -98,8 +98,8 @@ async def test_a_broken_agent_toml_marks_that_agent_broken_and_starts_the_others
     )
     caplog.set_level(logging.WARNING)
     async with running_hive(tmp_path, claude_bin) as (coord, host):
-        await until(lambda: {"alice", "carol"} <= set(host.runtimes))
-        assert "bob" not in host.runtimes
+        await until(lambda: {"alice", "carol"} <= set(host.agents))
+        assert "bob" not in host.agents
         async with operator(paths) as op:
             rows: Any = {row["name"]: row for row in await op_call(op, "agents")}
             assert rows["alice"]["running"] and rows["carol"]["running"]
@@ -107,7 +107,7 @@ async def test_a_broken_agent_toml_marks_that_agent_broken_and_starts_the_others
             assert str(paths.applied_config("bob")) in rows["bob"]["broken"]
             sent: Any = await op_call(op, "send", to="bob", body="for when you are fixed")
             assert sent["to"] == "bob"  # mail still queues for a broken agent
-        assert "bob" not in host.runtimes
+        assert "bob" not in host.agents
     [line] = _logged(caplog, "agent bob has a broken config", str(paths.applied_config("bob")))
     assert ":2:" in line or ":1:" in line, line  # the line of the error
     assert "apply it, then restart it" in line
@@ -137,8 +137,8 @@ async def test_a_corrupt_bash_task_table_is_moved_aside(
     table.write_bytes(damaged)
     caplog.set_level(logging.WARNING)
     async with running_hive(tmp_path, claude_bin) as (_coord, host):
-        await until(lambda: "alice" in host.runtimes and host.runtimes["alice"].bash_tasks)
-        tasks = host.runtimes["alice"].bash_tasks
+        await until(lambda: "alice" in host.agents and host.agents["alice"].bash_tasks)
+        tasks = host.agents["alice"].bash_tasks
         assert tasks is not None
         report: Any = await tasks.run("echo still works", wait_seconds=10)
         assert report.status == "done" and "still works" in report.stdout_tail

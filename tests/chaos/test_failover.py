@@ -215,7 +215,8 @@ async def test_a_second_serve_on_a_sqlite_home_is_still_refused(tmp_path: Path) 
 def test_up_beside_a_standby_serve_survives_its_coordinators_kill_9(
     tmp_path: Path, claude_bin: Path, pg_url: str
 ) -> None:
-    """The README's setup: ``hivectl up``, and a second ``serve`` on the same home."""
+    """The documented setup (docs/across-machines.md): ``hivectl up``, and a second
+    ``serve`` on the same home."""
     home = tmp_path
     seed_home(
         home, {}, hive_toml=f'claude_bin = "{claude_bin}"\ndashboard_port = 0\n', store_url=pg_url

@@ -118,7 +118,9 @@ async def test_a_herd_of_wakes_runs_within_the_slots_in_wake_order(
     wrapper, log = _wrapper(tmp_path, claude_bin)
     try:
         async with running_hive(tmp_path, wrapper) as (c, host):
-            await until(lambda: all(n in host.runtimes and host.runtimes[n].rpc for n in names))
+            await until(
+                lambda: all(n in host.agents and host.agents[n].connection.up for n in names)
+            )
             assert host.admission.capacity == 2
             # Wake them one by one; each is seen running or queued before the next wakes,
             # so the wake order is known.
@@ -128,7 +130,7 @@ async def test_a_herd_of_wakes_runs_within_the_slots_in_wake_order(
                     await until(lambda name=name: name in _started(_runs(log)))
                 else:
                     await until(
-                        lambda name=name: host.runtimes[name].bus.turn_state == "waiting_slot"
+                        lambda name=name: host.agents[name].bus.turn_state == "waiting_slot"
                     )
             assert [w.agent for w in host.admission.waiting()] == names[2:]
             assert _started(_runs(log)) == names[:2]
@@ -165,8 +167,8 @@ async def test_a_herd_of_wakes_runs_within_the_slots_in_wake_order(
                     await until(lambda nxt=nxt: nxt in _started(_runs(log)), within=60)
                     assert _concurrency(_runs(log)) == 2
             for name in names:
-                await until(lambda name=name: host.runtimes[name].bus.last_turn, within=60)
-            assert [host.runtimes[n].bus.last_turn["outcome"] for n in names] == ["ok"] * 6
+                await until(lambda name=name: host.agents[name].bus.last_turn, within=60)
+            assert [host.agents[n].bus.last_turn["outcome"] for n in names] == ["ok"] * 6
             for name in names:
                 # The ack follows last_turn (the host reports the turn's end after it).
                 await until_async(lambda name=name: _acked(c, name))
@@ -188,29 +190,31 @@ async def test_stopping_an_agent_that_waits_for_a_slot_takes_it_out_of_the_queue
     _seed(tmp_path, model_server, ["busy", "queued"], slots=1)
     try:
         async with running_hive(tmp_path, claude_bin) as (c, host):
-            await until(lambda: all(host.runtimes.get(n) and host.runtimes[n].rpc for n in gates))
+            await until(
+                lambda: all(host.agents.get(n) and host.agents[n].connection.up for n in gates)
+            )
             await _wake(c, "busy")
-            await until(lambda: host.runtimes["busy"].claude_pid)
+            await until(lambda: host.agents["busy"].turns.claude_pid)
             await _wake(c, "queued")
-            await until(lambda: host.runtimes["queued"].bus.turn_state == "waiting_slot")
+            await until(lambda: host.agents["queued"].bus.turn_state == "waiting_slot")
 
             # A graceful stop: the busy turn would hold the slot for as long as the
             # test likes, yet the queued agent is gone well within the stop's grace.
             async with operator(c.paths) as op:
                 await op_call(op, "agent_kill", agent="queued")
-            await until(lambda: "queued" not in host.runtimes, within=30)
+            await until(lambda: "queued" not in host.agents, within=30)
             assert host.admission.waiting() == [] and host.admission.in_use == 1
             assert not await _acked(c, "queued")  # its turn never ran: the mail waits for it
 
             # The OOM killer's pick is the claude, not the host (this very process).
-            pid = host.runtimes["busy"].claude_pid
+            pid = host.agents["busy"].turns.claude_pid
             assert pid is not None
             claude_adj = int(Path(f"/proc/{pid}/oom_score_adj").read_text())
             host_adj = int(Path("/proc/self/oom_score_adj").read_text())
             assert claude_adj == CLAUDE_OOM_SCORE_ADJ > host_adj
 
             gates["busy"].set()
-            await until(lambda: host.runtimes["busy"].bus.last_turn, within=60)
+            await until(lambda: host.agents["busy"].bus.last_turn, within=60)
             await until_async(lambda: _acked(c, "busy"))  # the ack follows last_turn
     finally:
         for gate in gates.values():
@@ -243,16 +247,18 @@ async def test_a_compaction_queues_for_a_slot_behind_an_earlier_wake(
     try:
         async with running_hive(tmp_path, claude_bin) as (c, host):
             await until(
-                lambda: all(host.runtimes.get(n) and host.runtimes[n].rpc for n in ("busy", "comp"))
+                lambda: all(
+                    host.agents.get(n) and host.agents[n].connection.up for n in ("busy", "comp")
+                )
             )
-            comp, busy = host.runtimes["comp"], host.runtimes["busy"]
+            comp, busy = host.agents["comp"], host.agents["busy"]
             await _wake(c, "comp")
-            await until(lambda: comp.claude_pid)
+            await until(lambda: comp.turns.claude_pid)
             await _wake(c, "busy")
             await until(lambda: busy.bus.turn_state == "waiting_slot")
 
             comp_gate.set()  # comp's turn ends; busy was first in line
-            await until(lambda: busy.claude_pid and comp.bus.turn_state == "waiting_slot")
+            await until(lambda: busy.turns.claude_pid and comp.bus.turn_state == "waiting_slot")
             assert [(w.agent, w.kind) for w in host.admission.waiting()] == [("comp", "turn")]
             assert len(comp_calls) == 1  # no checkpoint turn has run yet
 
@@ -285,8 +291,8 @@ async def test_subagents_queue_for_a_slot_without_blocking_their_parent(
     _seed(tmp_path, model_server, ["alice"], slots=1)
     try:
         async with running_hive(tmp_path, claude_bin) as (c, host):
-            await until(lambda: "alice" in host.runtimes and host.runtimes["alice"].subagents)
-            manager = host.runtimes["alice"].subagents
+            await until(lambda: "alice" in host.agents and host.agents["alice"].subagents)
+            manager = host.agents["alice"].subagents
             assert manager is not None
             async with surface_client(host, "alice", "subagent") as sub:
                 first = await sub.call_tool("start", {"prompt": "KEYWORD-STALL", "name": "one"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import threading
@@ -76,7 +77,7 @@ async def test_operator_message_wakes_the_agent_which_replies(
     )
     _seed(tmp_path, model_server, hive_store_url, alice=AgentConfig())
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: "alice" in host.runtimes)
+        await until(lambda: "alice" in host.agents)
         async with operator(c.paths) as op:
             sent = await op_call(op, "send", to="alice", body="ping")
         assert isinstance(sent, dict)
@@ -96,7 +97,7 @@ async def test_operator_message_wakes_the_agent_which_replies(
                 if await acked():
                     break
                 await anyio.sleep(0.05)
-        state = host.runtimes["alice"].bus.snapshot()
+        state = host.agents["alice"].bus.snapshot()
         assert state["last_turn"]["outcome"] == "ok" and state["session_id"]
 
 
@@ -116,7 +117,7 @@ async def test_the_model_is_offered_exactly_the_granted_tools(
     model_server.set_script([text("ok")])
     _seed(tmp_path, model_server, alice=AgentConfig(tool_groups=list(groups)))
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: "alice" in host.runtimes)
+        await until(lambda: "alice" in host.agents)
         async with operator(c.paths) as op:
             await op_call(op, "send", to="alice", body="hello")
         await anyio.to_thread.run_sync(
@@ -124,7 +125,7 @@ async def test_the_model_is_offered_exactly_the_granted_tools(
         )
         offered = set(model_server.main_requests[0].tool_names)
         surface = host.surfaces["hyperhive"]
-        expected_mcp = {f"mcp__hyperhive__{t}" for t in surface.listed_for(host.runtimes["alice"])}
+        expected_mcp = {f"mcp__hyperhive__{t}" for t in surface.listed_for(host.agents["alice"])}
         builtins = {t for t in offered if not t.startswith("mcp__")}
         assert builtins == set(builtin_tools_for(groups))
         hyperhive = {t for t in offered if t.startswith("mcp__hyperhive__")}
@@ -152,8 +153,8 @@ async def test_direct_mcp_calls_are_gated_and_authenticated(
         tmp_path, model_server, alice=AgentConfig(tool_groups=[ToolGroup.META]), bob=AgentConfig()
     )
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: {"alice", "bob"} <= set(host.runtimes))
-        alice, bob = host.runtimes["alice"], host.runtimes["bob"]
+        await until(lambda: {"alice", "bob"} <= set(host.agents))
+        alice, bob = host.agents["alice"], host.agents["bob"]
         url = f"{host.base_url}/agents/alice/mcp/hyperhive"
         async with mcp_client(url, alice.token) as client:
             listed = {t.name for t in (await client.list_tools()).tools}
@@ -214,20 +215,20 @@ async def test_claude_killed_mid_turn_gets_the_message_again(
     )
     _seed(tmp_path, model_server, hive_store_url, alice=AgentConfig())
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: "alice" in host.runtimes)
+        await until(lambda: "alice" in host.agents)
         async with operator(c.paths) as op:
             await op_call(op, "send", to="alice", body="important")
         await anyio.to_thread.run_sync(
             lambda: model_server.wait_for(lambda reqs: any(r.main for r in reqs), 30)
         )
-        pid = await until(lambda: host.runtimes["alice"].claude_pid)
+        pid = await until(lambda: host.agents["alice"].turns.claude_pid)
         os.killpg(pid, signal.SIGKILL)
         gate.set()
         reply = await wait_operator_message(c, within=45)
         assert reply["body"] == "second try"
         retried = model_server.main_requests[1]
         assert "important" in str(retried.messages)
-        bus = host.runtimes["alice"].bus
+        bus = host.agents["alice"].bus
 
         def outcomes() -> list[str]:
             return [e["outcome"] for e in bus.history if e["kind"] == "turn_end"]
@@ -251,13 +252,13 @@ async def test_usage_above_the_watermark_checkpoints_then_compacts(
     )
     _seed(tmp_path, model_server, alice=AgentConfig())
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: "alice" in host.runtimes)
+        await until(lambda: "alice" in host.agents)
         async with operator(c.paths) as op:
             await op_call(op, "send", to="alice", body="work")
         await anyio.to_thread.run_sync(
             lambda: model_server.wait_for(lambda reqs: sum(r.main for r in reqs) >= 4, 45)
         )
-        bus = host.runtimes["alice"].bus
+        bus = host.agents["alice"].bus
         await until(
             lambda: (
                 bus.turn_state == "idle"
@@ -290,7 +291,7 @@ async def test_auth_failure_puts_the_agent_in_needs_login(
     manager = AgentConfig(tool_groups=list(ToolGroup.MANAGER_DEFAULT))
     _seed(tmp_path, model_server, queen=manager, alice=AgentConfig())
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: "alice" in host.runtimes)
+        await until(lambda: "alice" in host.agents)
         async with operator(c.paths) as op:
             await op_call(op, "send", to="alice", body="hello")
             with anyio.fail_after(30):
@@ -318,8 +319,8 @@ async def test_graceful_stop_fences_the_inbox_and_finishes_the_turn(
     )
     _seed(tmp_path, model_server, alice=AgentConfig())
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: "alice" in host.runtimes)
-        rt = host.runtimes["alice"]
+        await until(lambda: "alice" in host.agents)
+        rt = host.agents["alice"]
         async with operator(c.paths) as op:
             await op_call(op, "send", to="alice", body="start")
         await anyio.to_thread.run_sync(
@@ -327,16 +328,42 @@ async def test_graceful_stop_fences_the_inbox_and_finishes_the_turn(
         )
         async with anyio.create_task_group() as tg:
             tg.start_soon(host.deactivate, "alice")
-            await until(lambda: rt.stopping.is_set())
+            await until(lambda: rt.lifetime.stopping.is_set())
             async with operator(c.paths) as op:
                 await op_call(op, "send", to="alice", body="after the fence")
             gate.set()
-        assert rt.done.is_set() and "alice" not in host.runtimes
+        assert rt.lifetime.done.is_set() and "alice" not in host.agents
         tool_result = str(model_server.main_requests[1].messages[-1])
         assert "graceful-stop" in tool_result and "after the fence" not in tool_result
         outcomes = [e["outcome"] for e in rt.bus.history if e["kind"] == "turn_end"]
         assert outcomes == ["ok"]
         assert rt.bus.turn_state == "stopped"
+
+
+async def test_a_restarted_agent_shows_its_new_incarnations_turn_state(
+    tmp_path: Path, model_server: ModelServer, claude_bin: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The old runtime's last report ("stopped", once its graceful stop ended) reached the
+    # coordinator after the restart had activated the new one, which reports nothing
+    # until its state changes: an idle agent showed "stopped" until its next turn.
+    caplog.set_level(logging.DEBUG, logger="hyperhive.core.link_table")
+    _seed(tmp_path, model_server, alice=AgentConfig())
+    async with running_hive(tmp_path, claude_bin) as (c, host), operator(c.paths) as op:
+        old = await until(lambda: host.agents.get("alice"))
+        await until(lambda: old.connection.up)
+        await op_call(op, "agent_restart", agent="alice")
+        new = await until(lambda: (rt := host.agents.get("alice")) is not old and rt)
+        await until(lambda: new.connection.up and old.lifetime.done.is_set())
+
+        def stale_report_seen() -> bool:
+            return any("not its current one" in r.getMessage() for r in caplog.records)
+
+        await until(stale_report_seen)
+        assert old.bus.turn_state == "stopped" and new.bus.turn_state == "idle"
+        assert c.hostlink.turns["alice"].state == "idle"
+        agents = await op_call(op, "agents")
+        assert isinstance(agents, list)
+        assert next(a for a in agents if a["name"] == "alice")["turn_state"] == "idle"
 
 
 async def test_one_broken_agent_does_not_stop_another(
@@ -354,7 +381,7 @@ async def test_one_broken_agent_does_not_stop_another(
     manager = AgentConfig(tool_groups=list(ToolGroup.MANAGER_DEFAULT))
     _seed(tmp_path, model_server, queen=manager, alice=AgentConfig(), broken=broken)
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: "alice" in host.runtimes)
+        await until(lambda: "alice" in host.agents)
         async with operator(c.paths) as op:
             await op_call(op, "send", to="broken", body="crash please")
             await op_call(op, "send", to="alice", body="are you there")
@@ -362,7 +389,7 @@ async def test_one_broken_agent_does_not_stop_another(
         assert (reply["from"], reply["body"]) == ("alice", "alive"), reply
         # The host drops the runtime, then reports the crash over its link: the coordinator
         # learns a moment later (and restarts it after a back-off, so poll for the window).
-        await until(lambda: "broken" not in host.runtimes and not c.hostlink.running("broken"))
+        await until(lambda: "broken" not in host.agents and not c.hostlink.running("broken"))
 
         # The queen's notice is stored after the coordinator books the crash: poll for it.
         async def crash_mail() -> list[dict[str, str]]:

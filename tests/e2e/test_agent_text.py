@@ -66,7 +66,7 @@ async def test_skills_prompt_and_lean_schemas_reach_the_model(
         {"queen": None, "alice": "queen"},
     )
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: {"queen", "alice"} <= set(host.runtimes))
+        await until(lambda: {"queen", "alice"} <= set(host.agents))
         async with operator(c.paths) as op:
             for name in ("queen", "alice"):
                 await op_call(op, "send", to=name, body="hello")
@@ -92,8 +92,11 @@ async def test_skills_prompt_and_lean_schemas_reach_the_model(
         assert not {"dataviz", "update-config", "keybindings-help"} & set(listed_alice)
 
         # The appended system prompt, per role.
-        assert "request_init_config" in _system(queen) and "starts idle" in _system(queen)
-        assert "request_init_config" not in _system(alice)
+        assert "hive-children skill" in _system(queen)
+        assert "hive-children" not in _system(alice)
+        queen_tools = {t["name"]: t for t in queen.body["tools"]}
+        assert "starts idle" in queen_tools["mcp__hyperhive__request_init_config"]["description"]
+        assert "mcp__hyperhive__request_init_config" not in {t["name"] for t in alice.body["tools"]}
         assert str(c.paths.agent_state("alice")) in _system(alice)
 
         # Lean schemas: no pydantic titles, no anyOf-with-null.

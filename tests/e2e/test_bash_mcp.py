@@ -71,10 +71,8 @@ async def coordinator_and_host(
 
 
 def _bash_ready(host: AgentHost, name: str) -> bool:
-    """Its bash tasks are served: a runtime is listed while its directories are still being
-    prepared (off the event loop), and ``run`` says "agent starting" until then."""
-    rt = host.runtimes.get(name)
-    return rt is not None and rt.bash_tasks is not None
+    """Its bash tasks are served: the host lists an agent only once it is whole."""
+    return host.agent(name) is not None
 
 
 async def test_run_inline_started_completion_todo_and_status_clearing(
@@ -161,7 +159,7 @@ async def test_execution_gate_and_a_disabled_entry_are_enforced_server_side(
         carol=disabled,
     )
     async with coordinator_and_host(tmp_path, claude_bin) as (host, _scope, _tg):
-        await until(lambda: {"bob", "carol"} <= set(host.runtimes) and _bash_ready(host, "bob"))
+        await until(lambda: {"bob", "carol"} <= set(host.agents) and _bash_ready(host, "bob"))
         async with surface_client(host, "bob", "bash") as bash:
             assert (await bash.list_tools()).tools == []
             refused = await bash.call_tool("run", {"cmd": "touch /tmp/should-not-exist"})
@@ -172,8 +170,7 @@ async def test_execution_gate_and_a_disabled_entry_are_enforced_server_side(
             refused = await bash.call_tool("run", {"cmd": "true"})
             assert refused.is_error and "disabled" in result_text(refused)
             assert "[mcp_servers.bash]" in result_text(refused)
-        assert host.runtimes["bob"].bash_tasks is not None
-        assert not (host.runtimes["bob"].bash_tasks.dir / "tasks.json").exists()
+        assert not (host.agents["bob"].bash_tasks.dir / "tasks.json").exists()
 
 
 async def test_a_host_restart_marks_running_tasks_interrupted_with_a_todo(
@@ -181,14 +178,14 @@ async def test_a_host_restart_marks_running_tasks_interrupted_with_a_todo(
 ) -> None:
     paths = _seed(tmp_path, model_server, alice=AgentConfig())
     async with coordinator_and_host(tmp_path, claude_bin) as (first, first_scope, tg):
-        await until(lambda: "alice" in first.runtimes)
+        await until(lambda: "alice" in first.agents)
         async with surface_client(first, "alice", "bash") as bash:
             started = await bash.call_tool(
                 "run", {"cmd": "sleep 300", "wait_seconds": 0, "name": "long"}
             )
             assert result_text(started).startswith("task started: id=long")
         await eventually(paths, "alice", "bash", lambda t: "running" in t.get("long", ""))
-        table = first.runtimes["alice"].bash_tasks.table_path  # type: ignore[union-attr]
+        table = first.agents["alice"].bash_tasks.table_path
         record = next(r for r in json.loads(table.read_text())["tasks"] if r["id"] == "long")
         assert process_identity(record["pid"]) == record["identity"]
 
@@ -198,7 +195,7 @@ async def test_a_host_restart_marks_running_tasks_interrupted_with_a_todo(
         await until(lambda: process_identity(record["pid"]) is None)
         second, second_scope = await start_host(tg, tmp_path, "second-host")
         try:
-            await until(lambda: "alice" in second.runtimes, within=30)
+            await until(lambda: "alice" in second.agents, within=30)
             todos = await eventually(
                 paths, "alice", "bash", lambda t: "interrupted" in t.get("long", "")
             )

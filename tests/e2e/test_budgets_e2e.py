@@ -51,8 +51,8 @@ async def test_scripted_spend_holds_an_agent_and_raising_the_limit_resumes_it(
     )
     seed_home(tmp_path, {"alice": config})
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: "alice" in host.runtimes)
-        rt = host.runtimes["alice"]
+        await until(lambda: "alice" in host.agents)
+        rt = host.agents["alice"]
 
         # A subagent's run counts to alice.
         await start_scout(host, "alice")

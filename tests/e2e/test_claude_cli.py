@@ -183,7 +183,11 @@ def test_scripted_text_reply_is_an_ok_turn_with_usage(agent: Agent) -> None:
     assert report.usage.cache_creation_input_tokens == 300
     assert report.context_tokens == 2000
     assert report.context_usage == pytest.approx(0.2)
-    assert report.total_cost_usd > 0
+    # The session's totals so far, per model: a first run's are its own.
+    [totals] = report.session_totals.values()
+    assert (totals.input_tokens, totals.output_tokens) == (1200, 34)
+    assert (totals.cache_read_tokens, totals.cache_creation_tokens) == (500, 300)
+    assert totals.usd > 0  # priced by claude
 
     # Nothing but the one conversation request reached the server.
     [request] = agent.server.requests

@@ -46,7 +46,7 @@ async def _one_turn(
     """Seed alice with ``cfg``, wake her with a message, wait for ``requests`` model calls."""
     seed_home(tmp_path, {"alice": cfg.model_copy(update={"env": agent_env(model.url)})})
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: "alice" in host.runtimes)
+        await until(lambda: "alice" in host.agents)
         async with operator(c.paths) as op:
             await op_call(op, "send", to="alice", body="use your echo tool")
         await anyio.to_thread.run_sync(

@@ -76,7 +76,7 @@ async def test_a_live_hive_logs_every_kind_once_with_its_fields(
         {"queen": None, "alice": "queen", "broken": "queen", "nologin": "queen"},
     )
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: "alice" in host.runtimes)
+        await until(lambda: "alice" in host.agents)
 
         # Bash tasks and a subagent, reported by the host: a task that ends inside its
         # wait is one "ran" event; one that outlives it is started, then finished.

@@ -95,9 +95,9 @@ async def test_create_repo_then_push_a_branch_from_a_bash_task_and_get_woken_by_
     )
     forge_toml = _seed(tmp_path, model_server, forgejo)
     async with coordinator_and_host(tmp_path, claude_bin, forge_toml) as (host, scope, tg):
-        await until(lambda: AGENT in host.runtimes)
+        await until(lambda: AGENT in host.agents)
         # Provisioned at activation: the user exists and its token is in its state.
-        state = host.runtimes[AGENT].state_dir
+        state = host.agents[AGENT].state_dir
         await until(lambda: (state / TOKEN_FILE).exists())
         token = read_token(state)
         assert token and forgejo.tokens_of(AGENT)[0].sha1 == token
@@ -140,7 +140,7 @@ async def test_create_repo_then_push_a_branch_from_a_bash_task_and_get_woken_by_
         forgejo.threads[0].unread = True
         second, second_scope = await start_host(tg, tmp_path, "second-host")
         try:
-            await until(lambda: AGENT in second.runtimes, within=30)
+            await until(lambda: AGENT in second.agents, within=30)
             await until(lambda: forgejo.unread(AGENT) == [], within=30)
             assert len(await _forge_messages(tmp_path)) == 1
         finally:

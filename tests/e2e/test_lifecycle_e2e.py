@@ -103,8 +103,8 @@ async def test_a_manager_spawns_a_child_that_answers_through_its_parent(
 
         replies = await eventually(reply_from_worker)
         assert replies[0]["body"] == "done: thing"
-        assert "worker" in host.runtimes
-        assert host.runtimes["worker"].groups == (ToolGroup.MESSAGING,)
+        assert "worker" in host.agents
+        assert host.agents["worker"].groups == (ToolGroup.MESSAGING,)
 
 
 @pytest.fixture
@@ -131,7 +131,7 @@ async def test_a_turn_under_bubblewrap_as_the_agents_user(
     async with running_hive(open_home, claude_bin, runtime="bwrap") as (c, host):
         with anyio.fail_after(30):
             while True:
-                if "alice" in host.runtimes:
+                if "alice" in host.agents:
                     break
                 await anyio.sleep(0.05)
         async with operator(c.paths) as op:
@@ -144,10 +144,10 @@ async def test_a_turn_under_bubblewrap_as_the_agents_user(
 
         rows = await eventually(replied)
         assert rows[0]["body"] == "from the sandbox"
-        rt = host.runtimes["alice"]
-        assert rt.isolation is not None and rt.isolation.uid is not None
+        rt = host.agents["alice"]
+        assert rt.enclosure.isolation is not None and rt.enclosure.isolation.uid is not None
         session_dir = c.paths.agent_home("alice") / ".claude"
-        assert session_dir.stat().st_uid == rt.isolation.uid  # claude ran as the agent
+        assert session_dir.stat().st_uid == rt.enclosure.isolation.uid  # claude ran as the agent
 
 
 async def test_a_crashing_harness_is_restarted_and_its_submitter_told(

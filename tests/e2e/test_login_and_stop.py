@@ -43,15 +43,15 @@ async def test_no_credentials_holds_the_agent_until_hivectl_login(
         [tool_call("mcp__hyperhive__send", {"to": "operator", "body": "pong"}), text("done")]
     )
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: "alice" in host.runtimes)
-        rt = host.runtimes["alice"]
+        await until(lambda: "alice" in host.agents)
+        rt = host.agents["alice"]
         async with operator(c.paths) as op:
             await op_call(op, "send", to="alice", body="ping")
-        await until(lambda: rt.needs_login)
+        await until(lambda: rt.turns.needs_login)
         # A window longer than the first two backoffs (1 s + 2 s): a retry loop would
         # have started more turns by now; a held agent has not.
         await anyio.sleep(3.5)
-        assert rt.needs_login and _turns(rt) == 1
+        assert rt.turns.needs_login and _turns(rt) == 1
         assert not model_server.main_requests  # claude never reached the model
 
         listed = await anyio.to_thread.run_sync(lambda: hivectl(tmp_path, "agents", "list"))
@@ -85,7 +85,7 @@ async def test_no_credentials_holds_the_agent_until_hivectl_login(
                     break
                 await arrived.wait()
         assert model_server.main_requests[0].headers.get("x-api-key") == "test-key"
-        assert _turns(rt) == 2 and not rt.needs_login
+        assert _turns(rt) == 2 and not rt.turns.needs_login
         # The clean turn's end clears the coordinator's flag (agents list, dashboard).
         with anyio.fail_after(30):
             while True:
@@ -104,8 +104,8 @@ async def test_a_graceful_stop_cuts_a_redelivery_backoff_short(
     model_server.set_script(always(ApiError(529, "overloaded_error", "Overloaded")))
     seed_home(tmp_path, {"alice": AgentConfig(env=agent_env(model_server.url))})
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: "alice" in host.runtimes)
-        rt = host.runtimes["alice"]
+        await until(lambda: "alice" in host.agents)
+        rt = host.agents["alice"]
         async with operator(c.paths) as op:
             await op_call(op, "send", to="alice", body="work")
         await until(lambda: (rt.bus.last_turn or {}).get("outcome") == "api_error")
@@ -114,8 +114,8 @@ async def test_a_graceful_stop_cuts_a_redelivery_backoff_short(
         # start new turns (re-attaching would unfence the inbox and redeliver).
         with anyio.fail_after(20):
             await host.deactivate("alice")
-            await rt.done.wait()  # the harness may close its socket before the fence lands
-        assert "alice" not in host.runtimes
+            await rt.lifetime.done.wait()  # the harness may close its socket before the fence lands
+        assert "alice" not in host.agents
         assert _turns(rt) == turns
         async with operator(c.paths) as op:
             views = await op_call(op, "messages", agent="alice")

@@ -37,7 +37,7 @@ from tests.e2e.test_bash_mcp import coordinator_and_host, start_host
 from tests.support.hive import agent_env, op_call, operator, seed_home
 from tests.support.model_server import ModelServer, always, text, tool_call
 from tests.support.procs import hivectl
-from tests.support.surfaces import result_text, surface_client, until
+from tests.support.surfaces import result_text, surface_client, until, until_async
 from tests.support.synapse import Person, Synapse, TcpGate, register
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(240)]
@@ -142,8 +142,8 @@ async def test_dm_wakes_once_reply_reaches_the_operator_across_a_host_restart(
         },
     )
     async with coordinator_and_host(tmp_path, claude_bin, matrix_toml) as (host, scope, tg):
-        await until(lambda: AGENT in host.runtimes and "mx-bob" in host.runtimes)
-        state = host.runtimes[AGENT].state_dir
+        await until(lambda: AGENT in host.agents and "mx-bob" in host.agents)
+        state = host.agents[AGENT].state_dir
         await _synced(state)
         # Provisioned: the account file is the agent's alone, and names its Matrix ID.
         account = read_account(state)
@@ -195,6 +195,59 @@ async def test_dm_wakes_once_reply_reaches_the_operator_across_a_host_restart(
             second_scope.cancel()
 
 
+async def test_a_room_of_the_homeservers_default_version_is_a_wake_room_and_answered(
+    tmp_path: Path,
+    model_server: ModelServer,
+    claude_bin: Path,
+    synapse: Synapse,
+    people: People,
+) -> None:
+    """Synapse makes rooms in version 12 unless told otherwise: IDs with no server part.
+    One such room is the agent's wake room (agent.toml), and its turn answers there."""
+    op = await people("op")
+    matrix_toml, hive = _hive(tmp_path, synapse, synapse.url, op.user_id)
+    agent_id = f"@{hive}-{AGENT}:{synapse.server_name}"
+    room_id = await op.room([], "standup")  # no version asked for: the server's default
+    assert await op.room_version(room_id) == await op.default_room_version()
+    assert ":" not in room_id and len(room_id) == 44, room_id  # ! and the create event's hash
+    model_server.set_script(
+        [
+            tool_call("mcp__matrix__send", {"to": room_id, "text": "on my way"}),
+            tool_call("mcp__matrix__read", {"room": room_id, "limit": 5}),
+            text("answered in the standup room"),
+        ]
+    )
+    seed_home(
+        tmp_path,
+        {
+            AGENT: AgentConfig(
+                matrix=AgentMatrixConfig(enabled=True, wake_rooms=[room_id]),
+                env=agent_env(model_server.url),
+            )
+        },
+    )
+    async with coordinator_and_host(tmp_path, claude_bin, matrix_toml) as (host, _s, _tg):
+        await until(lambda: AGENT in host.agents)
+        state = host.agents[AGENT].state_dir
+        await _synced(state)
+        await op.invite(room_id, agent_id)  # the operator's invitation: accepted
+
+        async def joined() -> bool:
+            return (await op.members(room_id)).get(agent_id) == "join"
+
+        await until_async(joined, 60)
+        await op.say(room_id, "standup starts in five minutes")  # no mention: the room wakes
+        reply = await _reply(op, room_id, "on my way")
+        assert reply == "on my way"
+        [woken] = await _wait_messages(tmp_path, 1)
+        assert f"message from {op.user_id}" in woken["body"] and room_id in woken["body"]
+        assert "standup starts in five minutes" in woken["body"]
+        # The read the turn made with the same ID: its result reached the model.
+        await until(lambda: len(model_server.main_requests) >= 3)
+        read_result = str(model_server.main_requests[2].messages)
+        assert f"room {room_id}:" in read_result and "standup starts" in read_result
+
+
 async def test_stranger_invite_pending_and_tokens_are_the_agents_own(
     tmp_path: Path,
     model_server: ModelServer,
@@ -219,8 +272,8 @@ async def test_stranger_invite_pending_and_tokens_are_the_agents_own(
         },
     )
     async with coordinator_and_host(tmp_path, claude_bin, matrix_toml) as (host, _s, _tg):
-        await until(lambda: all(a in host.runtimes for a in (AGENT, "mx-bob", "mx-carl")))
-        state = host.runtimes[AGENT].state_dir
+        await until(lambda: all(a in host.agents for a in (AGENT, "mx-bob", "mx-carl")))
+        state = host.agents[AGENT].state_dir
         await _synced(state)
 
         # Three in it (the operator invited too): a room, not a direct message.
@@ -249,6 +302,9 @@ async def test_stranger_invite_pending_and_tokens_are_the_agents_own(
         async with surface_client(host, AGENT, "matrix") as mx:
             listed = {t.name for t in (await mx.list_tools()).tools}
             rooms = result_text(await mx.call_tool("rooms", {}))
+            # A room's name is no room ID: refused here, naming the forms, nothing sent.
+            named = await mx.call_tool("send", {"to": "not yours to join", "text": "hi"})
+        assert named.is_error and "room version 12" in result_text(named)
         assert listed == {"send", "read", "rooms", "join", "leave"}
         assert agent_id in rooms and f"invited to {room_id} by {stranger.user_id}" in rooms
 
@@ -284,7 +340,7 @@ async def test_stranger_invite_pending_and_tokens_are_the_agents_own(
             refused = await http.post(
                 f"{host.base_url}/agents/{AGENT}/mcp/matrix",
                 headers={
-                    "authorization": f"Bearer {host.runtimes['mx-bob'].token}",
+                    "authorization": f"Bearer {host.agents['mx-bob'].token}",
                     "accept": "application/json, text/event-stream",
                 },
                 json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
@@ -296,8 +352,8 @@ async def test_stranger_invite_pending_and_tokens_are_the_agents_own(
             denied = await carl.call_tool("send", {"to": op.user_id, "text": "hi"})
         assert denied.is_error and "no Matrix identity" in result_text(denied)
         # bob's account is his own: a different user and token from ana's.
-        await _synced(host.runtimes["mx-bob"].state_dir)
-        bob, ana = read_account(host.runtimes["mx-bob"].state_dir), read_account(state)
+        await _synced(host.agents["mx-bob"].state_dir)
+        bob, ana = read_account(host.agents["mx-bob"].state_dir), read_account(state)
         assert bob is not None and ana is not None
         assert bob.user_id != ana.user_id and bob.access_token != ana.access_token
 
@@ -336,8 +392,8 @@ async def test_homeserver_down_backs_off_logs_and_recovers(
             },
         )
         async with coordinator_and_host(tmp_path, claude_bin, matrix_toml) as (host, _s, _tg):
-            await until(lambda: AGENT in host.runtimes)
-            state = host.runtimes[AGENT].state_dir
+            await until(lambda: AGENT in host.agents)
+            state = host.agents[AGENT].state_dir
             await _synced(state)
             room_id = await op.dm(agent_id)
             await until(lambda: read_sync_state(state).since and _joined(host), within=30)
@@ -351,7 +407,7 @@ async def test_homeserver_down_backs_off_logs_and_recovers(
             await until(lambda: failures() >= 2, within=30)  # retried, not given up
             record = next(r for r in caplog.records if "matrix sync failed" in r.getMessage())
             assert gate.url in record.getMessage() and record.levelno == logging.WARNING
-            assert host.runtimes[AGENT].matrix.view().problem  # type: ignore[union-attr]
+            assert host.agents[AGENT].matrix.view().problem  # type: ignore[union-attr]
             assert await _matrix_messages(tmp_path) == []
 
             gate.up()
@@ -360,13 +416,13 @@ async def test_homeserver_down_backs_off_logs_and_recovers(
             await until(
                 lambda: any("matrix sync works again" in r.getMessage() for r in caplog.records)
             )
-            assert host.runtimes[AGENT].matrix.view().problem is None  # type: ignore[union-attr]
+            assert host.agents[AGENT].matrix.view().problem is None  # type: ignore[union-attr]
     finally:
         gate.close()
 
 
 def _joined(host: Any) -> bool:
     """The agent's client has the DM room (it accepted the operator's invitation)."""
-    m = host.runtimes[AGENT].matrix
+    m = host.agents[AGENT].matrix
     client = m._client if m is not None else None
     return client is not None and any(len(r.users) == 2 for r in client.rooms.values())

@@ -252,7 +252,7 @@ async def _post(
 async def test_the_fast_path_answers_as_the_sdk_does(tmp_path: Path, claude_bin: Path) -> None:
     seed_home(tmp_path, AGENTS)
     async with running_hive(tmp_path, claude_bin) as (_, host):
-        await until(lambda: {"alice", "bare"} <= set(host.runtimes))
+        await until(lambda: {"alice", "bare"} <= set(host.agents))
         surface = host.surfaces["hyperhive"]
         fast = surface.fast
         assert fast is not None
@@ -260,7 +260,7 @@ async def test_the_fast_path_answers_as_the_sdk_does(tmp_path: Path, claude_bin:
         async with httpx.AsyncClient(timeout=30) as http:
             for what, agent, body, sent, served_fast in CASES:
                 url = f"{host.base_url}/agents/{agent}/mcp/hyperhive"
-                token = host.runtimes[agent].token
+                token = host.agents[agent].token
                 before = fast.answered
                 got_fast = await _post(http, url, token, body, sent)
                 answered = fast.answered - before
@@ -283,13 +283,13 @@ async def test_the_ordinary_results_are_what_the_model_reads(
     the host logs the refused and failed calls at INFO, not the ordinary ones."""
     seed_home(tmp_path, AGENTS)
     async with running_hive(tmp_path, claude_bin) as (_, host):
-        await until(lambda: {"alice", "bare"} <= set(host.runtimes))
+        await until(lambda: {"alice", "bare"} <= set(host.agents))
         caplog.set_level("INFO", logger="hyperhive.agent.mcp_surface")
         async with httpx.AsyncClient(timeout=30) as http:
 
             async def result(agent: str, body: Any, sent: dict[str, str]) -> dict[str, Any]:
                 url = f"{host.base_url}/agents/{agent}/mcp/hyperhive"
-                status, kind, shown = await _post(http, url, host.runtimes[agent].token, body, sent)
+                status, kind, shown = await _post(http, url, host.agents[agent].token, body, sent)
                 assert (status, kind) == (200, "application/json"), shown
                 assert shown["id"] == body["id"] and shown["jsonrpc"] == "2.0"
                 got: dict[str, Any] = shown["result"]
@@ -320,9 +320,9 @@ async def test_a_refused_host_or_origin_is_warned_about_once(
     leaves no accepted verdict behind for a foreign Host or Origin."""
     seed_home(tmp_path, AGENTS)
     async with running_hive(tmp_path, claude_bin) as (_, host):
-        await until(lambda: "alice" in host.runtimes)
+        await until(lambda: "alice" in host.agents)
         url = f"{host.base_url}/agents/alice/mcp/hyperhive"
-        token = host.runtimes["alice"].token
+        token = host.agents["alice"].token
         async with httpx.AsyncClient(timeout=30) as http:
             ok = await _post(http, url, token, call("get_agent_meta", {}), headers())
             assert ok[0] == 200

@@ -48,7 +48,7 @@ async def test_the_next_call_sees_every_change_to_the_agents_own_meta(
 ) -> None:
     seed_home(tmp_path, {"alice": AgentConfig(), "bob": AgentConfig()})
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: {"alice", "bob"} <= set(host.runtimes))
+        await until(lambda: {"alice", "bob"} <= set(host.agents))
         async with surface_client(host, "alice", "hyperhive") as mcp:
             first = await meta(mcp)
             assert (first["name"], first["parent"], first["status_text"]) == ("alice", None, "")

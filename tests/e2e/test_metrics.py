@@ -80,12 +80,12 @@ async def test_metrics_after_a_known_scenario(
         running_hive(tmp_path, claude_bin) as (c, host),
         dashboard_client(c) as http,
     ):
-        await until(lambda: {"queen", "alice"} <= set(host.runtimes))
+        await until(lambda: {"queen", "alice"} <= set(host.agents))
         refused = await http.get("/metrics", headers={"authorization": "Bearer wrong"})
         assert refused.status_code == 401, "same auth as the rest of the dashboard"
         # The host's per-agent work is the operator's to read, not an agent's.
         async with httpx.AsyncClient(base_url=host.base_url) as direct:
-            alice_token = host.runtimes["alice"].token
+            alice_token = host.agents["alice"].token
             own = {"authorization": f"Bearer {alice_token}"}
             assert (await direct.get("/api/host/work", headers=own)).status_code == 401
 
@@ -110,7 +110,7 @@ async def test_metrics_after_a_known_scenario(
         # its duration is observed (its host reported idle): the two come in either order.
         await scrape_until("hyperhive_turns_total", 1, agent="alice", outcome="ok")
         s = await scrape_until("hyperhive_turn_duration_seconds_count", 1, agent="alice")
-        cost = host.runtimes["alice"].bus.last_turn["cost_usd"]
+        cost = host.agents["alice"].bus.last_turn["cost_usd"]
         assert value(s, "hyperhive_messages_sent_total", agent="operator") == 1
         assert value(s, "hyperhive_messages_sent_total", agent="alice") == 1
         assert value(s, "hyperhive_messages_delivered_total", agent="alice") == 1

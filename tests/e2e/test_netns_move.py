@@ -23,7 +23,7 @@ from tests.support.hive import hivectl_env
 from tests.support.hostlink import start_remote_host
 from tests.support.model_server import ModelServer, text
 from tests.support.netns import Lan
-from tests.support.procs import agent_rows, hivectl, stop, wait_until
+from tests.support.procs import agent_rows, hivectl, hivectl_json, stop, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300), *netns_hosts.pytestmark[2:]]
 
@@ -87,6 +87,12 @@ def row(hive: Hive, agent: str) -> dict[str, Any]:
     return agent_rows(hive.home)[agent]
 
 
+def spent(hive: Hive, agent: str) -> float:
+    """``agent``'s spend so far, as ``hivectl spend --json`` reports it."""
+    report = hivectl_json(hive.home, "spend")
+    return float(next(r for r in report["agents"] if r["agent"] == agent)["all_time"]["usd"])
+
+
 def start_move(disks: Disks, agent: str, to: str) -> subprocess.Popen[str]:
     move = subprocess.Popen(
         [sys.executable, "-m", "hyperhive", "agents", "move", agent, "--to", to],
@@ -131,6 +137,8 @@ def test_an_agent_moves_with_its_inbox_notes_and_session(
     hivectl(hive.home, "send", "bob", "first prompt")
     wait_until(lambda: len(lan_model.main_requests) >= 1, 120, "bob's first turn")
     wait_until(lambda: row(hive, "bob")["turn_state"] == "idle", 60, "bob idle again")
+    wait_until(lambda: spent(hive, "bob") > 0, 60, "bob's first turn counted")
+    first_turn = spent(hive, "bob")
     h1_bob = disks.private("h1") / "bob"
     (h1_bob / "state" / "notes.md").write_text("the answer is 42\n")
     assert (h1_bob / "state" / "harness" / "session.json").exists(), hive.logs()
@@ -159,6 +167,10 @@ def test_an_agent_moves_with_its_inbox_notes_and_session(
     # The same claude session, resumed on h2: the first turn is in its history.
     assert "first prompt" in history and "first answer" in history, history
     assert "mail sent before the move" in json.dumps(second.messages[-1])
+    # claude on h2 reports the session's totals, h1's turn included: the coordinator's
+    # stored totals (not h1's, which stayed behind) make it one turn's cost again.
+    wait_until(lambda: spent(hive, "bob") > first_turn, 60, "bob's turn on h2 counted")
+    assert spent(hive, "bob") == pytest.approx(2 * first_turn, rel=1e-9)
 
 
 def test_a_target_killed_mid_copy_leaves_the_agent_on_its_source(hive: Hive, disks: Disks) -> None:

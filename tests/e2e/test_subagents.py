@@ -143,7 +143,7 @@ async def test_a_subagent_is_offered_its_parents_builtins_and_only_its_own_surfa
     )
     _seed(tmp_path, model_server, alice=config)
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: "alice" in host.runtimes)
+        await until(lambda: "alice" in host.agents)
         async with surface_client(host, "alice", "subagent") as sub:
             listed = {t.name for t in (await sub.list_tools()).tools}
             assert listed == {"start", "continue", "interrupt", "status"}
@@ -199,7 +199,7 @@ async def test_continue_resumes_the_session_and_interrupt_stops_the_run(
     _seed(tmp_path, model_server, alice=AgentConfig())
     try:
         async with running_hive(tmp_path, claude_bin) as (c, host):
-            await until(lambda: "alice" in host.runtimes)
+            await until(lambda: "alice" in host.agents)
             async with surface_client(host, "alice", "subagent") as sub:
                 await sub.call_tool("start", {"prompt": "KEYWORD-FIRST task", "name": "worker"})
                 await eventually(
@@ -254,12 +254,12 @@ async def test_the_control_surface_knows_its_caller_by_a_per_run_token(
     _seed(tmp_path, model_server, alice=AgentConfig(), bob=no_subagents)
     try:
         async with running_hive(tmp_path, claude_bin) as (c, host):
-            await until(lambda: {"alice", "bob"} <= set(host.runtimes))
-            alice = host.runtimes["alice"]
+            await until(lambda: {"alice", "bob"} <= set(host.agents))
+            alice = host.agents["alice"]
             async with surface_client(host, "alice", "subagent") as sub:
                 await sub.call_tool("start", {"prompt": "KEYWORD-STALL hold", "name": "held"})
             await _wait_requests(model_server, lambda rs: any(is_subagent(r) for r in rs))
-            config = json.loads((alice.runtime_dir / "subagent-held.json").read_text())
+            config = json.loads((alice.spec.runtime_dir / "subagent-held.json").read_text())
             control = config["mcpServers"]["subagent_control"]
             assert control["url"] == f"{host.base_url}/agents/alice/mcp/subagent_control"
             run_token = control["headers"]["Authorization"].removeprefix("Bearer ")

@@ -133,7 +133,7 @@ async def test_a_remote_hosts_agents_live_on_its_disk_and_trash_waits_for_it(
             await until(lambda: seeded(h2.agent_config_repo("bob")))
             assert h2.agent_state("bob").is_dir()
             assert not coord_paths.agent_dir("bob").exists()  # never on the coordinator
-            await until(lambda: "bob" in host.runtimes)
+            await until(lambda: "bob" in host.agents)
             await op.call(OpLifecycleReq(cmd="agent_kill", agent="bob"))
 
             proposal = await op.call(

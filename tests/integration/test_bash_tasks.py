@@ -18,11 +18,8 @@ import pytest
 from anyio.abc import Process
 
 from hyperhive.agent.activity import Phase
-from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.agent.sandbox import AgentSandbox, process_identity, signal_group
-from hyperhive.bash.mcp import HANDLERS as BASH_HANDLERS
 from hyperhive.bash.tasks import TaskManager, TaskReport, TaskStarted
-from hyperhive.config import AgentConfig, HiveConfig, HivePaths
 from hyperhive.errors import (
     Conflict,
     InvalidName,
@@ -31,7 +28,6 @@ from hyperhive.errors import (
     NotFound,
     Unavailable,
 )
-from hyperhive.tools.bash import RunArgs
 from tests.support.surfaces import until
 
 
@@ -506,42 +502,3 @@ async def test_huge_output_streams_to_disk_with_flat_memory(sandbox: AgentSandbo
     assert report.stdout_path.stat().st_size == size
     assert report.stdout_tail == "x" * 4096
     assert growth_mib < 50, f"RSS grew {growth_mib:.0f} MiB streaming {size >> 20} MiB"
-
-
-def _starting_runtime(tmp_path: Path) -> AgentRuntime:
-    """An agent the host has listed but whose services do not serve yet."""
-    return AgentRuntime(
-        name="alice",
-        config=AgentConfig(),
-        parent=None,
-        paths=HivePaths(tmp_path / "hive"),
-        hive=HiveConfig(claude_bin="/c"),
-    )
-
-
-async def test_a_tool_call_while_the_agent_starts_waits_for_its_tasks(
-    tmp_path: Path, sandbox: AgentSandbox
-) -> None:
-    # The host lists a runtime before its directories are prepared (off the event loop);
-    # a call that lands in between is answered once the tasks serve, not refused.
-    rt = _starting_runtime(tmp_path)
-    answers: list[str] = []
-
-    async def call() -> None:
-        answers.append(await BASH_HANDLERS["run"](rt, RunArgs(cmd="echo hi", wait_seconds=10)))
-
-    with anyio.fail_after(20):
-        async with manager(sandbox, RecordingTodos()) as tm, anyio.create_task_group() as tg:
-            tg.start_soon(call)
-            await anyio.sleep(0.2)
-            assert answers == []  # held, not refused
-            rt.bash_tasks = tm
-            rt.services_up.set()
-    assert answers and answers[0].startswith("task ") and "exit_code 0" in answers[0]
-
-
-async def test_a_tool_call_while_the_agent_stops_is_refused_at_once(tmp_path: Path) -> None:
-    rt = _starting_runtime(tmp_path)
-    rt.stopping.set()
-    with anyio.fail_after(5), pytest.raises(Unavailable, match="agent starting or stopping"):
-        await BASH_HANDLERS["run"](rt, RunArgs(cmd="true"))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import uuid
 from pathlib import Path
 
 import anyio
@@ -18,6 +17,7 @@ from hyperhive.errors import HiveError, Unavailable
 from hyperhive.protocol import RunSpend, TurnEndReq
 from tests.support.hive import seed_home, start_serve
 from tests.support.procs import hivectl, hivectl_json
+from tests.support.spend import reported
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(360)]
 
@@ -92,7 +92,7 @@ async def _turn_end(paths: HivePaths, agent: str, usd: float) -> None:
             TurnEndReq(
                 cmd="turn_end",
                 outcome="ok",
-                spend=RunSpend(run_id=uuid.uuid4().hex, cost_usd=usd),
+                spend=RunSpend.model_validate(reported(usd)),
             )
         )
 
@@ -121,12 +121,18 @@ async def _reporter(
 @pytest.mark.slow
 async def test_kill_9_mid_run_keeps_spend_totals_exact(tmp_path: Path) -> None:
     paths = seed_home(tmp_path, {"alice": AgentConfig()})
+    # One claude session resumed RUNS times: each report is the session's total so far,
+    # and the coordinator counts each run's difference, once, however often it is resent.
     runs = [
         TurnEndReq(
             cmd="turn_end",
             outcome="ok",
-            spend=RunSpend(
-                run_id=uuid.uuid4().hex, cost_usd=0.015625 * (n % 7), input_tokens=n + 1
+            spend=RunSpend.model_validate(
+                reported(
+                    sum(0.015625 * (m % 7) for m in range(n + 1)),
+                    sum(m + 1 for m in range(n + 1)),
+                    session="one-session",
+                )
             ),
         )
         for n in range(RUNS)

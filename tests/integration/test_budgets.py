@@ -8,7 +8,6 @@ the same path in ``tests/e2e/test_budgets_e2e.py``.
 from __future__ import annotations
 
 import datetime as dt
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,7 @@ from tests.support.hive import (
     operator,
     seed_home,
 )
+from tests.support.spend import reported
 
 pytestmark = pytest.mark.anyio
 
@@ -42,7 +42,12 @@ ALICE = "budget = { tokens_per_day = 100 }\n"
 
 
 def _spend(tokens: int, usd: float = 0.0, kind: str = "turn") -> dict[str, Any]:
-    return {"run_id": uuid.uuid4().hex, "kind": kind, "cost_usd": usd, "input_tokens": tokens}
+    """A run of a session of its own: it counts ``usd`` and ``tokens`` whole."""
+    return reported(usd, tokens, kind)
+
+
+def _run(usd: float = 0.0, tokens: int = 0, run_id: str | None = None) -> RunSpend:
+    return RunSpend.model_validate(reported(usd, tokens, run_id=run_id))
 
 
 async def _operator_inbox(paths: HivePaths) -> list[str]:
@@ -141,8 +146,21 @@ async def test_a_subagent_run_and_a_compaction_count_to_the_agent(
     )
     async with coordinator(tmp_path), agent(paths, "alice") as alice:
         sub = _spend(7, 0.125, kind="subagent")
-        assert await agent_call(alice, "record_spend", spend=sub) == {"recorded": True}
-        assert await agent_call(alice, "record_spend", spend=sub) == {"recorded": False}
+        counted = {
+            "cost_usd": 0.125,
+            "input_tokens": 7,
+            "output_tokens": 0,
+            "cache_read_tokens": 0,
+            "cache_creation_tokens": 0,
+        }
+        assert await agent_call(alice, "record_spend", spend=sub) == {
+            "recorded": True,
+            "spend": counted,
+        }
+        assert await agent_call(alice, "record_spend", spend=sub) == {
+            "recorded": False,
+            "spend": counted,
+        }
         await agent_call(alice, "turn_end", outcome="ok", spend=_spend(3, 0.5, "compaction"))
         async with operator(paths) as op:
             report = await op_call(op, "spend")
@@ -236,7 +254,7 @@ async def test_a_new_day_in_the_operators_zone_lifts_a_daily_limit(tmp_path: Pat
             bus,
             clock=lambda: now[0],
         )
-        assert await budgets.record("alice", RunSpend(run_id="r" * 8, cost_usd=1.0))
+        assert (await budgets.record("alice", _run(1.0)))[1]
         hit = await budgets.held("alice")
         assert hit is not None and hit.key == "usd_per_day"
         now[0] += 15 * 60  # 00:05 the next day, operator's time
@@ -244,8 +262,8 @@ async def test_a_new_day_in_the_operators_zone_lifts_a_daily_limit(tmp_path: Pat
         report = await budgets.report()
         assert report.day == "2026-12-02"
         assert report.agents[0].today.usd == 0.0 and report.agents[0].all_time.usd == 1.0
-        for i in range(4):
-            await budgets.record("alice", RunSpend(run_id=f"run-{i:04d}", cost_usd=1.0))
+        for _ in range(4):
+            await budgets.record("alice", _run(1.0))
             now[0] += 86400
         total = await budgets.held("alice")
         assert total is not None and total.key == "usd_total"  # no new day lifts a total
@@ -280,7 +298,7 @@ async def test_the_cached_totals_match_the_store_under_concurrent_records(
 
         async def record(i: int) -> None:
             agent = "alice" if i % 2 else "bob"
-            await budgets.record(agent, RunSpend(run_id=f"run-{i:05d}", input_tokens=i))
+            await budgets.record(agent, _run(tokens=i))
 
         async def read() -> None:
             for _ in range(20):

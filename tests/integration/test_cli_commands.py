@@ -319,9 +319,13 @@ def test_choom_runs_claude_in_the_agent_sandbox_without_tool_flags(
     assert f"home={paths.agent_home('alice')}" in lines
     assert "agent=alice" in lines
     args = [line.removeprefix("arg=") for line in lines if line.startswith("arg=")]
-    assert args == ["--resume", "abc"]
+    # Unsandboxed, there is no sandbox to bind managed settings into: the denials go in
+    # --settings (the layer the session's own settings still cannot loosen), said so.
+    deny = {"permissions": {"deny": ["Task", "TodoWrite"]}}
+    assert args == ["--settings", json.dumps(deny), "--resume", "abc"]
     assert not {"--tools", "--allowedTools"} & set(args)
     assert "choom: alice" in out.stderr
+    assert "denying Task, TodoWrite with --settings instead" in out.stderr
 
     one_line_error(hivectl(hive, "choom", "alice", "--", "--tools", "Read"), "never restricts")
     one_line_error(hivectl(hive, "choom", "ghost"), "no agent named 'ghost'")

@@ -23,9 +23,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.config import AgentConfig, HivePaths
-from hyperhive.core.coordinator import Coordinator
 from hyperhive.errors import HiveError, InvalidRequest, NotFound, PermissionDenied, Unavailable
 from hyperhive.gitrepo import GitRepo
 from hyperhive.permissions import ToolGroup
@@ -42,7 +40,7 @@ from hyperhive.repoacl import named_uids
 from hyperhive.sysusers import existing_uid
 from tests.support.hive import agent, agent_call, operator, running_hive, seed_home
 from tests.support.hostlink import add_host, inprocess_remote_host
-from tests.support.sandboxed import run_sandboxed, traversable_home
+from tests.support.sandboxed import agent_enclosed, run_sandboxed, traversable_home
 from tests.support.surfaces import until
 
 pytestmark = pytest.mark.anyio
@@ -256,9 +254,12 @@ async def test_the_mirror_is_bound_into_the_managers_sandbox_and_writable_by_it_
                 assert {existing_uid(a, "alice"), existing_uid(a, "bob")} <= named_uids(mirror)
                 assert carol_uid not in named_uids(mirror)
 
-                alice = _runtime(c.paths, c, "alice", ("bob",))
-                await anyio.to_thread.run_sync(alice.prepare_dirs)
-                assert alice.isolation is not None and mirror in alice.isolation.rw
+                alice = await anyio.to_thread.run_sync(
+                    lambda: agent_enclosed(c, "alice", descendants=("bob",))
+                )
+                assert (
+                    alice.enclosure.isolation is not None and mirror in alice.enclosure.isolation.rw
+                )
                 edit = (
                     f"printf '# by alice\\n' >> {mirror}/agent.toml && "
                     f"git -C {mirror} commit -qam 'alice, from her sandbox' && echo done"
@@ -266,17 +267,19 @@ async def test_the_mirror_is_bound_into_the_managers_sandbox_and_writable_by_it_
                 code, out = await run_sandboxed(alice, ["sh", "-c", edit])
                 assert code == 0 and "done" in out, out
 
-                carol = _runtime(c.paths, c, "carol", ())
-                await anyio.to_thread.run_sync(carol.prepare_dirs)
-                assert carol.isolation is not None and mirror not in carol.isolation.rw
+                carol = await anyio.to_thread.run_sync(lambda: agent_enclosed(c, "carol"))
+                assert (
+                    carol.enclosure.isolation is not None
+                    and mirror not in carol.enclosure.isolation.rw
+                )
                 code, out = await run_sandboxed(carol, ["sh", "-c", f"ls {mirror} || true"])
                 assert "agent.toml" not in out
-                assert carol_uid is not None and carol.isolation.gid is not None
+                assert carol_uid is not None and carol.enclosure.isolation.gid is not None
                 as_carol = await anyio.run_process(
                     [
                         "setpriv",
                         f"--reuid={carol_uid}",
-                        f"--regid={carol.isolation.gid}",
+                        f"--regid={carol.enclosure.isolation.gid}",
                         "--clear-groups",
                         "--",
                         "touch",
@@ -306,16 +309,3 @@ async def test_the_mirror_is_bound_into_the_managers_sandbox_and_writable_by_it_
                 await op.call(OpLifecycleReq(cmd="agent_destroy", agent="bob"))
                 await until(lambda: not a.agent_dir("bob").exists())
                 assert not b.agent_dir("bob").exists()
-
-
-def _runtime(
-    paths: HivePaths, c: Coordinator, name: str, descendants: tuple[str, ...]
-) -> AgentRuntime:
-    return AgentRuntime(
-        name=name,
-        config=c.registry.config(name),
-        parent=None,
-        paths=paths,
-        hive=c.config,
-        descendants=descendants,
-    )

@@ -30,7 +30,7 @@ async def test_state_comes_from_the_agents_own_host_and_work_from_every_host(
         hive_toml='hostlink = { listen = "127.0.0.1:0" }\n',
     )
     async with running_hive(tmp_path, claude_bin) as (c, local), operator(c.paths) as op:
-        await until(lambda: {"alice", "bob"} <= set(local.runtimes), 30)
+        await until(lambda: {"alice", "bob"} <= set(local.agents), 30)
         cred = await add_host(op, "h2", tmp_path / "creds")
         run2 = tmp_path / "run" / "hosts" / "h2"
         second = AgentHost(
@@ -43,12 +43,12 @@ async def test_state_comes_from_the_agents_own_host_and_work_from_every_host(
             await until(lambda: "h2" in c.hostlink.hosts, 30)
             # carol is pinned to h2 by the operator; alice and bob stay on the local host.
             await op.call(OpSpawnReq(cmd="spawn", name="carol", host="h2"))
-            await until(lambda: "carol" in second.runtimes, 30)
+            await until(lambda: "carol" in second.agents, 30)
             proxy = HostProxy(c.paths.run, c.hostlink)
             assert (await proxy.state("carol"))["agent"] == "carol"
             assert (await proxy.state("alice"))["agent"] == "alice"
             # The local host alone does not know carol; the proxy asked h2.
-            assert "carol" not in local.runtimes
+            assert "carol" not in local.agents
             work = await proxy.work()
             assert {"alice", "bob", "carol"} <= set(work.agents)
             with anyio.move_on_after(10):

@@ -100,11 +100,11 @@ async def test_turn_state_and_live_stream_come_over_the_link(
 ) -> None:
     _seed(tmp_path)
     async with running_hive(tmp_path, claude_bin) as (c, host):
-        await until(lambda: "bob" in host.runtimes and host.runtimes["bob"].rpc)
+        await until(lambda: "bob" in host.agents and host.agents["bob"].connection.up)
         proxy = HostProxy(c.paths.run, c.hostlink)
         state = await proxy.state("bob")
         assert state["agent"] == "bob" and state["turn_state"] == "idle"
-        host.runtimes["bob"].bus.emit("text", text="before the viewer came")
+        host.agents["bob"].bus.emit("text", text="before the viewer came")
 
         events: list[dict[str, Any]] = []
         ended: list[str] = []
@@ -120,7 +120,7 @@ async def test_turn_state_and_live_stream_come_over_the_link(
             tg.start_soon(watch)
             # History first (what the host kept), then what happens while watching.
             await until(lambda: any(e.get("text") == "before the viewer came" for e in events))
-            host.runtimes["bob"].bus.emit("text", text="live")
+            host.agents["bob"].bus.emit("text", text="live")
             await until(lambda: any(e.get("text") == "live" for e in events))
             await c.hostlink.deactivate("bob", graceful=False)
         assert ended == ["bob stopped on agent host test-host"]
@@ -169,6 +169,35 @@ async def test_a_host_answers_only_its_own_asks_and_a_host_gone_ends_the_follow(
                     await holder.aclose()
         assert len(failures) == 1
         assert "went away (its link to the coordinator closed)" in failures[0].message
+
+
+async def test_an_answer_that_is_not_the_asks_model_is_the_hosts_failure(
+    tmp_path: Path,
+) -> None:
+    # A log_tail asks for a HostTail: anything else the host sends back is refused here,
+    # naming the host, rather than passed on to whoever asked.
+    _seed(tmp_path, '[hostlink]\nlisten = "127.0.0.1:0"\n')
+    async with coordinator(tmp_path) as c, operator(c.paths) as op:
+        cred = await add_host(op, "h1", tmp_path / "creds")
+        pushes = Pushes()
+        async with registered(LinkTarget(link_url(c.paths), "h1", cred), pushes) as h1:
+            await until(lambda: c.hostlink.host_of("alice") == "h1")
+            failures: list[Exception] = []
+
+            async def tail() -> None:
+                try:
+                    await op.call(OpLogsReq(cmd="logs", agent="alice", lines=3))
+                except Unavailable as exc:
+                    failures.append(exc)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(tail)
+                ask = await pushes.command("log_tail", "alice")
+                await h1.call(
+                    LinkAnswerReq(cmd="answer", ask=ask["ask"], result={"lines": "not a list"})
+                )
+        assert len(failures) == 1
+        assert "agent host h1 answered a tail of alice's log with" in failures[0].message
 
 
 async def test_stream_batches_are_refused_from_a_host_that_did_not_open_them(

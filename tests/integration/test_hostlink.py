@@ -73,11 +73,27 @@ async def test_host_registration_activation_and_loss(
             assert isinstance(listed, list)
             alice = next(a for a in listed if a["name"] == "alice")
             assert alice["turn_state"] == "thinking" and alice["turn_state_since"] == 123.0
+            # A replaced incarnation's last report (its "stopped", after a restart) is not
+            # the agent's state: the current one's stands.
+            live = next(p["incarnation"] for p in pushed if p.get("agent") == "alice")
+            for incarnation, state in ((live - 1, "stopped"), (live, "idle")):
+                await host.call(
+                    LinkAgentStateReq(
+                        cmd="agent_state",
+                        agent="alice",
+                        turn_state=state,
+                        since=124.0,
+                        incarnation=incarnation,
+                    )
+                )
+                listed = await op_call(op, "agents")
+                assert isinstance(listed, list)
+                alice = next(a for a in listed if a["name"] == "alice")
+                assert alice["turn_state"] == ("thinking" if state == "stopped" else "idle")
             async with agent(c.paths, "alice") as alice_sock:
                 meta = await agent_call(alice_sock, "get_agent_meta")
                 assert isinstance(meta, dict) and meta["running"] is True
             # A crash of an incarnation the coordinator has since replaced is not this one's.
-            live = next(p["incarnation"] for p in pushed if p.get("agent") == "alice")
             await host.call(
                 LinkAgentCrashedReq(
                     cmd="agent_crashed", agent="alice", reason="stale", incarnation=live - 1
@@ -108,3 +124,30 @@ async def test_host_registration_activation_and_loss(
                         break
         assert not c.hostlink.running("queen")
         assert c.hostlink.hosts == {}
+
+
+async def test_a_registering_hosts_pass_leaves_an_agent_being_spawned_to_its_spawn(
+    tmp_path: Path,
+) -> None:
+    # A spawn writes the agent (its row makes it "desired running") before it starts it.
+    # A host registering in between found it not running and started it too, before the
+    # spawn had opened its socket: the harness's first connection failed, and the spawn's
+    # own start then restarted it. The spawn claims the agent until it has started it.
+    seed_home(tmp_path, {"alice": AgentConfig(), "bob": AgentConfig()})
+    async with coordinator(tmp_path) as c:
+        pushed: list[dict[str, Any]] = []
+        bob_started = anyio.Event()
+
+        def on_push(frame: dict[str, Any]) -> None:
+            pushed.append(frame)
+            if frame == {**frame, "cmd": "activate", "agent": "bob"}:
+                bob_started.set()
+
+        with c.placement.starting("alice"):
+            async with connect(c.paths.hosts_sock, on_push=on_push) as host:
+                await host.call(LinkRegisterReq(cmd="register", host_id="h1"))
+                with anyio.fail_after(10):
+                    await bob_started.wait()
+                # The pass goes by name: alice's turn came (and went) before bob's.
+                assert [p["agent"] for p in pushed if p["cmd"] == "activate"] == ["bob"]
+                assert not c.hostlink.running("alice")

@@ -103,8 +103,8 @@ async def test_a_host_without_the_admin_token_gets_its_agents_forge_identity(
 ) -> None:
     _seed(tmp_path, forgejo, claude_bin)
     async with _hive(tmp_path, _host_hive(tmp_path, how)) as (_coord, host):
-        await until(lambda: FORGER in host.runtimes)
-        rt = host.runtimes[FORGER]
+        await until(lambda: FORGER in host.agents)
+        rt = host.agents[FORGER]
         assert rt.forge is not None and rt.forge_problem is None
         # Provisioned at activation, by the coordinator: the agent's own token, in its state.
         await until(lambda: (rt.state_dir / TOKEN_FILE).exists())
@@ -143,7 +143,7 @@ async def test_an_agent_without_the_group_or_matrix_gets_no_identity(
     host, or a process in its sandbox on the same socket."""
     _seed(tmp_path, forgejo, claude_bin)
     async with _hive(tmp_path, host_config(tmp_path)) as (coord, host):
-        await until(lambda: PLAIN in host.runtimes)
+        await until(lambda: PLAIN in host.agents)
         async with agent(coord.paths, PLAIN) as sock:
             with pytest.raises(ToolGroupDenied, match="'forge' tool group"):
                 await agent_call(sock, "forge_token")

@@ -12,13 +12,18 @@ from pathlib import Path
 import anyio
 import pytest
 
-from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.config import AgentConfig, ResourceLimits
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.permissions import Capability
 from hyperhive.sysusers import agent_user
 from tests.support.hive import coordinator, op_call, operator, running_hive, seed_home
-from tests.support.sandboxed import SYSUSER_MARKS, agent_runtime, run_sandboxed, traversable_home
+from tests.support.sandboxed import (
+    SYSUSER_MARKS,
+    Sandboxed,
+    agent_enclosed,
+    run_sandboxed,
+    traversable_home,
+)
 from tests.support.surfaces import until
 
 pytestmark = [
@@ -40,7 +45,7 @@ async def hive(home: Path, **agents: AgentConfig) -> AsyncIterator[Coordinator]:
         yield coord
 
 
-async def run_in(rt: AgentRuntime, script: str) -> tuple[int, str]:
+async def run_in(rt: Sandboxed, script: str) -> tuple[int, str]:
     # Debian's python: reachable by any user, wherever this checkout lives.
     return await run_sandboxed(rt, ["/usr/bin/python3", "-c", script])
 
@@ -53,11 +58,11 @@ targets = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
 
 async def test_an_agent_cannot_reach_another_agent_or_the_hive(home: Path) -> None:
     async with hive(home, alpha=AgentConfig(), beta=AgentConfig()) as coord:
-        alpha, beta = agent_runtime(coord, "alpha"), agent_runtime(coord, "beta")
+        alpha, beta = agent_enclosed(coord, "alpha"), agent_enclosed(coord, "beta")
         secret = beta.state_dir / "notes.md"
         secret.write_text("beta's notes")
-        assert beta.isolation is not None and beta.isolation.uid is not None
-        os.chown(secret, beta.isolation.uid, beta.isolation.gid or 0)
+        assert beta.enclosure.isolation is not None and beta.enclosure.isolation.uid is not None
+        os.chown(secret, beta.enclosure.isolation.uid, beta.enclosure.isolation.gid or 0)
         targets = {
             "beta_state": str(secret),
             "db": str(coord.paths.db),
@@ -90,13 +95,13 @@ async def test_an_agent_reaches_its_own_dirs_socket_and_loopback(home: Path) -> 
     async with hive(
         home, alpha=AgentConfig(capabilities=[Capability.READ_HOST_JOURNAL]), beta=AgentConfig()
     ) as coord:
-        alpha = agent_runtime(coord, "alpha", parent="beta")
+        alpha = agent_enclosed(coord, "alpha", parent="beta")
         code, env = await run_in(alpha, "import os, json; print(json.dumps(dict(os.environ)))")
         seen = json.loads(env)
         assert seen["HIVE_AGENT"] == "alpha" and seen["HIVE_PARENT"] == "beta"
         assert seen["HIVE_TOOL_GROUPS"] == "messaging,meta,inbox,execution"
         assert seen["HIVE_CAPABILITIES"] == "read_host_journal"
-        assert seen["HOME"] == str(alpha.paths.agent_home("alpha"))
+        assert seen["HOME"] == str(alpha.spec.paths.agent_home("alpha"))
         assert "ANTHROPIC_API_KEY" not in seen or seen["ANTHROPIC_API_KEY"] == os.environ.get(
             "ANTHROPIC_API_KEY"
         )
@@ -115,16 +120,16 @@ print(reply['result']['name'], os.getcwd())
         async with listener:
             code, out = await run_in(alpha, script)
         assert code == 0, out
-        assert out.split() == ["alpha", str(alpha.paths.agent_work("alpha"))]
+        assert out.split() == ["alpha", str(alpha.spec.paths.agent_work("alpha"))]
         assert (alpha.state_dir / "mine.md").read_text() == "ok"
 
 
 async def test_resource_limits_hold(home: Path) -> None:
     limited = AgentConfig(limits=ResourceLimits(pids=16))
     async with hive(home, lim=limited) as coord:
-        rt = agent_runtime(coord, "lim")
-        if rt.isolation is None or not rt.isolation.cgroups:
-            pytest.fail(f"pids cgroup unavailable here: {rt.isolation_notes}")
+        rt = agent_enclosed(coord, "lim")
+        if rt.enclosure.isolation is None or not rt.enclosure.isolation.cgroups:
+            pytest.fail(f"pids cgroup unavailable here: {rt.enclosure.notes}")
         script = """
 import os, time
 kids = 0
@@ -157,11 +162,15 @@ async def test_an_agent_and_its_ancestors_edit_its_proposed_config(
         repo = coord.paths.agent_config_repo("beta")
 
         def bound(name: str) -> bool:
-            rt = host.runtimes.get(name)
-            return rt is not None and rt.isolation is not None and repo in rt.isolation.rw
+            rt = host.agents.get(name)
+            return (
+                rt is not None
+                and rt.enclosure.isolation is not None
+                and repo in rt.enclosure.isolation.rw
+            )
 
         await until(lambda: bound("alpha") and bound("beta"), 60)
-        alpha, beta = host.runtimes["alpha"], host.runtimes["beta"]
+        alpha, beta = host.agents["alpha"], host.agents["beta"]
 
         def commit(line: str, message: str) -> str:
             return f"""

@@ -251,11 +251,20 @@ async def test_helper_events_reach_the_submitting_agent(
         async with agent(c.paths, "queen") as queen:
             message = await _next_message(queen)
         assert message["from"] == "system"
+        # queen holds no diagnostics group here: the sentence names no get_logs for her.
         assert message["body"] == (
-            "[container_crash] eve crashed: boom. Read its log (get_logs), then restart it "
-            "or fix its config; tell the operator if it keeps crashing."
+            "[container_crash] eve crashed: boom. Restart it or fix its config; tell the "
+            "operator if it keeps crashing."
         )
         assert c.notices.submitter_of("queen") is None
+        # alice (a manager, diagnostics included) is told to read the log first.
+        await c.notices.notify_submitter("carol", _crash("carol"))
+        async with agent(c.paths, "alice") as alice:
+            message = await _next_message(alice)
+        assert message["body"] == (
+            "[container_crash] carol crashed: boom. Read its log (get_logs), then restart it "
+            "or fix its config; tell the operator if it keeps crashing."
+        )
 
 
 def _crash(agent_name: str) -> object:
@@ -278,8 +287,11 @@ async def test_compact_is_gated_on_the_last_turn_and_deferred(
         assert isinstance(queued, dict) and queued["queued"] is True
         woke = await agent_call(bob, "wait", timeout=5)
         assert isinstance(woke, dict) and woke["compact"] is True
-        assert await agent_call(bob, "turn_end", outcome="ok") == {"compact_pending": True}
-        assert await agent_call(bob, "turn_end", outcome="ok") == {"compact_pending": False}
+        # (No spend reported, so none counted.)
+        ended = {"compact_pending": True, "spend": None}
+        assert await agent_call(bob, "turn_end", outcome="ok") == ended
+        ended["compact_pending"] = False
+        assert await agent_call(bob, "turn_end", outcome="ok") == ended
 
 
 async def test_the_operators_compact_is_ungated_and_wakes_the_agent(
@@ -293,7 +305,8 @@ async def test_the_operators_compact_is_ungated_and_wakes_the_agent(
             woke = await agent_call(bob, "wait", timeout=5)
             assert isinstance(woke, dict) and woke["compact"] is True
             assert await agent_call(bob, "turn_end", outcome="ok", context_usage=0.1) == {
-                "compact_pending": True
+                "compact_pending": True,
+                "spend": None,
             }
             low = await op_call(op, "compact", agent="bob")  # 10%: the agent's own is refused
             assert isinstance(low, dict) and low["queued"] is True and low["context_usage"] == 0.1

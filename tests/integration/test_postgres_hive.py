@@ -182,9 +182,7 @@ async def test_agents_whose_database_is_away_warn_once_each_not_per_redial(
     async with running_hive(tmp_path, claude_bin) as (_coord, host):
 
         def attached() -> bool:
-            return all(
-                (rt := host.runtimes.get(n)) is not None and rt.rpc is not None for n in agents
-            )
+            return all((rt := host.agents.get(n)) is not None and rt.connection.up for n in agents)
 
         def redialled() -> bool:
             debug = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]

@@ -143,12 +143,15 @@ async def test_the_host_answers_while_a_slow_setfacl_grants_a_repo(
             bob_repo = paths.agent_config_repo("bob")
 
             def ready() -> bool:
-                rt = host.runtimes.get("alice")
-                return rt is not None and rt.isolation is not None and bob_repo.is_dir()
+                rt = host.agents.get("alice")
+                return rt is not None and rt.enclosure.isolation is not None and bob_repo.is_dir()
 
             await until(ready, 60)
-            alice = host.runtimes["alice"]
-            assert alice.isolation is not None and bob_repo not in alice.isolation.rw
+            alice = host.agents["alice"]
+            assert (
+                alice.enclosure.isolation is not None
+                and bob_repo not in alice.enclosure.isolation.rw
+            )
             monkeypatch.setenv("PATH", f"{gate}:{os.environ['PATH']}")
 
             moved = await op_call(op, "set_parent", child="bob", new_parent="alice")
@@ -157,10 +160,15 @@ async def test_the_host_answers_while_a_slow_setfacl_grants_a_repo(
             async with httpx.AsyncClient(base_url=host.base_url) as http:
                 assert (await http.get("/healthz")).status_code == 200
             assert not (gate / "timed-out").exists()  # answered while setfacl still waited
-            assert bob_repo not in alice.isolation.rw  # not re-bound before the grant
+            assert bob_repo not in alice.enclosure.isolation.rw  # not re-bound before the grant
             (gate / "release").touch()
 
-            await until(lambda: alice.isolation is not None and bob_repo in alice.isolation.rw)
+            await until(
+                lambda: (
+                    alice.enclosure.isolation is not None
+                    and bob_repo in alice.enclosure.isolation.rw
+                )
+            )
             uid = existing_uid(paths, "alice")
             await until(lambda: uid in named_uids(bob_repo))
             # ... and it stays: no sync from an older tree takes it away afterwards.

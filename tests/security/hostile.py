@@ -226,7 +226,7 @@ async def live_hive(
         await tg.start(functools.partial(coord.run, dashboard=True))
         await tg.start(host.run)
         try:
-            await until(lambda: set(ACTIVE) <= set(host.runtimes))
+            await until(lambda: set(ACTIVE) <= set(host.agents))
             for name in ACTIVE:
                 await _attached(coord, name)
             # The host seeds every config repo after it registers (#14): done before a

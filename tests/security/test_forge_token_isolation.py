@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from hyperhive.agent.connection import AgentConnection
 from hyperhive.agent.identities import CoordinatorForge
-from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.config import AgentConfig
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.forge.agent import AgentForge
@@ -23,7 +25,13 @@ from hyperhive.forge.identity import TOKEN_FILE
 from hyperhive.permissions import ToolGroup
 from tests.support.forgejo_server import FakeForgejo
 from tests.support.hive import coordinator, seed_home
-from tests.support.sandboxed import SYSUSER_MARKS, agent_runtime, run_sandboxed, traversable_home
+from tests.support.sandboxed import (
+    SYSUSER_MARKS,
+    Enclosed,
+    agent_enclosed,
+    run_sandboxed,
+    traversable_home,
+)
 
 pytestmark = [
     *SYSUSER_MARKS,  # makes system users
@@ -55,35 +63,44 @@ async def hive(home: Path, forgejo: FakeForgejo) -> AsyncIterator[Coordinator]:
         yield coord
 
 
-async def provisioned(coord: Coordinator, name: str) -> AgentRuntime:
-    rt = agent_runtime(coord, name)
-    iso = rt.isolation
-    assert iso is not None and iso.uid is not None and iso.gid is not None
+@dataclass(frozen=True)
+class _OwnSocket:
+    """The agent asking on its own socket, as its host's site for it does."""
+
+    name: str
+    connection: AgentConnection
+
+    async def call(self, request: Any, within: float = 30.0) -> Any:
+        return await self.connection.call(request, within)
+
+
+async def provisioned(coord: Coordinator, name: str) -> tuple[Enclosed, AgentForge]:
+    agent = agent_enclosed(coord, name)
+    owner = agent.enclosure.owner
+    assert owner is not None
     assert coord.config.forge is not None
     host_side = coord.config.forge.model_copy(update={"admin_token_file": None})
-    rt.forge = AgentForge(
-        CoordinatorForge(rt, host_side), name, rt.state_dir, owner=(iso.uid, iso.gid)
-    )
-    await rt.forge.token()
-    return rt
+    asking = _OwnSocket(name, AgentConnection(agent.spec.socket))
+    forge = AgentForge(CoordinatorForge(asking, host_side), name, agent.state_dir, owner=owner)
+    await forge.token()
+    return agent, forge
 
 
-async def sh(rt: AgentRuntime, script: str) -> tuple[int, str]:
-    return await run_sandboxed(rt, ["/bin/sh", "-c", script])
+async def sh(agent: Enclosed, script: str) -> tuple[int, str]:
+    return await run_sandboxed(agent, ["/bin/sh", "-c", script])
 
 
 async def test_only_the_agents_own_sandbox_can_use_its_forge_token(home: Path) -> None:
     with FakeForgejo() as forgejo:
         forgejo.add_org("agents")
         async with hive(home, forgejo) as coord:
-            owner = await provisioned(coord, OWNER)
-            other = await provisioned(coord, OTHER)
-            assert owner.forge is not None
-            repo = await owner.forge.create_repo("secret-plans", "", private=True)
+            owner, owner_forge = await provisioned(coord, OWNER)
+            other, _ = await provisioned(coord, OTHER)
+            repo = await owner_forge.create_repo("secret-plans", "", private=True)
             token_path = owner.state_dir / TOKEN_FILE
             st = token_path.stat()
             assert st.st_mode & 0o777 == 0o600
-            assert st.st_uid == owner.isolation.uid  # type: ignore[union-attr]
+            assert (st.st_uid, st.st_gid) == owner.enclosure.owner
 
             # The owner's git reaches its private repository through the helper.
             code, out = await sh(owner, f"git ls-remote {repo.clone_url}")

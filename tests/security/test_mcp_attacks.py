@@ -87,7 +87,7 @@ async def test_the_mcp_surfaces_refuse_every_escalation(
     async with live_hive(tmp_path, claude_bin, model_server) as (c, host):
         before = snapshot(c.paths, files_of=_still(tmp_path))
         base = host.base_url
-        mallory = host.runtimes[ATTACKER]
+        mallory = host.agents[ATTACKER]
         problems: list[str] = []
 
         async with mcp_client(f"{base}/agents/{ATTACKER}/mcp/hyperhive", mallory.token) as hh:
@@ -131,7 +131,7 @@ async def test_the_mcp_surfaces_refuse_every_escalation(
 
 async def _other_endpoints_refuse(host: AgentHost) -> None:
     base = host.base_url
-    mallory, benign = host.runtimes[ATTACKER], host.runtimes["benign"]
+    mallory, benign = host.agents[ATTACKER], host.agents["benign"]
     tokens = {
         "none": None,
         "own": mallory.token,
@@ -179,7 +179,7 @@ async def test_a_megabyte_mcp_request_is_refused_with_a_reason(
     model_server.set_script(always(text("ok")))
     async with live_hive(tmp_path, claude_bin, model_server) as (c, host):
         url = f"{host.base_url}/agents/{ATTACKER}/mcp/hyperhive"
-        async with mcp_client(url, host.runtimes[ATTACKER].token) as hh:
+        async with mcp_client(url, host.agents[ATTACKER].token) as hh:
             with anyio.fail_after(10):
                 # Over the surface's body cap: refused at the HTTP layer (413), not hung.
                 with pytest.raises(MCPError):

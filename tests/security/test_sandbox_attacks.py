@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 
-from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.config import HivePaths
 from hyperhive.permissions import ToolGroup
 from tests.security.hostile import (
@@ -35,7 +34,7 @@ from tests.security.hostile import (
 )
 from tests.support.hive import op_call, operator
 from tests.support.model_server import ModelServer, always, text
-from tests.support.sandboxed import SYSUSER_MARKS, run_sandboxed, traversable_home
+from tests.support.sandboxed import SYSUSER_MARKS, Sandboxed, run_sandboxed, traversable_home
 from tests.support.surfaces import mcp_client, result_text, until
 
 pytestmark = [
@@ -52,7 +51,7 @@ def home() -> Iterator[Path]:
         yield path
 
 
-async def run_in(rt: AgentRuntime, script: str, *args: str) -> Any:
+async def run_in(rt: Sandboxed, script: str, *args: str) -> Any:
     """Run a Python probe in the agent's sandbox; it prints one JSON line."""
     code, out = await run_sandboxed(rt, ["/usr/bin/python3", "-c", script, *args])
     assert code == 0, out
@@ -154,8 +153,10 @@ async def test_the_sandbox_keeps_the_attacker_out_of_everything_not_its_own(
     model_server.set_script(always(text("ok")))
     async with live_hive(home, claude_bin, model_server, MALLORY_GROUPS, "bwrap") as (c, host):
         p = c.paths
-        mallory, benign = host.runtimes[ATTACKER], host.runtimes["benign"]
-        assert mallory.isolation is not None and mallory.isolation.uid is not None
+        mallory, benign = host.agents[ATTACKER], host.agents["benign"]
+        assert (
+            mallory.enclosure.isolation is not None and mallory.enclosure.isolation.uid is not None
+        )
         before = snapshot(p, files_of=[a for a in TOPOLOGY if a not in ACTIVE])
         victim_state = p.agent_state("victim")
         fs = {
@@ -165,8 +166,8 @@ async def test_the_sandbox_keeps_the_attacker_out_of_everything_not_its_own(
             "victim home": (str(p.agent_home("victim")), "list"),
             "victim applied config": (str(p.applied_config("victim")), "read"),
             "agents dir": (str(p.agent_dir("victim").parent), "list"),
-            "benign runtime dir": (str(benign.runtime_dir), "list"),
-            "benign mcp config": (str(benign.runtime_dir / "mcp-config.json"), "read"),
+            "benign runtime dir": (str(benign.spec.runtime_dir), "list"),
+            "benign mcp config": (str(benign.spec.runtime_dir / "mcp-config.json"), "read"),
             "hive.db": (str(p.db), "read"),
             "hive.db-wal": (str(p.db) + "-wal", "read"),
             "hive.db (write)": (str(p.db), "write"),
@@ -249,7 +250,7 @@ async def test_the_sandbox_keeps_the_attacker_out_of_everything_not_its_own(
         }
         seen = await run_in(mallory, PROBE, json.dumps(spec))
 
-        assert seen["uid"] == mallory.isolation.uid
+        assert seen["uid"] == mallory.enclosure.isolation.uid
         leaks = {k: v for k, v in seen["fs"].items() if _leaked(Path(fs[k][0]), fs[k][1], v)}
         assert not leaks, leaks
         reached = {
@@ -299,7 +300,7 @@ async def test_the_operator_dashboard_is_not_the_attackers(
                 ),
             },
         }
-        seen = await run_in(host.runtimes[ATTACKER], PROBE, json.dumps(spec))
+        seen = await run_in(host.agents[ATTACKER], PROBE, json.dumps(spec))
         status, body = seen["http"]["reparent itself to a root"]
         after = snapshot(c.paths, files_of=[a for a in TOPOLOGY if a not in ACTIVE])
     assert status in (401, 403), (status, body)
@@ -325,7 +326,7 @@ async def test_a_bash_task_cannot_write_through_a_planted_symlink(
             f"ln -s {notes} {tasks / 'pwn.out'} && echo planted"
         )
         url = f"{host.base_url}/agents/{ATTACKER}/mcp/bash"
-        async with mcp_client(url, host.runtimes[ATTACKER].token) as bash:
+        async with mcp_client(url, host.agents[ATTACKER].token) as bash:
             first = await bash.call_tool("run", {"cmd": setup, "name": "setup", "wait_seconds": 20})
             assert not first.is_error, result_text(first)
             await bash.call_tool(
@@ -346,7 +347,7 @@ async def test_git_in_a_childs_repo_never_runs_what_the_parent_planted(
         # repo is in mallory's sandbox from then on.
 
         def bound() -> bool:
-            iso = host.runtimes[ATTACKER].isolation
+            iso = host.agents[ATTACKER].enclosure.isolation
             return iso is not None and repo in iso.rw
 
         await until(bound, 60)
@@ -368,7 +369,7 @@ for hook in ("pre-commit", "post-commit", "reference-transaction", "post-index-c
     os.chmod(path, 0o755)
 print(json.dumps("planted"))
 """
-        await run_in(host.runtimes[ATTACKER], script)
+        await run_in(host.agents[ATTACKER], script)
         assert (repo / ".gitattributes").exists()
         # The operator proposes and applies a change to minion: commit, read, apply.
         async with operator(c.paths) as op:

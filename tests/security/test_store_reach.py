@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from hyperhive.agent.runtime import AgentRuntime
+from hyperhive.agent.spec import AgentSpec
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths
 from tests.support.postgres import PgCluster
-from tests.support.sandboxed import SYSUSER_MARKS, run_sandboxed, traversable_home
+from tests.support.sandboxed import SYSUSER_MARKS, enclosed, run_sandboxed, traversable_home
 
 pytestmark = [
     *SYSUSER_MARKS,  # makes system users
@@ -73,15 +73,15 @@ async def test_an_agent_cannot_reach_the_hive_database(home: Path, pg_cluster: P
     url_file = home / "store.url"
     url_file.write_text(pg_cluster.url(db, tcp=True) + "\n")
     url_file.chmod(0o600)
-    rt = AgentRuntime(
-        name=AGENT,
-        config=AgentConfig(),
-        parent=None,
-        paths=HivePaths(home),
-        hive=HiveConfig(runtime="bwrap"),
+    rt = enclosed(
+        AgentSpec(
+            name=AGENT,
+            config=AgentConfig(),
+            paths=HivePaths(home),
+            hive=HiveConfig(runtime="bwrap"),
+        )
     )
-    rt.prepare_dirs()
-    assert rt.isolation is not None and rt.isolation.uid is not None
+    assert rt.enclosure.isolation is not None and rt.enclosure.isolation.uid is not None
     socket_path = pg_cluster.sockdir / f".s.PGSQL.{pg_cluster.port}"
     assert socket_path.exists()
     spec = {
@@ -96,7 +96,7 @@ async def test_an_agent_cannot_reach_the_hive_database(home: Path, pg_cluster: P
     assert code == 0, raw
     out = json.loads(raw.strip().splitlines()[-1])
 
-    assert out["uid"] == rt.isolation.uid  # the probe really ran as the agent's user
+    assert out["uid"] == rt.enclosure.isolation.uid  # the probe really ran as the agent's user
     for path, result in out["unix"].items():
         assert result in ("FileNotFoundError", "PermissionError"), (path, result)
     assert out["files"][str(url_file)] in ("FileNotFoundError", "PermissionError")

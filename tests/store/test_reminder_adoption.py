@@ -18,7 +18,9 @@ pytestmark = pytest.mark.anyio
 def _reminder_migration(backend: Backend) -> int:
     """The version of the migration that adopts spilled reminders (not always the last)."""
     migrations = PG_MIGRATIONS if backend.name == "postgresql" else SQLITE_MIGRATIONS
-    [version] = [i for i, sql in enumerate(migrations, 1) if "[reminder #" in sql]
+    [version] = [
+        i for i, sql in enumerate(migrations, 1) if isinstance(sql, str) and "[reminder #" in sql
+    ]
     return version
 
 

@@ -197,7 +197,9 @@ async def running_hive(
     existing = hive_toml.read_text() if hive_toml.exists() else ""
     if "runtime" not in existing:
         existing = f'runtime = "{runtime}"\n{existing}'
-    hive_toml.write_text(f'claude_bin = "{claude_bin}"\n{existing}')
+    if "claude_bin" not in existing:  # a hive restarted on the same home has it already
+        existing = f'claude_bin = "{claude_bin}"\n{existing}'
+    hive_toml.write_text(existing)
     paths = HivePaths(home)
     hive = hive_config(home)
     coord = await Coordinator.open(paths, hive)

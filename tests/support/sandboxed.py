@@ -1,8 +1,8 @@
 """Tests that run processes as real per-agent users under bubblewrap.
 
-A home such users can traverse (pytest's tmp dirs are 0700), an agent's runtime
-prepared as its host prepares it, and a command run in its sandbox. Every such
-test needs root and shares one xdist worker (:data:`SYSUSER_MARKS`).
+A home such users can traverse (pytest's tmp dirs are 0700), an agent's
+enclosure prepared as its host prepares it, and a command run in its sandbox.
+Every such test needs root and shares one xdist worker (:data:`SYSUSER_MARKS`).
 """
 
 from __future__ import annotations
@@ -12,16 +12,27 @@ import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 
-from hyperhive.agent.runtime import AgentRuntime
+from hyperhive.agent.enclosure import Enclosure
+from hyperhive.agent.sandbox import AgentSandbox
+from hyperhive.agent.spec import AgentSpec
 from hyperhive.config import HivePaths
 from hyperhive.core.coordinator import Coordinator
 from hyperhive.sysusers import remove_user
 
-__all__ = ["SYSUSER_MARKS", "agent_runtime", "run_sandboxed", "traversable_home"]
+__all__ = [
+    "SYSUSER_MARKS",
+    "Enclosed",
+    "agent_enclosed",
+    "enclosed",
+    "run_sandboxed",
+    "traversable_home",
+]
 
 SYSUSER_MARKS = [
     # Concurrent useradd/userdel contend for /etc/passwd's lock: one xdist worker for all.
@@ -44,21 +55,49 @@ def traversable_home(prefix: str, agents: Iterable[str]) -> Iterator[Path]:
         subprocess.run(["rm", "-rf", str(path)], check=False)
 
 
-def agent_runtime(coord: Coordinator, name: str, parent: str | None = None) -> AgentRuntime:
-    """``name``'s runtime with its applied config, its dirs and user made."""
-    rt = AgentRuntime(
+@dataclass(frozen=True)
+class Enclosed:
+    """An agent's spec and its enclosure, prepared as its host prepares them (no host)."""
+
+    spec: AgentSpec
+    enclosure: Enclosure
+
+    @property
+    def state_dir(self) -> Path:
+        return self.spec.state_dir
+
+    def sandbox(self, *, agent_socket: bool = True) -> AgentSandbox:
+        return self.enclosure.sandbox(self.spec, agent_socket=agent_socket)
+
+
+def enclosed(spec: AgentSpec) -> Enclosed:
+    """``spec``'s dirs (and, under bubblewrap, its user) made; blocking."""
+    return Enclosed(spec, Enclosure.prepare(spec))
+
+
+def agent_enclosed(
+    coord: Coordinator, name: str, parent: str | None = None, descendants: tuple[str, ...] = ()
+) -> Enclosed:
+    """``name`` with its applied config, its dirs and user made."""
+    spec = AgentSpec(
         name=name,
         config=coord.registry.config(name),
-        parent=parent,
         paths=coord.paths,
         hive=coord.config,
+        parent=parent,
+        descendants=descendants,
     )
-    rt.prepare_dirs()
-    return rt
+    return enclosed(spec)
+
+
+class Sandboxed(Protocol):
+    """An active agent, or an :class:`Enclosed` one."""
+
+    def sandbox(self, *, agent_socket: bool = True) -> AgentSandbox: ...
 
 
 async def run_sandboxed(
-    rt: AgentRuntime, argv: Sequence[str], *, agent_socket: bool = True
+    rt: Sandboxed, argv: Sequence[str], *, agent_socket: bool = True
 ) -> tuple[int, str]:
     """Run ``argv`` in the agent's sandbox (``agent_socket=False``: as a subagent's,
     without the coordinator socket): its exit code and its stdout and stderr."""

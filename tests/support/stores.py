@@ -13,7 +13,7 @@ hive's ``hive.toml`` (or ``HIVE_STORE_URL``) names.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -27,6 +27,8 @@ import pytest
 from hyperhive.config import HivePaths, load_hive_config
 from hyperhive.store import Store
 from hyperhive.store.postgres import open_postgres
+from hyperhive.store.postgres.migrations import MIGRATIONS as PG_MIGRATIONS
+from hyperhive.store.postgres.migrations import migrate as pg_migrate
 from hyperhive.store.rows import (
     AgentState,
     ApprovalRow,
@@ -37,6 +39,7 @@ from hyperhive.store.rows import (
     TodoRow,
 )
 from hyperhive.store.sqlite import SqliteStore
+from hyperhive.store.sqlite.schema import MIGRATIONS as SQLITE_MIGRATIONS
 
 __all__ = [
     "BACKENDS",
@@ -67,6 +70,15 @@ class Backend(Protocol):
         (how a database from before it looks, with today's rows in it)."""
         ...
 
+    async def create_at(self, version: int) -> None:
+        """A new database at schema ``version`` (migrations 1..version), as an older
+        hyperhive left it: the next open applies the rest."""
+        ...
+
+    def execute(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
+        """Run ``sql`` (``?`` placeholders) raw, once per row: rows as old code wrote them."""
+        ...
+
 
 class SqliteBackend:
     name = "sqlite"
@@ -87,6 +99,26 @@ class SqliteBackend:
     def forget_schema_version(self, version: int) -> None:
         with sqlite3.connect(self.path) as conn:
             conn.execute("DELETE FROM schema_migrations WHERE version = ?", (version,))
+        conn.close()
+
+    async def create_at(self, version: int) -> None:
+        with sqlite3.connect(self.path) as conn:
+            conn.execute(
+                "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)"
+            )
+            for number, step in enumerate(SQLITE_MIGRATIONS[:version], start=1):
+                if callable(step):
+                    step(conn)
+                else:
+                    for statement in step.split(";\n"):
+                        if statement.strip():
+                            conn.execute(statement)
+                conn.execute("INSERT INTO schema_migrations VALUES (?, 0)", (number,))
+        conn.close()
+
+    def execute(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
+        with sqlite3.connect(self.path) as conn:
+            conn.executemany(sql, rows)
         conn.close()
 
 
@@ -113,6 +145,14 @@ class PostgresBackend:
     def forget_schema_version(self, version: int) -> None:
         with psycopg.connect(self.url, autocommit=True) as conn:
             conn.execute("DELETE FROM schema_migrations WHERE version = %s", (version,))
+
+    async def create_at(self, version: int) -> None:
+        async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
+            await pg_migrate(conn, PG_MIGRATIONS[:version])
+
+    def execute(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
+        with psycopg.connect(self.url, autocommit=True) as conn, conn.cursor() as cur:
+            cur.executemany(sql.replace("?", "%s"), rows)
 
 
 @asynccontextmanager

@@ -58,7 +58,7 @@ async def mcp_client(url: str, token: str) -> AsyncIterator[Client]:
 async def surface_client(host: Any, agent: str, surface: str) -> AsyncIterator[Client]:
     """An MCP client on ``agent``'s ``surface``, with the agent's own token."""
     url = f"{host.base_url}/agents/{agent}/mcp/{surface}"
-    async with mcp_client(url, host.runtimes[agent].token) as client:
+    async with mcp_client(url, host.agents[agent].token) as client:
         yield client
 
 

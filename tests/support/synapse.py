@@ -300,6 +300,30 @@ class Person:
         assert isinstance(resp, RoomCreateResponse), resp
         return str(resp.room_id)
 
+    async def invite(self, room_id: str, user: str) -> None:
+        from nio import RoomInviteResponse
+
+        resp = await self.client.room_invite(room_id, user)
+        assert isinstance(resp, RoomInviteResponse), resp
+
+    async def room_version(self, room_id: str) -> str:
+        """The version ``room_id`` was made in (its create event's)."""
+        from nio import RoomGetStateEventResponse
+
+        resp = await self.client.room_get_state_event(room_id, "m.room.create")
+        assert isinstance(resp, RoomGetStateEventResponse), resp
+        return str(resp.content.get("room_version", "1"))
+
+    async def default_room_version(self) -> str:
+        """The version the homeserver makes rooms in when none is asked for."""
+        async with httpx.AsyncClient() as http:
+            got = await http.get(
+                f"{self.client.homeserver}/_matrix/client/v3/capabilities",
+                headers={"Authorization": f"Bearer {self.client.access_token}"},
+            )
+        got.raise_for_status()
+        return str(got.json()["capabilities"]["m.room_versions"]["default"])
+
     async def say(self, room_id: str, text: str) -> None:
         from nio import RoomSendResponse
 

@@ -154,7 +154,7 @@ class Scenario:
 
 async def _idle(run: Run) -> None:
     def idle() -> bool:
-        rts = run.host.runtimes
+        rts = run.host.agents
         return all(a in rts and rts[a].bus.turn_state == "idle" for a in _everyone(run))
 
     await until(idle, 60)
@@ -167,18 +167,19 @@ def _everyone(run: Run) -> list[str]:
 
 @asynccontextmanager
 async def run_scenario(
-    scenario: Scenario, home: Path, model: ModelServer, claude_bin: Path
+    scenario: Scenario, home: Path, model: ModelServer, claude_bin: Path, hive_toml: str = ""
 ) -> AsyncIterator[Run]:
-    """Run ``scenario`` to its end and probe every agent; the hive stays up in the block."""
+    """Run ``scenario`` to its end and probe every agent; the hive stays up in the block.
+    ``hive_toml``: settings of the scenario's hive (``settle_seconds = 0``, say)."""
     scripts = _Scripts(scenario.scripts, text("noted"))
     model.set_script(scripts)
     env = agent_env(model.url)
     configs = {
         n: c.model_copy(update={"env": {**c.env, **env}}) for n, c in scenario.agents.items()
     }
-    seed_home(home, configs, scenario.topology)
+    seed_home(home, configs, scenario.topology, hive_toml=hive_toml)
     async with running_hive(home, claude_bin) as (coord, host):
-        await until(lambda: set(scenario.agents) <= set(host.runtimes))
+        await until(lambda: set(scenario.agents) <= set(host.agents))
         run = Run(scenario, home, coord, host, model, scripts)
         await scenario.drive(run)
         await run.scripts_left(0)

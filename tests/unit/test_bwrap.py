@@ -90,18 +90,23 @@ def test_system_links_follow_the_host_layout() -> None:
 
 
 def test_a_subagent_sandbox_has_no_agent_socket(tmp_path: Path) -> None:
-    from hyperhive.agent.runtime import AgentRuntime
+    from hyperhive.agent.enclosure import Enclosure
+    from hyperhive.agent.spec import AgentSpec
     from hyperhive.config import AgentConfig, HiveConfig, HivePaths
 
-    rt = AgentRuntime(
-        name="a",
-        config=AgentConfig(),
-        parent=None,
-        paths=HivePaths(tmp_path),
-        hive=HiveConfig(),
-        isolation=_iso(),
-    )
-    with_socket = rt.sandbox().command(["true"], WORK)
-    without = rt.sandbox(agent_socket=False).command(["true"], WORK)
+    spec = AgentSpec(name="a", config=AgentConfig(), paths=HivePaths(tmp_path), hive=HiveConfig())
+    enclosure = Enclosure(_iso())
+    with_socket = enclosure.sandbox(spec).command(["true"], WORK)
+    without = enclosure.sandbox(spec, agent_socket=False).command(["true"], WORK)
     assert (str(SOCK), str(SOCK)) in _pairs(with_socket, "--bind")
     assert str(SOCK) not in without
+
+
+def test_an_overlay_is_bound_read_only_over_the_system_dirs() -> None:
+    own = Path("/hive/run/choom/a/claude-code")
+    argv = isolated_argv(_iso(overlays=((own, Path("/etc/claude-code")),)), ["true"], WORK)
+    binds = _pairs(argv, "--ro-bind")
+    assert (str(own), "/etc/claude-code") in binds
+    # After /etc itself, so it shows over the machine's /etc/claude-code; never writable.
+    assert binds.index((str(own), "/etc/claude-code")) > binds.index(("/etc", "/etc"))
+    assert (str(own), "/etc/claude-code") not in _pairs(argv, "--bind")

@@ -10,8 +10,8 @@ from bench.registry import Sizes
 from bench.report import BYTES_PER_TOKEN, Machine, render_markdown, render_text
 
 from hyperhive.agent.host import AgentHost
-from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.agent.skills import skill_text
+from hyperhive.agent.spec import AgentSpec
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths
 
 APPENDED = "# You are alice, an agent of a hyperhive\n"
@@ -85,7 +85,9 @@ def test_a_default_agents_additions_stay_within_the_budget() -> None:
     """The bench measures the real request; this keeps a change from blowing the budget
     unnoticed: the prompt, the schemas claude is offered and the skills lines, offline."""
     host = AgentHost(HivePaths(Path("/var/lib/hyperhive")), HiveConfig(runtime="unsandboxed"))
-    rt = AgentRuntime("alice", AgentConfig(), "queen", host.paths, host.hive)
+    rt = AgentSpec(
+        name="alice", config=AgentConfig(), paths=host.paths, hive=host.hive, parent="queen"
+    )
     tools = []
     for server in ("hyperhive", *rt.config.servers_for(rt.groups)):
         surface = host.surfaces[server]
@@ -100,8 +102,9 @@ def test_a_default_agents_additions_stay_within_the_budget() -> None:
             )
     lines = 0
     for skill in rt.skills():
-        head = skill_text(skill, "alice", "/h").split("---\n")[1]
+        head = skill_text(skill, "alice", "/h", rt.groups).split("---\n")[1]
         meta = dict(line.split(": ", 1) for line in head.strip().splitlines())
         lines += len(f"- {skill}: {meta['description'].strip(chr(34))}\n".encode())
     total = len(rt.system_prompt().encode()) + _size(tools) + lines
-    assert 6000 < total <= BUDGET_TOKENS * BYTES_PER_TOKEN, total
+    # The lower bound catches a measure that lost a part (no schemas, no prompt).
+    assert 5000 < total <= BUDGET_TOKENS * BYTES_PER_TOKEN, total

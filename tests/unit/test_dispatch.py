@@ -8,17 +8,20 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import Field
 
-from hyperhive.core.dispatch import Dispatcher, DispatchTableError
+from hyperhive.dispatch import Dispatcher, DispatchTableError, union_members
 from hyperhive.protocol import (
     AgentRequest,
     Created,
     HostRequest,
+    LinkCommand,
     LinkRequest,
     Req,
     Sent,
     result_adapter,
     result_type,
 )
+from hyperhive.protocol.hostdisk import RepoWriteAsk, RepoWritten
+from hyperhive.protocol.hostreads import Ask, HostTail, LogTailAsk
 
 
 class PingReq(Req[Sent]):
@@ -99,10 +102,8 @@ async def test_a_complete_table_dispatches_by_type() -> None:
     assert await table(Ctx(), PokeReq(cmd="poke")) is None
 
 
-@pytest.mark.parametrize("union", [AgentRequest, HostRequest, LinkRequest])
+@pytest.mark.parametrize("union", [AgentRequest, HostRequest, LinkRequest, LinkCommand])
 def test_every_request_on_every_socket_names_a_response_type(union: object) -> None:
-    from hyperhive.core.dispatch import union_members
-
     for member in union_members(union):
         result_type(member)  # raises if a request forgot Req[...]
         result_adapter(member)
@@ -112,8 +113,40 @@ def test_the_real_tables_are_sealed_on_import() -> None:
     agent_api = importlib.import_module("hyperhive.core.agent_api")
     operator_api = importlib.import_module("hyperhive.core.operator_api")
     hostlink = importlib.import_module("hyperhive.core.hostlink")
-    for table in (agent_api.AGENT_TABLE, operator_api.OPERATOR_TABLE, hostlink.LINK_TABLE):
+    hostasks = importlib.import_module("hyperhive.agent.hostasks")
+    tables = (
+        agent_api.AGENT_TABLE,
+        operator_api.OPERATOR_TABLE,
+        hostlink.LINK_TABLE,
+        hostasks.HOST_TABLE,
+    )
+    for table in tables:
         assert table._sealed and set(table._handlers) == set(table.members)
+
+
+def test_an_ask_names_its_answer_through_its_generic_base() -> None:
+    # ``class LogTailAsk(Ask[HostTail])``: the host's table checks its handler against
+    # HostTail, and the coordinator validates the host's answer into it.
+    assert result_type(LogTailAsk) is HostTail and result_type(RepoWriteAsk) is RepoWritten
+    answer = result_adapter(LogTailAsk).validate_python(
+        {"lines": ["a"], "cursor": "1:2", "found": True}
+    )
+    assert answer == HostTail(lines=["a"], cursor="1:2", found=True)
+    asks = [m for m in union_members(LinkCommand) if issubclass(m, Ask)]
+    assert len(asks) == 11 and all("ask" in m.model_fields for m in asks)
+
+
+def test_a_host_handler_answering_the_wrong_model_is_refused() -> None:
+    Pushed = Annotated[LogTailAsk | PokeReq, Field(discriminator="cmd")]
+    table: Dispatcher[Ctx] = Dispatcher("test host", Pushed)
+
+    async def tail(ctx: Ctx, ask: LogTailAsk) -> list[str]:
+        return []
+
+    table.on(LogTailAsk)(tail)
+    table.on(PokeReq)(poke)
+    with pytest.raises(DispatchTableError, match="LogTailAsk answers .*HostTail"):
+        table.seal()
 
 
 def test_results_validate_into_their_models_by_wire_alias() -> None:

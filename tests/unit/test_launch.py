@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from hyperhive.agent.launch import (
     QUIET_ENV,
@@ -255,24 +256,27 @@ def test_subagent_argv_shape() -> None:
     assert flag(argv, "--model") == "haiku"
     assert "--allowedTools" not in argv
     assert "--append-system-prompt-file" not in argv
-    assert "--resume" not in argv and "--effort" not in argv
+    assert "--resume" not in argv
+    assert flag(argv, "--effort") == "low"  # the hive's default, cheaper than claude's
     assert "--disable-slash-commands" in argv  # the hive's skills are not for subagents
 
 
 def test_subagent_argv_options() -> None:
     argv = subagent_argv(
         sub(
-            cfg=config(subagent_model="sonnet", subagent_effort="low"),
+            cfg=config(subagent_model="sonnet", subagent_effort="medium"),
             system_prompt_file=Path("/run/alice/task.md"),
             session_id="sess-9",
         )
     )
     assert flag(argv, "--append-system-prompt-file") == "/run/alice/task.md"
     assert flag(argv, "--model") == "sonnet"
-    assert flag(argv, "--effort") == "low"
+    assert flag(argv, "--effort") == "medium"
     assert flag(argv, "--resume") == "sess-9"
     argv = subagent_argv(sub(model="opus", effort="high"))
     assert flag(argv, "--model") == "opus" and flag(argv, "--effort") == "high"
+    with pytest.raises(ValidationError, match="'low', 'medium', 'high', 'xhigh' or 'max'"):
+        config(subagent_effort="lowest")
 
 
 ESCAPING = (

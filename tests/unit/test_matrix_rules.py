@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from hyperhive.config import AgentConfig, parse_agent_config
 from hyperhive.errors import ConfigError
-from hyperhive.matrix.config import MatrixConfig
+from hyperhive.matrix.config import AgentMatrixConfig, MatrixConfig
+from hyperhive.matrix.ids import is_room_alias, is_room_id, is_room_ref, is_server_name
 from hyperhive.matrix.rules import (
     WAKE_MAX_MESSAGES,
     Incoming,
@@ -99,3 +100,56 @@ def test_agent_config_matrix_adds_its_server_and_refuses_a_clash() -> None:
         parse_agent_config('[matrix]\nenabled = true\n[mcp_servers.matrix]\ncommand = "bridge"\n')
     with pytest.raises(ConfigError, match="not a Matrix user ID"):
         parse_agent_config('[matrix]\nallowed_inviters = ["alice"]\n')
+
+
+# Room version 12: the create event's hash, no server part (Synapse's default version).
+V12_ROOM = "!RpdxDgpl534GIaHlOviDfo3uycFXvv-OWbJFnvmvUPM"
+
+
+@pytest.mark.parametrize(
+    "room",
+    [
+        V12_ROOM,
+        "!opaque:example.org",
+        "!a b c:example.org",  # any character but ':' and NUL (versions 1 to 11)
+        "!x:example.org:8448",
+        "!x:127.0.0.1",
+        "!x:[::1]:8448",
+        "#ops:example.org",
+        "#ops room:example.org",
+    ],
+)
+def test_every_room_id_form_of_the_spec_is_a_wake_room(room: str) -> None:
+    assert is_room_ref(room)
+    config = parse_agent_config(f"[matrix]\nenabled = true\nwake_rooms = [{room!r}]\n")
+    assert config.matrix.wake_rooms == [room]
+
+
+@pytest.mark.parametrize(
+    "room",
+    [
+        "general",
+        "!short",  # no server and not a 43-character hash
+        V12_ROOM + "A",
+        V12_ROOM[:-1] + "+",  # URL-safe base64 only
+        "!:example.org",
+        "!x:",
+        "!x:bad host",
+        "!x:[::1",
+        "!x:example.org:port",
+        "#ops",
+        "@someone:example.org",
+        "!x\x00y:example.org",
+        "!" + "x" * 250 + ":example.org",  # past 255 bytes
+    ],
+)
+def test_what_is_no_room_is_refused_naming_the_forms(room: str) -> None:
+    assert not is_room_ref(room)
+    with pytest.raises(ValueError, match="room version 12"):
+        AgentMatrixConfig(wake_rooms=[room])
+
+
+def test_room_ids_and_aliases_are_told_apart() -> None:
+    assert is_room_id(V12_ROOM) and not is_room_alias(V12_ROOM)
+    assert is_room_alias("#ops:example.org") and not is_room_id("#ops:example.org")
+    assert is_server_name("[2001:db8::1]") and not is_server_name("[nope]")

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from hyperhive.agent.host import AgentHost
 from hyperhive.agent.prompt import render_system_prompt, wake_prompt
-from hyperhive.agent.runtime import AgentRuntime
+from hyperhive.agent.spec import AgentSpec
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths, McpServer
 from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import Message, WaitResult
@@ -21,17 +21,15 @@ ALL_TOOLS = {t for name, s in HOST.surfaces.items() if name != "subagent_control
 BUILTINS = {"Read", "Edit", "Write", "Glob", "Grep", "Skill", "WebFetch", "WebSearch", "Bash"}
 
 
-def _runtime(groups: list[ToolGroup], bash: bool = True, subagent: bool = True) -> AgentRuntime:
+def _runtime(groups: list[ToolGroup], bash: bool = True, subagent: bool = True) -> AgentSpec:
     off = {
         n: McpServer(enabled=False) for n, on in (("bash", bash), ("subagent", subagent)) if not on
     }
     config = AgentConfig(tool_groups=groups, mcp_servers=off)
-    return AgentRuntime(
-        name="alice", config=config, parent="queen", paths=HOST.paths, hive=HOST.hive
-    )
+    return AgentSpec(name="alice", config=config, paths=HOST.paths, hive=HOST.hive, parent="queen")
 
 
-def _offered(rt: AgentRuntime) -> set[str]:
+def _offered(rt: AgentSpec) -> set[str]:
     out = set()
     servers = {"hyperhive", *rt.config.servers_for(rt.groups)}
     for server in servers:
@@ -97,31 +95,57 @@ def test_the_wake_prompt_gives_the_exact_calls() -> None:
     assert "get_loose_ends" not in wake_prompt(WaitResult(), [ToolGroup.MESSAGING])
 
 
-def test_the_default_agent_prompt_covers_what_the_model_needs() -> None:
-    text = _runtime(list(ToolGroup.AGENT_DEFAULT)).system_prompt()
-    for needle in (
-        "[msg #N]",
-        "ack_until",
-        "ask_operator",
-        "get_loose_ends",
-        'cancel_loose_end(kind="todo"',
-        "set_status",
-        "compact",
-        "66%",
-        "mcp__subagent__start",
-        "cost",
-        "/srv/hive/agents/alice/state",
-    ):
-        assert needle in text, needle
-    assert "request_init_config" not in text  # managers only
+def _always_sent(rt: AgentSpec) -> str:
+    """What every request of the agent's turns carries: its system prompt and the names
+    and descriptions of the tools it is offered (argument descriptions included)."""
+    parts = [rt.system_prompt()]
+    for server in ("hyperhive", *rt.config.servers_for(rt.groups)):
+        for name in HOST.surfaces[server].listed_for(rt):
+            tool = HOST.surfaces[server].describe(name)
+            fields = tool.input_schema.get("properties", {}).values()
+            parts += [tool.name, tool.description or ""]
+            parts += [f.get("description", "") for f in fields]
+    return "\n".join(parts)
 
 
-def test_the_manager_prompt_covers_children() -> None:
-    text = _runtime(list(ToolGroup.MANAGER_DEFAULT)).system_prompt()
-    assert "request_init_config" in text and "starts idle" in text
-    assert "/srv/hive/agents/<name>/config" in text
-    assert "/srv/hive/agents/alice/config" in text
-    assert "git -C <repo> commit" in text and "request_apply_commit" in text
+# Guidance the model needs on every turn, each said once across the prompt and the
+# tool descriptions (the wake prompt adds what applies to one wake, the skills the rest).
+DEFAULT_GUIDANCE = (
+    "/srv/hive/agents/alice/state",  # where notes survive compaction
+    "Never wait inside a turn",
+    "Report results to your parent",
+    "[msg #N]",
+    "ack_until",
+    "mail that woke you is acked with the turn",
+    "ask_operator",
+    "when you start or finish work",
+    "above 66%",
+    "a whole session",
+    "cheaper than a new start",
+    "its end wakes you as a todo",
+    "end the turn meanwhile",
+)
+
+
+def test_the_default_agents_guidance_is_said_once() -> None:
+    rt = _runtime(list(ToolGroup.AGENT_DEFAULT))
+    sent = _always_sent(rt)
+    for needle in DEFAULT_GUIDANCE:
+        assert needle in sent, needle
+    for once in ("Never wait inside a turn", "above 66%", "a whole session", "Report results"):
+        assert sent.count(once) == 1, once
+    assert "request_init_config" not in rt.system_prompt()  # managers only
+    todos = wake_prompt(WaitResult(todos_changed=True), rt.groups)
+    assert 'cancel_loose_end(kind="todo", id=<row id>)' in todos  # said when it applies
+
+
+def test_the_managers_guidance_is_said_once() -> None:
+    rt = _runtime(list(ToolGroup.MANAGER_DEFAULT))
+    sent = _always_sent(rt)
+    assert "hive-children skill" in rt.system_prompt()
+    assert sent.count("starts idle") == 1 and "request_init_config" in sent
+    assert "/srv/hive/agents/<agent>/config" in sent  # request_apply_commit's repo
+    assert "git -C <repo> commit" in sent and "request_apply_commit" in sent
 
 
 def test_operator_additions_are_appended() -> None:

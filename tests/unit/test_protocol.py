@@ -24,8 +24,10 @@ from hyperhive.protocol import (
     ApprovalResolved,
     ContainerCrash,
     HelperEvent,
+    HostLost,
     HostRequest,
     LinkCommand,
+    LostAgent,
     Message,
     RemindReq,
     Response,
@@ -172,6 +174,30 @@ def test_events_reach_the_model_as_a_sentence_naming_the_next_step(
     assert describe(event) == sentence
 
 
+def test_a_lost_host_is_one_sentence_naming_each_agent_and_its_fate() -> None:
+    lost = HostLost(
+        host="h1",
+        cause="lease_expired",
+        agents=[
+            LostAgent(agent="w1"),
+            LostAgent(agent="w2"),
+            LostAgent(agent="w3", outcome="replaced", host="h2"),
+            LostAgent(agent="w4", outcome="stuck"),
+        ],
+    )
+    assert describe(lost) == (
+        "[host_lost] Agent host h1 is lost (its lease expired): w1, w2 wait for it to come "
+        "back (on_host_loss = wait); w3 runs again on h2, fresh from its config and inbox "
+        "(its notes and session stay on h1): send it what it must know; w4 start on another "
+        "host once one connects. Tell whoever waits on their work; the operator sees the host."
+    )
+    died = HostLost(host="h9", cause="died", agents=[LostAgent(agent=f"a{i}") for i in range(25)])
+    text = describe(died)
+    assert text.startswith("[host_lost] Agent host h9 stopped, and with it a0, a1,")
+    assert "a19 and 5 more." in text and "a20" not in text
+    assert lost.key == "host_lost:h1" and Spawned(agent="w").key == "spawned:w"
+
+
 def test_every_helper_event_has_a_sentence_not_json() -> None:
     adapter: TypeAdapter[BaseModel] = TypeAdapter(HelperEvent)
     for name in (
@@ -210,7 +236,7 @@ def test_helper_events_and_link_commands() -> None:
         extra = {"approval_id": 1, "approved": True} if name == "approval_resolved" else {}
         event = adapter.validate_python({"event": name, "agent": "a", **extra})
         assert event.event == name
-    assert INBOX_EVENTS == {"container_crash", "approval_resolved"}
+    assert INBOX_EVENTS == {"container_crash", "approval_resolved", "host_lost"}
     cmd = TypeAdapter(LinkCommand).validate_python(
         {"cmd": "activate", "agent": "a", "config": {"tool_groups": ["forge"]}}
     )

@@ -27,8 +27,10 @@ from hyperhive.agent.stream import (
     context_tokens,
     context_usage,
     parse_line,
+    session_totals,
     summarize_turn,
 )
+from hyperhive.runcost import UNKNOWN_MODEL, Figures
 
 SID = "f791aa10-e1f3-47a6-8db5-d7af8cc417f6"
 
@@ -83,7 +85,16 @@ def result(**over: Any) -> str:
             "cache_creation_input_tokens": 400,
             "server_tool_use": {"web_search_requests": 0},
         },
-        "modelUsage": {"claude-opus-5-5": {"inputTokens": 110, "contextWindow": 1000000}},
+        "modelUsage": {
+            "claude-opus-5-5": {
+                "inputTokens": 110,
+                "outputTokens": 25,
+                "cacheReadInputTokens": 300,
+                "cacheCreationInputTokens": 400,
+                "costUSD": 0.003,
+                "contextWindow": 1000000,
+            }
+        },
     }
     data.update(over)
     return json.dumps(data)
@@ -318,9 +329,25 @@ def test_summary_measures_the_last_model_call() -> None:
     assert report.context_tokens == 800  # not the turn's sum (810)
     assert report.context_usage == pytest.approx(800 / 200_000)
     assert report.usage.input_tokens == 110
-    assert report.total_cost_usd == pytest.approx(0.003)
+    # The session's totals so far, per model, as claude reported them (not the run's own).
+    assert report.session_totals == {"claude-opus-5-5": Figures(0.003, 110, 25, 300, 400)}
     assert report.num_turns == 2 and report.result_text == "done"
     assert report.model_context_window == 1_000_000
+    assert report.model == "claude-opus-5-5"
+
+
+def test_session_totals_from_a_result() -> None:
+    (with_usage,) = events(result())
+    assert isinstance(with_usage, ResultEvent)
+    assert session_totals(with_usage) == {"claude-opus-5-5": Figures(0.003, 110, 25, 300, 400)}
+    # An auth failure's result reports no totals: nothing to count.
+    (failed,) = events(AUTH_RESULT)
+    assert isinstance(failed, ResultEvent) and session_totals(failed) == {}
+    assert session_totals(None) == {}
+    # A cost without modelUsage is kept as a USD-only total.
+    (bare,) = events(result(modelUsage={}, total_cost_usd=0.25))
+    assert isinstance(bare, ResultEvent)
+    assert session_totals(bare) == {UNKNOWN_MODEL: Figures(0.25)}
 
 
 def test_summary_without_result() -> None:

@@ -1,8 +1,8 @@
 """Pure rules of subagents and bash results: exhaustive where the space is finite.
 
 The subagent tool-surface property is checked over *every* combination of
-tool groups (2^10): through the same path the host takes — an
-:class:`AgentRuntime` resolved from an applied config, the spec
+tool groups (2^10): through the same path the host takes —
+an agent's site resolved from an applied config (as the host builds it), the spec
 :func:`subagent_spec` derives from it, the argv :func:`subagent_argv` renders
 — against the harness's own argv for the same runtime. The real-claude runs
 in ``tests/e2e/test_subagents.py`` cover a representative few end to end.
@@ -16,8 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from hyperhive.agent.active import AgentSite
+from hyperhive.agent.admission import Admission
+from hyperhive.agent.enclosure import Enclosure
+from hyperhive.agent.events import EventsBus
 from hyperhive.agent.launch import LaunchSpec, harness_argv, subagent_argv
-from hyperhive.agent.runtime import AgentRuntime
+from hyperhive.agent.lifetime import Lifetime
+from hyperhive.agent.spec import AgentSpec
 from hyperhive.bash.mcp import render_report, render_started
 from hyperhive.bash.records import TaskReport, TaskStarted
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths
@@ -75,19 +80,19 @@ def _record(**fields: object) -> SubagentRecord:
     return SubagentRecord.model_validate(base)
 
 
+def _site(config: AgentConfig, base_url: str) -> AgentSite:
+    """The agent as its host builds it (unsandboxed: nothing is spawned here)."""
+    paths, hive = HivePaths(Path("/hive")), HiveConfig(claude_bin="/c")
+    spec = AgentSpec(name="alice", config=config, paths=paths, hive=hive)
+    return AgentSite(spec, Lifetime(), Enclosure(None), EventsBus(), Admission(), base_url)
+
+
 def test_every_group_combination_gives_a_subagent_no_builtin_its_parent_lacks() -> None:
     # tool_groups may not be empty (the config refuses it), so 2^10 - 1 non-empty sets.
     assert len(ALL_COMBINATIONS) == 2 ** len(ToolGroup.ALL) - 1 == 1023
-    paths, hive, rec = HivePaths(Path("/hive")), HiveConfig(claude_bin="/c"), _record()
+    rec = _record()
     for combo in ALL_COMBINATIONS:
-        rt = AgentRuntime(
-            name="alice",
-            config=AgentConfig(tool_groups=list(combo)),
-            parent=None,
-            paths=paths,
-            hive=hive,
-            base_url="http://127.0.0.1:1",
-        )
+        rt = _site(AgentConfig(tool_groups=list(combo)), "http://127.0.0.1:1")
         child = _flag(subagent_argv(subagent_spec(rt, rec, "tok")), "--tools").split(",")
         parent = _flag(
             harness_argv(
@@ -95,7 +100,7 @@ def test_every_group_combination_gives_a_subagent_no_builtin_its_parent_lacks() 
                     agent=rt.name,
                     claude_bin="/c",
                     groups=rt.groups,
-                    capabilities=rt.capabilities,
+                    capabilities=rt.spec.capabilities,
                     config=rt.config,
                     base_url=rt.base_url,
                     token=rt.token,
@@ -117,14 +122,7 @@ def test_every_group_combination_gives_a_subagent_no_builtin_its_parent_lacks() 
 
 
 def test_the_spec_takes_model_session_prompt_file_and_the_control_url_from_its_agent() -> None:
-    rt = AgentRuntime(
-        name="alice",
-        config=AgentConfig(subagent_model="sonnet", subagent_effort="low"),
-        parent=None,
-        paths=HivePaths(Path("/hive")),
-        hive=HiveConfig(claude_bin="/c"),
-        base_url="http://127.0.0.1:7/",
-    )
+    rt = _site(AgentConfig(subagent_model="sonnet", subagent_effort="low"), "http://127.0.0.1:7/")
     spec = subagent_spec(rt, _record(session_id="s-1", prompt_file="/hive/p.md"), "tok")
     assert spec.control_url == "http://127.0.0.1:7/agents/alice/mcp/subagent_control"
     assert spec.token == "tok" and spec.token != rt.token

@@ -22,7 +22,7 @@ from hyperhive.agent.host import AgentHost
 from hyperhive.agent.mcp_surface import Surface
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths
 from hyperhive.core.agent_api import AGENT_TABLE, gate
-from hyperhive.core.dispatch import union_members
+from hyperhive.dispatch import union_members
 from hyperhive.errors import PermissionDenied, ToolGroupDenied
 from hyperhive.matrix.config import AgentMatrixConfig
 from hyperhive.permissions import (

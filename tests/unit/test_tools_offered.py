@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from hyperhive.agent.host import AgentHost
 from hyperhive.agent.launch import LaunchSpec, harness_argv, mcp_config
-from hyperhive.agent.runtime import AgentRuntime
+from hyperhive.agent.spec import AgentSpec
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths, McpServer
 from hyperhive.matrix.config import AgentMatrixConfig
 from hyperhive.permissions import (
@@ -39,19 +39,12 @@ groups_st = st.lists(st.sampled_from(ToolGroup.ALL), min_size=1, unique=True)
 caps_st = st.lists(st.sampled_from(list(Capability)), unique=True)
 
 
-def _agent(groups: list[ToolGroup], caps: list[Capability], config: AgentConfig) -> AgentRuntime:
-    return AgentRuntime(
-        name="alice",
-        config=config,
-        parent=None,
-        paths=HOST.paths,
-        hive=HOST.hive,
-        groups=tuple(groups),
-        capabilities=tuple(caps),
-    )
+def _agent(groups: list[ToolGroup], caps: list[Capability], config: AgentConfig) -> AgentSpec:
+    resolved = config.model_copy(update={"tool_groups": groups, "capabilities": caps})
+    return AgentSpec(name="alice", config=resolved, paths=HOST.paths, hive=HOST.hive)
 
 
-def _spec(rt: AgentRuntime) -> LaunchSpec:
+def _spec(rt: AgentSpec) -> LaunchSpec:
     return LaunchSpec(
         agent=rt.name,
         claude_bin="claude",
@@ -65,7 +58,7 @@ def _spec(rt: AgentRuntime) -> LaunchSpec:
     )
 
 
-def offered(rt: AgentRuntime) -> set[str]:
+def offered(rt: AgentSpec) -> set[str]:
     """What claude is offered: each configured server's tools, as its surface lists them."""
     names: set[str] = set()
     for server in mcp_config(_spec(rt))["mcpServers"]:
@@ -74,7 +67,7 @@ def offered(rt: AgentRuntime) -> set[str]:
     return names
 
 
-def allowed_mcp(rt: AgentRuntime) -> list[str]:
+def allowed_mcp(rt: AgentSpec) -> list[str]:
     argv = harness_argv(_spec(rt))
     allowed = argv[argv.index("--allowedTools") + 1].split(",")
     return [a for a in allowed if a.startswith("mcp__")]

@@ -50,6 +50,9 @@ class Isolation:
     system_links: tuple[tuple[str, str], ...] = SYSTEM_LINKS
     system_ro: tuple[str, ...] = SYSTEM_RO
     existing: frozenset[str] = field(default_factory=frozenset)
+    # (host path, path inside): read-only, over what the system dirs show there (a
+    # choom session's /etc/claude-code). The inside path must exist on the host.
+    overlays: tuple[tuple[Path, Path], ...] = ()
 
     def present(self, path: str) -> bool:
         """Whether a system path exists on this host (``existing`` is filled by the host)."""
@@ -67,6 +70,8 @@ def _bwrap(iso: Isolation, argv: Sequence[str], cwd: Path) -> list[str]:
     out += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     for ro in sorted(set(iso.ro)):
         out += ["--ro-bind", str(ro), str(ro)]
+    for source, inside in iso.overlays:
+        out += ["--ro-bind", str(source), str(inside)]
     for rw in sorted(set(iso.rw)):
         out += ["--bind", str(rw), str(rw)]
     for sock in iso.sockets:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import anyio
 
-from hyperhive.agent.runtime import AgentRuntime
+from hyperhive.agent.active import ActiveAgent
 from hyperhive.agentreach import agent_users, claude_problem
 
 __all__ = ["RECHECK_SECONDS", "hold_while_claude_unrunnable", "launch_problem_of"]
@@ -25,36 +25,38 @@ log = logging.getLogger(__name__)
 RECHECK_SECONDS = 2.0
 
 
-def launch_problem_of(rt: AgentRuntime) -> str | None:
-    """Why ``rt``'s claude cannot be started in its sandbox now, with the remedy."""
-    claude = rt.hive.claude_bin or "claude"
+def launch_problem_of(agent: ActiveAgent) -> str | None:
+    """Why ``agent``'s claude cannot be started in its sandbox now, with the remedy."""
+    hive, paths = agent.spec.hive, agent.spec.paths
+    claude = hive.claude_bin or "claude"
     if "/" not in claude:
         return (
             f"claude was not found on this host (claude_bin = {claude!r}): install it with "
-            f"`hivectl --home {rt.paths.home} install-claude`, or set claude_bin in hive.toml"
+            f"`hivectl --home {paths.home} install-claude`, or set claude_bin in hive.toml"
         )
-    problem = claude_problem(Path(claude), rt.paths.home, agent_users=agent_users(rt.hive.runtime))
+    problem = claude_problem(Path(claude), paths.home, agent_users=agent_users(hive.runtime))
     return problem.text if problem is not None else None
 
 
-async def hold_while_claude_unrunnable(rt: AgentRuntime) -> bool:
-    """Wait while ``rt``'s claude cannot be started: True once it can, False if stopped."""
-    problem = launch_problem_of(rt)
+async def hold_while_claude_unrunnable(agent: ActiveAgent) -> bool:
+    """Wait while ``agent``'s claude cannot be started: True once it can, False if stopped."""
+    problem = launch_problem_of(agent)
+    stopping, bus = agent.lifetime.stopping, agent.bus
     if problem is None:
         return True
-    log.warning("%s: cannot run claude; no turns until that is fixed: %s", rt.name, problem)
-    rt.bus.set_state("idle")
-    rt.bus.set_launch_problem(problem)
+    log.warning("%s: cannot run claude; no turns until that is fixed: %s", agent.name, problem)
+    bus.set_state("idle")
+    bus.set_launch_problem(problem)
     try:
-        while problem is not None and not rt.stopping.is_set():
+        while problem is not None and not stopping.is_set():
             with anyio.move_on_after(RECHECK_SECONDS):
-                await rt.stopping.wait()
-            problem = launch_problem_of(rt)
+                await stopping.wait()
+            problem = launch_problem_of(agent)
             if problem is not None:
-                rt.bus.set_launch_problem(problem)  # a changed reason is said again
+                bus.set_launch_problem(problem)  # a changed reason is said again
     finally:
-        rt.bus.set_launch_problem(None)
-    if rt.stopping.is_set():
+        bus.set_launch_problem(None)
+    if stopping.is_set():
         return False
-    log.info("%s: claude can be started again; taking turns", rt.name)
+    log.info("%s: claude can be started again; taking turns", agent.name)
     return True

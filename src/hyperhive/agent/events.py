@@ -49,6 +49,31 @@ class EventsBus(EventBus):
         if self._on_state is not None:
             self._on_state(self.turn_state, self.turn_state_since)
 
+    def on_state(self, report: Callable[[TurnStateName, float], None]) -> None:
+        """Tell ``report`` of every change of turn state from now on."""
+        self._on_state = report
+
+    def set_status_text(self, text: str) -> None:
+        """The agent set its status line (its own page shows it at once)."""
+        self.status_text = text
+
+    def set_session(self, session_id: str | None) -> None:
+        """The claude session its next turn resumes."""
+        self.session_id = session_id
+
+    def set_context_usage(self, usage: float | None) -> None:
+        """How full its context window was after its last run."""
+        self.context_usage = usage
+
+    def set_trace_context(self, context: Context | None) -> None:
+        """The open turn's span (``None``: no turn open), the parent of tool-call spans."""
+        self.trace_context = context
+
+    def turn_ended(self, last_turn: dict[str, Any]) -> None:
+        """A claude run ended: its summary is the last turn's, and an event."""
+        self.last_turn = last_turn
+        self.emit("turn_end", **last_turn)
+
     def set_state(self, state: TurnStateName) -> None:
         if state == self.turn_state:
             return

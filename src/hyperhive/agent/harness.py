@@ -22,24 +22,23 @@ import json
 import logging
 import signal
 import subprocess
-import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Literal
 
 import anyio
 
 from hyperhive.agent import launch
+from hyperhive.agent.active import ActiveAgent
 from hyperhive.agent.admission import Abandoned
 from hyperhive.agent.agentlog import AgentLog
 from hyperhive.agent.claudecheck import hold_while_claude_unrunnable, launch_problem_of
-from hyperhive.agent.events import TurnStateName
+from hyperhive.agent.events import EventsBus, TurnStateName
 from hyperhive.agent.outage import Outage, redial_delay
 from hyperhive.agent.prompt import wake_prompt
-from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.agent.sandbox import CLAUDE_OOM_SCORE_ADJ, signal_group
+from hyperhive.agent.spec import AgentSpec
 from hyperhive.agent.stream import (
     AssistantEvent,
     InitEvent,
@@ -50,7 +49,8 @@ from hyperhive.agent.stream import (
     parse_line,
     summarize_turn,
 )
-from hyperhive.agent.turntrace import record_turn, turn_span
+from hyperhive.agent.turnend import RunKind, run_spend, tell_turn_end
+from hyperhive.agent.turntrace import turn_span
 from hyperhive.atomic import atomic_write_text
 from hyperhive.client import RpcClient, connect
 from hyperhive.credentials import LOGIN_REMEDY, fingerprint
@@ -59,7 +59,6 @@ from hyperhive.framing import FrameDecoder
 from hyperhive.protocol import (
     AttachReq,
     FenceReq,
-    RunSpend,
     TurnEnded,
     TurnEndReq,
     WaitReq,
@@ -67,14 +66,11 @@ from hyperhive.protocol import (
 )
 from hyperhive.safefs import atomic_write_beneath
 
-__all__ = ["CHECKPOINT_PROMPT", "claude_slot", "run_agent", "run_spend", "run_turn"]
+__all__ = ["CHECKPOINT_PROMPT", "claude_slot", "run_harness", "run_turn"]
 
 log = logging.getLogger(__name__)
 
 WAIT_SECONDS = 60.0
-# News that lands together (an approval's result message, then its spawned and
-# config_ready todos) is one turn's, not two: after a wake, this long for the rest.
-SETTLE_SECONDS = 0.2
 MAX_STREAM_LINE = 64 << 20
 BACKOFF = (1.0, 2.0, 5.0, 15.0, 60.0)
 RECONNECT_SECONDS = 0.5
@@ -87,26 +83,25 @@ CHECKPOINT_PROMPT = (
 )
 
 
-def _session_file(rt: AgentRuntime) -> Path:
-    return rt.state_dir / "harness" / "session.json"
+def _session_file(spec: AgentSpec) -> Path:
+    return spec.state_dir / "harness" / "session.json"
 
 
-def load_session(rt: AgentRuntime) -> str | None:
+def load_session(spec: AgentSpec) -> str | None:
     try:
-        data = json.loads(_session_file(rt).read_text())
+        data = json.loads(_session_file(spec).read_text())
     except (OSError, ValueError):
         return None
     value = data.get("session_id") if isinstance(data, dict) else None
     return value if isinstance(value, str) and value else None
 
 
-def save_session(rt: AgentRuntime, session_id: str | None) -> None:
+def save_session(spec: AgentSpec, session_id: str | None) -> None:
     data = (json.dumps({"session_id": session_id}) + "\n").encode()
-    atomic_write_beneath(rt.state_dir, _session_file(rt), data, 0o600)
+    atomic_write_beneath(spec.state_dir, _session_file(spec), data, 0o600)
 
 
-def _publish(rt: AgentRuntime, event: StreamEvent) -> None:
-    bus = rt.bus
+def _publish(bus: EventsBus, event: StreamEvent) -> None:
     if isinstance(event, InitEvent):
         bus.emit("init", session_id=event.session_id, tools=list(event.tools))
     elif isinstance(event, AssistantEvent):
@@ -122,22 +117,21 @@ def _publish(rt: AgentRuntime, event: StreamEvent) -> None:
             "result",
             subtype=event.subtype,
             is_error=event.is_error,
-            cost_usd=event.total_cost_usd,
+            # The session's total so far, as claude reports it: not this run's cost.
+            session_cost_usd=event.total_cost_usd,
             session_id=event.session_id,
         )
 
 
 async def run_claude(
-    rt: AgentRuntime, argv: Sequence[str], prompt: str
+    agent: ActiveAgent, argv: Sequence[str], prompt: str
 ) -> tuple[list[StreamEvent], int | None]:
     """One claude process in the agent's sandbox; killed with its group if cancelled."""
-    env = launch.claude_env(
-        {}, rt.paths.agent_home(rt.name), (), {**rt.config.env, **rt.hive_env()}
-    )
-    agent_log = AgentLog(rt.paths.logs / "agents" / f"{rt.name}.log")
+    spec = agent.spec
+    env = launch.claude_env({}, spec.home_dir, (), {**spec.config.env, **spec.hive_env()})
     events: list[StreamEvent] = []
-    with agent_log.open() as stderr:
-        proc = await rt.sandbox().open_process(
+    with AgentLog(spec.log_file).open() as stderr:
+        proc = await agent.sandbox().open_process(
             argv,
             env=env,
             stdin=subprocess.PIPE,
@@ -145,24 +139,23 @@ async def run_claude(
             stderr=stderr,
             oom_score_adj=CLAUDE_OOM_SCORE_ADJ,
         )
-    rt.claude_pid = proc.pid
     try:
         assert proc.stdin is not None and proc.stdout is not None
-        await proc.stdin.send(prompt.encode())
-        await proc.stdin.aclose()
-        decoder = FrameDecoder(MAX_STREAM_LINE)
-        async for chunk in proc.stdout:
-            for line in decoder.feed(chunk):
-                if isinstance(line, HiveError):
-                    log.warning("%s: dropped an oversized stream-json line", rt.name)
-                    continue
-                event = parse_line(line)
-                if event is not None:
-                    events.append(event)
-                    _publish(rt, event)
-        return events, await proc.wait()
+        with agent.turns.running(proc.pid):
+            await proc.stdin.send(prompt.encode())
+            await proc.stdin.aclose()
+            decoder = FrameDecoder(MAX_STREAM_LINE)
+            async for chunk in proc.stdout:
+                for line in decoder.feed(chunk):
+                    if isinstance(line, HiveError):
+                        log.warning("%s: dropped an oversized stream-json line", spec.name)
+                        continue
+                    event = parse_line(line)
+                    if event is not None:
+                        events.append(event)
+                        _publish(agent.bus, event)
+            return events, await proc.wait()
     finally:
-        rt.claude_pid = None
         if proc.returncode is None:
             with anyio.CancelScope(shield=True):
                 signal_group(proc, signal.SIGKILL)
@@ -170,7 +163,7 @@ async def run_claude(
 
 
 @asynccontextmanager
-async def claude_slot(rt: AgentRuntime, busy: TurnStateName) -> AsyncIterator[None]:
+async def claude_slot(agent: ActiveAgent, busy: TurnStateName) -> AsyncIterator[None]:
     """Hold one of the host's claude slots for the block, then show ``busy``.
 
     Queued, the agent shows ``waiting_slot`` (since when it asked). A graceful
@@ -179,135 +172,106 @@ async def claude_slot(rt: AgentRuntime, busy: TurnStateName) -> AsyncIterator[No
     """
 
     def queued(_waiter: object) -> None:
-        rt.bus.set_state("waiting_slot")
+        agent.bus.set_state("waiting_slot")
 
-    async with rt.admission.slot(rt.name, "turn", on_wait=queued, abandon=rt.stopping):
-        rt.bus.set_state(busy)
+    admission = agent.site.admission
+    async with admission.slot(agent.name, "turn", on_wait=queued, abandon=agent.lifetime.stopping):
+        agent.bus.set_state(busy)
         yield
 
 
-async def run_turn(rt: AgentRuntime, prompt: str, session_id: str | None) -> TurnReport:
+async def run_turn(agent: ActiveAgent, prompt: str, session_id: str | None) -> TurnReport:
     """Write the per-turn config files, run claude, summarize what happened."""
-    runtime = rt.runtime_dir
+    spec, bus = agent.spec, agent.bus
+    runtime = spec.runtime_dir
     runtime.mkdir(parents=True, exist_ok=True, mode=0o700)
-    spec = launch.LaunchSpec(
-        agent=rt.name,
-        claude_bin=rt.hive.claude_bin or "claude",
-        groups=rt.groups,
-        capabilities=rt.capabilities,
-        config=rt.config,
-        base_url=rt.base_url,
-        token=rt.token,
+    launched = launch.LaunchSpec(
+        agent=spec.name,
+        claude_bin=spec.hive.claude_bin or "claude",
+        groups=spec.groups,
+        capabilities=spec.capabilities,
+        config=spec.config,
+        base_url=agent.site.base_url,
+        token=agent.token,
         mcp_config_file=runtime / "mcp-config.json",
         system_prompt_file=runtime / "system-prompt.md",
         session_id=session_id,
-        model=rt.hive.default_model,
+        model=spec.hive.default_model,
     )
-    atomic_write_text(spec.mcp_config_file, json.dumps(launch.mcp_config(spec)), 0o600)
-    atomic_write_text(
-        spec.system_prompt_file,
-        rt.system_prompt(),
-        0o600,
-    )
-    rt.give(spec.mcp_config_file)
-    rt.give(spec.system_prompt_file)
-    rt.bus.emit("turn_start", prompt=prompt[:2000])
-    rt_log = AgentLog(rt.paths.logs / "agents" / f"{rt.name}.log")
-    rt_log.line(f"turn start: {prompt.splitlines()[0][:200] if prompt else ''}")
-    events, code = await run_claude(rt, launch.harness_argv(spec), prompt)
-    report = summarize_turn(events, code, rt.hive.context_window)
-    record_turn(events, report)
+    atomic_write_text(launched.mcp_config_file, json.dumps(launch.mcp_config(launched)), 0o600)
+    atomic_write_text(launched.system_prompt_file, spec.system_prompt(), 0o600)
+    agent.enclosure.give(launched.mcp_config_file)
+    agent.enclosure.give(launched.system_prompt_file)
+    bus.emit("turn_start", prompt=prompt[:2000])
+    agent_log = AgentLog(spec.log_file)
+    agent_log.line(f"turn start: {prompt.splitlines()[0][:200] if prompt else ''}")
+    events, code = await run_claude(agent, launch.harness_argv(launched), prompt)
+    report = summarize_turn(events, code, spec.hive.context_window)
     if session_id and not any(isinstance(e, InitEvent) for e in events) and code:
         # claude died before starting the conversation: the session it was asked
         # to resume does not exist (e.g. the turn that made it was killed early).
         log.warning(
             "%s: claude could not resume session %s; the next turn starts a new one",
-            rt.name,
+            spec.name,
             session_id,
         )
         report = replace(report, session_id=None)
-    rt.bus.last_turn = {
-        "outcome": report.outcome,
-        "cost_usd": report.total_cost_usd,
-        "num_turns": report.num_turns,
-        "context_usage": report.context_usage,
-    }
-    rt.bus.emit("turn_end", **rt.bus.last_turn)
-    rt_log.line(
-        f"turn end: {report.outcome}, {report.num_turns} model call(s), "
-        f"${report.total_cost_usd:.4f}, context {report.context_usage:.0%}"
-    )
     return report
 
 
-def run_spend(reports: Sequence[TurnReport], kind: Literal["turn", "compaction"]) -> RunSpend:
-    """What these runs cost (claude's own ``result`` figures), under a fresh run id.
-
-    The id is made once, before the first send: a resent ``turn_end`` carries
-    the same one, so the coordinator counts the run once.
-    """
-    return RunSpend(
-        run_id=uuid.uuid4().hex,
-        kind=kind,
-        cost_usd=sum(r.total_cost_usd for r in reports),
-        input_tokens=sum(r.usage.input_tokens for r in reports),
-        output_tokens=sum(r.usage.output_tokens for r in reports),
-        cache_read_tokens=sum(r.usage.cache_read_input_tokens for r in reports),
-        cache_creation_tokens=sum(r.usage.cache_creation_input_tokens for r in reports),
-    )
-
-
-async def _run_compaction(rt: AgentRuntime, session_id: str | None) -> list[TurnReport]:
+async def _run_compaction(agent: ActiveAgent, session_id: str | None) -> list[TurnReport]:
     """The notes-checkpoint turn, then ``/compact``: both reports (both are spend)."""
     if session_id is None:
         return []
-    async with claude_slot(rt, "compacting"):  # one slot for both: they run back to back
-        with turn_span(rt.name, rt.bus, None, _model(rt)):
-            checkpoint = await run_turn(
-                rt, CHECKPOINT_PROMPT.format(state_dir=rt.state_dir), session_id
-            )
-        with turn_span(rt.name, rt.bus, None, _model(rt)):
-            report = await run_turn(rt, "/compact", session_id)
-    rt.bus.set_state("idle")
+    async with claude_slot(agent, "compacting"):  # one slot for both: back to back
+        checkpoint = await run_turn(
+            agent, CHECKPOINT_PROMPT.format(state_dir=agent.state_dir), session_id
+        )
+        report = await run_turn(agent, "/compact", session_id)
+    agent.bus.set_state("idle")
     return [checkpoint, report]
 
 
 class _Loop:
     """The turn loop's state, kept across reconnects to a restarted coordinator."""
 
-    def __init__(self, rt: AgentRuntime) -> None:
-        self.rt = rt
-        self.session_id = load_session(rt)
-        rt.bus.session_id = self.session_id
+    def __init__(self, agent: ActiveAgent) -> None:
+        self.agent = agent
+        self.session_id = load_session(agent.spec)
+        agent.bus.set_session(self.session_id)
         self.version = 0
         self.failures = 0
         self.attached = False
         # A turn_end the coordinator never answered: resent first after reconnecting,
-        # so a clean turn's mail is acked exactly as if nothing had happened.
+        # so a clean turn's mail is acked exactly as if nothing had happened; and its
+        # runs, told once the coordinator says what they were counted at.
         self.pending_end: TurnEndReq | None = None
+        self._untold: tuple[list[TurnReport], RunKind] = ([], "turn")
 
     async def serve(self, rpc: RpcClient, attached: Callable[[], None] = lambda: None) -> None:
-        rt = self.rt
+        agent = self.agent
         # After a lost connection, first settle the turn that already ran (ack its
         # mail), then start a new incarnation: anything the coordinator marked
         # delivered whose answer never reached us (it died mid-reply) comes back.
         if self.pending_end is not None:
-            await rpc.call(self.pending_end)
+            ended = await rpc.call(self.pending_end)
             self.pending_end = None
+            reports, kind = self._untold
+            tell_turn_end(agent, reports, ended.spend, kind)
         await rpc.call(AttachReq(cmd="attach"))
         self.attached = True
         attached()
-        if rt.stopping.is_set():
+        if agent.lifetime.stopping.is_set():
             await rpc.call(FenceReq(cmd="fence"))  # a graceful stop survives the reconnect
         try:
             await self._loop(rpc)
         except Abandoned as exc:
-            log.info("%s: %s; its mail comes back to the next incarnation", rt.name, exc)
+            log.info("%s: %s; its mail comes back to the next incarnation", agent.name, exc)
 
     async def _loop(self, rpc: RpcClient) -> None:
-        rt = self.rt
+        agent = self.agent
         while True:
-            rt.bus.set_state("idle")
+            agent.bus.set_state("idle")
             woke = await rpc.call(
                 WaitReq(cmd="wait", timeout=WAIT_SECONDS, todo_version=self.version)
             )
@@ -320,7 +284,7 @@ class _Loop:
             if woke.messages or woke.todos_changed:
                 outcome = await self._turn(rpc, woke)
                 if outcome is None:
-                    if rt.stopping.is_set():
+                    if agent.lifetime.stopping.is_set():
                         return  # stopped during a backoff: its mail redelivers next time
                     continue
                 compact_now = compact_now or outcome
@@ -328,8 +292,12 @@ class _Loop:
                 await self._compact(rpc)
 
     async def _gather(self, rpc: RpcClient, woke: WaitResult) -> WaitResult:
-        """``woke`` plus whatever arrives within :data:`SETTLE_SECONDS` (one wake, not two)."""
-        await anyio.sleep(SETTLE_SECONDS)
+        """``woke`` plus whatever arrives within hive.toml's ``settle_seconds`` (news that
+        lands together is one turn's, not two)."""
+        settle = self.agent.spec.hive.settle_seconds
+        if settle <= 0:
+            return woke
+        await anyio.sleep(settle)
         more = await rpc.call(WaitReq(cmd="wait", timeout=0, todo_version=woke.todo_version))
         return WaitResult(
             messages=[*woke.messages, *more.messages],
@@ -339,21 +307,30 @@ class _Loop:
             compact=woke.compact or more.compact,
         )
 
-    async def _end(self, rpc: RpcClient, req: TurnEndReq) -> TurnEnded:
-        self.pending_end = req
+    async def _end(
+        self,
+        rpc: RpcClient,
+        req: TurnEndReq,
+        reports: list[TurnReport],
+        kind: RunKind,
+    ) -> TurnEnded:
+        """Send the turn's end; then tell what its runs were counted at."""
+        self.pending_end, self._untold = req, (reports, kind)
         result = await rpc.call(req)
         self.pending_end = None
+        tell_turn_end(self.agent, reports, result.spend, kind)
         return result
 
     async def _turn(self, rpc: RpcClient, woke: WaitResult) -> bool | None:
         """Run one turn; True/False = compact or not, None = failed (mail redelivers)."""
-        rt = self.rt
-        if not await hold_while_claude_unrunnable(rt):
+        agent = self.agent
+        if not await hold_while_claude_unrunnable(agent):
             return None  # stopped while held: the mail was never handled, so it comes back
-        with turn_span(rt.name, rt.bus, woke, _model(rt)):
-            async with claude_slot(rt, "thinking"):
-                report = await run_turn(rt, wake_prompt(woke, rt.groups), self.session_id)
-            self.session_id = _next_session(rt, self.session_id, report)
+        with turn_span(agent.name, agent.bus, woke, agent.spec.model):
+            async with claude_slot(agent, "thinking"):
+                prompt = wake_prompt(woke, agent.groups, agent.config.servers_for(agent.groups))
+                report = await run_turn(agent, prompt, self.session_id)
+            self.session_id = _next_session(agent, self.session_id, report)
             clean = report.outcome == "ok"
             end = await self._end(
                 rpc,
@@ -363,33 +340,34 @@ class _Loop:
                     handled=[m.id for m in woke.messages] if clean else [],
                     context_usage=report.context_usage,
                     session_id=self.session_id,
-                    cost_usd=report.total_cost_usd,
                     spend=run_spend([report], "turn"),
                 ),
+                [report],
+                "turn",
             )
         if report.outcome == "needs_login":
             await self._await_login()
-        elif not clean and launch_problem_of(rt) is not None:
+        elif not clean and launch_problem_of(agent) is not None:
             # claude could not even start (it went out of reach mid-run): no backoff loop.
-            await hold_while_claude_unrunnable(rt)
+            await hold_while_claude_unrunnable(agent)
         elif not clean:
             self.failures += 1
             delay = BACKOFF[min(self.failures, len(BACKOFF)) - 1]
             log.warning(
-                "%s: turn ended %s; redelivering after %.0fs", rt.name, report.outcome, delay
+                "%s: turn ended %s; redelivering after %.0fs", agent.name, report.outcome, delay
             )
-            rt.bus.set_state("idle")
+            agent.bus.set_state("idle")
             # A graceful stop cuts the backoff short; only a live claude turn is waited for.
             with anyio.move_on_after(delay):
-                await rt.stopping.wait()
+                await agent.lifetime.stopping.wait()
         if not clean:
-            if not rt.stopping.is_set():
+            if not agent.lifetime.stopping.is_set():
                 # Unacked mail comes back. Not after a stop: attaching would unfence
                 # the inbox and start another turn of a hive that is stopping.
                 await rpc.call(AttachReq(cmd="attach"))
             return None
         self.failures = 0
-        return end.compact_pending or (report.context_usage >= rt.hive.compact_watermark)
+        return end.compact_pending or (report.context_usage >= agent.spec.hive.compact_watermark)
 
     async def _await_login(self) -> None:
         """No credentials: take no turns until they change, or the agent is stopped.
@@ -397,76 +375,79 @@ class _Loop:
         Retrying cannot help (claude fails the same way at once), and a loop of
         failed turns only hides the cause; the operator sees ``needs login``.
         """
-        rt = self.rt
-        home = rt.paths.agent_home(rt.name)
-        before = fingerprint(rt.paths, home)
+        agent = self.agent
+        spec = agent.spec
+        before = fingerprint(spec.paths, spec.home_dir)
         log.warning(
-            "%s: not logged in; no turns until credentials change: %s", rt.name, LOGIN_REMEDY
+            "%s: not logged in; no turns until credentials change: %s", agent.name, LOGIN_REMEDY
         )
-        rt.needs_login = True
-        rt.bus.set_state("idle")
-        rt.bus.emit("needs_login", remedy=LOGIN_REMEDY)
-        try:
-            while fingerprint(rt.paths, home) == before and not rt.stopping.is_set():
+        with agent.turns.held_for_login():
+            agent.bus.set_state("idle")
+            agent.bus.emit("needs_login", remedy=LOGIN_REMEDY)
+            stopping = agent.lifetime.stopping
+            while fingerprint(spec.paths, spec.home_dir) == before and not stopping.is_set():
                 with anyio.move_on_after(LOGIN_POLL_SECONDS):
-                    await rt.stopping.wait()
-        finally:
-            rt.needs_login = False
-        if not rt.stopping.is_set():
-            log.info("%s: credentials changed; taking turns again", rt.name)
+                    await stopping.wait()
+        if not agent.lifetime.stopping.is_set():
+            log.info("%s: credentials changed; taking turns again", agent.name)
             self.failures = 0
 
     async def _compact(self, rpc: RpcClient) -> None:
-        rt = self.rt
-        reports = await _run_compaction(rt, self.session_id)
-        after = reports[-1] if reports else None
-        usage = (after.usage.output_tokens / rt.hive.context_window) if after else None
-        await self._end(
-            rpc,
-            TurnEndReq(
-                cmd="turn_end",
-                outcome="ok",
-                context_usage=usage,
-                session_id=self.session_id,
-                spend=run_spend(reports, "compaction") if reports else None,
-            ),
-        )
-        rt.bus.context_usage = usage
+        agent = self.agent
+        # One span for the checkpoint, /compact and their turn_end: they are counted as one.
+        with turn_span(agent.name, agent.bus, None, agent.spec.model):
+            reports = await _run_compaction(agent, self.session_id)
+            after = reports[-1] if reports else None
+            usage = (after.usage.output_tokens / agent.spec.hive.context_window) if after else None
+            await self._end(
+                rpc,
+                TurnEndReq(
+                    cmd="turn_end",
+                    outcome="ok",
+                    context_usage=usage,
+                    session_id=self.session_id,
+                    spend=run_spend(reports, "compaction") if reports else None,
+                ),
+                reports,
+                "compaction",
+            )
+        agent.bus.set_context_usage(usage)
 
 
-async def run_agent(rt: AgentRuntime) -> None:
+async def run_harness(agent: ActiveAgent) -> None:
     """The agent's whole life on this host; returns after a graceful stop.
 
     A coordinator restart is ridden out: the loop reconnects to the agent's
     socket and carries on (no new incarnation, so nothing is redelivered).
     """
-    # Off the event loop: useradd, chown and setfacl must not stall the host's other agents.
-    await anyio.to_thread.run_sync(rt.prepare_dirs)
-    loop = _Loop(rt)
-    outage = Outage(log, f"{rt.name}: coordinator unavailable")
+    loop = _Loop(agent)
+    lifetime = agent.lifetime
+    outage = Outage(log, f"{agent.name}: coordinator unavailable")
     while True:
         try:
-            async with connect(rt.paths.agent_sock(rt.name)) as rpc:
-                rt.rpc = rpc
-                # Ended once attached: a coordinator that accepts the connection but
-                # cannot answer (its database away) is still an outage.
-                await loop.serve(rpc, attached=outage.ended)
+            async with connect(agent.connection.socket) as rpc:
+                with agent.connection.held(rpc):
+                    # Ended once attached: a coordinator that accepts the connection but
+                    # cannot answer (its database away) is still an outage.
+                    await loop.serve(rpc, attached=outage.ended)
                 break
         except Unavailable as exc:
-            rt.rpc = None
-            if rt.stopping.is_set() and loop.pending_end is None:
+            if lifetime.stopping.is_set() and loop.pending_end is None:
                 break  # a graceful stop with nothing left to tell the coordinator
             outage.failed(exc.message)
             # A stop asked while away ends the wait; one with a turn_end still owed waits
             # (within its host's grace) for the coordinator, to settle that turn first.
-            ends = (rt.killed,) if rt.stopping.is_set() else (rt.killed, rt.stopping)
+            ends = (
+                (lifetime.killed,)
+                if lifetime.stopping.is_set()
+                else (lifetime.killed, lifetime.stopping)
+            )
             delay = redial_delay(outage.failures, RECONNECT_SECONDS, RECONNECT_MAX_SECONDS)
             with anyio.move_on_after(delay):
                 await _first_set(*ends)
-            if rt.killed.is_set():
+            if lifetime.killed.is_set():
                 break  # stopped by its host (a fence, a kill): not a crash
-    rt.rpc = None
-    rt.bus.set_state("stopped")
+    agent.bus.set_state("stopped")
 
 
 async def _first_set(*events: anyio.Event) -> None:
@@ -481,17 +462,13 @@ async def _first_set(*events: anyio.Event) -> None:
             tg.start_soon(one, event)
 
 
-def _model(rt: AgentRuntime) -> str | None:
-    return rt.config.model or rt.hive.default_model
-
-
-def _next_session(rt: AgentRuntime, current: str | None, report: TurnReport) -> str | None:
+def _next_session(agent: ActiveAgent, current: str | None, report: TurnReport) -> str | None:
     """Keep the conversation: the turn's session id; drop one claude cannot resume."""
     new = report.session_id
     if new is None and report.outcome != "error":
         new = current  # e.g. an auth failure: the conversation itself is fine
     if new != current:
-        save_session(rt, new)
-    rt.bus.session_id = new
-    rt.bus.context_usage = report.context_usage
+        save_session(agent.spec, new)
+    agent.bus.set_session(new)
+    agent.bus.set_context_usage(report.context_usage)
     return new

@@ -18,27 +18,28 @@ import os
 import random
 import secrets
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVarTuple
 
 import anyio
 import stamina
 from anyio.abc import TaskGroup, TaskStatus
 from pydantic import TypeAdapter, ValidationError
 
+from hyperhive.agent.activation import Activation, HostParts, activated
+from hyperhive.agent.active import ActiveAgent
 from hyperhive.agent.admission import Admission, machine_slots, meminfo
-from hyperhive.agent.events import EventsBus
-from hyperhive.agent.harness import run_agent
+from hyperhive.agent.events import TurnStateName
+from hyperhive.agent.harness import run_harness
+from hyperhive.agent.hostasks import HOST_TABLE, answer
 from hyperhive.agent.hostdisk import AgentDisk
 from hyperhive.agent.hostreads import HostReads
 from hyperhive.agent.hyperhive_tools import hyperhive_surface
-from hyperhive.agent.identities import CoordinatorForge, CoordinatorMatrix
 from hyperhive.agent.launch import SUBAGENT_CONTROL_SERVER
 from hyperhive.agent.moving import HostMoves
 from hyperhive.agent.outage import Outage
-from hyperhive.agent.runtime import AgentRuntime
-from hyperhive.agent.services import agent_services
+from hyperhive.agent.spec import AgentSpec
 from hyperhive.agent.web import build_app
 from hyperhive.agentreach import sandbox_claude
 from hyperhive.asgiserve import serve_asgi
@@ -49,17 +50,13 @@ from hyperhive.client import RpcClient, connect
 from hyperhive.config import MATRIX_SERVER, SUBAGENT_SERVER, HiveConfig, HivePaths
 from hyperhive.errors import HiveError, Unavailable
 from hyperhive.eventloop import loop_name
-from hyperhive.forge.agent import AgentForge
-from hyperhive.matrix.agent import AgentMatrix
 from hyperhive.matrix.tools import matrix_surface
 from hyperhive.netlink.dialer import LinkRefused, LinkTarget, dial
 from hyperhive.netlink.forward import ForwardedSockets
 from hyperhive.netlink.lease import HEARTBEATS_PER_LEASE
-from hyperhive.permissions import BASH_SERVER, HYPERHIVE_SERVER, ToolGroup
+from hyperhive.permissions import BASH_SERVER, HYPERHIVE_SERVER
 from hyperhive.protocol import (
     ActivateCmd,
-    DeactivateCmd,
-    FenceReq,
     HostCapacity,
     LinkAgentCrashedReq,
     LinkAgentStateReq,
@@ -67,14 +64,8 @@ from hyperhive.protocol import (
     LinkGoodbyeReq,
     LinkHeartbeatReq,
     LinkRegisterReq,
-    MetaChangedCmd,
-    MoveDropCmd,
-    MoveInCmd,
-    MoveOutCmd,
-    PlaceCmd,
 )
-from hyperhive.protocol.hostreads import LinkAnswerReq
-from hyperhive.protocol.link import HostAsk
+from hyperhive.protocol.hostreads import Ask, EventsFollowCmd
 from hyperhive.subagent.mcp import control_surface, subagent_surface
 from hyperhive.sysusers import adopt_hive_id, ensure_user
 
@@ -84,6 +75,7 @@ log = logging.getLogger(__name__)
 
 STOP_TIMEOUT = 120.0
 _COMMANDS: TypeAdapter[Any] = TypeAdapter(LinkCommand)
+Args = TypeVarTuple("Args")
 
 
 def resolve_claude_bin(configured: str | None, home: Path | None = None) -> str:
@@ -113,7 +105,9 @@ class AgentHost:
             ForwardedSockets(lambda: self._link, self.hive.max_frame_bytes) if remote else None
         )
         self._started = False
-        self.runtimes: dict[str, AgentRuntime] = {}
+        # Every activation of this host, from the coordinator's activate until it ends;
+        # its agent is found (by the surfaces, the API, the reads) only once whole.
+        self._activations: dict[str, Activation] = {}
         slots = self.hive.claude_slots or machine_slots()
         self.admission = Admission(slots)
         log.info(
@@ -121,22 +115,17 @@ class AgentHost:
             slots,
             "claude_slots in hive.toml" if self.hive.claude_slots else "from memory and cores",
         )
-        self._scopes: dict[str, anyio.CancelScope] = {}
         self.operator_token = secrets.token_urlsafe(32)
         self.surfaces = {
-            HYPERHIVE_SERVER: hyperhive_surface(self.runtimes.get, paths.home),
-            BASH_SERVER: bash_surface(self.runtimes.get),
-            SUBAGENT_SERVER: subagent_surface(self.runtimes.get),
-            SUBAGENT_CONTROL_SERVER: control_surface(self.runtimes.get),
-            MATRIX_SERVER: matrix_surface(self.runtimes.get),
+            HYPERHIVE_SERVER: hyperhive_surface(self.agent, paths.home),
+            BASH_SERVER: bash_surface(self.agent),
+            SUBAGENT_SERVER: subagent_surface(self.agent),
+            SUBAGENT_CONTROL_SERVER: control_surface(self.agent),
+            MATRIX_SERVER: matrix_surface(self.agent),
         }
-        self.app = build_app(
-            self.surfaces,
-            self.runtimes.get,
-            self.operator_token,
-            lambda: tuple(self.runtimes.values()),
-        )
+        self.app = build_app(self.surfaces, self.agent, self.operator_token, self._active)
         self.base_url = ""
+        self._host_parts: HostParts | None = None  # once its HTTP server serves
         # No admin credential of the forge or the homeserver is read here (issue #14):
         # the coordinator provisions each agent's identity and hands back its own token.
         self._link: RpcClient | None = None
@@ -151,9 +140,26 @@ class AgentHost:
             isolated=self.hive.runtime == "bwrap",
             repos_changed=self._repos_changed,
         )
-        self.reads = HostReads(
-            self.host_id, paths.logs, self.runtimes.get, self.hive.max_frame_bytes, self.disk
-        )
+        self.reads = HostReads(self.host_id, paths.logs, self.hive.max_frame_bytes)
+
+    # ---- its agents -------------------------------------------------------------------
+
+    def agent(self, name: str) -> ActiveAgent | None:
+        """``name``'s active agent, if it is active here and whole."""
+        activation = self._activations.get(name)
+        return activation.agent if activation is not None else None
+
+    def activation(self, name: str) -> Activation | None:
+        """``name``'s activation here (whole or still prepared), if it has one."""
+        return self._activations.get(name)
+
+    @property
+    def agents(self) -> dict[str, ActiveAgent]:
+        """The active agents of this host that are whole, by name (a snapshot)."""
+        return {n: a.agent for n, a in self._activations.items() if a.agent is not None}
+
+    def _active(self) -> tuple[ActiveAgent, ...]:
+        return tuple(a.agent for a in self._activations.values() if a.agent is not None)
 
     # ---- lifespan -----------------------------------------------------------------
 
@@ -218,6 +224,7 @@ class AgentHost:
         sock.listen(512)
         port = sock.getsockname()[1]
         self.base_url = f"http://{self.hive.bind}:{port}"
+        self._host_parts = HostParts(self.admission, self.base_url, self._report_state)
         atomic_write_text(
             self.paths.run / "agent-host.json",
             json.dumps({"url": self.base_url, "token": self.operator_token, "pid": os.getpid()}),
@@ -252,7 +259,7 @@ class AgentHost:
                     pid=os.getpid(),
                     claude_slots=self.admission.capacity,
                     max_agents=self.hive.max_agents,
-                    agents=sorted(self.runtimes),
+                    agents=sorted(self._activations),
                 )
             )
             if self._link_outage is not None:
@@ -265,8 +272,8 @@ class AgentHost:
             if registered.hive_id is not None:
                 # Before any agent starts: its system user is named after the hive's id.
                 await anyio.to_thread.run_sync(adopt_hive_id, self.paths, registered.hive_id)
-            for rt in self.runtimes.values():  # pushes may have been missed while unlinked
-                rt.meta.forget()
+            for agent in self._active():  # pushes may have been missed while unlinked
+                agent.meta.forget()
             if not self._started:
                 self._started = True
                 task_status.started()
@@ -315,105 +322,55 @@ class AgentHost:
                 return
 
     async def _command(self, frame: dict[str, Any]) -> None:
+        """One push from the coordinator, by its handler in the sealed ``HOST_TABLE``."""
         try:
             cmd = _COMMANDS.validate_python(frame)
         except ValidationError as exc:
             log.error("ignoring a malformed command from the coordinator: %s", exc)
             return
-        if isinstance(cmd, ActivateCmd):
-            await self.activate(cmd)
-        elif isinstance(cmd, DeactivateCmd):
-            if cmd.fenced:
-                log.warning("agent %s fenced by the coordinator: %s", cmd.agent, cmd.fenced)
-            await self.deactivate(cmd.agent, graceful=cmd.graceful and not cmd.fenced)
-        elif isinstance(cmd, PlaceCmd):
-            self.place(cmd.agent, cmd.parent, tuple(cmd.descendants))
-        # Moves in tasks: an upload or a fetch is many round trips on this very link.
-        elif isinstance(cmd, MoveOutCmd):
-            assert self._tg is not None
-            self._tg.start_soon(self.moves.move_out, cmd)
-        elif isinstance(cmd, MoveInCmd):
-            assert self._tg is not None
-            self._tg.start_soon(self.moves.move_in, cmd)
-        elif isinstance(cmd, MoveDropCmd):
-            assert self._tg is not None
-            self._tg.start_soon(self.moves.drop, cmd)
-        elif isinstance(cmd, MetaChangedCmd):
-            if (rt := self.runtimes.get(cmd.agent)) is not None:
-                rt.meta.forget()
-            if cmd.ask is not None and self._link is not None and self._tg is not None:
-                self._tg.start_soon(self._forgotten, self._link, cmd.ask)
-        elif isinstance(cmd, HostAsk):
+        if isinstance(cmd, Ask):
+            # Answered in a task: a follower's long wait holds up no other command.
             if self._link is not None and self._tg is not None:
-                self.reads.start(cmd, self._link, self._tg)
+                self._tg.start_soon(answer, self, cmd, self._link)
+            return
+        await HOST_TABLE(self, cmd)
 
-    @staticmethod
-    async def _forgotten(link: RpcClient, ask: int) -> None:
-        """Answer a meta change: forgotten (in a task: the command loop never waits)."""
-        try:
-            await link.call(LinkAnswerReq(cmd="answer", ask=ask))
-        except HiveError as exc:
-            log.debug("could not acknowledge a meta change: %s", exc)
+    def in_background(
+        self, fn: Callable[[*Args], Coroutine[Any, Any, object]], *args: *Args
+    ) -> None:
+        """Run ``fn(*args)`` in the host's task group (the command loop never waits)."""
+        assert self._tg is not None  # commands arrive only while it runs
+        self._tg.start_soon(fn, *args)
+
+    def follow(self, cmd: EventsFollowCmd) -> None:
+        """Feed an agent's events (or say it is not active here) on the current link."""
+        if self._link is not None and self._tg is not None:
+            self.reads.follow(cmd, self._activations.get(cmd.agent), self._link, self._tg)
 
     # ---- agents ----------------------------------------------------------------------
 
     async def activate(self, cmd: ActivateCmd) -> None:
-        current = self.runtimes.get(cmd.agent)
-        if current is not None and current.stopping.is_set():
+        spec = AgentSpec.of(cmd, self.paths, self.hive)
+        current = self._activations.get(cmd.agent)
+        if current is not None and current.lifetime.stopping.is_set():
             # A rebuild: the old incarnation is finishing its turn; start after it.
             with anyio.move_on_after(STOP_TIMEOUT):
-                await current.done.wait()
-            current = self.runtimes.get(cmd.agent)
+                await current.lifetime.done.wait()
+            current = self._activations.get(cmd.agent)
         if current is not None:
-            if current.config == cmd.config:
-                # The coordinator re-sent what is already running (it restarted); a
-                # reparent it made meanwhile needs no restart either.
+            if current.spec.config == spec.config:
+                # The coordinator re-sent what is already running (it restarted): the new
+                # incarnation (and a reparent it made meanwhile) needs no restart.
                 await self._serve_socket(cmd)  # takes the new activation's incarnation
-                current.incarnation = cmd.incarnation
-                current.meta.forget()  # a restarted coordinator may run another revision
-                self.place(cmd.agent, cmd.parent, tuple(cmd.descendants))
-                self._report_state(
-                    current.name, current.bus.turn_state, current.bus.turn_state_since
-                )
+                self._respec(current, spec)
+                if (agent := current.agent) is not None:
+                    self._report_state(spec, agent.bus.turn_state, agent.bus.turn_state_since)
                 return
             await self.deactivate(cmd.agent, graceful=True)
         await self._serve_socket(cmd)
-        rt = AgentRuntime(
-            name=cmd.agent,
-            config=cmd.config,
-            parent=cmd.parent,
-            descendants=tuple(cmd.descendants),
-            paths=self.paths,
-            hive=self.hive,
-            bus=EventsBus(on_state=self._state_reporter(cmd.agent)),
-            admission=self.admission,
-            incarnation=cmd.incarnation,
-        )
-        rt.base_url = self.base_url
-        if ToolGroup.FORGE in rt.groups:
-            if self.hive.forge is not None:
-                issuer = CoordinatorForge(rt, self.hive.forge)
-                rt.forge = AgentForge(issuer, rt.name, rt.state_dir, owner=None)
-            else:
-                rt.forge_problem = (
-                    f"{rt.name} has the forge group, but this agent host's hive.toml has no "
-                    "[forge] url; the operator adds it (README, 'Forge')"
-                )
-        if rt.config.matrix.enabled:
-            if self.hive.matrix is not None:
-                rt.matrix = AgentMatrix(
-                    CoordinatorMatrix(rt, self.hive.matrix), rt.name, rt.state_dir, rt.config.matrix
-                )
-            else:
-                rt.matrix_problem = (
-                    f"{rt.name}'s agent.toml enables [matrix], but hive.toml has no [matrix] "
-                    "homeserver; the operator adds one (README, 'Talk to your agents from Matrix')"
-                )
-        self.runtimes[rt.name] = rt
+        activation = self._activations[cmd.agent] = Activation(spec)
         assert self._tg is not None
-        scope = anyio.CancelScope()
-        self._scopes[rt.name] = scope
-        self._tg.start_soon(self._supervise, rt, scope)
+        self._tg.start_soon(self._supervise, activation)
 
     async def _serve_socket(self, cmd: ActivateCmd) -> None:
         """A remote host serves the agent's socket itself (a local one's is the coordinator's)."""
@@ -428,84 +385,87 @@ class AgentHost:
         )
 
     def place(self, name: str, parent: str | None, descendants: tuple[str, ...]) -> None:
-        """A running agent's new place in the tree (see :meth:`AgentRuntime.move`)."""
-        rt = self.runtimes.get(name)
-        if rt is None or (rt.parent, rt.descendants) == (parent, descendants):
-            return
-        log.info("%s: parent %s, descendants %s", name, parent or "(root)", list(descendants))
-        rt.move(parent, descendants)
-        self._reach(rt)
+        """A running agent's new place in the tree: a new spec, no restart."""
+        activation = self._activations.get(name)
+        if activation is not None:
+            self._respec(activation, activation.spec.placed(parent, descendants))
 
-    def _reach(self, rt: AgentRuntime) -> None:
-        """Re-bind ``rt``'s config repos in a task: the command loop never waits on it."""
-        if self._tg is not None:
-            self._tg.start_soon(rt.reach_config_repos)
+    def _respec(self, activation: Activation, spec: AgentSpec) -> None:
+        """Hand ``activation`` a new spec; a new place re-binds its config repos (in a
+        task: the command loop never waits on it)."""
+        moved = not activation.spec.same_place(spec)
+        if moved:
+            log.info(
+                "%s: parent %s, descendants %s",
+                spec.name,
+                spec.parent or "(root)",
+                list(spec.descendants),
+            )
+        activation.respec(spec)
+        if moved and self._tg is not None:
+            activation.reach_soon(self._tg)
 
     def _repos_changed(self, agents: list[str]) -> None:
         """These agents' config repos (or this host's mirrors of them) were just made or
         removed here: the sandboxes of those who may write them follow from their next
         spawn."""
         changed = set(agents)
-        for rt in list(self.runtimes.values()):
-            if rt.name in changed or changed.intersection(rt.descendants):
-                self._reach(rt)
+        for activation in list(self._activations.values()):
+            spec = activation.spec
+            if (spec.name in changed or changed.intersection(spec.descendants)) and self._tg:
+                activation.reach_soon(self._tg)
 
-    def _state_reporter(self, name: str) -> Callable[[Any, float], None]:
-        def report(state: Any, since: float) -> None:
-            self._report_state(name, state, since)
-
-        return report
-
-    def _report_state(self, name: str, state: Any, since: float) -> None:
+    def _report_state(self, spec: AgentSpec, state: TurnStateName, since: float) -> None:
+        """Tell the coordinator an agent's turn state, as of ``spec``'s incarnation."""
         link, tg = self._link, self._tg
         if link is None or tg is None:
             return
-
-        rt = self.runtimes.get(name)
-        problem = rt.bus.launch_problem if rt is not None else None
+        activation = self._activations.get(spec.name)
+        report = LinkAgentStateReq(
+            cmd="agent_state",
+            agent=spec.name,
+            turn_state=state,
+            since=since,
+            launch_problem=activation.bus.launch_problem if activation is not None else None,
+            incarnation=spec.incarnation,
+        )
 
         async def send() -> None:
             try:
-                await link.call(
-                    LinkAgentStateReq(
-                        cmd="agent_state",
-                        agent=name,
-                        turn_state=state,
-                        since=since,
-                        launch_problem=problem,
-                    )
-                )
+                await link.call(report)
             except HiveError as exc:
-                log.debug("could not report %s's state: %s", name, exc)
+                log.debug("could not report %s's state: %s", spec.name, exc)
 
         tg.start_soon(send)
 
-    async def _supervise(self, rt: AgentRuntime, scope: anyio.CancelScope) -> None:
+    async def _supervise(self, activation: Activation) -> None:
+        name = activation.name
         reason: str | None = None
-        with scope:
+        with activation.scope:
             try:
-                async with agent_services(rt):
-                    await run_agent(rt)
+                assert self._host_parts is not None  # activations come after it serves
+                async with activated(activation, self._host_parts) as agent:
+                    await run_harness(agent)
             except Exception as exc:  # contained: one agent's crash is not the host's
-                log.exception("agent %s crashed", rt.name)
+                log.exception("agent %s crashed", name)
                 reason = f"{type(exc).__name__}: {exc}"
-        if self.runtimes.get(rt.name) is rt:
-            del self.runtimes[rt.name]
-            self._scopes.pop(rt.name, None)
+        if self._activations.get(name) is activation:
+            del self._activations[name]
             if self.forwarded is not None:
-                self.forwarded.close(rt.name)
-        rt.done.set()
+                self.forwarded.close(name)
+        activation.lifetime.end()
         # One the coordinator stopped (a fence, a rebuild) is no longer its to restart:
         # a report now would land on the agent's next incarnation, maybe already here.
-        if reason is not None and self._link is not None and not rt.stopping.is_set():
+        stopped = activation.lifetime.stopping.is_set()
+        if reason is not None and self._link is not None and not stopped:
             with anyio.CancelScope(shield=True):
                 try:
                     await self._link.call(
                         LinkAgentCrashedReq(
                             cmd="agent_crashed",
-                            agent=rt.name,
+                            agent=name,
                             reason=reason,
-                            incarnation=rt.incarnation,
+                            incarnation=activation.spec.incarnation,
                         )
                     )
                 except HiveError:
@@ -515,35 +475,23 @@ class AgentHost:
         self, name: str, graceful: bool = True, grace: float = STOP_TIMEOUT
     ) -> None:
         """Graceful: fence the inbox, let the turn finish; then (or at once) cancel."""
-        rt = self.runtimes.get(name)
-        scope = self._scopes.get(name)
-        if rt is None or scope is None:
-            return
-        rt.stopping.set()
-        if graceful and rt.rpc is not None:
-            try:
-                await rt.rpc.call(FenceReq(cmd="fence"))
-            except HiveError:
-                graceful = False
-        if graceful:
-            with anyio.move_on_after(grace):
-                await rt.done.wait()
-        rt.killed.set()
-        scope.cancel()
+        activation = self._activations.get(name)
+        if activation is not None:
+            await activation.stop(graceful, grace)
 
     async def _stopped(self, name: str) -> None:
         """Stop ``name`` gracefully if it runs here; return once it has stopped."""
-        rt = self.runtimes.get(name)
-        if rt is None:
+        activation = self._activations.get(name)
+        if activation is None:
             return
-        await self.deactivate(name, graceful=True)
+        await activation.stop(graceful=True, grace=STOP_TIMEOUT)
         with anyio.move_on_after(STOP_TIMEOUT):
-            await rt.done.wait()
+            await activation.lifetime.done.wait()
 
     async def stop_all(self, graceful: bool = True, grace: float = STOP_TIMEOUT) -> None:
         """Stop every agent; then tell the coordinator this was on purpose, not a crash."""
         async with anyio.create_task_group() as tg:
-            for name in list(self.runtimes):
+            for name in list(self._activations):
                 tg.start_soon(self.deactivate, name, graceful, grace)
         if self._link is not None:
             try:

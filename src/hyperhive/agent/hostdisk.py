@@ -2,7 +2,8 @@
 
 Each agent's proposed config repo, state, home and workspace live on the
 disk of the host that holds it, and its system user in that host's user
-database. The coordinator asks (:mod:`hyperhive.protocol.hostdisk`); this
+database. The coordinator asks (:mod:`hyperhive.protocol.hostdisk`; the
+host's table, :mod:`.hostasks`, hands each ask to its method here); this
 does it with the host's own git, ACL and user tools, on a worker thread
 (git and useradd must not stall the host's event loop), one ask at a time
 per agent. The mirrors it keeps of repos held on other hosts, for the
@@ -18,10 +19,9 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
-from pydantic import JsonValue
 
 from hyperhive.agent.mirrorrepos import MirrorRepos
 from hyperhive.atomic import atomic_write_text
@@ -31,8 +31,8 @@ from hyperhive.gitrepo import AGENT_TOML, GitRepo
 from hyperhive.protocol.hostdisk import (
     MAX_CONFIG,
     AgentTrashAsk,
-    HostDiskCommand,
     MirrorsKeepAsk,
+    MirrorsKept,
     MirrorWriteAsk,
     RepoAclAsk,
     RepoFile,
@@ -42,6 +42,7 @@ from hyperhive.protocol.hostdisk import (
     RepoWritten,
     Trashed,
 )
+from hyperhive.protocol.hostreads import Ask
 from hyperhive.repoacl import REPO_FILE_MODE, sync_repo
 from hyperhive.sysusers import chown_tree, ensure_user, existing_uid, remove_user
 
@@ -49,18 +50,8 @@ __all__ = ["AgentDisk"]
 
 log = logging.getLogger(__name__)
 
-C = TypeVar("C", bound=HostDiskCommand)
+C = TypeVar("C")
 R = TypeVar("R")
-
-
-def _subject(cmd: HostDiskCommand) -> str:
-    if isinstance(cmd, RepoAclAsk):
-        return f"{len(cmd.repos)} config repo(s)"
-    if isinstance(cmd, MirrorsKeepAsk):
-        return f"{len(cmd.mirrors)} config repo mirror(s)"
-    if isinstance(cmd, ReposMissingAsk):
-        return f"{len(cmd.agents)} agent(s)"
-    return cmd.agent
 
 
 class AgentDisk:
@@ -94,46 +85,51 @@ class AgentDisk:
         if agents and self.repos_changed is not None:
             self.repos_changed(agents)
 
-    async def answer(self, cmd: HostDiskCommand) -> JsonValue:
-        """Do what ``cmd`` asks, off the event loop; its result as JSON."""
+    async def _off_loop(self, ask: Ask[Any], fn: Callable[..., R], *args: Any) -> R:
+        """``fn(*args)`` on a worker thread; an ``OSError`` (a full or read-only disk, say)
+        is said, with the host's name and what was asked."""
         try:
-            return await self._answer(cmd)
-        except OSError as exc:  # a full or read-only disk, say: said, with the host's name
+            return await anyio.to_thread.run_sync(fn, *args)
+        except OSError as exc:
             raise StorageError(
-                f"agent host {self.host_id} could not do {cmd.cmd} for {_subject(cmd)}: {exc}"
+                f"agent host {self.host_id} could not do {ask.cmd}{ask.subject()}: {exc}"
             ) from exc
 
-    async def _answer(self, cmd: HostDiskCommand) -> JsonValue:
-        if isinstance(cmd, RepoWriteAsk):
-            existed = self._real(cmd.agent)
-            written = await anyio.to_thread.run_sync(self._one, cmd.agent, self.write, cmd)
-            if not existed:
-                self._changed([cmd.agent])
-            return written.model_dump(mode="json")
-        if isinstance(cmd, MirrorsKeepAsk):
-            kept, gone = await anyio.to_thread.run_sync(self.mirrors.keep, cmd)
-            self._changed(gone)
-            return kept.model_dump(mode="json")
-        if isinstance(cmd, MirrorWriteAsk):
-            mirrored, made = await anyio.to_thread.run_sync(
-                self._one, cmd.agent, self.mirrors.write, cmd
-            )
-            if made:
-                self._changed([cmd.agent])
-            return mirrored.model_dump(mode="json")
-        if isinstance(cmd, RepoShowAsk):
-            shown = await anyio.to_thread.run_sync(self._one, cmd.agent, self.show, cmd)
-            return shown.model_dump(mode="json")
-        if isinstance(cmd, ReposMissingAsk):
-            missing: list[JsonValue] = list(
-                await anyio.to_thread.run_sync(self.missing, cmd.agents)
-            )
-            return missing
-        if isinstance(cmd, RepoAclAsk):
-            await anyio.to_thread.run_sync(self.sync_acls, cmd)
-            return None
-        trashed = await anyio.to_thread.run_sync(self._one, cmd.agent, self.trash, cmd)
-        return trashed.model_dump(mode="json")
+    # ---- the coordinator's asks (each a handler of the host's table) ---------------------
+
+    async def write_repo(self, ask: RepoWriteAsk) -> RepoWritten:
+        existed = self._real(ask.agent)
+        written: RepoWritten = await self._off_loop(ask, self._one, ask.agent, self.write, ask)
+        if not existed:
+            self._changed([ask.agent])
+        return written
+
+    async def show_repo(self, ask: RepoShowAsk) -> RepoFile:
+        shown: RepoFile = await self._off_loop(ask, self._one, ask.agent, self.show, ask)
+        return shown
+
+    async def missing_repos(self, ask: ReposMissingAsk) -> list[str]:
+        return await self._off_loop(ask, self.missing, ask.agents)
+
+    async def set_acls(self, ask: RepoAclAsk) -> None:
+        await self._off_loop(ask, self.sync_acls, ask)
+
+    async def trash_agent(self, ask: AgentTrashAsk) -> Trashed:
+        trashed: Trashed = await self._off_loop(ask, self._one, ask.agent, self.trash, ask)
+        return trashed
+
+    async def keep_mirrors(self, ask: MirrorsKeepAsk) -> MirrorsKept:
+        kept, gone = await self._off_loop(ask, self.mirrors.keep, ask)
+        self._changed(gone)
+        return kept
+
+    async def write_mirror(self, ask: MirrorWriteAsk) -> RepoWritten:
+        mirrored: RepoWritten
+        made: bool
+        mirrored, made = await self._off_loop(ask, self._one, ask.agent, self.mirrors.write, ask)
+        if made:
+            self._changed([ask.agent])
+        return mirrored
 
     # ---- proposed config repos ---------------------------------------------------------
 

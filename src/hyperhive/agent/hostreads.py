@@ -2,8 +2,9 @@
 
 The coordinator has no view of this host's disk or memory (#14: no shared
 disk), so it asks over the link (:mod:`hyperhive.protocol.hostreads`) and
-this answers: each ask on a task of its own (a follower's long wait holds up
-no other command), each stream fed one acknowledged batch at a time.
+this answers (the host's table, :mod:`.hostasks`, runs each ask on a task of
+its own: a follower's long wait holds up no other command), each stream fed
+one acknowledged batch at a time.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import collections
 import json
 import logging
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,54 +20,25 @@ import anyio
 from anyio.abc import TaskGroup
 from pydantic import JsonValue
 
-from hyperhive.agent.hostdisk import AgentDisk
+from hyperhive.agent.activation import Activation
 from hyperhive.agent.logfiles import last_lines, lines_after
-from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.client import RpcClient
-from hyperhive.errors import HiveError, InternalError, NotFound, StorageError
-from hyperhive.protocol import ErrorInfo
-from hyperhive.protocol.hostdisk import (
-    AgentTrashAsk,
-    HostDiskCommand,
-    MirrorsKeepAsk,
-    MirrorWriteAsk,
-    RepoAclAsk,
-    RepoShowAsk,
-    ReposMissingAsk,
-    RepoWriteAsk,
-)
+from hyperhive.errors import HiveError, StorageError
 from hyperhive.protocol.hostreads import (
     MAX_BATCH,
-    AgentSnapshotAsk,
     EventsFollowCmd,
-    HostJournalAsk,
-    HostReadCommand,
     HostTail,
-    LinkAnswerReq,
     LinkStreamEndReq,
     LinkStreamItemsReq,
     LogTailAsk,
-    StreamStopCmd,
 )
 
-__all__ = ["HostReads", "JournalRing", "snapshot_of"]
+__all__ = ["HostReads", "JournalRing"]
 
 log = logging.getLogger(__name__)
 
 # How often a follower's wait looks at the log file again (the host's own disk).
 FOLLOW_EVERY = 0.2
-
-
-_Ask = LogTailAsk | HostJournalAsk | AgentSnapshotAsk | HostDiskCommand
-_DISK_ASKS = (
-    RepoWriteAsk,
-    RepoShowAsk,
-    ReposMissingAsk,
-    RepoAclAsk,
-    AgentTrashAsk,
-    MirrorsKeepAsk,
-    MirrorWriteAsk,
-)
 
 
 class JournalRing(logging.Handler):
@@ -86,100 +57,33 @@ class JournalRing(logging.Handler):
             self.handleError(record)
 
 
-def snapshot_of(rt: AgentRuntime) -> dict[str, Any]:
-    """An agent's turn state as the per-agent API and the coordinator show it."""
-    matrix = rt.matrix.view().model_dump(mode="json") if rt.matrix is not None else None
-    return {"agent": rt.name, **rt.bus.snapshot(), "matrix": matrix}
-
-
 class HostReads:
-    def __init__(
-        self,
-        host_id: str,
-        logs: Path,
-        runtime: Callable[[str], AgentRuntime | None],
-        max_frame: int,
-        disk: AgentDisk | None = None,
-    ) -> None:
+    """The coordinator's reads of this host: agents' logs, its journal, turn streams."""
+
+    def __init__(self, host_id: str, logs: Path, max_frame: int) -> None:
         self.host_id = host_id
-        # Asks about agents' directories (config repos, trash, users): protocol.hostdisk.
-        self.disk = disk
         self.logs = logs
-        self.runtime = runtime
         # An answer's lines fit in half a frame: the envelope and escaping have room.
         self.budget = max_frame // 2
         self.journal = JournalRing()
         self._streams: dict[int, anyio.CancelScope] = {}
 
-    def start(self, cmd: HostReadCommand | HostDiskCommand, link: RpcClient, tg: TaskGroup) -> None:
-        """Take one command from the coordinator; never blocks the command loop."""
-        if isinstance(cmd, StreamStopCmd):
-            scope = self._streams.pop(cmd.stream, None)
-            if scope is not None:
-                scope.cancel()
-        elif isinstance(cmd, EventsFollowCmd):
-            scope = self._streams[cmd.stream] = anyio.CancelScope()
-            tg.start_soon(self._feed_events, cmd, link, scope)
-        else:
-            tg.start_soon(self._answer, cmd, link)
+    # ---- asks (each a handler of the host's table) -----------------------------------
 
-    def stop_all(self) -> None:
-        """The link closed: its streams have nobody to feed."""
-        for scope in self._streams.values():
-            scope.cancel()
-        self._streams.clear()
-
-    # ---- asks ------------------------------------------------------------------------
-
-    async def _answer(self, cmd: _Ask, link: RpcClient) -> None:
+    async def log_tail(self, ask: LogTailAsk) -> HostTail:
+        """The last lines of an agent's log, or those written after a cursor (waiting a
+        while for one); an unreadable log is said, never the host's end."""
         try:
-            result = await self._result(cmd)
-            answer = LinkAnswerReq(cmd="answer", ask=cmd.ask, result=result)
-        except HiveError as exc:
-            answer = self._error(cmd.ask, exc)
-        except OSError as exc:  # an unreadable log file: said, never the host's end
-            answer = self._error(
-                cmd.ask, StorageError(f"agent host {self.host_id} cannot read it: {exc}")
-            )
-        except Exception as exc:  # contained like an agent's crash: this host runs on
-            log.exception("answering the coordinator's %s failed", cmd.cmd)
-            answer = self._error(
-                cmd.ask, InternalError(f"agent host {self.host_id}: {type(exc).__name__}: {exc}")
-            )
+            return await self._log_tail(ask)
+        except OSError as exc:
+            raise StorageError(f"agent host {self.host_id} cannot read it: {exc}") from exc
+
+    async def journal_tail(self, lines: int) -> list[str]:
+        """The host's own log, last ``lines`` of it."""
         try:
-            try:
-                await link.call(answer)
-            except HiveError as exc:
-                if link.closed:
-                    raise
-                # Refused (too large, say): the coordinator still hears why.
-                await link.call(self._error(cmd.ask, exc))
-        except HiveError as exc:
-            log.debug("could not answer the coordinator's %s: %s", cmd.cmd, exc)
-
-    @staticmethod
-    def _error(ask: int, exc: HiveError) -> LinkAnswerReq:
-        return LinkAnswerReq(
-            cmd="answer", ask=ask, error=ErrorInfo(code=exc.code, message=exc.message)
-        )
-
-    async def _result(self, cmd: _Ask) -> JsonValue:
-        if isinstance(cmd, _DISK_ASKS):
-            if self.disk is None:
-                raise InternalError(f"agent host {self.host_id} keeps no agents' directories")
-            return await self.disk.answer(cmd)
-        if isinstance(cmd, LogTailAsk):
-            return (await self._log_tail(cmd)).model_dump(mode="json")
-        if isinstance(cmd, HostJournalAsk):
-            journal: list[JsonValue] = list(
-                await anyio.to_thread.run_sync(self._journal, cmd.lines)
-            )
-            return journal
-        rt = self.runtime(cmd.agent)
-        if rt is None:
-            raise NotFound(f"{cmd.agent} is not active on agent host {self.host_id}")
-        snapshot: JsonValue = json.loads(json.dumps(snapshot_of(rt)))
-        return snapshot
+            return await anyio.to_thread.run_sync(self._journal, lines)
+        except OSError as exc:
+            raise StorageError(f"agent host {self.host_id} cannot read it: {exc}") from exc
 
     async def _log_tail(self, cmd: LogTailAsk) -> HostTail:
         path = self.logs / "agents" / f"{cmd.agent}.log"
@@ -201,13 +105,36 @@ class HostReads:
 
     # ---- streams ---------------------------------------------------------------------
 
+    def follow(
+        self, cmd: EventsFollowCmd, agent: Activation | None, link: RpcClient, tg: TaskGroup
+    ) -> None:
+        """Feed ``agent``'s events on ``cmd.stream`` (in a task; registered now, so a stop
+        that follows at once finds it)."""
+        scope = self._streams[cmd.stream] = anyio.CancelScope()
+        tg.start_soon(self._feed_events, cmd, agent, link, scope)
+
+    def stop(self, stream: int) -> None:
+        """The coordinator's reader of ``stream`` went away."""
+        scope = self._streams.pop(stream, None)
+        if scope is not None:
+            scope.cancel()
+
+    def stop_all(self) -> None:
+        """The link closed: its streams have nobody to feed."""
+        for scope in self._streams.values():
+            scope.cancel()
+        self._streams.clear()
+
     async def _feed_events(
-        self, cmd: EventsFollowCmd, link: RpcClient, scope: anyio.CancelScope
+        self,
+        cmd: EventsFollowCmd,
+        rt: Activation | None,
+        link: RpcClient,
+        scope: anyio.CancelScope,
     ) -> None:
         reason = f"{cmd.agent} is not active on agent host {self.host_id}"
         try:
             with scope:
-                rt = self.runtime(cmd.agent)
                 if rt is not None:
                     failed = await self._relay(rt, cmd.stream, link)
                     if failed is not None:
@@ -227,7 +154,7 @@ class HostReads:
         finally:
             self._streams.pop(cmd.stream, None)
 
-    async def _relay(self, rt: AgentRuntime, stream: int, link: RpcClient) -> HiveError | None:
+    async def _relay(self, rt: Activation, stream: int, link: RpcClient) -> HiveError | None:
         """``rt``'s events, history first, until it stops (``None``) or the feed fails (the
         error). A viewer that falls behind loses events at the bus (as the host's own SSE
         does), never stalls the agent."""
@@ -235,7 +162,7 @@ class HostReads:
         async with anyio.create_task_group() as tg, rt.bus.subscribe(replay=True) as events:
 
             async def until_done() -> None:
-                await rt.done.wait()
+                await rt.lifetime.done.wait()
                 tg.cancel_scope.cancel()
 
             tg.start_soon(until_done)

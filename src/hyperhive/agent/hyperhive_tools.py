@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hyperhive.agent.active import ActiveAgent
 from hyperhive.agent.mcp_surface import Handler, Surface, SurfaceAgent
-from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.forge.tool import create_repo
 from hyperhive.permissions import HYPERHIVE_SERVER
 from hyperhive.tools.catalog import served_by
@@ -27,11 +27,11 @@ __all__ = ["forward", "hyperhive_handlers", "hyperhive_surface", "own_meta"]
 def forward(tool: Tool[Any, Any]) -> Handler:
     """The handler of a forwarded tool: request, call, render."""
 
-    async def call(rt: AgentRuntime, args: Any) -> str:
-        result = await rt.call(tool.request(args))
+    async def call(agent: ActiveAgent, args: Any) -> str:
+        result = await agent.call(tool.request(args))
         if isinstance(result, StatusSet):  # the agent's own page shows it at once
-            rt.bus.status_text = result.status_text
-            rt.meta.forget()  # the coordinator pushes this too; ours cannot race the answer
+            agent.bus.set_status_text(result.status_text)
+            agent.meta.forget()  # the coordinator pushes this too; ours cannot race the answer
         return tool.text(args, result)
 
     return call
@@ -42,11 +42,11 @@ def own_meta(tool: Tool[Any, Any]) -> Handler:
     from the coordinator. A stopping agent asks: its ``running`` is about to change."""
     ask = forward(tool)
 
-    async def call(rt: AgentRuntime, args: MetaArgs) -> str:
-        if args.name not in (None, rt.name) or rt.stopping.is_set():
-            return await ask(rt, args)
-        meta = await rt.meta.get(lambda: rt.call(tool.request(args)))
-        return rt.meta.rendered(meta, lambda m: tool.text(args, m))
+    async def call(agent: ActiveAgent, args: MetaArgs) -> str:
+        if args.name not in (None, agent.name) or agent.lifetime.stopping.is_set():
+            return await ask(agent, args)
+        meta = await agent.meta.get(lambda: agent.call(tool.request(args)))
+        return agent.meta.rendered(meta, lambda m: tool.text(args, m))
 
     return call
 

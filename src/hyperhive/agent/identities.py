@@ -11,7 +11,7 @@ keeps in the agent's state as before (0600, the agent's user).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 
 import httpx
 
@@ -24,16 +24,25 @@ from hyperhive.protocol import (
     ForgeTokenReq,
     MatrixAccountReq,
     RepoCreated,
+    Req,
 )
 
-if TYPE_CHECKING:
-    from hyperhive.agent.runtime import AgentRuntime
+__all__ = ["ISSUE_TIMEOUT", "CoordinatorForge", "CoordinatorMatrix", "IssuedTo"]
 
-__all__ = ["ISSUE_TIMEOUT", "CoordinatorForge", "CoordinatorMatrix"]
+R = TypeVar("R")
 
 # Provisioning is several calls from the coordinator to the forge or homeserver, each
 # bounded by their clients' own timeouts (15 s); this bounds the whole ask.
 ISSUE_TIMEOUT = 120.0
+
+
+class IssuedTo(Protocol):
+    """The agent an identity is issued to, as it asks on its own socket (its site)."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def call(self, request: Req[R], within: float = ...) -> R: ...
 
 
 class CoordinatorForge:
@@ -41,7 +50,7 @@ class CoordinatorForge:
 
     def __init__(
         self,
-        rt: AgentRuntime,
+        rt: IssuedTo,
         config: ForgeConfig,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
@@ -77,7 +86,7 @@ class CoordinatorForge:
 class CoordinatorMatrix:
     """:class:`~hyperhive.matrix.agent.MatrixIssuer` for one agent: the coordinator does it."""
 
-    def __init__(self, rt: AgentRuntime, config: MatrixConfig) -> None:
+    def __init__(self, rt: IssuedTo, config: MatrixConfig) -> None:
         self.rt = rt
         self.config = config
 

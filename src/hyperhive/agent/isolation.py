@@ -12,41 +12,23 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
 
 import hyperhive
 from hyperhive.agent.bwrap import SYSTEM_LINKS, SYSTEM_RO, Isolation
 from hyperhive.agent.cgroups import prepare_cgroups
+from hyperhive.agent.spec import AgentSpec
 from hyperhive.agentreach import claude_install_dir
-from hyperhive.config import AgentConfig, HiveConfig, HivePaths
 from hyperhive.errors import ConfigError
 from hyperhive.repoacl import grant_repo
 from hyperhive.sysusers import agent_user, chown_tree, ensure_user, traversal_problem
 
 __all__ = [
-    "IsolationSubject",
     "build_isolation",
     "config_repos",
     "own_dirs",
     "readonly_paths",
     "retarget_isolation",
 ]
-
-
-class IsolationSubject(Protocol):
-    """What a sandbox is built from (``AgentRuntime`` is one; it imports this module)."""
-
-    name: str
-    paths: HivePaths
-    config: AgentConfig
-    hive: HiveConfig
-    descendants: tuple[str, ...]
-
-    @property
-    def state_dir(self) -> Path: ...
-
-    @property
-    def runtime_dir(self) -> Path: ...
 
 
 log = logging.getLogger(__name__)
@@ -71,15 +53,15 @@ def readonly_paths(claude_bin: str | None) -> tuple[Path, ...]:
     return tuple(out)
 
 
-def config_repos(rt: IsolationSubject, uid: int | None) -> list[Path]:
+def config_repos(spec: AgentSpec, uid: int | None) -> list[Path]:
     """The proposed config repos the agent may write: its own and its descendants'.
 
     With its own user (``uid``), each gets the agent's ACL entry: it edits its
     own and reads what its ancestors commit there, and edits its descendants'.
     """
     out = []
-    for agent in (rt.name, *rt.descendants):
-        repo = rt.paths.agent_config_repo(agent)
+    for agent in (spec.name, *spec.descendants):
+        repo = spec.paths.agent_config_repo(agent)
         if repo.exists():
             out.append(repo)
             if uid is not None:
@@ -87,26 +69,26 @@ def config_repos(rt: IsolationSubject, uid: int | None) -> list[Path]:
     return out
 
 
-def own_dirs(rt: IsolationSubject) -> list[Path]:
+def own_dirs(spec: AgentSpec) -> list[Path]:
     """The dirs an agent owns and writes: its state, home and workspace."""
-    return [rt.state_dir, rt.paths.agent_home(rt.name), rt.paths.agent_work(rt.name)]
+    return [spec.state_dir, spec.paths.agent_home(spec.name), spec.paths.agent_work(spec.name)]
 
 
-def retarget_isolation(rt: IsolationSubject, iso: Isolation) -> Isolation:
+def retarget_isolation(spec: AgentSpec, iso: Isolation) -> Isolation:
     """``iso`` with the config repos its (changed) descendants call for, from the next spawn.
 
     A reparent moves repos into or out of an ancestor's reach without a
     restart; the ACLs on the moved repos are the coordinator's to set.
     """
-    return replace(iso, rw=(*own_dirs(rt), *config_repos(rt, iso.uid)))
+    return replace(iso, rw=(*own_dirs(spec), *config_repos(spec, iso.uid)))
 
 
-def build_isolation(rt: IsolationSubject) -> tuple[Isolation, list[str]]:
+def build_isolation(spec: AgentSpec) -> tuple[Isolation, list[str]]:
     """The agent's sandbox: its user (created if missing), dirs it owns, limits."""
     notes: list[str] = []
-    own = own_dirs(rt)
-    problem = traversal_problem(rt.state_dir)
-    ids = ensure_user(rt.paths, rt.name)
+    own = own_dirs(spec)
+    problem = traversal_problem(spec.state_dir)
+    ids = ensure_user(spec.paths, spec.name)
     if ids is None:
         notes.append(
             "not root: agents run as the host's own user (still inside bubblewrap), "
@@ -118,11 +100,11 @@ def build_isolation(rt: IsolationSubject) -> tuple[Isolation, list[str]]:
         # Traverse-only parents: an agent reaches its own dirs, cannot list its neighbours.
         # (run/ itself holds only 0600 files: the operator and host sockets, tokens.)
         for parent in (
-            rt.paths.agent_dir(rt.name),
-            rt.paths.agent_dir(rt.name).parent,
-            rt.paths.run,
-            rt.runtime_dir.parent,
-            rt.paths.agent_sock(rt.name).parent,
+            spec.paths.agent_dir(spec.name),
+            spec.paths.agent_dir(spec.name).parent,
+            spec.paths.run,
+            spec.runtime_dir.parent,
+            spec.paths.agent_sock(spec.name).parent,
         ):
             parent.mkdir(parents=True, exist_ok=True)
             parent.chmod(0o711)
@@ -130,25 +112,25 @@ def build_isolation(rt: IsolationSubject) -> tuple[Isolation, list[str]]:
             chown_tree(d, *ids)
         # The runtime dir stays root's (0711): the agent reads the files it is given
         # there but cannot swap them for links between the host's write and chown.
-        rt.runtime_dir.chmod(0o711)
-    rw = [*own, *config_repos(rt, ids[0] if ids else None)]
+        spec.runtime_dir.chmod(0o711)
+    rw = [*own, *config_repos(spec, ids[0] if ids else None)]
     cgroups, problems = prepare_cgroups(
-        rt.name, rt.config.limits, unit=agent_user(rt.paths, rt.name)
+        spec.name, spec.config.limits, unit=agent_user(spec.paths, spec.name)
     )
     notes.extend(f"limit not applied: {p}" for p in problems)
     existing = frozenset(
         p for p in (*SYSTEM_RO, *(link for link, _ in SYSTEM_LINKS)) if os.path.lexists(p)
     )
     iso = Isolation(
-        agent=rt.name,
+        agent=spec.name,
         uid=ids[0] if ids else None,
         gid=ids[1] if ids else None,
         rw=tuple(rw),
-        ro=(*readonly_paths(rt.hive.claude_bin), rt.runtime_dir),
-        sockets=(rt.paths.agent_sock(rt.name),),
+        ro=(*readonly_paths(spec.hive.claude_bin), spec.runtime_dir),
+        sockets=(spec.paths.agent_sock(spec.name),),
         cgroups=cgroups,
         existing=existing,
     )
     for note in notes:
-        log.warning("%s: %s", rt.name, note)
+        log.warning("%s: %s", spec.name, note)
     return iso, notes

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hyperhive.config import SUBAGENT_SERVER, AgentConfig, McpServer
+from hyperhive.config import SUBAGENT_SERVER, AgentConfig, Effort, McpServer
 from hyperhive.effective import turn_servers, turn_tool_args
 from hyperhive.errors import ConfigError
 from hyperhive.permissions import (
@@ -58,7 +58,9 @@ __all__ = [
     "harness_servers",
     "mcp_config",
     "subagent_argv",
+    "subagent_effort",
     "subagent_mcp_config",
+    "subagent_model",
     "subagent_servers",
 ]
 
@@ -131,7 +133,17 @@ class SubagentSpec:
     system_prompt_file: Path | None = None
     session_id: str | None = None
     model: str | None = None
-    effort: str | None = None
+    effort: Effort | None = None
+
+
+def subagent_model(config: AgentConfig, model: str | None = None) -> str:
+    """The model a subagent runs on: the one asked for, else the agent's ``subagent_model``."""
+    return model or config.subagent_model
+
+
+def subagent_effort(config: AgentConfig, effort: Effort | None = None) -> Effort:
+    """The ``--effort`` a subagent runs at: the one asked for, else ``subagent_effort``."""
+    return effort or config.subagent_effort
 
 
 def agent_mcp_url(base_url: str, agent: str, server: str) -> str:
@@ -266,12 +278,8 @@ def subagent_argv(spec: SubagentSpec) -> list[str]:
     ]
     if spec.system_prompt_file is not None:
         argv += ["--append-system-prompt-file", str(spec.system_prompt_file)]
-    model = spec.model or spec.config.subagent_model
-    if model:
-        argv += ["--model", model]
-    effort = spec.effort or spec.config.subagent_effort
-    if effort:
-        argv += ["--effort", effort]
+    argv += ["--model", subagent_model(spec.config, spec.model)]
+    argv += ["--effort", subagent_effort(spec.config, spec.effort)]
     if spec.session_id:
         argv += ["--resume", spec.session_id]
     return argv

@@ -75,24 +75,34 @@ PREVIEW = 300
 
 
 class SurfaceAgent(Protocol):
-    """What a surface needs to know about the agent a request is for."""
+    """What a surface needs to know about the agent a request is for (read-only)."""
 
-    name: str
-    groups: tuple[ToolGroup, ...]
-    capabilities: tuple[Capability, ...]
-    bus: EventsBus
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def groups(self) -> tuple[ToolGroup, ...]: ...
+
+    @property
+    def capabilities(self) -> tuple[Capability, ...]: ...
+
+    @property
+    def bus(self) -> EventsBus: ...
 
 
 class TokenHolder(Protocol):
     """An active agent as the web layer sees it: its name and its bearer token."""
 
-    name: str
-    token: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def token(self) -> str: ...
 
 
 Handler = Callable[[Any, Any], Awaitable[str]]
 Authenticate = Callable[[Any, str], str | None]
-"""``(agent runtime, bearer token) -> principal`` for ``lookup``, or None: refused."""
+"""``(active agent, bearer token) -> principal`` for ``lookup``, or None: refused."""
 Gate = Callable[[Any], str | None]
 """``agent -> why this whole surface is refused to it`` (None: it is not)."""
 
@@ -103,8 +113,11 @@ def agent_token(runtime: TokenHolder, token: str) -> str | None:
 
 
 class ConfiguredAgent(Protocol):
-    name: str
-    config: AgentConfig
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def config(self) -> AgentConfig: ...
 
 
 def builtin_gate(server: str) -> Gate:

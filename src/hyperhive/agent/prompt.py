@@ -17,12 +17,38 @@ from importlib.resources import files
 from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import WaitResult
 
-__all__ = ["render_system_prompt", "wake_prompt"]
+__all__ = ["keep_blocks", "render_system_prompt", "wake_prompt"]
 
 _BLOCK = re.compile(
     r"<!-- (role|cap|server|without):([a-z_]+) -->\n(.*?)<!-- /\1:\2 -->\n?", re.DOTALL
 )
 _HH = "mcp__hyperhive__"
+
+
+def keep_blocks(text: str, groups: Iterable[ToolGroup], servers: Collection[str]) -> str:
+    """``text`` with only the blocks that apply to an agent holding ``groups`` and MCP
+    ``servers``: ``role:manager``/``role:agent`` (a manager holds ``lifecycle``),
+    ``cap:<group>``, ``server:<name>`` and ``without:<name>``. Blocks nest. Pure."""
+    held = {g.value for g in groups}
+    role = "manager" if ToolGroup.LIFECYCLE.value in held else "agent"
+
+    def keep(match: re.Match[str]) -> str:
+        kind, value, body = match.group(1), match.group(2), match.group(3)
+        if kind == "role":
+            wanted = value == role
+        elif kind == "cap":
+            wanted = value in held
+        elif kind == "server":
+            wanted = value in servers
+        else:
+            wanted = value not in servers
+        return body if wanted else ""
+
+    while True:  # blocks nest (a server block inside the manager's): peel until none left
+        kept = _BLOCK.sub(keep, text)
+        if kept == text:
+            return text
+        text = kept
 
 
 @cache
@@ -41,28 +67,7 @@ def render_system_prompt(
     servers: Collection[str] = ("bash", "subagent"),
     hive_home: str = "<hive home>",
 ) -> str:
-    held = {g.value for g in groups}
-    role = "manager" if ToolGroup.LIFECYCLE.value in held else "agent"
-
-    def keep(match: re.Match[str]) -> str:
-        kind, value, body = match.group(1), match.group(2), match.group(3)
-        if kind == "role":
-            wanted = value == role
-        elif kind == "cap":
-            wanted = value in held
-        elif kind == "server":
-            wanted = value in servers
-        else:
-            wanted = value not in servers
-        return body if wanted else ""
-
-    text = _template()
-    while True:  # blocks nest (a server block inside the manager's): peel until none left
-        kept = _BLOCK.sub(keep, text)
-        if kept == text:
-            break
-        text = kept
-    text = text.format(
+    text = keep_blocks(_template(), groups, servers).format(
         name=name,
         parent=parent or "the operator (you are a root agent)",
         state_dir=state_dir,
@@ -75,7 +80,11 @@ def render_system_prompt(
     return text
 
 
-def wake_prompt(woke: WaitResult, groups: Collection[ToolGroup] = ToolGroup.AGENT_DEFAULT) -> str:
+def wake_prompt(
+    woke: WaitResult,
+    groups: Collection[ToolGroup] = ToolGroup.AGENT_DEFAULT,
+    servers: Collection[str] = ("bash", "subagent"),
+) -> str:
     """What the turn is told about why it woke; it names only tools the agent has."""
     inbox = ToolGroup.INBOX in groups
     parts: list[str] = []
@@ -93,10 +102,10 @@ def wake_prompt(woke: WaitResult, groups: Collection[ToolGroup] = ToolGroup.AGEN
                 f"Your todos changed (a result arrived): call {_HH}get_loose_ends(), handle "
                 f'each, then clear it with {_HH}cancel_loose_end(kind="todo", id=<row id>).'
             )
-        elif ToolGroup.EXECUTION in groups:
+        elif ToolGroup.EXECUTION in groups and "bash" in servers:
             parts.append(
-                "A background result arrived; you have no get_loose_ends (inbox group): "
-                'check your tasks with mcp__bash__status(id="<task id>").'
+                'A background result arrived: check your tasks with mcp__bash__status(id="<task '
+                'id>").'
             )
         else:
             parts.append("A background result arrived for you.")

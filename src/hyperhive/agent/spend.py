@@ -2,7 +2,10 @@
 
 The report goes over the agent's own socket (identity = the socket), so a
 subagent's spend lands on the agent that ran it. Each report carries the
-run's id: retried while the coordinator is away, it still counts once.
+run's id: retried while the coordinator is away, it still counts once. A
+subagent's ``continue`` resumes its claude session, so like a turn's, its
+report is the session's totals so far, and the coordinator counts the run's
+own share (:mod:`hyperhive.runcost`).
 """
 
 from __future__ import annotations
@@ -13,9 +16,9 @@ from typing import Any, Protocol
 
 import anyio
 
-from hyperhive.agent.stream import ResultEvent
+from hyperhive.agent.stream import ResultEvent, session_totals
 from hyperhive.errors import Unavailable
-from hyperhive.protocol import RecordSpendReq, Req, RunSpend
+from hyperhive.protocol import ModelSpend, RecordSpendReq, Req, RunSpend, SpendRecorded
 
 __all__ = ["CoordinatorSpend", "SpendSink", "subagent_spend"]
 
@@ -28,7 +31,9 @@ RETRY_FOR = 120.0
 class SpendSink(Protocol):
     """Where a subsystem's claude runs are counted (the coordinator, in production)."""
 
-    async def record(self, spend: RunSpend) -> None: ...
+    async def record(self, spend: RunSpend) -> ModelSpend:
+        """Count the run; what it was counted at (its own figures)."""
+        ...
 
 
 class _Agent(Protocol):
@@ -36,16 +41,12 @@ class _Agent(Protocol):
 
 
 def subagent_spend(result: ResultEvent) -> RunSpend:
-    """A subagent run's spend from its ``result`` event, under a fresh run id."""
-    usage = result.usage
+    """A subagent run's report from its ``result`` event, under a fresh run id."""
     return RunSpend(
         run_id=uuid.uuid4().hex,
         kind="subagent",
-        cost_usd=max(0.0, result.total_cost_usd),
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cache_read_tokens=usage.cache_read_input_tokens,
-        cache_creation_tokens=usage.cache_creation_input_tokens,
+        session_id=result.session_id,
+        session_totals={m: ModelSpend.of(f) for m, f in session_totals(result).items()},
     )
 
 
@@ -55,13 +56,15 @@ class CoordinatorSpend:
     def __init__(self, agent: _Agent) -> None:
         self.agent = agent
 
-    async def record(self, spend: RunSpend) -> None:
+    async def record(self, spend: RunSpend) -> ModelSpend:
         delay = 0.2
         deadline = anyio.current_time() + RETRY_FOR
         while True:
             try:
-                await self.agent.call(RecordSpendReq(cmd="record_spend", spend=spend), CALL_TIMEOUT)
-                return
+                recorded: SpendRecorded = await self.agent.call(
+                    RecordSpendReq(cmd="record_spend", spend=spend), CALL_TIMEOUT
+                )
+                return recorded.spend
             except Unavailable:
                 if anyio.current_time() + delay > deadline:
                     raise

@@ -32,6 +32,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from hyperhive.runcost import UNKNOWN_MODEL, Figures
+
 __all__ = [
     "ApiRetryEvent",
     "AssistantEvent",
@@ -58,6 +60,7 @@ __all__ = [
     "context_usage",
     "parse_event",
     "parse_line",
+    "session_totals",
     "summarize_turn",
 ]
 
@@ -86,14 +89,29 @@ class Usage(BaseModel):
 
 
 class ModelUsage(BaseModel):
-    """One model's entry in ``result.modelUsage``."""
+    """One model's entry in ``result.modelUsage``: the *session's* totals so far.
+
+    claude restores them on ``--resume``, so they grow over a session's runs
+    (see :mod:`hyperhive.runcost`).
+    """
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
-    input_tokens: int = Field(0, alias="inputTokens")
-    output_tokens: int = Field(0, alias="outputTokens")
-    cost_usd: float = Field(0.0, alias="costUSD")
+    input_tokens: int = Field(0, alias="inputTokens", ge=0)
+    output_tokens: int = Field(0, alias="outputTokens", ge=0)
+    cache_read_input_tokens: int = Field(0, alias="cacheReadInputTokens", ge=0)
+    cache_creation_input_tokens: int = Field(0, alias="cacheCreationInputTokens", ge=0)
+    cost_usd: float = Field(0.0, alias="costUSD", ge=0)
     context_window: int | None = Field(None, alias="contextWindow")
+
+    def figures(self) -> Figures:
+        return Figures(
+            self.cost_usd,
+            self.input_tokens,
+            self.output_tokens,
+            self.cache_read_input_tokens,
+            self.cache_creation_input_tokens,
+        )
 
 
 class TextBlock(BaseModel):
@@ -255,7 +273,12 @@ class UserEvent(_Event):
 
 
 class ResultEvent(_Event):
-    """The turn's last event: outcome, usage summed over the turn, cost."""
+    """The run's last event: outcome, usage, and the session's cost so far.
+
+    ``total_cost_usd`` and ``modelUsage`` are the whole session's totals, not
+    the run's (claude restores them on ``--resume``); ``usage`` is the run's
+    own summary, but it reports no tokens for ``/compact``.
+    """
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
@@ -343,6 +366,21 @@ def _result(events: Iterable[StreamEvent]) -> ResultEvent | None:
     return found
 
 
+def session_totals(result: ResultEvent | None) -> dict[str, Figures]:
+    """The session's totals per model after the run (empty: the run reported none).
+
+    A result without ``modelUsage`` but with a cost (not seen from 2.1.328)
+    is kept as a USD-only total (:data:`~hyperhive.runcost.UNKNOWN_MODEL`).
+    """
+    if result is None:
+        return {}
+    if result.model_usage:
+        return {model: usage.figures() for model, usage in result.model_usage.items()}
+    if result.total_cost_usd > 0:
+        return {UNKNOWN_MODEL: Figures(result.total_cost_usd)}
+    return {}
+
+
 def classify_outcome(events: Sequence[StreamEvent], returncode: int | None) -> TurnOutcome:
     """How a finished turn ended.
 
@@ -389,24 +427,29 @@ def context_usage(usage: Usage, context_window: int) -> float:
 
 @dataclass(frozen=True, slots=True)
 class TurnReport:
-    """What the harness records about one finished turn.
+    """What the harness records about one finished run of claude.
 
     ``context_usage`` is measured on the turn's *last model call* (its prompt
     is the conversation as it now stands): ``result.usage`` sums every call
     of the turn, so a turn of five tool calls would read about five times
     too full. It falls back to ``result.usage`` when no model call reported.
+
+    ``session_totals`` is what the session had cost after the run, per model,
+    as claude reported it: not the run's cost. The coordinator turns it into
+    the run's own (:mod:`hyperhive.runcost`), against the session's previous totals.
     """
 
     outcome: TurnOutcome
     session_id: str | None
     usage: Usage
-    total_cost_usd: float
+    session_totals: dict[str, Figures]
     num_turns: int
     result_text: str | None
     context_tokens: int
     context_window: int
     context_usage: float
     model_context_window: int | None
+    model: str | None = None  # the model the session was started with (``system/init``)
 
 
 def summarize_turn(
@@ -421,9 +464,11 @@ def summarize_turn(
     result = _result(events)
     session_id = result.session_id if result is not None else None
     last_call: Usage | None = None
+    model: str | None = None
     for event in events:
-        if session_id is None and isinstance(event, InitEvent):
-            session_id = event.session_id
+        if isinstance(event, InitEvent):
+            session_id = session_id or event.session_id
+            model = model or event.model
         if isinstance(event, AssistantEvent) and not event.synthetic and event.message.usage:
             last_call = event.message.usage
     usage = result.usage if result is not None else Usage()
@@ -433,11 +478,12 @@ def summarize_turn(
         outcome=classify_outcome(events, returncode),
         session_id=session_id,
         usage=usage,
-        total_cost_usd=result.total_cost_usd if result is not None else 0.0,
+        session_totals=session_totals(result),
         num_turns=result.num_turns if result is not None else 0,
         result_text=result.result if result is not None else None,
         context_tokens=tokens,
         context_window=context_window,
         context_usage=context_usage(Usage(input_tokens=tokens), context_window),
         model_context_window=max((w for w in windows if w), default=None),
+        model=model,
     )

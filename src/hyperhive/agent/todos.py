@@ -2,7 +2,7 @@
 
 A todo goes to the coordinator over the agent's own socket, so it lands on
 that agent (identity = the socket) and wakes its turn
-(:meth:`~hyperhive.agent.runtime.AgentRuntime.call` picks the connection).
+(:meth:`~hyperhive.agent.connection.AgentConnection.call` picks the connection).
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 Its attributes say what woke the agent (message ids and senders, a todo
 change, a reminder), which model answered, the tokens, the cost and the
-outcome. MCP tool calls served while it is open are its children (the
-surfaces read the open span from the agent's bus), and the coordinator's
+outcome (the cost and tokens are the run's own, as spend counted them). MCP
+tool calls served while it is open are its children (the surfaces read the
+open span from the agent's bus), and the coordinator's
 handling of every request made inside it joins the same trace through the
 request frame's ``traceparent``. Under the no-op tracer (no ``[telemetry]``)
 the span records nothing and :func:`record_turn` returns at once.
@@ -19,9 +20,9 @@ from opentelemetry.trace import Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from hyperhive.agent.events import EventsBus
-from hyperhive.agent.stream import InitEvent, StreamEvent, TurnReport
+from hyperhive.agent.stream import TurnReport
 from hyperhive.names import REMINDER
-from hyperhive.protocol import WaitResult
+from hyperhive.protocol import ModelSpend, WaitResult
 from hyperhive.telemetry import tracer
 
 __all__ = ["record_turn", "turn_span", "wake_attributes"]
@@ -51,34 +52,43 @@ def turn_span(
         attributes["gen_ai.request.model"] = model
     name = f"turn {agent}" if woke is not None else f"compaction {agent}"
     with tracer().start_as_current_span(name, attributes=attributes) as span:
-        bus.trace_context = trace.set_span_in_context(span)
+        bus.set_trace_context(trace.set_span_in_context(span))
         try:
             yield span
         finally:
-            bus.trace_context = None
+            bus.set_trace_context(None)
 
 
-def record_turn(events: Sequence[StreamEvent], report: TurnReport) -> None:
-    """Put one claude run's model, tokens, cost and outcome on the current span."""
+def record_turn(reports: Sequence[TurnReport], spent: ModelSpend | None) -> None:
+    """Put a counted run's model, tokens, cost and outcome on the current span.
+
+    ``reports`` are its claude runs (a compaction has two); ``spent`` is what
+    the coordinator counted them at — the run's own cost and tokens, the
+    figures spend and budgets hold (``None``: nothing was counted).
+    """
     span = trace.get_current_span()
-    if not span.is_recording():
+    if not span.is_recording() or not reports:
         return
-    model = next((e.model for e in events if isinstance(e, InitEvent) and e.model), None)
-    usage = report.usage
+    last = reports[-1]
+    model = next((r.model for r in reports if r.model), None)
     attributes: dict[str, AttributeValue] = {
-        "hyperhive.outcome": report.outcome,
-        "hyperhive.cost_usd": report.total_cost_usd,
-        "hyperhive.model_calls": report.num_turns,
-        "hyperhive.context_usage": report.context_usage,
-        "gen_ai.usage.input_tokens": usage.input_tokens,
-        "gen_ai.usage.output_tokens": usage.output_tokens,
-        "gen_ai.usage.cache_read_input_tokens": usage.cache_read_input_tokens,
-        "gen_ai.usage.cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "hyperhive.outcome": last.outcome,
+        "hyperhive.model_calls": sum(r.num_turns for r in reports),
+        "hyperhive.context_usage": last.context_usage,
     }
+    if spent is not None:
+        attributes |= {
+            "hyperhive.cost_usd": spent.cost_usd,
+            "gen_ai.usage.input_tokens": spent.input_tokens,
+            "gen_ai.usage.output_tokens": spent.output_tokens,
+            "gen_ai.usage.cache_read_input_tokens": spent.cache_read_tokens,
+            "gen_ai.usage.cache_creation_input_tokens": spent.cache_creation_tokens,
+        }
     if model is not None:
         attributes["gen_ai.response.model"] = model
-    if report.session_id is not None:
-        attributes["hyperhive.session_id"] = report.session_id
+    session = next((r.session_id for r in reversed(reports) if r.session_id), None)
+    if session is not None:
+        attributes["hyperhive.session_id"] = session
     span.set_attributes(attributes)
-    if report.outcome != "ok":
-        span.set_status(Status(StatusCode.ERROR, report.outcome))
+    if last.outcome != "ok":
+        span.set_status(Status(StatusCode.ERROR, last.outcome))

@@ -25,9 +25,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from hyperhive.agent.hostreads import snapshot_of
+from hyperhive.agent.active import ActiveAgent
 from hyperhive.agent.mcp_surface import AGENT_SCOPE_KEY, Surface, agent_token
-from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.protocol.hostapi import AgentWork, HostWork
 
 __all__ = ["build_app"]
@@ -62,7 +61,7 @@ class _McpEndpoint:
     """Authenticates, stamps the agent into the scope, hands over to the surface."""
 
     def __init__(
-        self, surfaces: Mapping[str, Surface], lookup: Callable[[str], AgentRuntime | None]
+        self, surfaces: Mapping[str, Surface], lookup: Callable[[str], ActiveAgent | None]
     ) -> None:
         self.surfaces = surfaces
         self.lookup = lookup
@@ -99,11 +98,11 @@ class _McpEndpoint:
 
 def build_app(
     surfaces: Mapping[str, Surface],
-    lookup: Callable[[str], AgentRuntime | None],
+    lookup: Callable[[str], ActiveAgent | None],
     operator_token: str,
-    active: Callable[[], Iterable[AgentRuntime]] = tuple,
+    active: Callable[[], Iterable[ActiveAgent]] = tuple,
 ) -> Starlette:
-    def authorized(request: Request) -> AgentRuntime | Response:
+    def authorized(request: Request) -> ActiveAgent | Response:
         name = request.path_params["agent"]
         runtime = lookup(name)
         token = _bearer(request.headers.get("authorization", ""))
@@ -127,7 +126,7 @@ def build_app(
         got = authorized(request)
         if isinstance(got, Response):
             return got
-        return JSONResponse(snapshot_of(got))
+        return JSONResponse(got.snapshot().model_dump(mode="json"))
 
     async def events(request: Request) -> Response:
         got = authorized(request)
@@ -148,11 +147,11 @@ def build_app(
         if token is None or not _same(token, operator_token):
             return _unauthorized("the host's operator token is required")
         agents = {
-            rt.name: AgentWork(
-                bash_tasks_running=rt.bash_tasks.running_count() if rt.bash_tasks else 0,
-                subagents_running=rt.subagents.running_count() if rt.subagents else 0,
+            agent.name: AgentWork(
+                bash_tasks_running=agent.bash_tasks.running_count(),
+                subagents_running=agent.subagents.running_count(),
             )
-            for rt in active()
+            for agent in active()
         }
         return JSONResponse(HostWork(agents=agents).model_dump(mode="json"))
 

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from hyperhive.agent.active import ActiveAgent
 from hyperhive.agent.mcp_surface import Handler, Surface, SurfaceAgent, builtin_gate
-from hyperhive.agent.runtime import AgentRuntime
 from hyperhive.bash.records import TaskReport, TaskStarted
-from hyperhive.bash.tasks import TaskManager
-from hyperhive.errors import Unavailable
 from hyperhive.permissions import BASH_SERVER
 from hyperhive.tools.bash import TOOLS, KillArgs, RunArgs, StatusArgs
 
@@ -56,25 +54,17 @@ def render_started(started: TaskStarted) -> str:
     )
 
 
-async def _manager(rt: AgentRuntime) -> TaskManager:
-    if rt.bash_tasks is None:
-        await rt.services_ready()
-    if rt.bash_tasks is None:
-        raise Unavailable(f"bash tasks are not running for {rt.name} (agent starting or stopping)")
-    return rt.bash_tasks
-
-
-async def _run(rt: AgentRuntime, a: RunArgs) -> str:
-    got = await (await _manager(rt)).run(a.cmd, a.timeout_secs, a.wait_seconds, a.name)
+async def _run(agent: ActiveAgent, a: RunArgs) -> str:
+    got = await agent.bash_tasks.run(a.cmd, a.timeout_secs, a.wait_seconds, a.name)
     return render_started(got) if isinstance(got, TaskStarted) else render_report(got)
 
 
-async def _status(rt: AgentRuntime, a: StatusArgs) -> str:
-    return render_report(await (await _manager(rt)).status(a.id, a.wait_seconds))
+async def _status(agent: ActiveAgent, a: StatusArgs) -> str:
+    return render_report(await agent.bash_tasks.status(a.id, a.wait_seconds))
 
 
-async def _kill(rt: AgentRuntime, a: KillArgs) -> str:
-    outcome = await (await _manager(rt)).kill(a.id, a.force)
+async def _kill(agent: ActiveAgent, a: KillArgs) -> str:
+    outcome = await agent.bash_tasks.kill(a.id, a.force)
     if outcome == "already_finished":
         return f"task {a.id} had already finished; status({a.id!r}) has its result"
     if outcome == "cancelled":

@@ -189,7 +189,8 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     type=click.Path(path_type=Path),
     default=None,
     is_eager=True,  # before --version, which reads this hive's claude_bin
-    help="The hive's home (default: $HIVE_HOME or ~/.local/share/hyperhive).",
+    help="The hive's home (default: $HIVE_HOME, else /var/lib/hyperhive as root and "
+    "~/.local/share/hyperhive otherwise).",
 )
 @click.option(
     "--version",

@@ -6,12 +6,23 @@ human-approved) — an operator (root) action inside the existing trust
 boundary. It goes through :class:`~hyperhive.agent.sandbox.AgentSandbox`,
 so it lands wherever the agent's processes land (bubblewrap, its user, its
 HOME and work dir).
+
+``Task`` and ``TodoWrite`` are denied by claude's managed settings, bound
+read-only over ``/etc/claude-code`` in the session's sandbox
+(:mod:`hyperhive.agent.managed`): no setting of the session can allow them.
+Unsandboxed (``runtime = "unsandboxed"``, or no mount point and not root),
+there is no sandbox to bind into: the same denials go in ``--settings``, the
+layer below managed, which a session's own settings still cannot loosen (a
+deny wins over every allow), and choom says so.
 """
 
 from __future__ import annotations
 
+import json
 import os
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -20,19 +31,38 @@ from hyperhive.config import AgentConfig, load_hive_config
 from hyperhive.errors import InvalidRequest, Unavailable
 from hyperhive.protocol import OpAgentsReq, OpConfigReq, OpHostsListReq, OpTopologyReq
 
+if TYPE_CHECKING:
+    from hyperhive.agent.sandbox import AgentSandbox
+
 __all__ = ["choom", "choom_argv"]
 
 _FORBIDDEN = ("--tools", "--allowedTools", "--allowed-tools")
 
 
-def choom_argv(claude_bin: str, extra: tuple[str, ...]) -> list[str]:
-    """The claude argv for a choom session: never a tool restriction."""
+def choom_argv(claude_bin: str, extra: tuple[str, ...], settings: str | None = None) -> list[str]:
+    """The claude argv for a choom session: never a tool restriction; ``settings``
+    (the denials, when no managed settings can be bound) as ``--settings``."""
     for arg in extra:
         if arg.split("=", 1)[0] in _FORBIDDEN:
             raise InvalidRequest(
                 f"choom never restricts tools ({arg.split('=', 1)[0]}); that is the harness's job"
             )
-    return [claude_bin, *extra]
+    flags = ["--settings", settings] if settings is not None else []
+    return [claude_bin, *flags, *extra]
+
+
+def _with_managed_settings(sandbox: AgentSandbox, target: Path) -> AgentSandbox | None:
+    """``sandbox`` with the session's managed settings bound over /etc/claude-code, or
+    None when it cannot be (no isolation, or no mount point and not root)."""
+    from hyperhive.agent.managed import MANAGED_DIR, prepare_managed_dir
+
+    iso = sandbox.isolation
+    if iso is None or not prepare_managed_dir(target):
+        return None
+    # The agent's user reads it through run/choom/<agent> (traverse only).
+    for parent in (target.parent.parent, target.parent):
+        parent.chmod(0o711)
+    return replace(sandbox, isolation=replace(iso, overlays=((target, MANAGED_DIR),)))
 
 
 def _require_files_here(obj: _Ctx, name: str) -> None:
@@ -65,24 +95,29 @@ def choom(obj: _Ctx, name: str, claude_args: tuple[str, ...]) -> None:
     No --tools and no --allowedTools: the session has claude's built-in Bash.
     Arguments after NAME go to claude (e.g. `hivectl choom alice -- --resume`).
     """
+    from hyperhive.agent.enclosure import Enclosure
     from hyperhive.agent.host import resolve_claude_bin
-    from hyperhive.agent.runtime import AgentRuntime
+    from hyperhive.agent.managed import CHOOM_DENY, choom_policy
+    from hyperhive.agent.spec import AgentSpec
 
     data = obj.call(OpConfigReq(cmd="agent_config", agent=name))
     _require_files_here(obj, name)
     config = AgentConfig.model_validate(data.config)
     parent = obj.call(OpTopologyReq(cmd="topology")).get(name)
     hive = load_hive_config(obj.home)
-    runtime = AgentRuntime(
-        name=name,
-        config=config,
-        parent=parent,
-        paths=obj.paths,
-        hive=hive,
-    )
-    runtime.prepare_dirs()
-    sandbox = runtime.sandbox()
-    argv = sandbox.command(choom_argv(resolve_claude_bin(hive.claude_bin), claude_args))
+    spec = AgentSpec(name=name, config=config, paths=obj.paths, hive=hive, parent=parent)
+    sandbox = Enclosure.prepare(spec).sandbox(spec)
+    managed = _with_managed_settings(sandbox, obj.paths.run / "choom" / name / "claude-code")
+    settings = json.dumps(choom_policy(None)) if managed is None else None
+    claude = resolve_claude_bin(hive.claude_bin)
+    argv = (managed or sandbox).command(choom_argv(claude, claude_args, settings))
+    if managed is None:
+        click.echo(
+            f"choom: no sandbox to bind managed settings into; denying {', '.join(CHOOM_DENY)} "
+            "with --settings instead",
+            err=True,
+        )
+    sandbox = managed or sandbox
     env = sandbox.environment()
     # Isolated, bubblewrap changes into the work dir itself; plain, we do.
     isolated = getattr(sandbox, "isolation", None) is not None

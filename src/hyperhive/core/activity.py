@@ -21,8 +21,8 @@ import anyio
 
 from hyperhive.core.notify import EventBus
 from hyperhive.errors import HiveError
-from hyperhive.protocol import RunSpend
 from hyperhive.store import Store
+from hyperhive.store.rows import SpendEntry
 
 __all__ = ["KINDS", "PRUNE_EVERY", "ActivityLog", "quote", "turn_title"]
 
@@ -55,9 +55,9 @@ def quote(text: str, limit: int = TITLE_TEXT) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def turn_title(agent: str, outcome: str, spend: RunSpend | None) -> str:
-    run = "compaction" if spend is not None and spend.kind == "compaction" else "turn"
-    cost = f" · ${spend.cost_usd:.4f}" if spend is not None else ""
+def turn_title(agent: str, outcome: str, spent: SpendEntry | None) -> str:
+    run = "compaction" if spent is not None and spent.kind == "compaction" else "turn"
+    cost = f" · ${spent.cost_usd:.4f}" if spent is not None else ""
     return f"{agent}: {run} {outcome}{cost}"
 
 
@@ -86,24 +86,27 @@ class ActivityLog:
         if row is not None:
             self.bus.emit("activity", activity_kind=kind, agent=agent, id=row.id)
 
-    async def turn(self, agent: str, outcome: str, spend: RunSpend | None) -> None:
-        """One event per claude run: keyed by its run id, so a resent turn_end lands once."""
+    async def turn(
+        self, agent: str, outcome: str, run_id: str | None, spent: SpendEntry | None
+    ) -> None:
+        """One event per claude run, with what it was counted at: keyed by its run id, so
+        a resent turn_end lands once."""
         detail: dict[str, Any] = {"outcome": outcome}
-        if spend is not None:
+        if spent is not None:
             detail |= {
-                "run": spend.kind,
-                "cost_usd": spend.cost_usd,
-                "input_tokens": spend.input_tokens,
-                "output_tokens": spend.output_tokens,
-                "cache_read_tokens": spend.cache_read_tokens,
-                "cache_creation_tokens": spend.cache_creation_tokens,
+                "run": spent.kind,
+                "cost_usd": spent.cost_usd,
+                "input_tokens": spent.input_tokens,
+                "output_tokens": spent.output_tokens,
+                "cache_read_tokens": spent.cache_read_tokens,
+                "cache_creation_tokens": spent.cache_creation_tokens,
             }
         await self.record(
             "turn",
             agent,
-            turn_title(agent, outcome, spend),
+            turn_title(agent, outcome, spent),
             detail=detail,
-            key=f"turn:{agent}:{spend.run_id}" if spend is not None else None,
+            key=f"turn:{agent}:{run_id}" if run_id is not None else None,
         )
 
     async def approval_cancelled(self, approval_id: int, by: str) -> None:

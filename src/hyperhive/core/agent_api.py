@@ -19,7 +19,6 @@ from hyperhive.core.agent_state import AgentState
 from hyperhive.core.approvals import Approvals
 from hyperhive.core.broker import Broker
 from hyperhive.core.budgets import Budgets
-from hyperhive.core.dispatch import Dispatcher
 from hyperhive.core.hostlink import HostLink
 from hyperhive.core.identities import AgentIdentities
 from hyperhive.core.lifecycle import Lifecycle
@@ -28,6 +27,7 @@ from hyperhive.core.loose_ends import LooseEnds, owner_of
 from hyperhive.core.notify import EventBus
 from hyperhive.core.registry import AgentRegistry
 from hyperhive.core.scheduler import Scheduler
+from hyperhive.dispatch import Dispatcher
 from hyperhive.errors import (
     Conflict,
     InvalidName,
@@ -76,6 +76,7 @@ from hyperhive.protocol import (
     MatrixAccountReq,
     MatrixSignedIn,
     Message,
+    ModelSpend,
     RecordSpendReq,
     RecvReq,
     Reminded,
@@ -239,17 +240,19 @@ class AgentApi:
     @on(TurnEndReq)
     async def _turn_end(self, req: TurnEndReq) -> TurnEnded:
         # Spend first, keyed by the run: a turn_end resent after a restart counts once.
+        spent = None
         if req.spend is not None:
-            await self.budgets.record(self.name, req.spend)
+            spent, _ = await self.budgets.record(self.name, req.spend)
         # The ack commits with the outcome: a clean turn's mail is never redelivered
         # once turn_end answers.
-        return await self.agent_state.turn_end(self.name, req)
+        return await self.agent_state.turn_end(self.name, req, spent)
 
     @on(RecordSpendReq)
     async def _record_spend(self, req: RecordSpendReq) -> SpendRecorded:
         # A subagent runs in this agent's sandbox and reports through its socket:
         # its spend counts to this agent.
-        return SpendRecorded(recorded=await self.budgets.record(self.name, req.spend))
+        entry, new = await self.budgets.record(self.name, req.spend)
+        return SpendRecorded(recorded=new, spend=ModelSpend.of(entry.figures()))
 
     # ---- in-sandbox producers ----------------------------------------------
 

@@ -13,9 +13,17 @@ from hyperhive.core.notices import Notices
 from hyperhive.core.notify import EventBus
 from hyperhive.errors import Conflict
 from hyperhive.names import OPERATOR
-from hyperhive.protocol import CompactQueued, LoggedIn, NeedsLogin, TurnEnded, TurnEndReq
+from hyperhive.protocol import (
+    CompactQueued,
+    LoggedIn,
+    ModelSpend,
+    NeedsLogin,
+    TurnEnded,
+    TurnEndReq,
+)
 from hyperhive.store import Store
 from hyperhive.store.rows import AgentState as AgentStateRow
+from hyperhive.store.rows import SpendEntry
 
 __all__ = ["AgentState"]
 
@@ -39,16 +47,21 @@ class AgentState:
         await self.store.agents.set_status(agent, text, time.time() if text else None)
         self.bus.emit("status", agent=agent, status_text=text)
 
-    async def turn_end(self, agent: str, req: TurnEndReq) -> TurnEnded:
+    async def turn_end(
+        self, agent: str, req: TurnEndReq, spent: SpendEntry | None = None
+    ) -> TurnEnded:
         """Ack what the turn handled and record its outcome, in one transaction.
 
-        A login lost or regained is news for the submitter.
+        ``spent`` is what the turn's run was counted at (budgets recorded it
+        first). A login lost or regained is news for the submitter.
         """
         turn = await self.store.agents.record_turn(
             agent, req.outcome, req.context_usage, req.session_id, ack=req.handled
         )
-        self.bus.emit("turn_end", agent=agent, outcome=req.outcome, cost_usd=req.cost_usd)
-        await self.activity.turn(agent, req.outcome, req.spend)
+        cost = spent.cost_usd if spent is not None else None
+        self.bus.emit("turn_end", agent=agent, outcome=req.outcome, cost_usd=cost)
+        run_id = req.spend.run_id if req.spend is not None else None
+        await self.activity.turn(agent, req.outcome, run_id, spent)
         if req.outcome == "needs_login" and not turn.was_needs_login:
             await self.activity.record(
                 "needs_login", agent, f"{agent} needs a login (`hivectl login {agent}`)"
@@ -56,7 +69,10 @@ class AgentState:
             await self.notices.notify_submitter(agent, NeedsLogin(agent=agent))
         elif req.outcome == "ok" and turn.was_needs_login:
             await self.notices.notify_submitter(agent, LoggedIn(agent=agent))
-        return TurnEnded(compact_pending=turn.compact_pending)
+        return TurnEnded(
+            compact_pending=turn.compact_pending,
+            spend=ModelSpend.of(spent.figures()) if spent is not None else None,
+        )
 
     async def request_compact(self, agent: str, threshold: float | None) -> CompactQueued:
         """Queue a compaction; ``threshold`` gates the agent's own ask, ``None`` (the

@@ -191,7 +191,7 @@ class AgentDisks:
     async def _write_on(
         self, host: str, agent: str, text: str, message: str, missing_only: bool
     ) -> RepoWritten:
-        got = await self.link.calls.ask(
+        return await self.link.calls.ask(
             host,
             lambda n: RepoWriteAsk(
                 cmd="repo_write",
@@ -204,7 +204,6 @@ class AgentDisks:
             DISK_ASK_WITHIN,
             f"a commit to {agent}'s config repo",
         )
-        return RepoWritten.model_validate(got)
 
     async def show(self, agent: str, commit: str) -> RepoFile:
         """``agent.toml`` at ``commit`` (a prefix or HEAD~n) of ``agent``'s proposed repo."""
@@ -215,7 +214,7 @@ class AgentDisks:
     ) -> RepoFile:
         """``agent.toml`` at ``commit`` of ``agent``'s repo on ``host`` (``mirror``: of
         ``host``'s mirror of it), at most ``MAX_CONFIG`` long (the host refuses more)."""
-        got = await self.link.calls.ask(
+        shown = await self.link.calls.ask(
             host,
             lambda n: RepoShowAsk(
                 cmd="repo_show", ask=n, agent=agent, commit=commit, mirror=mirror
@@ -223,7 +222,6 @@ class AgentDisks:
             DISK_ASK_WITHIN,
             f"a read of {agent}'s config repo" + (" mirror" if mirror else ""),
         )
-        shown = RepoFile.model_validate(got)
         if len(shown.text.encode()) > MAX_CONFIG:  # a host that did not refuse it
             raise InvalidRequest(
                 f"{agent}'s agent.toml at {shown.commit[:12]} on agent host {host} is over "
@@ -292,13 +290,12 @@ class AgentDisks:
         return None, host or "a local agent host"
 
     async def _trash_on(self, host: str, agent: str, within: float = DISK_ASK_WITHIN) -> Trashed:
-        got = await self.link.calls.ask(
+        return await self.link.calls.ask(
             host,
             lambda n: AgentTrashAsk(cmd="agent_trash", ask=n, agent=agent),
             within,
             f"trashing {agent}'s directories",
         )
-        return Trashed.model_validate(got)
 
     async def check_no_pending_trash(self, agent: str) -> None:
         """Refuse a new agent under a name whose old directories still wait for trash."""
@@ -354,13 +351,12 @@ class AgentDisks:
     ) -> None:
         if not agents:
             return
-        got = await self.link.calls.ask(
+        missing = await self.link.calls.ask(
             host_id,
             lambda n: ReposMissingAsk(cmd="repos_missing", ask=n, agents=agents),
             DISK_ASK_WITHIN,
             "which config repos it lacks",
         )
-        missing = [str(a) for a in got] if isinstance(got, list) else []
         for agent in missing:
             await self._write_on(
                 host_id, agent, applied[agent], f"seed {agent} from meta", missing_only=True

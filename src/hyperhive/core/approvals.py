@@ -13,7 +13,6 @@ from __future__ import annotations
 import difflib
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from hyperhive import topology
 from hyperhive.config import AgentConfig, HivePaths, dump_agent_config, parse_agent_config
@@ -39,6 +38,14 @@ from hyperhive.protocol import (
     EffectiveView,
     Rebuilt,
     Spawned,
+)
+from hyperhive.protocol.approvals import (
+    ApplyCommitPayload,
+    ApprovalPayload,
+    InitConfigPayload,
+    ReadPayload,
+    StoredPayload,
+    read_payload,
 )
 from hyperhive.store import Store
 from hyperhive.store.rows import ApprovalRow, ApprovalState
@@ -101,7 +108,7 @@ class Approvals:
         if pending is not None:
             raise Conflict(f"an init of {name!r} is already waiting for approval (#{pending})")
         approval = await self._create(
-            "init_config", requester, name, {"agent": name, "config": dump_agent_config(config)}
+            requester, InitConfigPayload(agent=name, config=dump_agent_config(config))
         )
         return ApprovalRequested(
             approval_id=approval,
@@ -132,10 +139,8 @@ class Approvals:
         else:
             full, config, note = await self._from_mirror(via, requester, agent, commit)
         approval = await self._create(
-            "apply_commit",
             requester,
-            agent,
-            {"agent": agent, "commit": full, "config": dump_agent_config(config)},
+            ApplyCommitPayload(agent=agent, commit=full, config=dump_agent_config(config)),
         )
         return ApprovalRequested(approval_id=approval, commit=full, state="pending", note=note)
 
@@ -180,10 +185,8 @@ class Approvals:
         commit = (await self.disks.write(agent, dump_agent_config(config), subject)).commit
         self.repo_changed()
         approval = await self._create(
-            "apply_commit",
             requester,
-            agent,
-            {"agent": agent, "commit": commit, "config": dump_agent_config(config)},
+            ApplyCommitPayload(agent=agent, commit=commit, config=dump_agent_config(config)),
         )
         return ApprovalRequested(approval_id=approval, commit=commit, state="pending")
 
@@ -194,26 +197,26 @@ class Approvals:
 
     async def show(self, approval_id: int) -> ApprovalDetail:
         row = await self._row(approval_id)
-        payload = dict(row.payload)
+        payload = read_payload(row.kind, row.payload)
         diff = None
         effective = None
-        if "config" in payload:
-            agent = payload["agent"]
+        if not isinstance(payload, StoredPayload):
+            agent = payload.agent
             current = self.registry.text(agent)
             diff = "".join(
                 difflib.unified_diff(
                     current.splitlines(keepends=True),
-                    payload["config"].splitlines(keepends=True),
+                    payload.config.splitlines(keepends=True),
                     f"applied/{agent}.toml",
                     f"proposed/{agent}.toml",
                 )
             )
             # What approving makes of the agent, not just the text it was asked with.
-            if row.kind == "init_config":
+            if isinstance(payload, InitConfigPayload):
                 parent = None if row.requester == OPERATOR else row.requester
             else:
                 parent = self.topology_store.read_cached().get(agent)
-            config = parse_agent_config(payload["config"], f"approval/{agent}.toml")
+            config = parse_agent_config(payload.config, f"approval/{agent}.toml")
             effective = EffectiveView.model_validate(
                 effective_config(agent, parent, config).as_json()
             )
@@ -240,16 +243,17 @@ class Approvals:
         row = await self._row(approval_id)
         if row.state != "pending":
             raise Conflict(f"approval #{approval_id} is already {row.state}")
-        payload = dict(row.payload)
+        payload = read_payload(row.kind, row.payload)
+        # Whom it is about: a stored row that no longer reads names none (its requester).
+        agent = row.requester if isinstance(payload, StoredPayload) else payload.agent
         if host is not None:
-            agent = str(payload.get("agent", ""))
             _check_host_choice(approval_id, approve, row.kind, agent, self.registry.exists(agent))
         state: ApprovalState = "approved" if approve else "denied"
         applied: dict[str, str | None] = {}
         if approve:
             # Carry out first: an approval that failed to apply stays pending, retryable.
             try:
-                applied = await self._carry_out(row.kind, row.requester, payload, host)
+                applied = await self._carry_out(row.requester, payload, host)
             except HiveError as exc:
                 raise type(exc)(
                     f"approval #{approval_id} stays pending; applying it failed: {exc.message}"
@@ -260,7 +264,7 @@ class Approvals:
             await self.notices.notify_agent(
                 requester,
                 ApprovalResolved(
-                    agent=payload.get("agent", requester),
+                    agent=agent,
                     approval_id=approval_id,
                     approved=approve,
                     reason=reason,
@@ -280,14 +284,21 @@ class Approvals:
     # ---- internals ------------------------------------------------------------------
 
     async def _carry_out(
-        self, kind: str, requester: str, payload: dict[str, Any], host: str | None = None
+        self,
+        requester: str,
+        payload: ReadPayload,
+        host: str | None = None,
     ) -> dict[str, str | None]:
-        if kind not in ("init_config", "apply_commit"):
-            # A row left by an older hive (update_meta_inputs): nothing can carry it out.
-            raise Conflict(f"a {kind} request can no longer be applied; deny it instead")
-        agent = payload["agent"]
-        config = parse_agent_config(payload["config"], f"approval/{agent}.toml")
-        if kind == "init_config":
+        if isinstance(payload, StoredPayload):
+            # A row left by an older hive (update_meta_inputs), or one that no longer
+            # reads as its kind: nothing can carry it out.
+            raise Conflict(
+                f"a {payload.stored_kind} request can no longer be applied "
+                f"({payload.problem}); deny it instead"
+            )
+        agent = payload.agent
+        config = parse_agent_config(payload.config, f"approval/{agent}.toml")
+        if isinstance(payload, InitConfigPayload):
             fresh = not self.registry.exists(agent)
             parent = requester if requester != OPERATOR else None
             # ``create`` checks the host (known, not revoked) before it makes anything.
@@ -295,25 +306,23 @@ class Approvals:
                 agent, config, parent, f"init {agent} (requested by {requester})", host=host
             )
             if requester != OPERATOR:
-                await self.notices.notify_agent(
-                    requester, Spawned(agent=agent) if fresh else Rebuilt(agent=agent)
-                )
-                await self.notices.notify_agent(requester, ConfigReady(agent=agent))
+                # Listed, not waking: the approval_resolved message right after wakes the
+                # requester once, rather than these a moment before it (two turns).
+                event = Spawned(agent=agent) if fresh else Rebuilt(agent=agent)
+                await self.notices.notify_agent(requester, event, wake=False)
+                await self.notices.notify_agent(requester, ConfigReady(agent=agent), wake=False)
             return {"meta_commit": commit}
         commit = await self.lifecycle.apply(
-            agent,
-            config,
-            f"apply {agent} {payload.get('commit', '')[:12]} (requested by {requester})",
+            agent, config, f"apply {agent} {payload.commit[:12]} (requested by {requester})"
         )
         self.repo_changed()  # its mirrors start from what is now applied
         if requester != OPERATOR:
-            await self.notices.notify_agent(requester, Rebuilt(agent=agent))
+            await self.notices.notify_agent(requester, Rebuilt(agent=agent), wake=False)
         return {"meta_commit": commit}
 
-    async def _create(
-        self, kind: str, requester: str, subject: str, payload: dict[str, Any]
-    ) -> int:
-        approval = await self.loose_ends.create_approval(kind, requester, subject, payload)
+    async def _create(self, requester: str, payload: ApprovalPayload) -> int:
+        kind, subject = payload.kind, payload.agent
+        approval = await self.loose_ends.create_approval(kind, requester, subject, payload.stored())
         self.bus.emit(
             "approval",
             approval_id=approval,

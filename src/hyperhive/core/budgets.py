@@ -2,9 +2,12 @@
 
 Spend arrives with a turn's ``turn_end`` (turns and compactions) and with a
 subagent's ``record_spend``, each keyed by the run, so a report resent after
-a coordinator restart counts once. Limits are the configs' ``[budget]``
-with the operator's run-time overrides on top (stored, so they survive a
-restart). The rules are :mod:`hyperhive.budgets`; this service does the I/O.
+a coordinator restart counts once. A report carries what claude said the
+run's session had cost so far; the store counts the run's own share
+(:mod:`hyperhive.runcost`) against the session's previous totals, which it
+keeps. Limits are the configs' ``[budget]`` with the operator's run-time
+overrides on top (stored, so they survive a restart). The rules are
+:mod:`hyperhive.budgets`; this service does the I/O.
 
 Holding is done in ``wait``: an agent over budget is answered "nothing yet"
 (its mail stays undelivered and unacked), so its current turn finishes and
@@ -53,7 +56,7 @@ from hyperhive.protocol import (
     SpendSeries,
 )
 from hyperhive.store import Store
-from hyperhive.store.rows import SpendEntry, SpendTotal
+from hyperhive.store.rows import SpendEntry, SpendRun, SpendTotal
 
 __all__ = ["Budgets"]
 
@@ -139,27 +142,25 @@ class Budgets:
 
     # ---- spend ----------------------------------------------------------------
 
-    async def record(self, agent: str, spend: RunSpend) -> bool:
-        """Count one run to ``agent``; tell the operator of a limit reached or near."""
-        entry = SpendEntry(
+    async def record(self, agent: str, spend: RunSpend) -> tuple[SpendEntry, bool]:
+        """Count one run to ``agent`` at its own cost; tell the operator of a limit reached
+        or near. ``(what it was counted at, False)`` for a run already counted."""
+        run = SpendRun(
             agent=agent,
             key=f"{spend.kind}:{spend.run_id}",
             kind=spend.kind,
             at=self.clock(),
-            cost_usd=spend.cost_usd,
-            input_tokens=spend.input_tokens,
-            output_tokens=spend.output_tokens,
-            cache_read_tokens=spend.cache_read_tokens,
-            cache_creation_tokens=spend.cache_creation_tokens,
+            session_id=spend.session_id,
+            session_totals=spend.totals(),
         )
         async with self._lock:
-            new = await self.store.spend.record(entry)
+            entry, new = await self.store.spend.record(run)
             if new:
                 self._count(entry)
         if new:
-            self.bus.emit("spend", agent=agent, run=spend.kind, cost_usd=spend.cost_usd)
+            self.bus.emit("spend", agent=agent, run=spend.kind, cost_usd=entry.cost_usd)
             await self._review([agent, HIVE_SCOPE])
-        return new
+        return entry, new
 
     def _count(self, entry: SpendEntry) -> None:
         totals = self._totals

@@ -31,7 +31,6 @@ from hyperhive.core.placement import MOVING_PHASES
 from hyperhive.errors import HiveError, Unavailable
 from hyperhive.protocol.hostdisk import (
     MirrorsKeepAsk,
-    MirrorsKept,
     MirrorWriteAsk,
     MirrorWriters,
     RepoFile,
@@ -150,13 +149,12 @@ class ConfigMirrors:
         hive: list[str],
     ) -> None:
         keep = [MirrorWriters(agent=a, writers=w) for a, w in wanted.items()]
-        got = await self.link.calls.ask(
+        kept = await self.link.calls.ask(
             host,
             lambda n: MirrorsKeepAsk(cmd="mirrors_keep", ask=n, mirrors=keep, hive_agents=hive),
             DISK_ASK_WITHIN,
             "keeping its config repo mirrors",
         )
-        kept = MirrorsKept.model_validate(got)
         if wanted:
             self._bare.discard(host)
         else:

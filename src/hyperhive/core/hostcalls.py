@@ -1,6 +1,8 @@
 """Asks and streams the coordinator opens on a host's link (see ``protocol.hostreads``).
 
-An ask waits for the host's one ``answer``; a stream hands the host's
+An ask waits for the host's one ``answer``, validated into the model its
+:class:`~hyperhive.protocol.hostreads.Ask` names (an answer that is not one is
+the host's failure, said as such); a stream hands the host's
 batches to one reader through a small bounded queue, and holds the host's
 acknowledgement while the queue is full, so a slow reader slows the host's
 feed rather than growing a buffer here. Both are tied to the host
@@ -14,13 +16,16 @@ import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from pydantic import BaseModel, JsonValue
+from pydantic import BaseModel, JsonValue, ValidationError
 
 from hyperhive.errors import HiveError, PermissionDenied, Unavailable, error_from_code
+from hyperhive.protocol import result_adapter
 from hyperhive.protocol.hostreads import (
+    Ask,
     LinkAnswerReq,
     LinkStreamEndReq,
     LinkStreamItemsReq,
@@ -34,6 +39,7 @@ STREAM_QUEUE = 8
 
 Push = Callable[[str, BaseModel], Awaitable[None]]
 Batch = list[dict[str, JsonValue]]
+R = TypeVar("R")
 
 
 class StreamEnded(HiveError):
@@ -64,14 +70,13 @@ class HostCalls:
         self._asks: dict[int, _Ask] = {}
         self._streams: dict[int, _Stream] = {}
 
-    async def ask(
-        self, host: str, make: Callable[[int], BaseModel], within: float, what: str
-    ) -> JsonValue:
-        """Push ``make(ask_id)`` to ``host`` and return its answer's result."""
+    async def ask(self, host: str, make: Callable[[int], Ask[R]], within: float, what: str) -> R:
+        """Push ``make(ask_id)`` to ``host`` and return its answer, as the ask's model."""
         ask_id = next(self._ids)
         pending = self._asks[ask_id] = _Ask(host)
+        request = make(ask_id)
         try:
-            await self._push(host, make(ask_id))
+            await self._push(host, request)
             with anyio.move_on_after(within):
                 await pending.done.wait()
         finally:
@@ -82,7 +87,11 @@ class HostCalls:
             raise Unavailable(f"agent host {host} did not answer {what} within {within:.0f}s")
         if pending.answer.error is not None:
             raise error_from_code(pending.answer.error.code, pending.answer.error.message)
-        return pending.answer.result
+        try:
+            answer: R = result_adapter(type(request)).validate_python(pending.answer.result)
+        except ValidationError as exc:
+            raise Unavailable(f"agent host {host} answered {what} with {exc}") from None
+        return answer
 
     @asynccontextmanager
     async def stream(

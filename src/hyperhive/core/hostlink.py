@@ -22,7 +22,6 @@ from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
-from pydantic import ValidationError
 
 from hyperhive.core.link_table import LINK_TABLE, LinkConn
 from hyperhive.core.linked_host import LinkBook, LinkedHost, TurnState
@@ -35,8 +34,9 @@ from hyperhive.protocol import (
     DeactivateCmd,
     LinkForwardReq,
     LinkRequest,
-    MetaChangedCmd,
+    MetaChangedAsk,
     PlaceCmd,
+    Req,
     Response,
     decode_frame,
     encode,
@@ -106,19 +106,14 @@ class HostLink(LinkBook):
 
     async def snapshot(self, agent: str) -> AgentSnapshot:
         """``agent``'s authoritative turn state, asked of the host that holds it."""
-        host = self.serving(agent)
-        got = await self.calls.ask(
-            host,
+        return await self.calls.ask(
+            self.serving(agent),
             lambda n: AgentSnapshotAsk(cmd="agent_snapshot", ask=n, agent=agent),
             STATE_WITHIN,
             f"{agent}'s turn state",
         )
-        try:
-            return AgentSnapshot.model_validate(got)
-        except ValidationError as exc:
-            raise Unavailable(f"agent host {host} answered {agent}'s state with {exc}") from None
 
-    async def push(self, host_id: str, cmd: Any) -> bool:
+    async def push(self, host_id: str, cmd: Req[None]) -> bool:
         """Push ``cmd`` to ``host_id``; ``False`` if it is not connected (or just went)."""
         host = self.hosts.get(host_id)
         if host is None:
@@ -152,7 +147,7 @@ class HostLink(LinkBook):
         try:
             await self.calls.ask(
                 host_id,
-                lambda ask: MetaChangedCmd(cmd="meta_changed", agent=agent, ask=ask),
+                lambda ask: MetaChangedAsk(cmd="meta_changed", agent=agent, ask=ask),
                 META_FORGET_WITHIN,
                 f"{agent}'s meta change",
             )

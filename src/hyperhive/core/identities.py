@@ -80,7 +80,7 @@ class AgentIdentities:
         if self.forge is None:
             raise ForgeNotConfigured(
                 "no forge is configured for this hive: the operator sets [forge] url and "
-                "admin_token_file in the coordinator's hive.toml (README, 'Forge')"
+                "admin_token_file in the coordinator's hive.toml (docs/forge.md)"
             )
         return self.forge
 
@@ -119,7 +119,7 @@ class AgentIdentities:
         if self.matrix is None:
             raise MatrixNotConfigured(
                 "no homeserver is configured for this hive: the operator sets [matrix] in the "
-                "coordinator's hive.toml (README, 'Talk to your agents from Matrix')"
+                "coordinator's hive.toml (docs/matrix.md)"
             )
         async with self._locks[agent]:
             admin = MatrixAdmin(self.matrix)

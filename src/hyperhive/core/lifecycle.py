@@ -131,6 +131,21 @@ class Lifecycle:
         existed = self.registry.exists(name)
         if not existed:
             await self.disks.check_no_pending_trash(name)
+        # Claimed until this starts it: a host registering meanwhile found it written but
+        # not started, started it itself (its socket not open yet: the harness's first
+        # connection failed), and the rebuild below restarted it.
+        with self.placement.starting(name):
+            return await self._create(name, config, parent, message, host, existed)
+
+    async def _create(
+        self,
+        name: str,
+        config: AgentConfig,
+        parent: str | None,
+        message: str,
+        host: str | None,
+        existed: bool,
+    ) -> str | None:
         if host is not None:
             # Pinned first: the agent's directories are made on the host it is pinned to.
             await self.placement.pin(name, host)
@@ -143,10 +158,17 @@ class Lifecycle:
         if not existed:
             topo[name] = parent
         await self.topology_store.write(topo, message)
-        await self.registry.write(name, config, message, action="init")
+        # Its socket listens before anything can know it (and start it): one started
+        # without one dials a socket that is not there.
+        await self.sockets.open(name)
+        try:
+            await self.registry.write(name, config, message, action="init")
+        except BaseException:
+            if not existed:
+                self.sockets.close(name)
+            raise
         commit = await self.mirror.sync()
         await self.agent_state.row(name)
-        await self.sockets.open(name)
         self.bus.emit("topology", child=name, parent=topo.get(name))
         # Running ancestors hear of their new descendant now, not at their next start: its
         # config repo joins their sandboxes (spec 004: they may edit it) once it is seeded.

@@ -7,13 +7,12 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 
-from hyperhive.core.dispatch import Dispatcher
-from hyperhive.core.linked_host import LinkBook, LinkedHost, TurnState
+from hyperhive.core.linked_host import LinkBook, LinkedHost, MoveReports, TurnState
 from hyperhive.core.sockets import answer
+from hyperhive.dispatch import Dispatcher
 from hyperhive.errors import InvalidRequest, PermissionDenied, Unavailable
 from hyperhive.netlink.authz import forward_refusal
 from hyperhive.netlink.expiry import expired_message
@@ -174,6 +173,20 @@ async def _agent_state(conn: LinkConn, req: LinkAgentStateReq) -> None:
         raise PermissionDenied(
             f"agent host {host.host_id} does not hold {req.agent}: its state report is refused"
         )
+    current = conn.link.incarnations.get(req.agent)
+    if req.incarnation is not None and req.incarnation != current:
+        # Not the agent's current activation: a replaced or stopping runtime's last word
+        # (its "stopped" after a restart arrives after the next activation, or between
+        # the two): the current one's state stands.
+        log.debug(
+            "agent host %s reported %s for %s at incarnation %d, not its current one (%s): ignored",
+            host.host_id,
+            req.turn_state,
+            req.agent,
+            req.incarnation,
+            current,
+        )
+        return
     if req.agent in host.agents:
         conn.link.turns[req.agent] = TurnState(
             req.turn_state, req.since, req.needs_login, req.launch_problem
@@ -242,37 +255,42 @@ async def _abandon(conn: LinkConn, req: LinkAbandonReq) -> None:
         scope.cancel()
 
 
-async def _move_report(conn: LinkConn, req: Any) -> Any:
+def _moves(conn: LinkConn) -> tuple[str, MoveReports]:
+    """The registered host a move report comes from, and where it goes."""
     host = conn.registered()
-    if conn.link.on_move is None:
+    if conn.link.moves is None:
         raise Unavailable("this coordinator does not move agents")
-    return await conn.link.on_move(host.host_id, req)
+    return host.host_id, conn.link.moves
 
 
 @LINK_TABLE.on(LinkMovePutReq)
 async def _move_put(conn: LinkConn, req: LinkMovePutReq) -> None:
-    await _move_report(conn, req)
+    host, moves = _moves(conn)
+    await moves.put(host, req)
 
 
 @LINK_TABLE.on(LinkMovePackedReq)
 async def _move_packed(conn: LinkConn, req: LinkMovePackedReq) -> None:
-    await _move_report(conn, req)
+    host, moves = _moves(conn)
+    await moves.packed(host, req)
 
 
 @LINK_TABLE.on(LinkMoveGetReq)
 async def _move_get(conn: LinkConn, req: LinkMoveGetReq) -> MoveChunk:
-    chunk: MoveChunk = await _move_report(conn, req)
-    return chunk
+    host, moves = _moves(conn)
+    return await moves.get(host, req)
 
 
 @LINK_TABLE.on(LinkMoveUnpackedReq)
 async def _move_unpacked(conn: LinkConn, req: LinkMoveUnpackedReq) -> None:
-    await _move_report(conn, req)
+    host, moves = _moves(conn)
+    await moves.unpacked(host, req)
 
 
 @LINK_TABLE.on(LinkMoveDroppedReq)
 async def _move_dropped(conn: LinkConn, req: LinkMoveDroppedReq) -> None:
-    await _move_report(conn, req)
+    host, moves = _moves(conn)
+    await moves.dropped(host, req)
 
 
 @LINK_TABLE.on(LinkAnswerReq)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
 import anyio
 from pydantic import BaseModel
@@ -17,11 +17,20 @@ from hyperhive.core.notify import EventBus
 from hyperhive.core.sockets import Dispatch
 from hyperhive.errors import Unavailable
 from hyperhive.netlink import lease
-from hyperhive.protocol import HostCapacity, encode
+from hyperhive.protocol import (
+    HostCapacity,
+    LinkMoveDroppedReq,
+    LinkMoveGetReq,
+    LinkMovePackedReq,
+    LinkMovePutReq,
+    LinkMoveUnpackedReq,
+    MoveChunk,
+    encode,
+)
 from hyperhive.store.base import HostRepo
 from hyperhive.streams import ByteStream
 
-__all__ = ["LinkBook", "LinkedHost", "TurnState"]
+__all__ = ["LinkBook", "LinkedHost", "MoveReports", "TurnState"]
 
 
 @dataclass
@@ -30,6 +39,21 @@ class TurnState:
     since: float = field(default_factory=time.time)
     needs_login: bool = False
     launch_problem: str | None = None
+
+
+class MoveReports(Protocol):
+    """Where a host's reports of an ``agents move`` go (``core.moves.Mover``): each from
+    the host that sent it (the connection's, never the body's)."""
+
+    async def put(self, host: str, req: LinkMovePutReq) -> None: ...
+
+    async def packed(self, host: str, req: LinkMovePackedReq) -> None: ...
+
+    async def get(self, host: str, req: LinkMoveGetReq) -> MoveChunk: ...
+
+    async def unpacked(self, host: str, req: LinkMoveUnpackedReq) -> None: ...
+
+    async def dropped(self, host: str, req: LinkMoveDroppedReq) -> None: ...
 
 
 @dataclass
@@ -103,15 +127,18 @@ class LinkBook:
         self.on_register = on_register
         self.on_crash = on_crash
         self.on_host_lost = on_host_lost
-        # ``agents move``'s reports from hosts (``core.moves.Mover.report``): the host
-        # they came from, and the request.
-        self.on_move: Callable[[str, Any], Awaitable[Any]] | None = None
+        # ``agents move``'s reports from hosts (:meth:`serve_moves`).
+        self.moves: MoveReports | None = None
         # The host each agent last ran on: its log stays on that host's disk after it stops.
         self.last_host: dict[str, str] = {}
         # Reads of a host's disk and memory (logs, turn state and stream): #14, no shared disk.
         self.calls = HostCalls(self._push_to)
         # Handed to each host at registration: it names agents' users after it.
         self.hive_id: str | None = None
+
+    def serve_moves(self, reports: MoveReports) -> None:
+        """Hand hosts' ``agents move`` reports to ``reports`` (the mover, once built)."""
+        self.moves = reports
 
     async def _push_to(self, host_id: str, cmd: BaseModel) -> None:
         host = self.hosts.get(host_id)

@@ -71,7 +71,7 @@ class LogTails:
     async def _ask(
         self, host: str, agent: str, lines: int, after: str | None, wait: float
     ) -> HostTail:
-        got = await self.link.calls.ask(
+        return await self.link.calls.ask(
             host,
             lambda n: LogTailAsk(
                 cmd="log_tail", ask=n, agent=agent, lines=lines, after=after, wait=wait
@@ -79,7 +79,6 @@ class LogTails:
             wait + ASK_SLACK,
             f"a tail of {agent}'s log",
         )
-        return HostTail.model_validate(got)
 
     async def _search(self, agent: str, lines: int) -> LogTail:
         """No host is known to have run ``agent`` (the coordinator restarted since): ask
@@ -106,11 +105,10 @@ class LogTails:
         host = self.link.host_of(asker)
         if host is None or host not in self.link.hosts:
             return HostJournal(coordinator=coordinator, host=[])
-        got = await self.link.calls.ask(
+        journal = await self.link.calls.ask(
             host,
             lambda n: HostJournalAsk(cmd="host_journal", ask=n, lines=lines),
             ASK_SLACK,
             "its journal",
         )
-        lines_got = got if isinstance(got, list) else []
-        return HostJournal(coordinator=coordinator, host=[str(line) for line in lines_got])
+        return HostJournal(coordinator=coordinator, host=journal)

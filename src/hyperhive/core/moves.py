@@ -28,7 +28,6 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import anyio
 import stamina
@@ -52,6 +51,7 @@ from hyperhive.protocol import (
     MoveDropCmd,
     MoveInCmd,
     MoveOutCmd,
+    Req,
 )
 from hyperhive.store.base import PlacementRepo
 
@@ -128,7 +128,7 @@ class Mover:
         self.agent_state = agent_state
         self.active: dict[str, _Move] = {}
         self._resolved = False
-        hostlink.on_move = self.report
+        hostlink.serve_moves(self)
 
     @property
     def spool_dir(self) -> Path:
@@ -239,7 +239,7 @@ class Mover:
             log.error("could not record the undone move of %s yet: %s", m.agent, exc)
         self.placed()
 
-    async def _push(self, host: str, cmd: Any) -> None:
+    async def _push(self, host: str, cmd: Req[None]) -> None:
         if not await self.hostlink.push(host, cmd):
             raise Unavailable(f"agent host {host!r} went away mid-move")
 
@@ -262,32 +262,9 @@ class Mover:
             )
         return m
 
-    async def report(self, host: str, req: Any) -> Any:
-        if isinstance(req, LinkMovePutReq):
-            return await self._put(self._of(host, req.agent, req.move_id, "source"), req)
-        if isinstance(req, LinkMovePackedReq):
-            m = self._of(host, req.agent, req.move_id, "source")
-            if req.error is None and (
-                req.size != m.written or req.sha256 != await self._spool_sha(m)
-            ):
-                req = req.model_copy(
-                    update={"error": "the uploaded archive does not match its checksum"}
-                )
-            m.size, m.sha256, m.error = req.size, req.sha256, req.error
-            m.packed.set()
-            return None
-        if isinstance(req, LinkMoveGetReq):
-            return await self._get(self._of(host, req.agent, req.move_id, "target"), req.offset)
-        if isinstance(req, LinkMoveUnpackedReq):
-            m = self._of(host, req.agent, req.move_id, "target")
-            m.shared, m.error = req.shared, req.error
-            m.unpacked.set()
-            return None
-        if isinstance(req, LinkMoveDroppedReq):
-            return await self._dropped(host, req)
-        raise InvalidRequest(f"not a move report: {type(req).__name__}")
-
-    async def _put(self, m: _Move, req: LinkMovePutReq) -> None:
+    async def put(self, host: str, req: LinkMovePutReq) -> None:
+        """The source's next chunk of the archive, appended to the spool."""
+        m = self._of(host, req.agent, req.move_id, "source")
         if m.packed.is_set():
             raise Conflict(f"move {m.move_id}'s upload is already complete")
         if req.offset != m.written:
@@ -308,10 +285,22 @@ class Mover:
         await anyio.to_thread.run_sync(append)
         m.written += len(data)
 
+    async def packed(self, host: str, req: LinkMovePackedReq) -> None:
+        """The source uploaded it all (checked against what arrived), or says why not."""
+        m = self._of(host, req.agent, req.move_id, "source")
+        if req.error is None and (req.size != m.written or req.sha256 != await self._spool_sha(m)):
+            req = req.model_copy(
+                update={"error": "the uploaded archive does not match its checksum"}
+            )
+        m.size, m.sha256, m.error = req.size, req.sha256, req.error
+        m.packed.set()
+
     async def _spool_sha(self, m: _Move) -> str:
         return await anyio.to_thread.run_sync(_file_sha, m.spool)
 
-    async def _get(self, m: _Move, offset: int) -> MoveChunk:
+    async def get(self, host: str, req: LinkMoveGetReq) -> MoveChunk:
+        """The target's next chunk of the archive."""
+        m, offset = self._of(host, req.agent, req.move_id, "target"), req.offset
         if not m.packed.is_set() or offset > m.size:
             raise InvalidRequest(f"move {m.move_id}: no bytes at offset {offset}")
 
@@ -323,7 +312,14 @@ class Mover:
         data = await anyio.to_thread.run_sync(read)
         return MoveChunk(data=base64.b64encode(data).decode(), sha256=_sha(data))
 
-    async def _dropped(self, host: str, req: LinkMoveDroppedReq) -> None:
+    async def unpacked(self, host: str, req: LinkMoveUnpackedReq) -> None:
+        """The target has the agent's directory in place, or says why not."""
+        m = self._of(host, req.agent, req.move_id, "target")
+        m.shared, m.error = req.shared, req.error
+        m.unpacked.set()
+
+    async def dropped(self, host: str, req: LinkMoveDroppedReq) -> None:
+        """The source dropped its copy (the move's last step)."""
         row = await self.assignments.get(req.agent)
         if row is None or row.move_id != req.move_id or row.move_from != host:
             raise Conflict(f"no move {req.move_id} of {req.agent} is waiting for {host!r}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 
 from hyperhive import topology
 from hyperhive.core.broker import Broker
@@ -46,6 +47,15 @@ class Notices:
             return root
         return None
 
+    def submitters_of(self, agents: Iterable[str]) -> dict[str, list[str]]:
+        """``agents`` grouped by who hears about them (those nobody hears about left out)."""
+        out: dict[str, list[str]] = {}
+        for agent in agents:
+            submitter = self.submitter_of(agent)
+            if submitter is not None:
+                out.setdefault(submitter, []).append(agent)
+        return out
+
     async def notify_submitter(self, agent: str, event: HelperEvent) -> None:
         submitter = self.submitter_of(agent)
         if submitter is None:
@@ -57,12 +67,12 @@ class Notices:
         """A notice for the operator's inbox, from ``system``."""
         await self.broker.send(SYSTEM, OPERATOR, body)
 
-    async def notify_agent(self, recipient: str, event: HelperEvent) -> None:
-        """Urgent events to the inbox from ``system``, the rest as core todos."""
-        body = describe(event)
+    async def notify_agent(self, recipient: str, event: HelperEvent, *, wake: bool = True) -> None:
+        """Urgent events to the inbox from ``system``, the rest as core todos (``wake=False``:
+        listed, but no wake of their own: a message that follows wakes the recipient)."""
+        config = self.registry.configs.get(recipient)
+        body = describe(event, config.tool_groups if config is not None else ToolGroup.ALL)
         if event.event in INBOX_EVENTS:
             await self.broker.send(SYSTEM, recipient, body)
         else:
-            await self.loose_ends.todo_upsert(
-                recipient, "core", f"{event.event}:{event.agent}", body
-            )
+            await self.loose_ends.todo_upsert(recipient, "core", event.key, body, wake=wake)

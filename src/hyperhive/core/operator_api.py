@@ -17,7 +17,6 @@ from hyperhive.core.agent_state import AgentState
 from hyperhive.core.approvals import Approvals
 from hyperhive.core.broker import Broker
 from hyperhive.core.budgets import Budgets
-from hyperhive.core.dispatch import Dispatcher
 from hyperhive.core.host_admin import HostAdmin
 from hyperhive.core.hostlink import HostLink
 from hyperhive.core.lifecycle import Lifecycle
@@ -29,6 +28,7 @@ from hyperhive.core.notify import EventBus
 from hyperhive.core.placement import Placement
 from hyperhive.core.registry import AgentRegistry
 from hyperhive.core.scheduler import Scheduler
+from hyperhive.dispatch import Dispatcher
 from hyperhive.effective import turn_tool_args
 from hyperhive.errors import InvalidRequest, NotFound
 from hyperhive.forge.config import ForgeConfig

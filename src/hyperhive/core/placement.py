@@ -5,7 +5,10 @@ or loss means for the agents it should run."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Literal
 
 import stamina
 
@@ -17,7 +20,7 @@ from hyperhive.core.placing import HostLoad, capacity_of, choose_host
 from hyperhive.core.registry import AgentRegistry
 from hyperhive.errors import Conflict, HiveError, NotFound, Unavailable
 from hyperhive.netlink import lease
-from hyperhive.protocol import ActivateCmd, ContainerCrash
+from hyperhive.protocol import ActivateCmd, HostLost, LostAgent
 from hyperhive.store.base import HostRepo, PlacementRepo
 from hyperhive.store.rows import Assignment
 from hyperhive.topology import TopologyStore
@@ -61,11 +64,12 @@ class Placement:
         self.crash_reasons: dict[str, str] = {}
         # Told of each activation: the agent's sandbox is built afresh (config mirrors).
         self.on_activated: Callable[[], None] = lambda: None
-        # Agents a host registration's pass is starting now. Two hosts registering together
-        # each found an agent not running yet, and both started it: two runtimes, the first
-        # a ghost on its host. A pass claims an agent before its first await, so another
-        # pass skips it (the passes run on the hosts' link readers: no lock that blocks one).
-        self._starting: set[str] = set()
+        # Agents being started by someone now: a host registration's pass, or a spawn.
+        # Two hosts registering together each found an agent not running yet, and both
+        # started it: two runtimes, the first a ghost on its host. A pass claims an agent
+        # before its first await, so another pass skips it (the passes run on the hosts'
+        # link readers: no lock that blocks one).
+        self._starting: Counter[str] = Counter()
 
     # ---- which host -------------------------------------------------------------------
 
@@ -137,6 +141,18 @@ class Placement:
 
     # ---- activation -------------------------------------------------------------------
 
+    @contextmanager
+    def starting(self, name: str) -> Iterator[None]:
+        """Claim ``name`` for the block: a host registration's pass leaves it alone (its
+        claimant starts it). Claim before the first await that follows the check."""
+        self._starting[name] += 1
+        try:
+            yield
+        finally:
+            self._starting[name] -= 1
+            if not self._starting[name]:
+                del self._starting[name]
+
     async def activate(self, name: str, host: str | None = None) -> None:
         """Start ``name`` as a new incarnation, with its applied config: on ``host`` (it is
         assigned there, keeping its pin), else on the host placement gives it."""
@@ -206,11 +222,8 @@ class Placement:
             for name in sorted(self.registry.configs):
                 if name not in desired or self.hostlink.running(name) or name in self._starting:
                     continue
-                self._starting.add(name)
-                try:
+                with self.starting(name):
                     await self._start_one(name, host_id)
-                finally:
-                    self._starting.discard(name)
         except Unavailable as exc:
             log.warning("agent host %s: cannot activate agents yet: %s", host_id, exc)
             raise
@@ -265,7 +278,10 @@ class Placement:
         return config.on_host_loss if config is not None else "wait"
 
     async def host_lost(self, host_id: str, agents: list[str], lease_expired: bool) -> None:
-        """A host went (its local link ended) or its lease expired (its agents are lost)."""
+        """A host went (its local link ended) or its lease expired (its agents are lost).
+
+        Each manager hears of it once, listing its agents: one notice per host
+        loss, not a turn per agent."""
         if lease_expired:
             await self._lost(host_id, agents)
             return
@@ -273,13 +289,15 @@ class Placement:
         for agent in agents:
             self.crash_reasons[agent] = "its agent host died"
             log.warning("agent %s stopped with its host", agent)
-            await self._tell(agent, "its agent host died")
+        await self._tell(host_id, "died", [LostAgent(agent=a) for a in agents])
 
     async def _lost(self, host_id: str, agents: list[str]) -> None:
         told: list[str] = []
+        lost: list[LostAgent] = []
         for agent in agents:
             reason = f"lost: agent host {host_id}'s lease expired"
             target = None
+            item = LostAgent(agent=agent)
             if self._policy(agent) == "replace":
                 try:
                     target = await self.replace(agent, exclude={host_id})
@@ -288,16 +306,19 @@ class Placement:
                             f"; re-placed on {target}, fresh from its config and inbox (its "
                             f"state/ notes and claude session stay on {host_id}'s disk)"
                         )
+                        item = LostAgent(agent=agent, outcome="replaced", host=target)
                 except Unavailable as exc:
                     target = None
                     log.warning("could not re-place %s: %s", agent, exc)
                 if target is None:
                     reason += "; on_host_loss = replace, but no other host is connected yet"
+                    item = LostAgent(agent=agent, outcome="stuck")
             else:
                 reason += f"; it waits for {host_id} to come back (on_host_loss = wait)"
             self.crash_reasons[agent] = reason
             told.append(f"{agent} ({reason})")
-            await self._tell(agent, reason)
+            lost.append(item)
+        await self._tell(host_id, "lease_expired", lost)
         if told:
             more = f"; and {len(told) - NOTICE_AGENTS} more" if len(told) > NOTICE_AGENTS else ""
             try:
@@ -310,8 +331,14 @@ class Placement:
             except HiveError as exc:
                 log.warning("could not tell the operator host %s is lost: %s", host_id, exc)
 
-    async def _tell(self, agent: str, reason: str) -> None:
-        try:
-            await self.notices.notify_submitter(agent, ContainerCrash(agent=agent, reason=reason))
-        except Unavailable as exc:  # the store is away: say so, stay up
-            log.warning("could not tell %s's submitter that it stopped: %s", agent, exc)
+    async def _tell(
+        self, host_id: str, cause: Literal["died", "lease_expired"], lost: list[LostAgent]
+    ) -> None:
+        """One ``host_lost`` notice per manager, naming its agents of ``lost``."""
+        by_agent = {item.agent: item for item in lost}
+        for submitter, agents in self.notices.submitters_of(by_agent).items():
+            event = HostLost(host=host_id, cause=cause, agents=[by_agent[a] for a in agents])
+            try:
+                await self.notices.notify_agent(submitter, event)
+            except Unavailable as exc:  # the store is away: say so, stay up
+                log.warning("could not tell %s that host %s went: %s", submitter, host_id, exc)

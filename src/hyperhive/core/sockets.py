@@ -282,6 +282,8 @@ class Listeners:
     def __init__(self, tg: TaskGroup) -> None:
         self._tg = tg
         self._scopes: dict[str, anyio.CancelScope] = {}
+        # Set once each listener listens: a second ``add`` of a key returns only then.
+        self._listening: dict[str, anyio.Event] = {}
 
     def __contains__(self, key: str) -> bool:
         return key in self._scopes
@@ -295,10 +297,16 @@ class Listeners:
         max_frame: int,
         owner: tuple[int, int] | None = None,
     ) -> None:
+        """Serve ``path`` for ``key``; return once it listens (also when another ``add``
+        of ``key`` is still starting it: its caller may be about to start the agent)."""
         if key in self._scopes:
-            return
+            await self._listening[key].wait()
+            if key in self._scopes:
+                return
+            # That start failed: try again, and say why if it fails again.
         scope = anyio.CancelScope()
         self._scopes[key] = scope
+        listening = self._listening[key] = anyio.Event()
 
         async def run(*, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
             with scope:
@@ -312,9 +320,18 @@ class Listeners:
                     task_status=task_status,
                 )
 
-        await self._tg.start(run)
+        try:
+            await self._tg.start(run)
+        except BaseException:
+            if self._scopes.get(key) is scope:
+                del self._scopes[key]
+                del self._listening[key]
+            raise
+        finally:
+            listening.set()  # or failed: a waiting ``add`` must not wait for ever
 
     def remove(self, key: str) -> None:
         scope = self._scopes.pop(key, None)
+        self._listening.pop(key, None)
         if scope is not None:
             scope.cancel()

@@ -4,8 +4,8 @@ Forgejo and Gitea speak the same v1 REST API; the hive needs an admin token
 for it (to create agents' users, their repositories and protections). The
 token lives in a file of its own, never in ``hive.toml``, and that file must
 be private to the hive's owner: a token anyone on the machine could read
-would hand every agent the forge. Only the coordinator reads it (issue #14:
-hosts hold no hive-wide credentials), so an agent host's ``hive.toml`` needs
+would hand every agent the forge. Only the coordinator reads it (hosts hold
+no hive-wide credentials), so an agent host's ``hive.toml`` needs
 ``url`` only; agents' hosts get each agent's own token from the coordinator.
 """
 
@@ -27,17 +27,36 @@ class ForgeConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    url: str = Field(description="Base URL of the Forgejo/Gitea instance, e.g. https://git.example")
+    url: str = Field(
+        description="Base URL of the Forgejo/Gitea instance, e.g. https://git.example."
+    )
     admin_token_file: Path | None = Field(
         default=None,
         description="File holding an admin token (mode 0600); read by the coordinator only.",
     )
-    org: str = "agents"
-    operator_team: str = "Owners"
-    user_prefix: str = ""
-    email_domain: str = "hyperhive.invalid"
-    poll_seconds: float = Field(default=30.0, gt=0)
-    poll_backoff_max: float = Field(default=300.0, gt=0)
+    org: str = Field(
+        default="agents", description="The organisation where agents' repositories live."
+    )
+    operator_team: str = Field(
+        default="Owners",
+        description="The org team whose approval a merge to a default branch needs.",
+    )
+    user_prefix: str = Field(
+        default="",
+        description="Prefix of agents' forge user names, e.g. agent- if agent names clash "
+        "with people's.",
+    )
+    email_domain: str = Field(
+        default="hyperhive.invalid", description="Domain of agents' forge users' e-mail addresses."
+    )
+    poll_seconds: float = Field(
+        default=30.0, gt=0, description="How often an agent's notifications are polled."
+    )
+    poll_backoff_max: float = Field(
+        default=300.0,
+        gt=0,
+        description="The longest wait between polls while the forge is unreachable.",
+    )
 
     @field_validator("url")
     @classmethod

@@ -16,9 +16,14 @@ __all__ = ["CreateRepoArgs", "ForgeCaller", "create_repo"]
 
 
 class ForgeCaller(Protocol):
-    name: str
-    forge: AgentForge | None
-    forge_problem: str | None
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def forge(self) -> AgentForge | None: ...
+
+    @property
+    def forge_problem(self) -> str | None: ...
 
 
 async def create_repo(agent: ForgeCaller, a: CreateRepoArgs) -> str:
@@ -26,7 +31,7 @@ async def create_repo(agent: ForgeCaller, a: CreateRepoArgs) -> str:
         raise ForgeNotConfigured(
             agent.forge_problem
             or "no forge is configured for this hive: the operator sets [forge] url and "
-            "admin_token_file in hive.toml (README, 'Forge')"
+            "admin_token_file in hive.toml (docs/forge.md)"
         )
     repo = await agent.forge.create_repo(a.name, a.description, a.private)
     return (

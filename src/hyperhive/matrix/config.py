@@ -3,7 +3,7 @@
 The hive administers the homeserver with either its registration shared
 secret or an admin access token, each in a file of its own that only the
 hive's user can read (never in ``hive.toml``, which agents' users may read).
-Only the coordinator reads it (issue #14): an agent host's ``hive.toml`` may
+Only the coordinator reads it: an agent host's ``hive.toml`` may
 name neither, and gets each agent's own access token from the coordinator.
 """
 
@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hyperhive.errors import ConfigError
+from hyperhive.matrix.ids import ROOM_FORMS, is_room_ref
 from hyperhive.secretfile import read_secret_file
 
 __all__ = [
@@ -27,7 +28,6 @@ __all__ = [
 ]
 
 USER_ID_RE = re.compile(r"@[a-z0-9._=/+-]+:[A-Za-z0-9.:-]+")
-_ROOM_RE = re.compile(r"[!#][^:\s]+:[A-Za-z0-9.:-]+")
 
 
 class MatrixConfig(BaseModel):
@@ -35,7 +35,7 @@ class MatrixConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    homeserver: str = Field(description="Client-server API base URL, e.g. https://matrix.example")
+    homeserver: str = Field(description="Client-server API base URL, e.g. https://matrix.example.")
     server_name: str | None = Field(
         default=None,
         description="The server name in Matrix IDs (default: the homeserver URL's host).",
@@ -54,8 +54,14 @@ class MatrixConfig(BaseModel):
         pattern=r"^[a-z0-9][a-z0-9._-]{0,30}$",
         description="Prefix of agents' IDs: @<hive>-<agent>:<server_name>.",
     )
-    sync_timeout_seconds: float = Field(default=30.0, gt=0, le=300)
-    backoff_max: float = Field(default=60.0, gt=0)
+    sync_timeout_seconds: float = Field(
+        default=30.0, gt=0, le=300, description="The /sync long-poll's timeout."
+    )
+    backoff_max: float = Field(
+        default=60.0,
+        gt=0,
+        description="The longest wait between retries while the homeserver is unreachable.",
+    )
 
     @field_validator("homeserver")
     @classmethod
@@ -114,7 +120,11 @@ class AgentMatrixConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    enabled: bool = False
+    enabled: bool = Field(
+        default=False,
+        description="Give the agent an account on the hive's homeserver, its mcp__matrix__* "
+        "tools and wakes.",
+    )
     wake_rooms: list[str] = Field(
         default_factory=list,
         description="Rooms (IDs or aliases) where every message wakes the agent, not only "
@@ -129,8 +139,8 @@ class AgentMatrixConfig(BaseModel):
     @classmethod
     def _rooms(cls, v: list[str]) -> list[str]:
         for room in v:
-            if not _ROOM_RE.fullmatch(room):
-                raise ValueError(f"wake_rooms: {room!r} is not a room ID (!x:server) or alias")
+            if not is_room_ref(room):
+                raise ValueError(f"wake_rooms: {room!r} is not {ROOM_FORMS}")
         return v
 
     @field_validator("allowed_inviters")

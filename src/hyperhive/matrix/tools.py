@@ -18,6 +18,7 @@ from hyperhive.config import MATRIX_SERVER, AgentConfig
 from hyperhive.matrix.agent import AgentMatrix, nio_call
 from hyperhive.matrix.config import USER_ID_RE
 from hyperhive.matrix.errors import MatrixError, MatrixNotConfigured
+from hyperhive.matrix.ids import ROOM_FORMS, is_room_ref
 from hyperhive.tools.decl import NoArgs
 from hyperhive.tools.matrix import TOOLS, ReadArgs, RoomArgs, SendArgs
 
@@ -27,10 +28,17 @@ READ_BODY_CHARS = 8_000
 
 
 class MatrixCaller(Protocol):
-    name: str
-    config: AgentConfig
-    matrix: AgentMatrix | None
-    matrix_problem: str | None
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def config(self) -> AgentConfig: ...
+
+    @property
+    def matrix(self) -> AgentMatrix | None: ...
+
+    @property
+    def matrix_problem(self) -> str | None: ...
 
 
 def _matrix(agent: MatrixCaller) -> AgentMatrix:
@@ -38,7 +46,7 @@ def _matrix(agent: MatrixCaller) -> AgentMatrix:
         raise MatrixNotConfigured(
             agent.matrix_problem
             or "no homeserver is configured for this hive: the operator sets [matrix] in "
-            "hive.toml (README, 'Talk to your agents from Matrix')"
+            "hive.toml (docs/matrix.md)"
         )
     return agent.matrix
 
@@ -51,8 +59,14 @@ def render_html(text: str) -> str:
     return html.strip()
 
 
+def _check_room(room: str) -> str:
+    if not is_room_ref(room):
+        raise MatrixError(f"{room!r} is not {ROOM_FORMS}; mcp__matrix__rooms lists your rooms")
+    return room
+
+
 async def _room_id(m: AgentMatrix, room: str) -> str:
-    if not room.startswith("#"):
+    if not _check_room(room).startswith("#"):
         return room
     client = await m.client()
     resp = await nio_call(m.homeserver, f"resolving {room}", client.room_resolve_alias(room))
@@ -163,7 +177,7 @@ async def _rooms(agent: MatrixCaller, a: NoArgs) -> str:
 async def _join(agent: MatrixCaller, a: RoomArgs) -> str:
     m = _matrix(agent)
     client = await m.client()
-    resp = await nio_call(m.homeserver, f"joining {a.room}", client.join(a.room))
+    resp = await nio_call(m.homeserver, f"joining {a.room}", client.join(_check_room(a.room)))
     await m.drop_pending(str(resp.room_id))
     return f"joined {a.room} (room {resp.room_id})"
 

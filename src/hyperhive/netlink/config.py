@@ -23,16 +23,16 @@ class HostLinkConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    listen: str = Field(description='HOST:PORT to listen on, e.g. "0.0.0.0:7443"')
-    tls_cert: Path | None = Field(default=None, description="PEM certificate (chain) file")
-    tls_key: Path | None = Field(default=None, description="PEM private key file")
+    listen: str = Field(description='HOST:PORT to listen on, e.g. "0.0.0.0:7443".')
+    tls_cert: Path | None = Field(default=None, description="PEM certificate (chain) file.")
+    tls_key: Path | None = Field(default=None, description="PEM private key file.")
     lease_seconds: float = Field(
         default=15.0,
         ge=1.0,
         le=3600.0,
         description=(
-            "how long a remote host holds its agents without a heartbeat (it sends one "
-            "every third of this); past it they show as lost"
+            "How long a remote host holds its agents without a heartbeat (it sends one "
+            "every third of this); past it they show as lost."
         ),
     )
 

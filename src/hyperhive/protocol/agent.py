@@ -18,7 +18,7 @@ from hyperhive.protocol.base import (
     WaitResult,
     _Out,
 )
-from hyperhive.protocol.budget import RecordSpendReq, RunSpend
+from hyperhive.protocol.budget import ModelSpend, RecordSpendReq, RunSpend
 from hyperhive.tools.approvals import RequestApplyCommitReq
 from hyperhive.tools.catalog import wire_requests
 from hyperhive.tools.diagnostics import GetHostJournalReq, GetLogsReq, HostJournal
@@ -95,6 +95,8 @@ class Attached(_Out):
 
 class TurnEnded(_Out):
     compact_pending: bool
+    # What the turn's run was counted at (None: the turn_end carried no spend).
+    spend: ModelSpend | None = None
 
 
 class Cleared(_Out):
@@ -128,8 +130,7 @@ class TurnEndReq(Req[TurnEnded]):
     handled: list[RowId] = Field(default_factory=list, max_length=10_000)
     context_usage: float | None = Field(default=None, ge=0)
     session_id: str | None = None
-    cost_usd: float | None = None
-    # The run's spend (tokens too), counted once per run_id to the agent's budget.
+    # What the run reported about its cost; counted once per run_id to the agent's budget.
     spend: RunSpend | None = None
 
 

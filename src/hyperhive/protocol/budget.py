@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from hyperhive.budgets import LimitKey
 from hyperhive.protocol.base import Req, _Out
+from hyperhive.runcost import Figures
 
 __all__ = [
     "BudgetScope",
     "BudgetView",
+    "ModelSpend",
     "OpBudgetReq",
     "OpBudgetSetReq",
     "OpSpendReq",
@@ -26,9 +28,52 @@ __all__ = [
 ]
 
 
-class RunSpend(BaseModel):
-    """What one claude run cost, from its ``result`` event.
+_MAX_USD = 1e9
+_MAX_TOKENS = 1 << 50
 
+
+class ModelSpend(BaseModel):
+    """One model's figures: USD and the four kinds of tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # Bounded so a stored sum stays exact (and fits a 64-bit column) whatever is reported.
+    cost_usd: float = Field(default=0.0, ge=0, le=_MAX_USD, allow_inf_nan=False)
+    input_tokens: int = Field(default=0, ge=0, le=_MAX_TOKENS)
+    output_tokens: int = Field(default=0, ge=0, le=_MAX_TOKENS)
+    cache_read_tokens: int = Field(default=0, ge=0, le=_MAX_TOKENS)
+    cache_creation_tokens: int = Field(default=0, ge=0, le=_MAX_TOKENS)
+
+    def figures(self) -> Figures:
+        return Figures(
+            self.cost_usd,
+            self.input_tokens,
+            self.output_tokens,
+            self.cache_read_tokens,
+            self.cache_creation_tokens,
+        )
+
+    @classmethod
+    def of(cls, figures: Figures) -> ModelSpend:
+        return cls(
+            cost_usd=figures.usd,
+            input_tokens=figures.input_tokens,
+            output_tokens=figures.output_tokens,
+            cache_read_tokens=figures.cache_read_tokens,
+            cache_creation_tokens=figures.cache_creation_tokens,
+        )
+
+
+ModelName = Annotated[str, StringConstraints(max_length=200)]
+
+
+class RunSpend(BaseModel):
+    """What one claude run reported about its cost: its session's totals after it.
+
+    ``session_totals`` is claude's ``modelUsage`` as the run's ``result``
+    reported it — per model, what the *session* has cost so far (empty: the
+    run reported none). The coordinator counts the run's own figures, the
+    difference to the session's previous totals (:mod:`hyperhive.runcost`).
     ``run_id`` is the harness's name for the run (random, per run): the
     coordinator counts a run once however often its report is resent.
     """
@@ -37,15 +82,16 @@ class RunSpend(BaseModel):
 
     run_id: str = Field(min_length=8, max_length=80, pattern=r"^[A-Za-z0-9_.:-]+$")
     kind: Literal["turn", "compaction", "subagent"] = "turn"
-    cost_usd: float = Field(default=0.0, ge=0)
-    input_tokens: int = Field(default=0, ge=0)
-    output_tokens: int = Field(default=0, ge=0)
-    cache_read_tokens: int = Field(default=0, ge=0)
-    cache_creation_tokens: int = Field(default=0, ge=0)
+    session_id: str | None = Field(default=None, max_length=200)
+    session_totals: dict[ModelName, ModelSpend] = Field(default_factory=dict, max_length=64)
+
+    def totals(self) -> dict[str, Figures]:
+        return {model: spend.figures() for model, spend in self.session_totals.items()}
 
 
 class SpendRecorded(_Out):
     recorded: bool  # False: this run was already counted
+    spend: ModelSpend  # what the run was counted at (its own figures, summed over models)
 
 
 class RecordSpendReq(Req[SpendRecorded]):

@@ -8,7 +8,7 @@ keeps the kind greppable in logs and inboxes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
@@ -17,12 +17,18 @@ from pydantic import (
 )
 
 from hyperhive.protocol.base import _Out
+from hyperhive.tools.groups import ToolGroup
 
 # ---- helper events --------------------------------------------------------
 
 
 class _Event(_Out):
     agent: str
+
+    @property
+    def key(self) -> str:
+        """The todo this event is filed as (for a recipient, one per kind and agent)."""
+        return f"{self.model_dump()['event']}:{self.agent}"
 
 
 class ContainerCrash(_Event):
@@ -65,6 +71,33 @@ class ConfigReady(_Event):
     event: Literal["config_ready"] = "config_ready"
 
 
+class LostAgent(_Out):
+    """One agent of a lost host, and what became of it."""
+
+    agent: str
+    # waits: for its host to come back; replaced: re-placed on ``host``; stuck: to be
+    # re-placed, but no other host is connected yet.
+    outcome: Literal["waits", "replaced", "stuck"] = "waits"
+    host: str | None = None
+
+
+class HostLost(_Out):
+    """A host went with several agents of one manager: one notice for them all.
+
+    ``died``: a local host's process ended (its agents start again when it is
+    back); ``lease_expired``: a remote host went silent past its lease.
+    """
+
+    event: Literal["host_lost"] = "host_lost"
+    host: str
+    cause: Literal["died", "lease_expired"]
+    agents: list[LostAgent]
+
+    @property
+    def key(self) -> str:
+        return f"host_lost:{self.host}"
+
+
 HelperEvent = Annotated[
     ContainerCrash
     | ApprovalResolved
@@ -74,23 +107,58 @@ HelperEvent = Annotated[
     | Destroyed
     | NeedsLogin
     | LoggedIn
-    | ConfigReady,
+    | ConfigReady
+    | HostLost,
     Field(discriminator="event"),
 ]
 
 # Inbox-worthy events go to the submitter's inbox; the rest become todos.
-INBOX_EVENTS = frozenset({"container_crash", "approval_resolved"})
+INBOX_EVENTS = frozenset({"container_crash", "approval_resolved", "host_lost"})
+# The most agents a host_lost notice names; the rest are counted.
+LOST_NAMED = 20
 
 
-def _crash(e: ContainerCrash) -> str:
+def _crash(e: ContainerCrash, groups: Collection[ToolGroup]) -> str:
     why = f": {e.reason}" if e.reason else ""
+    log = "Read its log (get_logs), then restart" if ToolGroup.DIAGNOSTICS in groups else "Restart"
     return (
-        f"{e.agent} crashed{why}. Read its log (get_logs), then restart it or fix its "
-        "config; tell the operator if it keeps crashing."
+        f"{e.agent} crashed{why}. {log} it or fix its config; tell the operator if it keeps "
+        "crashing."
     )
 
 
-def _resolved(e: ApprovalResolved) -> str:
+def _names(agents: list[str]) -> str:
+    more = f" and {len(agents) - LOST_NAMED} more" if len(agents) > LOST_NAMED else ""
+    return ", ".join(agents[:LOST_NAMED]) + more
+
+
+def _host_lost(e: HostLost, groups: Collection[ToolGroup]) -> str:
+    if e.cause == "died":
+        return (
+            f"Agent host {e.host} stopped, and with it {_names([a.agent for a in e.agents])}. "
+            "They start again when it is back, their unfinished mail redelivered; if it "
+            "stays down, tell the operator."
+        )
+    parts = []
+    waits = [a.agent for a in e.agents if a.outcome == "waits"]
+    if waits:
+        parts.append(f"{_names(waits)} wait for it to come back (on_host_loss = wait)")
+    parts.extend(
+        f"{a.agent} runs again on {a.host}, fresh from its config and inbox (its notes and "
+        f"session stay on {e.host}): send it what it must know"
+        for a in e.agents
+        if a.outcome == "replaced"
+    )
+    stuck = [a.agent for a in e.agents if a.outcome == "stuck"]
+    if stuck:
+        parts.append(f"{_names(stuck)} start on another host once one connects")
+    return (
+        f"Agent host {e.host} is lost (its lease expired): " + "; ".join(parts) + ". "
+        "Tell whoever waits on their work; the operator sees the host."
+    )
+
+
+def _resolved(e: ApprovalResolved, groups: Collection[ToolGroup]) -> str:
     why = f" ({e.reason})" if e.reason else ""
     if e.approved:
         return (
@@ -103,21 +171,29 @@ def _resolved(e: ApprovalResolved) -> str:
     )
 
 
-_DESCRIBE: dict[type[BaseModel], Callable[[Any], str]] = {
+def _config_ready(e: ConfigReady, groups: Collection[ToolGroup]) -> str:
+    how = (
+        ": edit its agent.toml there and request_apply_commit to change it"
+        if ToolGroup.APPROVALS in groups
+        else ""
+    )
+    return f"{e.agent}'s proposed config repo is ready{how}."
+
+
+# Each sentence names only tools the recipient (holding ``groups``) has.
+_DESCRIBE: dict[type[BaseModel], Callable[[Any, Collection[ToolGroup]], str]] = {
     ContainerCrash: _crash,
     ApprovalResolved: _resolved,
-    Spawned: lambda e: f"{e.agent} was spawned and is idle: send it its task.",
-    Rebuilt: lambda e: f"{e.agent} was rebuilt with its applied config and is running again.",
-    Killed: lambda e: f"{e.agent} was stopped; its mail waits until start brings it back.",
-    Destroyed: lambda e: f"{e.agent} was destroyed for good; stop sending it work.",
-    NeedsLogin: lambda e: (
+    HostLost: _host_lost,
+    Spawned: lambda e, g: f"{e.agent} was spawned and is idle: send it its task.",
+    Rebuilt: lambda e, g: f"{e.agent} was rebuilt with its applied config and is running again.",
+    Killed: lambda e, g: f"{e.agent} was stopped; its mail waits until start brings it back.",
+    Destroyed: lambda e, g: f"{e.agent} was destroyed for good; stop sending it work.",
+    NeedsLogin: lambda e, g: (
         f"{e.agent} cannot reach the model (claude needs a login or API key); tell the operator."
     ),
-    LoggedIn: lambda e: f"{e.agent} is logged in again and back at work.",
-    ConfigReady: lambda e: (
-        f"{e.agent}'s proposed config repo is ready: edit its agent.toml there and "
-        "request_apply_commit to change it."
-    ),
+    LoggedIn: lambda e, g: f"{e.agent} is logged in again and back at work.",
+    ConfigReady: _config_ready,
 }
 
 
@@ -127,10 +203,11 @@ if _MISSING:
     raise TypeError(f"helper events without a description: {_MISSING}")
 
 
-def describe(event: BaseModel) -> str:
-    """``[<event>] <what happened>. <what to do next>.`` for the model to read. Pure."""
+def describe(event: BaseModel, groups: Collection[ToolGroup] = ToolGroup.ALL) -> str:
+    """``[<event>] <what happened>. <what to do next>.`` for a recipient holding ``groups``
+    to read (it names no tool the recipient lacks). Pure."""
     render = _DESCRIBE.get(type(event))
     if render is None:
         raise TypeError(f"not a helper event: {type(event).__name__}")
-    kind = event.model_dump()["event"]
-    return f"[{kind}] {render(event)}"
+    kind = getattr(event, "event", None)
+    return f"[{kind}] {render(event, groups)}"

@@ -10,6 +10,7 @@ from pydantic import (
 )
 
 from hyperhive.config import AgentConfig
+from hyperhive.protocol.approvals import PayloadView
 from hyperhive.protocol.base import (
     Acked,
     ApprovalRequested,
@@ -144,10 +145,11 @@ class EffectiveView(_Out):
 
 
 class ApprovalDetail(ApprovalView):
-    """An approval with what was asked and, for config changes, the diff to apply
-    and ``effective``: what approving makes of the agent."""
+    """An approval with what was asked (its kind's model, or the row as stored and why
+    it cannot be carried out) and, for config changes, the diff to apply and
+    ``effective``: what approving makes of the agent."""
 
-    payload: dict[str, JsonValue]
+    payload: PayloadView
     diff: str | None = None
     effective: EffectiveView | None = None
 

@@ -4,7 +4,8 @@ An agent's proposed config repo, its state, home and workspace, and its
 system user are on the disk (and in the user database) of its host, never
 the coordinator's (#14: no shared disk). The coordinator asks that host —
 the agent's durable placement, even while the agent is stopped — with the
-one-answer asks of :mod:`hyperhive.protocol.hostreads`:
+one-answer asks (:class:`~hyperhive.protocol.hostreads.Ask`) of
+:mod:`hyperhive.protocol.hostreads`, each naming the model of its answer:
 
 - ``repo_write``: make the agent's directories and proposed repo if missing,
   and commit ``agent.toml`` (or, ``missing_only``, only seed a repo not there);
@@ -26,12 +27,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hyperhive.protocol.base import _Out, _Req
-from hyperhive.protocol.hostreads import AGENT_NAME
+from hyperhive.protocol.base import _Out
+from hyperhive.protocol.hostreads import AGENT_NAME, Ask
 
 __all__ = [
     "AgentTrashAsk",
-    "HostDiskCommand",
+    "HostDiskAsk",
     "MirrorWriteAsk",
     "MirrorWriters",
     "MirrorsKeepAsk",
@@ -50,30 +51,18 @@ __all__ = [
 MAX_CONFIG = 256 * 1024
 
 
-class RepoWriteAsk(_Req):
-    cmd: Literal["repo_write"]
-    ask: int
-    agent: AGENT_NAME
-    text: str = Field(max_length=MAX_CONFIG)
-    message: str = Field(min_length=1, max_length=2000)
-    # Seed a repo that is not there yet; one that is keeps its commits untouched.
-    missing_only: bool = False
-
-
 class RepoWritten(_Out):
     commit: str  # the repo's head after the write
     changed: bool  # whether this write made a commit
 
 
-class RepoShowAsk(_Req):
-    cmd: Literal["repo_show"]
-    ask: int
+class RepoWriteAsk(Ask[RepoWritten]):
+    cmd: Literal["repo_write"]
     agent: AGENT_NAME
-    commit: str = Field(min_length=1, max_length=64)
-    path: Literal["agent.toml"] = "agent.toml"
-    # Read this host's mirror of the agent's repo (an ancestor here committed in it),
-    # never its real one; and, without it, never a mirror.
-    mirror: bool = False
+    text: str = Field(max_length=MAX_CONFIG)
+    message: str = Field(min_length=1, max_length=2000)
+    # Seed a repo that is not there yet; one that is keeps its commits untouched.
+    missing_only: bool = False
 
 
 class RepoFile(_Out):
@@ -82,10 +71,24 @@ class RepoFile(_Out):
     subject: str = ""  # that commit's subject line
 
 
-class ReposMissingAsk(_Req):
+class RepoShowAsk(Ask[RepoFile]):
+    cmd: Literal["repo_show"]
+    agent: AGENT_NAME
+    commit: str = Field(min_length=1, max_length=64)
+    path: Literal["agent.toml"] = "agent.toml"
+    # Read this host's mirror of the agent's repo (an ancestor here committed in it),
+    # never its real one; and, without it, never a mirror.
+    mirror: bool = False
+
+
+class ReposMissingAsk(Ask[list[str]]):
+    """Which of ``agents`` have no proposed repo of their own on this host."""
+
     cmd: Literal["repos_missing"]
-    ask: int
     agents: list[AGENT_NAME] = Field(max_length=100_000)
+
+    def subject(self) -> str:
+        return f" for {len(self.agents)} agent(s)"
 
 
 class RepoAcl(BaseModel):
@@ -95,22 +98,23 @@ class RepoAcl(BaseModel):
     writers: list[AGENT_NAME] = Field(max_length=64)
 
 
-class RepoAclAsk(_Req):
+class RepoAclAsk(Ask[None]):
     cmd: Literal["repo_acl"]
-    ask: int
     repos: list[RepoAcl] = Field(max_length=100_000)
     # Every agent of the hive: entries for these users are the hive's to revoke.
     hive_agents: list[AGENT_NAME] = Field(max_length=100_000)
 
-
-class AgentTrashAsk(_Req):
-    cmd: Literal["agent_trash"]
-    ask: int
-    agent: AGENT_NAME
+    def subject(self) -> str:
+        return f" for {len(self.repos)} config repo(s)"
 
 
 class Trashed(_Out):
     moved_to: str | None  # where its directories went on the host; None: it had none
+
+
+class AgentTrashAsk(Ask[Trashed]):
+    cmd: Literal["agent_trash"]
+    agent: AGENT_NAME
 
 
 class MirrorWriters(BaseModel):
@@ -120,24 +124,27 @@ class MirrorWriters(BaseModel):
     writers: list[AGENT_NAME] = Field(min_length=1, max_length=64)
 
 
-class MirrorsKeepAsk(_Req):
+class MirrorsKept(_Out):
+    # Each kept mirror's source: the real repo's head it was last brought to.
+    sources: dict[str, str]
+
+
+class MirrorsKeepAsk(Ask[MirrorsKept]):
     cmd: Literal["mirrors_keep"]
-    ask: int
     # The mirrors this host is to keep, with their writers; any other mirror goes.
     mirrors: list[MirrorWriters] = Field(max_length=100_000)
     # Every agent of the hive: entries for these users are the hive's to revoke, and a
     # mirror of an agent not among them (destroyed) takes its user here with it.
     hive_agents: list[AGENT_NAME] = Field(max_length=100_000)
 
-
-class MirrorsKept(_Out):
-    # Each kept mirror's source: the real repo's head it was last brought to.
-    sources: dict[str, str]
+    def subject(self) -> str:
+        return f" for {len(self.mirrors)} config repo mirror(s)"
 
 
-class MirrorWriteAsk(_Req):
+class MirrorWriteAsk(Ask[RepoWritten]):
+    """A mirror's ``agent.toml`` brought to its real repo's head: the commit it made."""
+
     cmd: Literal["mirror_write"]
-    ask: int
     agent: AGENT_NAME
     writers: list[AGENT_NAME] = Field(min_length=1, max_length=64)
     text: str = Field(max_length=MAX_CONFIG)
@@ -145,7 +152,7 @@ class MirrorWriteAsk(_Req):
     source_host: str = Field(min_length=1, max_length=200)  # the host holding that repo
 
 
-HostDiskCommand = (
+HostDiskAsk = (
     RepoWriteAsk
     | RepoShowAsk
     | ReposMissingAsk
@@ -154,3 +161,4 @@ HostDiskCommand = (
     | MirrorsKeepAsk
     | MirrorWriteAsk
 )
+"""This module's asks, as members of the host link's ``LinkCommand``."""

@@ -4,8 +4,11 @@ An agent's log, its host's own journal, its live turn state and turn stream
 live on the host's disk and in its memory, not the coordinator's (#14: no
 shared disk). Two shapes, both pushed to the host like ``activate``:
 
-- an *ask* (``log_tail``, ``host_journal``, ``agent_snapshot``) carries an
-  ``ask`` number; the host answers it once with the ``answer`` request;
+- an *ask* (an :class:`Ask`: ``log_tail``, ``host_journal``, ``agent_snapshot``,
+  and those of :mod:`.hostdisk`) carries an ``ask`` number and names the model
+  of its answer (``class LogTailAsk(Ask[HostTail])``); the host answers it once
+  with the ``answer`` request, whose ``result`` the coordinator validates into
+  that model (``core/hostcalls.py``);
 - a *stream* (``events_follow``) carries a ``stream`` number; the host sends
   ``stream_items`` one batch at a time, each acknowledged before the next
   (the coordinator holds the acknowledgement while its reader is behind:
@@ -18,25 +21,27 @@ link: the coordinator checks, the numbers are not trusted.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import Field, JsonValue
 
-from hyperhive.protocol.base import Req, _Out, _Req
+from hyperhive.protocol.base import MatrixAccountView, Req, TurnStateName, _Out
 from hyperhive.protocol.wire import ErrorInfo
 
 __all__ = [
     "AGENT_NAME",
     "AgentSnapshot",
     "AgentSnapshotAsk",
+    "Ask",
     "EventsFollowCmd",
     "HostJournalAsk",
-    "HostReadCommand",
+    "HostReadAsk",
     "HostTail",
     "LinkAnswerReq",
     "LinkStreamEndReq",
     "LinkStreamItemsReq",
     "LogTailAsk",
+    "StreamCommand",
     "StreamStopCmd",
 ]
 
@@ -45,17 +50,20 @@ AGENT_NAME = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,63}$")]
 # The most events one ``stream_items`` batch carries.
 MAX_BATCH = 256
 
+R = TypeVar("R")
 
-class LogTailAsk(_Req):
-    """The last ``lines`` of ``agent``'s log, or (``after``) the lines written since a
-    cursor the host handed out, waiting up to ``wait`` seconds for one."""
 
-    cmd: Literal["log_tail"]
+class Ask(Req[R], Generic[R]):
+    """A coordinator → host ask: answered once, by ``answer`` with this ``ask`` number,
+    with an ``R`` (the host's table checks its handler returns one)."""
+
+    cmd: str  # each ask's own literal: the union's discriminator
     ask: int
-    agent: AGENT_NAME
-    lines: int = Field(default=100, ge=0, le=5000)
-    after: str | None = Field(default=None, max_length=200)
-    wait: float = Field(default=0.0, ge=0.0, le=30.0)
+
+    def subject(self) -> str:
+        """What it is about, for an error message: `` for <agent>``, or nothing."""
+        agent = getattr(self, "agent", None)
+        return f" for {agent}" if isinstance(agent, str) else ""
 
 
 class HostTail(_Out):
@@ -66,29 +74,45 @@ class HostTail(_Out):
     found: bool  # whether this host has a log for the agent at all
 
 
-class HostJournalAsk(_Req):
+class LogTailAsk(Ask[HostTail]):
+    """The last ``lines`` of ``agent``'s log, or (``after``) the lines written since a
+    cursor the host handed out, waiting up to ``wait`` seconds for one."""
+
+    cmd: Literal["log_tail"]
+    agent: AGENT_NAME
+    lines: int = Field(default=100, ge=0, le=5000)
+    after: str | None = Field(default=None, max_length=200)
+    wait: float = Field(default=0.0, ge=0.0, le=30.0)
+
+
+class HostJournalAsk(Ask[list[str]]):
     """The host's own log, last ``lines`` of it."""
 
     cmd: Literal["host_journal"]
-    ask: int
     lines: int = Field(default=100, ge=1, le=5000)
 
 
-class AgentSnapshotAsk(_Req):
+class AgentSnapshot(_Out):
+    """An agent's turn state as its host holds it (the per-agent API's ``/state``)."""
+
+    agent: str
+    turn_state: TurnStateName
+    turn_state_since: float
+    last_turn: dict[str, JsonValue] | None = None  # outcome, cost_usd, num_turns, usage
+    context_usage: float | None = None
+    session_id: str | None = None
+    status_text: str = ""
+    matrix: MatrixAccountView | None = None  # its Matrix account, when it has one
+
+
+class AgentSnapshotAsk(Ask[AgentSnapshot]):
     """``agent``'s authoritative turn state, as the host's per-agent API shows it."""
 
     cmd: Literal["agent_snapshot"]
-    ask: int
     agent: AGENT_NAME
 
 
-class AgentSnapshot(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    turn_state: str
-    turn_state_since: float
-
-
-class EventsFollowCmd(_Req):
+class EventsFollowCmd(Req[None]):
     """Stream ``agent``'s turn events (its kept history first) as ``stream_items``."""
 
     cmd: Literal["events_follow"]
@@ -96,14 +120,18 @@ class EventsFollowCmd(_Req):
     agent: AGENT_NAME
 
 
-class StreamStopCmd(_Req):
+class StreamStopCmd(Req[None]):
     """The coordinator's reader went away: stop feeding ``stream``."""
 
     cmd: Literal["stream_stop"]
     stream: int
 
 
-HostReadCommand = LogTailAsk | HostJournalAsk | AgentSnapshotAsk | EventsFollowCmd | StreamStopCmd
+HostReadAsk = LogTailAsk | HostJournalAsk | AgentSnapshotAsk
+"""This module's asks, as members of the host link's ``LinkCommand``."""
+
+StreamCommand = EventsFollowCmd | StreamStopCmd
+"""This module's stream commands, likewise."""
 
 
 class LinkAnswerReq(Req[None]):

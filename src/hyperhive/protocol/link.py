@@ -10,17 +10,15 @@ from pydantic import (
 )
 
 from hyperhive.config import AgentConfig
-from hyperhive.protocol.base import Req, TurnStateName, _Out, _Req
-from hyperhive.protocol.hostdisk import HostDiskCommand
+from hyperhive.protocol.base import Req, TurnStateName, _Out
+from hyperhive.protocol.hostdisk import HostDiskAsk
 from hyperhive.protocol.hostreads import (
-    AgentSnapshotAsk,
-    EventsFollowCmd,
-    HostJournalAsk,
+    Ask,
+    HostReadAsk,
     LinkAnswerReq,
     LinkStreamEndReq,
     LinkStreamItemsReq,
-    LogTailAsk,
-    StreamStopCmd,
+    StreamCommand,
 )
 from hyperhive.protocol.move import (
     LinkMoveDroppedReq,
@@ -86,6 +84,7 @@ class LinkAgentStateReq(Req[None]):
     """The host reports an agent's turn state (Idle/WaitingSlot/Thinking/Compacting).
 
     ``waiting_slot``: woken, queued for one of the host's claude slots since ``since``.
+    A report of an incarnation other than the agent's current one is ignored.
     """
 
     cmd: Literal["agent_state"]
@@ -95,6 +94,9 @@ class LinkAgentStateReq(Req[None]):
     needs_login: bool = False
     # Why the host cannot start this agent's claude (and what to do): no turns until fixed.
     launch_problem: str | None = None
+    # The activation reporting: a runtime the coordinator has since replaced (its last
+    # "stopped" arrives after the next activation) is not the agent's state any more.
+    incarnation: int | None = None
 
 
 class LinkAgentCrashedReq(Req[None]):
@@ -162,7 +164,7 @@ LinkRequest = Annotated[
 ]
 
 
-class ActivateCmd(_Req):
+class ActivateCmd(Req[None]):
     cmd: Literal["activate"]
     agent: str
     config: AgentConfig
@@ -171,7 +173,7 @@ class ActivateCmd(_Req):
     incarnation: int = 0
 
 
-class DeactivateCmd(_Req):
+class DeactivateCmd(Req[None]):
     cmd: Literal["deactivate"]
     agent: str
     graceful: bool = True
@@ -180,7 +182,7 @@ class DeactivateCmd(_Req):
     fenced: str | None = None
 
 
-class PlaceCmd(_Req):
+class PlaceCmd(Req[None]):
     """The agent's place in the tree changed (a reparent): it keeps running, and its
     next turn, bash task or subagent sees the new parent and descendants."""
 
@@ -190,36 +192,29 @@ class PlaceCmd(_Req):
     descendants: list[str] = Field(default_factory=list)
 
 
-class MetaChangedCmd(_Req):
+class MetaChangedAsk(Ask[None]):
     """Something the agent's ``get_agent_meta`` shows changed (its status): its host
     drops the answer it keeps, then answers ask ``ask`` (``LinkAnswerReq``), so the
     coordinator can hold the change's reply until no stale answer can follow it."""
 
     cmd: Literal["meta_changed"]
     agent: str
-    ask: int | None = None
 
-
-HostAsk = (
-    # The coordinator's reads of the host (protocol.hostreads):
-    LogTailAsk
-    | HostJournalAsk
-    | AgentSnapshotAsk
-    | EventsFollowCmd
-    | StreamStopCmd
-    # What it does in agents' directories for the coordinator (protocol.hostdisk):
-    | HostDiskCommand
-)
-"""The pushes a host's reader answers (``agent/hostreads``), off the link's own loop."""
 
 LinkCommand = Annotated[
+    # Commands: done in order, no answer.
     ActivateCmd
     | DeactivateCmd
     | PlaceCmd
-    | MetaChangedCmd
     | MoveOutCmd
     | MoveInCmd
     | MoveDropCmd
-    | HostAsk,
+    | StreamCommand
+    # Asks (``protocol.hostreads.Ask``): each answered once, by ``answer``, off the loop.
+    | MetaChangedAsk
+    | HostReadAsk
+    | HostDiskAsk,
     Field(discriminator="cmd"),
 ]
+"""What the coordinator pushes to an agent host: one handler each in the host's sealed
+table (``agent/hostasks.py``), whose return type is the member's declared answer."""

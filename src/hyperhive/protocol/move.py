@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from hyperhive.protocol.base import Req, _Out, _Req
+from hyperhive.protocol.base import Req, _Out
 
 __all__ = [
     "MOVE_TIMEOUT",
@@ -44,7 +44,7 @@ _B64 = Field(max_length=(MOVE_CHUNK * 4) // 3 + 8)
 # ---- coordinator → host -------------------------------------------------------------
 
 
-class MoveOutCmd(_Req):
+class MoveOutCmd(Req[None]):
     """To the source: stop the agent (its turn finishes), pack and upload its directory."""
 
     cmd: Literal["move_out"]
@@ -52,7 +52,7 @@ class MoveOutCmd(_Req):
     move_id: str = _ID
 
 
-class MoveInCmd(_Req):
+class MoveInCmd(Req[None]):
     """To the target: fetch the archive, check it, unpack it as the agent's directory."""
 
     cmd: Literal["move_in"]
@@ -62,7 +62,7 @@ class MoveInCmd(_Req):
     sha256: str = _SHA
 
 
-class MoveDropCmd(_Req):
+class MoveDropCmd(Req[None]):
     """To the source, after the target runs the agent: remove the copy it packed."""
 
     cmd: Literal["move_drop"]

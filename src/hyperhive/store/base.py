@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from hyperhive.errors import Conflict, NotFound
+from hyperhive.runcost import Figures
 from hyperhive.store.rows import (
     ActivityRow,
     AgentState,
@@ -52,6 +53,7 @@ from hyperhive.store.rows import (
     ScheduleRow,
     SpendEntry,
     SpendPoint,
+    SpendRun,
     SpendTotal,
     TodoRow,
     TurnRecord,
@@ -637,8 +639,19 @@ class SpendRepo(ABC):
     """
 
     @abstractmethod
-    async def record(self, entry: SpendEntry) -> bool:
-        """Store one run's spend; ``False`` (and nothing changed) if its key is known."""
+    async def record(self, run: SpendRun) -> tuple[SpendEntry, bool]:
+        """Count one run at its own figures; ``(its entry, False)`` if its key is known.
+
+        In one transaction: the run's own figures are
+        :func:`~hyperhive.runcost.run_cost` of its session's previous totals
+        (kept per agent and session id, none for a new session) and the totals
+        it reported, which become the session's previous totals. A run already
+        recorded changes nothing and hands back what it was counted at.
+        """
+
+    @abstractmethod
+    async def session_totals(self, agent: str, session_id: str | None) -> dict[str, Figures]:
+        """The totals ``agent``'s session last reported, per model (empty: none kept)."""
 
     @abstractmethod
     async def totals(self, since: float | None = None) -> dict[str, SpendTotal]:

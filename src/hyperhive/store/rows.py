@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from hyperhive.runcost import Figures, summed
+
 __all__ = [
     "ActivityRow",
     "AgentState",
@@ -37,6 +39,7 @@ __all__ = [
     "ScheduleRow",
     "SpendEntry",
     "SpendPoint",
+    "SpendRun",
     "SpendTotal",
     "TodoRow",
     "TurnRecord",
@@ -347,7 +350,10 @@ class SpendEntry:
     """What one claude run cost, counted to ``agent`` (a subagent's run to its parent).
 
     ``key`` names the run and is unique per agent: recording it twice (a
-    resent ``turn_end``) counts it once.
+    resent ``turn_end``) counts it once. The figures are the run's own
+    (:mod:`hyperhive.runcost`); ``session_usd`` is what claude said the
+    session had cost after the run (``None``: it said nothing, or the row is
+    older than the session being kept).
     """
 
     agent: str
@@ -359,6 +365,18 @@ class SpendEntry:
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_creation_tokens: int = 0
+    session_id: str | None = None
+    session_usd: float | None = None
+
+    def figures(self) -> Figures:
+        """The run's own USD and tokens."""
+        return Figures(
+            self.cost_usd,
+            self.input_tokens,
+            self.output_tokens,
+            self.cache_read_tokens,
+            self.cache_creation_tokens,
+        )
 
     @property
     def tokens(self) -> int:
@@ -367,6 +385,37 @@ class SpendEntry:
             + self.output_tokens
             + self.cache_read_tokens
             + self.cache_creation_tokens
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SpendRun:
+    """One claude run as reported: its session's totals per model after it (none: no result).
+
+    What :meth:`~hyperhive.store.base.SpendRepo.record` turns into a
+    :class:`SpendEntry` of the run's own figures.
+    """
+
+    agent: str
+    key: str
+    kind: str
+    at: float
+    session_id: str | None = None
+    session_totals: Mapping[str, Figures] = field(default_factory=dict)
+
+    def entry(self, own: Figures) -> SpendEntry:
+        return SpendEntry(
+            self.agent,
+            self.key,
+            self.kind,
+            self.at,
+            own.usd,
+            own.input_tokens,
+            own.output_tokens,
+            own.cache_read_tokens,
+            own.cache_creation_tokens,
+            self.session_id,
+            summed(self.session_totals.values()).usd if self.session_totals else None,
         )
 
 

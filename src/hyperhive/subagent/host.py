@@ -1,8 +1,8 @@
 """What subagents need of the agent they belong to.
 
-A Protocol rather than ``AgentRuntime`` itself: the runtime holds its
-``SubagentManager``, so importing the runtime here would close an import cycle
-(agent/runtime ↔ subagent/session).
+A Protocol rather than :class:`~hyperhive.agent.active.AgentSite` itself: the
+active agent holds its ``SubagentManager``, so importing it here would close
+an import cycle (agent/active ↔ subagent/session).
 """
 
 from __future__ import annotations
@@ -19,15 +19,30 @@ __all__ = ["SubagentHost"]
 
 
 class SubagentHost(Protocol):
-    """The parent agent as a subagent sees it (``AgentRuntime`` is one)."""
+    """The parent agent as a subagent sees it (its ``AgentSite`` is one): read-only."""
 
-    name: str
-    config: AgentConfig
-    paths: HivePaths
-    hive: HiveConfig
-    groups: tuple[ToolGroup, ...]
-    base_url: str
-    admission: Admission  # the host's claude slots, which subagents queue for too
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def config(self) -> AgentConfig: ...
+
+    @property
+    def paths(self) -> HivePaths: ...
+
+    @property
+    def hive(self) -> HiveConfig: ...
+
+    @property
+    def groups(self) -> tuple[ToolGroup, ...]: ...
+
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def admission(self) -> Admission:
+        """The host's claude slots, which subagents queue for too."""
+        ...
 
     @property
     def runtime_dir(self) -> Path: ...

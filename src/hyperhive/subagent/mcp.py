@@ -21,10 +21,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from hyperhive.agent.active import ActiveAgent
 from hyperhive.agent.events import EventsBus
 from hyperhive.agent.mcp_surface import Handler, Surface, SurfaceAgent, builtin_gate
-from hyperhive.agent.runtime import AgentRuntime
-from hyperhive.errors import Unavailable
 from hyperhive.permissions import (
     SUBAGENT_CONTROL_SERVER,
     SUBAGENT_SERVER,
@@ -52,39 +51,31 @@ __all__ = [
 ]
 
 
-async def _manager(rt: AgentRuntime) -> SubagentManager:
-    if rt.subagents is None:
-        await rt.services_ready()
-    if rt.subagents is None:
-        raise Unavailable(f"subagents are not running for {rt.name} (agent starting or stopping)")
-    return rt.subagents
-
-
-async def _start(rt: AgentRuntime, a: StartArgs) -> str:
-    rec = await (await _manager(rt)).start(a.prompt, a.name, a.model, a.dir, a.prompt_file)
+async def _start(agent: ActiveAgent, a: StartArgs) -> str:
+    rec = await agent.subagents.start(a.prompt, a.name, a.model, a.dir, a.prompt_file)
     verb = "queued for a free claude slot" if rec.waiting_since is not None else "started"
     return (
-        f"subagent {verb}: id={rec.id} (model {rec.model or rt.config.subagent_model}, "
+        f"subagent {verb}: id={rec.id} (model {rec.model or agent.config.subagent_model}, "
         f"dir {rec.cwd})\nIts result, goal_reached and need_help arrive as todos; "
         f"status({rec.id!r}) meanwhile."
     )
 
 
-async def _continue(rt: AgentRuntime, a: ContinueArgs) -> str:
-    rec = await (await _manager(rt)).resume(a.id, a.prompt)
+async def _continue(agent: ActiveAgent, a: ContinueArgs) -> str:
+    rec = await agent.subagents.resume(a.id, a.prompt)
     return (
         f"subagent {rec.id} continues in its session (run {rec.runs}); its result arrives as a todo"
     )
 
 
-async def _interrupt(rt: AgentRuntime, a: IdArgs) -> str:
-    if await (await _manager(rt)).interrupt(a.id):
+async def _interrupt(agent: ActiveAgent, a: IdArgs) -> str:
+    if await agent.subagents.interrupt(a.id):
         return f"subagent {a.id} interrupted (its process group is stopped); continue() resumes it"
     return f"subagent {a.id} was not running; status({a.id!r}) has its result"
 
 
-async def _status(rt: AgentRuntime, a: IdArgs) -> str:
-    return render_status(await (await _manager(rt)).status(a.id), time.time())
+async def _status(agent: ActiveAgent, a: IdArgs) -> str:
+    return render_status(await agent.subagents.status(a.id), time.time())
 
 
 HANDLERS: dict[str, Handler] = {
@@ -131,20 +122,19 @@ async def _need_help(caller: ControlCaller, a: HelpArgs) -> str:
 CONTROL_HANDLERS: dict[str, Handler] = {"goal_reached": _goal_reached, "need_help": _need_help}
 
 
-def control_surface(runtimes: Callable[[str], AgentRuntime | None]) -> Surface:
+def control_surface(agents: Callable[[str], ActiveAgent | None]) -> Surface:
     """The host's ``subagent_control`` surface; identity = a running subagent's token."""
 
-    def authenticate(rt: AgentRuntime, token: str) -> str | None:
-        sid = rt.subagents.authenticate(token) if rt.subagents is not None else None
-        return f"{rt.name}/{sid}" if sid is not None else None
+    def authenticate(agent: ActiveAgent, token: str) -> str | None:
+        sid = agent.subagents.authenticate(token)
+        return f"{agent.name}/{sid}" if sid is not None else None
 
     def lookup(principal: str) -> ControlCaller | None:
-        agent, _, sid = principal.partition("/")
-        rt = runtimes(agent)
-        manager = rt.subagents if rt is not None else None
-        if rt is None or manager is None or not manager.running(sid):
+        name, _, sid = principal.partition("/")
+        agent = agents(name)
+        if agent is None or not agent.subagents.running(sid):
             return None
-        return ControlCaller(principal, rt.bus, manager, sid)
+        return ControlCaller(principal, agent.bus, agent.subagents, sid)
 
     return Surface(
         SUBAGENT_CONTROL_SERVER, CONTROL_TOOLS, CONTROL_HANDLERS, lookup, authenticate=authenticate

@@ -64,7 +64,7 @@ class SubagentRecord(BaseModel):
     exit_code: int | None = None
     last_output: str = ""
     error: str | None = None
-    cost_usd: float = 0.0
+    cost_usd: float = 0.0  # its runs' own costs, as the coordinator counted them
 
 
 class SubagentTable(BaseModel):

@@ -78,7 +78,8 @@ async def spawn(rt: SubagentHost, rec: SubagentRecord, token: str, log_path: Pat
 async def converse(process: Process, prompt: str, rec: SubagentRecord) -> ResultEvent | None:
     """Send ``prompt`` and read the stream to its end, updating ``rec`` as events arrive.
 
-    Returns the run's ``result`` event (its spend), if claude got that far.
+    Returns the run's ``result`` event (its session's totals: the run's spend is
+    counted from them by the coordinator), if claude got that far.
     """
     assert process.stdin is not None and process.stdout is not None
     try:
@@ -100,7 +101,6 @@ async def converse(process: Process, prompt: str, rec: SubagentRecord) -> Result
             elif isinstance(event, ResultEvent):
                 last = event
                 rec.session_id = event.session_id or rec.session_id
-                rec.cost_usd += event.total_cost_usd
                 if event.result:
                     rec.last_output = keep_output(event.result)
                 if event.is_error:

@@ -40,15 +40,18 @@ import logging
 import secrets
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
 import anyio
 from anyio.abc import Process, TaskGroup, TaskStatus
+from opentelemetry.context import Context
 from pydantic import ValidationError
 
 from hyperhive.agent.activity import ActivitySink
+from hyperhive.agent.launch import subagent_effort, subagent_model
 from hyperhive.agent.sandbox import signal_group
 from hyperhive.agent.spend import SpendSink, subagent_spend
 from hyperhive.agent.stream import ResultEvent
@@ -78,6 +81,7 @@ from hyperhive.subagent.records import (
     todo_key,
 )
 from hyperhive.subagent.run import converse, spawn
+from hyperhive.subagent.spans import record_run, subagent_span
 
 __all__ = ["SUBAGENTS_SUBDIR", "SubagentManager"]
 
@@ -94,6 +98,7 @@ class _Entry:
     waiting: anyio.CancelScope | None = None  # while queued for a claude slot
     interrupted: bool = False
     ended: anyio.Event = field(default_factory=anyio.Event)
+    trace_parent: Context | None = None  # the parent's turn that started this run
 
 
 class SubagentManager:
@@ -106,6 +111,7 @@ class SubagentManager:
         spend: SpendSink | None = None,
         *,
         activity: ActivitySink | None = None,
+        trace_context: Callable[[], Context | None] | None = None,
         max_running: int = 8,
         kill_grace: float = 5.0,
         history: int = 200,
@@ -116,6 +122,7 @@ class SubagentManager:
         self._todos = todos
         self._spend = spend
         self._activity = activity
+        self._trace_context = trace_context
         self._max_running = max_running
         self._kill_grace = kill_grace
         self._history = history
@@ -187,7 +194,8 @@ class SubagentManager:
                 cwd=str(cwd),
                 prompt_file=str(system_file) if system_file else None,
                 started_at=time.time(),
-            )
+            ),
+            trace_parent=self._turn_context(),
         )
         previous = self._entries.pop(sid, None)
         self._entries[sid] = entry
@@ -225,6 +233,7 @@ class SubagentManager:
         rec.exit_code, rec.error, rec.last_output = None, None, ""
         rec.waiting_since = None
         entry.interrupted, entry.ended = False, anyio.Event()
+        entry.trace_parent = self._turn_context()
         try:
             await self._launch(entry, prompt)
         except BaseException:
@@ -332,26 +341,38 @@ class SubagentManager:
         prompt: str,
         task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
-        token = secrets.token_urlsafe(32)
-        process = await spawn(self.rt, entry.record, token, self.dir / f"{entry.record.id}.log")
-        entry.process, entry.token = process, token
-        task_status.started()
-        try:
-            result = await converse(process, prompt, entry.record)
-            code = await process.wait()
-            if result is not None:
-                await self._record_spend(result)
-        except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True):
-                signal_group(process, signal.SIGKILL)
-                await process.wait()
-            raise
-        finally:
-            entry.token = None  # no signal after the run, whatever ended it
-        signal_group(process, signal.SIGKILL)  # an MCP child claude left behind
-        await process.aclose()
-        entry.process = None
-        await self._finish(entry, code)
+        rec, config = entry.record, self.rt.config
+        with subagent_span(
+            self.rt.name,
+            rec.id,
+            rec.runs,
+            subagent_model(config, rec.model),
+            subagent_effort(config),
+            entry.trace_parent,
+        ) as span:
+            token = secrets.token_urlsafe(32)
+            process = await spawn(self.rt, rec, token, self.dir / f"{rec.id}.log")
+            entry.process, entry.token = process, token
+            task_status.started()
+            counted: float | None = None
+            try:
+                result = await converse(process, prompt, rec)
+                code = await process.wait()
+                if result is not None:
+                    counted = await self._record_spend(rec, result)
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    signal_group(process, signal.SIGKILL)
+                    await process.wait()
+                raise
+            finally:
+                entry.token = None  # no signal after the run, whatever ended it
+            signal_group(process, signal.SIGKILL)  # an MCP child claude left behind
+            await process.aclose()
+            entry.process = None
+            await self._finish(entry, code)
+            outcome = rec.status if rec.error is None else "error"
+            record_run(span, outcome, code, result, counted)
 
     async def _finish(self, entry: _Entry, code: int | None) -> None:
         rec = entry.record
@@ -438,13 +459,18 @@ class SubagentManager:
         except Exception:  # the coordinator being away must not lose the subagent itself
             log.warning("could not file the %s todo of subagent %s", kind, sid, exc_info=True)
 
-    async def _record_spend(self, result: ResultEvent) -> None:
+    async def _record_spend(self, rec: SubagentRecord, result: ResultEvent) -> float | None:
+        """Report the run's spend; the run's own cost as the store counted it (None: not
+        reported, so unknown: claude's figure is its session's total, not the run's)."""
         if self._spend is None:
-            return
+            return None
         try:
-            await self._spend.record(subagent_spend(result))
+            counted = await self._spend.record(subagent_spend(result))
         except Exception:  # the coordinator being away must not lose the subagent itself
             log.warning("could not report a subagent run's spend", exc_info=True)
+            return None
+        rec.cost_usd += counted.cost_usd
+        return counted.cost_usd
 
     async def _clear(self, sid: str, kind: Signal) -> None:
         try:
@@ -453,6 +479,10 @@ class SubagentManager:
             log.warning("could not clear the %s todo of subagent %s", kind, sid, exc_info=True)
 
     # ---- helpers -----------------------------------------------------------
+
+    def _turn_context(self) -> Context | None:
+        """The parent's open turn (its span's context), where a new run's span goes."""
+        return self._trace_context() if self._trace_context is not None else None
 
     def _check_capacity(self) -> None:
         running = sum(1 for e in self._entries.values() if e.record.status == "running")

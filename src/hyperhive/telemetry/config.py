@@ -14,9 +14,11 @@ class TelemetryConfig(BaseModel):
 
     otlp_endpoint: str | None = Field(
         default=None,
-        description="OTLP/HTTP traces URL, e.g. http://127.0.0.1:4318/v1/traces (unset: no traces)",
+        description="OTLP/HTTP traces URL, e.g. http://127.0.0.1:4318/v1/traces; unset: no traces.",
     )
-    service_name: str = Field(default="hyperhive", min_length=1)
+    service_name: str = Field(
+        default="hyperhive", min_length=1, description="The service name of exported spans."
+    )
 
     @field_validator("otlp_endpoint")
     @classmethod

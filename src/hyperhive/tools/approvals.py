@@ -29,10 +29,9 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
     Tool(
         HYPERHIVE_SERVER,
         "request_apply_commit",
-        "Ask to apply a commit of your or a descendant's proposed config; the operator "
-        "approves, then the agent is rebuilt with it. Its proposed config repo is the git "
-        "repo $config_repo (under the hive home, in your sandbox): edit agent.toml there, "
-        "commit it (git -C <repo> commit -am '<why>' via mcp__bash__run), then call this.",
+        "Ask to apply a commit of your or a descendant's proposed config repo: edit "
+        "agent.toml in $config_repo, commit it (git -C <repo> commit -am '<why>'), then call "
+        "this. Once the operator approves, the agent is rebuilt with it.",
         ApplyCommitArgs,
         "approval #id pending for <agent> at <commit>",
         ToolGroup.APPROVALS,

@@ -13,27 +13,22 @@ __all__ = ["TOOLS", "KillArgs", "RunArgs", "StatusArgs"]
 
 
 class RunArgs(ToolArgs):
-    cmd: str = Field(description="The shell command (bash -c, in your workspace).")
+    cmd: str
     timeout_secs: float | None = Field(
-        default=None, description="Kill it after N seconds (status timed_out); omit: no limit."
+        default=None, description="Kill it after N seconds; omit: no limit."
     )
-    wait_seconds: float = Field(
-        default=3, description="Wait up to N seconds (max 30) for it to end; 0: return at once."
-    )
-    name: str | None = Field(
-        default=None,
-        description="Your id for it ([a-z0-9-], ≤ 63 chars), reusable once it finished.",
-    )
+    wait_seconds: float = Field(default=3, description="Up to 30; 0: return at once.")
+    name: str | None = Field(default=None, description="Your id for it ([a-z0-9-]).")
 
 
 class StatusArgs(ToolArgs):
-    id: str = Field(description="The task id.")
-    wait_seconds: float = Field(default=0, description="Wait up to N seconds (max 30) for the end.")
+    id: str
+    wait_seconds: float = Field(default=0, description="Wait for its end, up to 30 s.")
 
 
 class KillArgs(ToolArgs):
-    id: str = Field(description="The task id.")
-    force: bool = Field(default=False, description="SIGKILL instead of SIGINT.")
+    id: str
+    force: bool = False
 
 
 _X = ToolGroup.EXECUTION
@@ -42,9 +37,8 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
     Tool(
         BASH_SERVER,
         "run",
-        "Run a shell command in the background. Ends within wait_seconds: you get its "
-        "result. Else `task started: id=<id>`: end your turn; its end arrives as a todo "
-        "(subsystem bash, key = id) that wakes you.",
+        "Run a shell command (bash -c) in your workspace. If it ends within wait_seconds "
+        "you get its result; else its id: end your turn, its end wakes you as a todo.",
         RunArgs,
         "its status, exit code and the last 4 KiB of stdout and stderr (with the files "
         "holding all of it); or: task started: id=<id>",
@@ -53,8 +47,7 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
     Tool(
         BASH_SERVER,
         "status",
-        "A task's state (pending, running, done, timed_out, interrupted, killed), exit "
-        "code and last 4 KiB of output. Seeing its end clears its todo.",
+        "A task's state, exit code and last 4 KiB of output; seeing its end clears its todo.",
         StatusArgs,
         "its status, exit code and the last 4 KiB of stdout and stderr",
         _X,
@@ -62,8 +55,7 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
     Tool(
         BASH_SERVER,
         "kill",
-        "Stop a task's whole process group (SIGINT; force: SIGKILL) or cancel a pending "
-        "one; returns at once, its end arrives as a todo.",
+        "Stop a task's process group (SIGINT; force: SIGKILL); its end arrives as a todo.",
         KillArgs,
         "which signal was sent, or that it had already finished or was cancelled",
         _X,

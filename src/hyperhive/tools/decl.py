@@ -72,7 +72,8 @@ def lean_schema(node: Any) -> Any:
     field name again, title-cased), an optional field as its plain type rather
     than ``anyOf`` with ``null`` (leaving it out already means "none"), no
     ``"default": null``, no ``additionalProperties`` (the surface refuses an
-    unknown argument with a readable error either way). Pure.
+    unknown argument with a readable error either way), no ``"minimum": 0`` (the
+    surface still refuses a negative number). Pure.
     """
     if isinstance(node, list):
         return [lean_schema(n) for n in node]
@@ -87,6 +88,8 @@ def lean_schema(node: Any) -> Any:
             out = {**rest[0], **out}
     if "default" in out and out["default"] is None:
         del out["default"]
+    if out.get("minimum") == 0 and out.get("type") in ("integer", "number"):
+        del out["minimum"]  # an id, a delay: nothing a model would make negative
     return out
 
 
@@ -145,8 +148,11 @@ class Tool(Generic[A, R]):
         return self.render(args, result)
 
     def schema(self) -> Any:
-        """The arguments' JSON schema as the model reads it (:func:`lean_schema`)."""
-        return lean_schema(self.args.model_json_schema())
+        """The arguments' JSON schema as the model reads it (:func:`lean_schema`), without
+        the argument model's docstring: the tool's description says what it does."""
+        schema = lean_schema(self.args.model_json_schema())
+        schema.pop("description", None)
+        return schema
 
     def described(self, values: Mapping[str, str] | None = None) -> str:
         """The description, with ``$config_repo`` and the like filled from ``values``."""

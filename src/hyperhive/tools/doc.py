@@ -177,7 +177,7 @@ def render() -> str:
     out += _section(
         "Server `matrix`",
         "In no group: offered to an agent whose `agent.toml` enables `[matrix]`; it acts "
-        "as the agent's own Matrix account (README, 'Talk to your agents from Matrix').",
+        "as the agent's own Matrix account (docs/matrix.md).",
         [t for t in CATALOG if t.server == MATRIX_SERVER],
     )
     return "\n".join(out).rstrip("\n") + "\n"

@@ -29,7 +29,7 @@ REMIND_MAX_BYTES = 64 * 1024
 
 class LooseEndsArgs(ToolArgs):
     agent: str | None = Field(
-        default=None, description="A descendant (others: query_agent_state); omit for yours."
+        default=None, description="A descendant's instead (others: query_agent_state)."
     )
 
 
@@ -39,7 +39,7 @@ class GetLooseEndsReq(LooseEndsArgs, Req[list[LooseEnd]]):
 
 class CancelArgs(ToolArgs):
     kind: Literal["reminder", "approval", "todo", "question", "schedule"]
-    id: int = Field(ge=0, description="The row's id from get_loose_ends (not a task id).")
+    id: int = Field(ge=0, description="Its row id (not a task id).")
 
 
 class CancelLooseEndReq(Req[Cancelled]):
@@ -50,11 +50,10 @@ class CancelLooseEndReq(Req[Cancelled]):
 
 class RemindArgs(ToolArgs):
     message: str = Field(
-        description=f"What to tell yourself when it fires; at most {REMIND_MAX_BYTES // 1024} "
-        "KiB (longer: write a file, remind yourself of its path)."
+        description=f"At most {REMIND_MAX_BYTES // 1024} KiB (more: write a file, name it)."
     )
     delay_seconds: float | None = Field(default=None, ge=0, description="Fire in N seconds.")
-    at_unix_timestamp: float | None = Field(default=None, ge=0, description="Or fire at this time.")
+    at_unix_timestamp: float | None = Field(default=None, ge=0, description="Or at this time.")
 
     @model_validator(mode="after")
     def _exactly_one(self) -> RemindArgs:
@@ -78,9 +77,8 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
     Tool(
         HYPERHIVE_SERVER,
         "get_loose_ends",
-        "What is open for you: todos (results of bash tasks, subagents, lifecycle "
-        "notices), reminders, approvals, questions, schedules. Bodies are whole; a bash "
-        "todo names its output files (Read them).",
+        "What is open for you: todos (results that arrived), reminders, approvals, "
+        "questions, schedules.",
         LooseEndsArgs,
         "the rows as a JSON list; or: no loose ends",
         _I,
@@ -90,8 +88,7 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
     Tool(
         HYPERHIVE_SERVER,
         "cancel_loose_end",
-        "Close a row: clear a todo you handled, drop a reminder, withdraw a question or "
-        "approval, stop a schedule (schedule_prompt).",
+        "Close a row of get_loose_ends (a todo once you handled it).",
         CancelArgs,
         "<kind> #id cancelled; or: was already closed",
         _I,
@@ -104,9 +101,7 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
     Tool(
         HYPERHIVE_SERVER,
         "remind",
-        "A message to yourself later (from reminder): exactly one of delay_seconds or "
-        f"at_unix_timestamp. At most 50 pending (default cap), each at most "
-        f"{REMIND_MAX_BYTES // 1024} KiB.",
+        "A message to yourself later (end the turn meanwhile): delay_seconds or at_unix_timestamp.",
         RemindArgs,
         "reminder #id set for unix time T",
         _I,

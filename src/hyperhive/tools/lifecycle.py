@@ -20,13 +20,8 @@ __all__ = [
 ]
 
 AGENT_TOML_KEYS = (
-    'agent.toml keys, all optional: model (str), subagent_model (str, "haiku"), '
-    "tool_groups (list, default [messaging, meta, inbox, execution]; also lifecycle, "
-    "approvals, scheduling, diagnostics, web_tools), capabilities (list: read_host_journal, "
-    "query_agent_state), allowed_recipients (list, [] = anyone), system_prompt (str, appended "
-    "to its system prompt), env (table), [limits] memory_mb/pids/cpu_percent, "
-    '[mcp_servers.<name>] extra MCP servers. Example: \'model = "sonnet"\\n'
-    'system_prompt = "You keep the docs current."\'. The hive-children skill has them all.'
+    "Every key is optional; the hive-children skill lists them with their defaults. "
+    'Example: \'model = "sonnet"\\nsystem_prompt = "You keep the docs current."\'.'
 )
 
 
@@ -67,9 +62,9 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
     Tool(
         HYPERHIVE_SERVER,
         "request_init_config",
-        "Ask to spawn a child under you (or re-init your direct child) with this agent.toml. "
-        "The operator approves: approval_resolved arrives in your inbox, then spawned and "
-        "config_ready todos. A new child starts idle: send it its task.",
+        "Ask to spawn a child under you (or re-init your direct child) with this agent.toml; "
+        "approval_resolved arrives in your inbox once the operator decides. A new child "
+        "starts idle: send it its task.",
         InitConfigArgs,
         "approval #id pending",
         _L,

@@ -21,7 +21,7 @@ MAX_TEXT_CHARS = 16_000
 
 class SendArgs(ToolArgs):
     to: str = Field(
-        description="A room ID (!abc:server), a room alias (#name:server) or a user ID "
+        description="A room ID (!…, as rooms lists it), an alias (#name:server) or a user ID "
         "(@someone:server: your direct-message room with them, made on first use)."
     )
     text: str = Field(
@@ -35,7 +35,7 @@ class SendArgs(ToolArgs):
 
 
 class ReadArgs(ToolArgs):
-    room: str = Field(description="A room ID (!abc:server) or alias (#name:server).")
+    room: str = Field(description="A room ID (!…, as rooms lists it) or alias (#name:server).")
     since: str | None = Field(
         default=None,
         description="A marker from a wake or a previous read: the messages after it. Omit: "
@@ -45,7 +45,7 @@ class ReadArgs(ToolArgs):
 
 
 class RoomArgs(ToolArgs):
-    room: str = Field(description="A room ID (!abc:server) or alias (#name:server).")
+    room: str = Field(description="A room ID (!…, as rooms lists it) or alias (#name:server).")
 
 
 TOOLS: tuple[Tool[Any, Any], ...] = (

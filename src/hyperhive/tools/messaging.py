@@ -25,14 +25,9 @@ __all__ = [
 
 
 class SendArgs(ToolArgs):
-    to: str = Field(
-        description='An agent name, "operator", or "<parent>" (your parent; the operator '
-        "for a root)."
-    )
-    body: str = Field(description="The message text.")
-    in_reply_to: int | None = Field(
-        default=None, description="The N of the [msg #N] this answers (threads it)."
-    )
+    to: str = Field(description='A name, "operator" or "<parent>" (for a root, the operator).')
+    body: str
+    in_reply_to: int | None = Field(default=None, description="The N of the [msg #N] you answer.")
 
 
 class SendReq(SendArgs, Req[Sent]):
@@ -41,7 +36,7 @@ class SendReq(SendArgs, Req[Sent]):
 
 
 class RecvArgs(ToolArgs):
-    max: int = Field(default=1, ge=1, description="How many messages, 1-5.")
+    max: int = Field(default=1, ge=1, description="1-5.")
 
 
 class RecvReq(RecvArgs, Req[list[Message]]):
@@ -50,7 +45,7 @@ class RecvReq(RecvArgs, Req[list[Message]]):
 
 
 class AckArgs(ToolArgs):
-    up_to: int = Field(ge=0, description="The highest [msg #N] you handled.")
+    up_to: int = Field(ge=0, description="The highest N you handled.")
 
 
 class AckUntilReq(AckArgs, Req[Acked]):
@@ -59,7 +54,7 @@ class AckUntilReq(AckArgs, Req[Acked]):
 
 
 class AskArgs(ToolArgs):
-    question: str = Field(description="The decision you need, with what the operator must know.")
+    question: str = Field(description="The decision, and what the operator must know.")
 
 
 class Asked(_Out):
@@ -88,7 +83,7 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
     Tool(
         HYPERHIVE_SERVER,
         "send",
-        "Message an agent, the operator or your parent (a sleeping agent wakes).",
+        "Message an agent, the operator or your parent.",
         SendArgs,
         "sent [msg #N] to <recipient>",
         _M,
@@ -98,9 +93,8 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
     Tool(
         HYPERHIVE_SERVER,
         "recv",
-        "Read mail that did not come with your wake; never blocks. Rows are "
-        "[msg #N] from X: body; note the highest N you handled, then ack_until(N). A row "
-        "from graceful-stop: you are being stopped; save notes, end the turn.",
+        "Read mail that did not come with your wake (never blocks); ack what you handled "
+        "with ack_until.",
         RecvArgs,
         "one line per message, [msg #N] from X (re #M): body; or: inbox empty",
         _M,
@@ -110,8 +104,8 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
     Tool(
         HYPERHIVE_SERVER,
         "ack_until",
-        "Mark your messages up to #N handled (never redelivered): for mail you recv'd; "
-        "mail that woke you is acked with the turn.",
+        "Mark your mail up to #N handled, never redelivered (mail that woke you is acked "
+        "with the turn).",
         AckArgs,
         "acked K message(s) up to #N",
         _M,
@@ -121,8 +115,8 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
     Tool(
         HYPERHIVE_SERVER,
         "ask_operator",
-        "Ask the operator for a decision you are blocked on; tracked as an open question, "
-        'the answer arrives as a reply. For reports, send(to="operator").',
+        "Ask the operator to decide what blocks you: an open question, answered by a "
+        "reply (reports go by send).",
         AskArgs,
         "the question's id and the [msg #N] its answer will reply to",
         _M,

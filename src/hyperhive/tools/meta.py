@@ -22,7 +22,7 @@ __all__ = [
 
 
 class StatusArgs(ToolArgs):
-    text: str = Field(description='One line, at most 200 characters; "" clears it.')
+    text: str = Field(description='At most 200 characters; "" clears it.')
 
 
 class StatusSet(_Out):
@@ -34,7 +34,7 @@ class SetStatusReq(StatusArgs, Req[StatusSet]):
 
 
 class MetaArgs(ToolArgs):
-    name: str | None = Field(default=None, description="An agent; omit for yourself.")
+    name: str | None = Field(default=None, description="Omit for yourself.")
 
 
 class GetAgentMetaReq(MetaArgs, Req[AgentMeta]):
@@ -65,7 +65,7 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
     Tool(
         HYPERHIVE_SERVER,
         "set_status",
-        "Your one-line status on the dashboard.",
+        "Your one-line status on the dashboard: set it when you start or finish work.",
         StatusArgs,
         "status: <text>; or: status cleared",
         _ME,
@@ -75,7 +75,7 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
     Tool(
         HYPERHIVE_SERVER,
         "get_agent_meta",
-        "An agent's name, its hive's name, parent, running state and status.",
+        "An agent's parent, running state, status and hive name.",
         MetaArgs,
         "its meta as JSON",
         _ME,
@@ -86,8 +86,8 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
     Tool(
         HYPERHIVE_SERVER,
         "compact",
-        "Have your context compacted after this turn (a notes checkpoint runs first). "
-        "Refused below 66% context use.",
+        "Compact your context after this turn, once above 66% (refused below); a notes "
+        "checkpoint runs first.",
         NoArgs,
         "compaction queued (with the last turn's context use)",
         wire=CompactReq,

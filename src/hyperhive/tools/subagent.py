@@ -17,24 +17,22 @@ __all__ = ["CONTROL_TOOLS", "TOOLS", "ContinueArgs", "GoalArgs", "HelpArgs", "Id
 
 
 class StartArgs(ToolArgs):
-    prompt: str = Field(description="A full brief: goal, files, what to report back.")
-    name: str | None = Field(default=None, description="Your id for it ([a-z0-9-], ≤ 63).")
+    prompt: str = Field(description="A full brief: goal, files, what to report.")
+    name: str | None = Field(default=None, description="Your id for it ([a-z0-9-]).")
     model: str | None = Field(
-        default=None, description="Model or alias; default your subagent_model (cheap)."
+        default=None, description="Default: your subagent_model; larger only if needed."
     )
-    dir: str | None = Field(default=None, description="Its working dir (in yours); default work/.")
-    prompt_file: str | None = Field(
-        default=None, description="A file appended to its system prompt."
-    )
+    dir: str | None = Field(default=None, description="Its working dir, in yours (default work/).")
+    prompt_file: str | None = Field(default=None, description="Appended to its system prompt.")
 
 
 class ContinueArgs(ToolArgs):
-    id: str = Field(description="The subagent's id.")
-    prompt: str = Field(description="What to tell it next (e.g. the answer to need_help).")
+    id: str
+    prompt: str = Field(description="What to tell it next.")
 
 
 class IdArgs(ToolArgs):
-    id: str = Field(description="The subagent's id.")
+    id: str
 
 
 class GoalArgs(ToolArgs):
@@ -49,16 +47,16 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
     Tool(
         SUBAGENT_SERVER,
         "start",
-        "Delegate a bounded task to a subagent (a claude with your built-ins, no hive "
-        "tools; costs a whole session). Returns its id; its end, goal_reached and "
-        "need_help arrive as todos.",
+        "Delegate bounded work that would fill your context: a claude with your built-ins "
+        "and no hive tools, costing a whole session. Returns its id; its end wakes you as "
+        "a todo.",
         StartArgs,
         "its id, model and dir (or that it waits for a free claude slot)",
     ),
     Tool(
         SUBAGENT_SERVER,
         "continue",
-        "Give a finished subagent its next prompt in the same session (cheaper than a new start).",
+        "Give a finished subagent its next prompt, same session: cheaper than a new start.",
         ContinueArgs,
         "that it continues (its run number); its result arrives as a todo",
     ),

@@ -21,6 +21,7 @@ from functools import cache
 from importlib.resources import files
 from pathlib import Path
 
+from hyperhive.agent.prompt import keep_blocks
 from hyperhive.permissions import ToolGroup
 from hyperhive.safefs import remove_beneath, write_if_changed_beneath
 
@@ -47,9 +48,18 @@ def _template(name: str) -> str:
     return (files("hyperhive.agent.skills") / name / "SKILL.md").read_text(encoding="utf-8")
 
 
-def skill_text(name: str, agent: str, hive_home: Path | str) -> str:
-    """A skill's ``SKILL.md`` for ``agent`` (its ``{name}``/``{hive_home}`` filled in)."""
-    return _template(name).replace("{name}", agent).replace("{hive_home}", str(hive_home))
+def skill_text(
+    name: str,
+    agent: str,
+    hive_home: Path | str,
+    groups: Iterable[ToolGroup] = ToolGroup.ALL,
+    servers: Collection[str] = ("bash", "subagent"),
+) -> str:
+    """A skill's ``SKILL.md`` for ``agent`` holding ``groups`` and MCP ``servers``: its
+    ``{name}``/``{hive_home}`` filled in, and only the blocks that apply to it (as in the
+    system prompt: a skill names no tool the agent lacks)."""
+    text = keep_blocks(_template(name), groups, servers)
+    return text.replace("{name}", agent).replace("{hive_home}", str(hive_home))
 
 
 def install_skills(
@@ -58,6 +68,9 @@ def install_skills(
     agent: str,
     hive_home: Path | str,
     owner: tuple[int, int] | None = None,
+    *,
+    groups: Iterable[ToolGroup] = ToolGroup.ALL,
+    servers: Collection[str] = ("bash", "subagent"),
 ) -> list[Path]:
     """Write ``names`` under ``home/.claude/skills``; drop hive skills not in ``names``.
 
@@ -75,7 +88,7 @@ def install_skills(
     written = []
     for name in wanted:
         path = root / name / "SKILL.md"
-        text = skill_text(name, agent, hive_home).encode()
+        text = skill_text(name, agent, hive_home, groups, servers).encode()
         # Derived, not state: rewritten (if it differs) at every activation, so
         # no fsync. Two per file made a 1,000-agent host start mostly fsyncs.
         write_if_changed_beneath(home, path, text, 0o644, owner=owner, durable=False)

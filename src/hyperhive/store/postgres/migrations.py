@@ -9,18 +9,23 @@ whose schema is newer than this code is refused with both numbers.
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from psycopg import AsyncConnection
 
 from hyperhive.errors import StorageError
+from hyperhive.store.postgres.spendfix import schema_15
 
-__all__ = ["MIGRATIONS", "SchemaTooNew", "migrate"]
+__all__ = ["MIGRATIONS", "Migration", "SchemaTooNew", "migrate"]
+
+#: SQL statements (split on ``;\n``), or a function run in the migration's transaction.
+Migration = str | Callable[[AsyncConnection[Any]], Awaitable[None]]
 
 # pg_advisory_xact_lock key: "hhmigr" — any constant shared by every coordinator.
 _LOCK_KEY = 0x68686D696772
 
-MIGRATIONS: list[str] = [
+MIGRATIONS: list[Migration] = [
     # 1: broker, per-agent state, loose ends, events (SQLite's schema 1).
     """
 CREATE TABLE messages (
@@ -306,6 +311,9 @@ DROP INDEX messages_sender;
 DROP INDEX messages_reply;
 CREATE INDEX messages_reply ON messages(in_reply_to) WHERE in_reply_to IS NOT NULL
 """,
+    # 15 (spend; positional, after what main has): each run counted at its own cost
+    # (SQLite's 15: session columns, ``spend_sessions``, old rows repaired).
+    schema_15,
 ]
 
 
@@ -315,7 +323,7 @@ class SchemaTooNew(StorageError):
     code = "schema_too_new"
 
 
-async def migrate(conn: AsyncConnection[Any], migrations: list[str] | None = None) -> int:
+async def migrate(conn: AsyncConnection[Any], migrations: list[Migration] | None = None) -> int:
     """Apply every numbered migration not yet recorded; return the schema version.
 
     ``conn`` is in autocommit mode; each migration is one transaction.
@@ -343,9 +351,12 @@ async def migrate(conn: AsyncConnection[Any], migrations: list[str] | None = Non
             # Another coordinator may have applied it while this one waited for the lock.
             if version in await _applied(conn):
                 continue
-            for statement in sql.split(";\n"):
-                if statement.strip():
-                    await conn.execute(statement)
+            if callable(sql):
+                await sql(conn)
+            else:
+                for statement in sql.split(";\n"):
+                    if statement.strip():
+                        await conn.execute(statement)
             await conn.execute(
                 "INSERT INTO schema_migrations(version, applied_at) VALUES (%s, %s)",
                 (version, time.time()),

@@ -4,41 +4,81 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import astuple
 
+from hyperhive.runcost import Figures, run_cost
 from hyperhive.store.base import SpendRepo
 from hyperhive.store.postgres._repo import Conn, PgRepo, now
-from hyperhive.store.rows import SpendEntry, SpendPoint, SpendTotal
+from hyperhive.store.rows import SpendEntry, SpendPoint, SpendRun, SpendTotal
 
 __all__ = ["PgSpend"]
 
 _COLS = (
     "agent, key, kind, at, cost_usd, input_tokens, output_tokens, "
-    "cache_read_tokens, cache_creation_tokens"
+    "cache_read_tokens, cache_creation_tokens, session_id, session_usd"
 )
 _TOKENS = "input_tokens + output_tokens + cache_read_tokens + cache_creation_tokens"
+_FIGURES = "cost_usd, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens"
+
+
+async def _session(conn: Conn, agent: str, session_id: str) -> dict[str, Figures]:
+    cur = await conn.execute(
+        f"SELECT model, {_FIGURES} FROM spend_sessions WHERE agent = %s AND session_id = %s",
+        (agent, session_id),
+    )
+    return {r[0]: Figures(float(r[1]), *(int(v) for v in r[2:])) for r in await cur.fetchall()}
+
+
+async def _known(conn: Conn, agent: str, key: str) -> SpendEntry | None:
+    cur = await conn.execute(
+        f"SELECT {_COLS} FROM spend WHERE agent = %s AND key = %s", (agent, key)
+    )
+    row = await cur.fetchone()
+    return SpendEntry(*row) if row is not None else None
 
 
 class PgSpend(PgRepo, SpendRepo):
-    async def record(self, entry: SpendEntry) -> bool:
-        async def op(conn: Conn) -> bool:
+    async def record(self, run: SpendRun) -> tuple[SpendEntry, bool]:
+        async def op(conn: Conn) -> tuple[SpendEntry, bool]:
+            sid = run.session_id
+            if sid:
+                # One report of a session at a time: each is differenced against the last.
+                await conn.execute(
+                    "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"spend:{run.agent}:{sid}",)
+                )
+            known = await _known(conn, run.agent, run.key)
+            if known is not None:
+                return known, False
+            cost = run_cost(await _session(conn, run.agent, sid) if sid else {}, run.session_totals)
+            entry = run.entry(cost.own)
             cur = await conn.execute(
-                f"INSERT INTO spend({_COLS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                f"INSERT INTO spend({_COLS}) VALUES ({', '.join(['%s'] * 11)}) "
                 "ON CONFLICT (agent, key) DO NOTHING",
-                (
-                    entry.agent,
-                    entry.key,
-                    entry.kind,
-                    entry.at,
-                    entry.cost_usd,
-                    entry.input_tokens,
-                    entry.output_tokens,
-                    entry.cache_read_tokens,
-                    entry.cache_creation_tokens,
-                ),
+                astuple(entry),
             )
-            return cur.rowcount > 0
+            if cur.rowcount == 0:  # the same run, recorded by a concurrent report
+                again = await _known(conn, run.agent, run.key)
+                assert again is not None
+                return again, False
+            if sid and run.session_totals:
+                await conn.execute(
+                    "DELETE FROM spend_sessions WHERE agent = %s AND session_id = %s",
+                    (run.agent, sid),
+                )
+                async with conn.cursor() as c:
+                    await c.executemany(
+                        f"INSERT INTO spend_sessions(agent, session_id, model, {_FIGURES}, at) "
+                        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                        [(run.agent, sid, m, *astuple(f), run.at) for m, f in cost.totals.items()],
+                    )
+            return entry, True
 
-        return await self._db.one(op)
+        return await self._db.tx(op)
+
+    async def session_totals(self, agent: str, session_id: str | None) -> dict[str, Figures]:
+        if not session_id:
+            return {}
+        return await self._db.read(lambda conn: _session(conn, agent, session_id))
 
     async def totals(self, since: float | None = None) -> dict[str, SpendTotal]:
         rows = await self._read(

@@ -148,9 +148,12 @@ def migrate(conn: sqlite3.Connection, path: Path) -> int:
             continue
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for statement in sql.split(";\n"):
-                if statement.strip():
-                    conn.execute(statement)
+            if callable(sql):
+                sql(conn)
+            else:
+                for statement in sql.split(";\n"):
+                    if statement.strip():
+                        conn.execute(statement)
             conn.execute(
                 "INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?)",
                 (version, time.time()),

@@ -7,9 +7,17 @@ the deploy log into the database, so no state lives only in the meta repo.
 
 from __future__ import annotations
 
-__all__ = ["MIGRATIONS"]
+import sqlite3
+from collections.abc import Callable
 
-MIGRATIONS: list[str] = [
+from hyperhive.store.sqlite.spendfix import schema_15
+
+__all__ = ["MIGRATIONS", "Migration"]
+
+#: SQL statements (split on ``;\n``), or a function run in the migration's transaction.
+Migration = str | Callable[[sqlite3.Connection], None]
+
+MIGRATIONS: list[Migration] = [
     # 1: broker, per-agent state, loose ends, events.
     """
 CREATE TABLE messages (
@@ -300,4 +308,10 @@ DROP INDEX messages_sender;
 DROP INDEX messages_reply;
 CREATE INDEX messages_reply ON messages(in_reply_to) WHERE in_reply_to IS NOT NULL
 """,
+    # 15 (spend; positional, after what main has): each run counted at its own cost. A
+    # spend row says its claude session and what claude said the session had cost;
+    # ``spend_sessions`` keeps each session's last reported totals per model, which the
+    # next run of that session is differenced against. Old rows are repaired where the
+    # order of an agent's runs allows (``hyperhive.store.spendrepair``).
+    schema_15,
 ]

@@ -5,43 +5,67 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
+from dataclasses import astuple
 
+from hyperhive.runcost import Figures, run_cost
 from hyperhive.store.base import SpendRepo
-from hyperhive.store.rows import SpendEntry, SpendPoint, SpendTotal
+from hyperhive.store.rows import SpendEntry, SpendPoint, SpendRun, SpendTotal
 from hyperhive.store.sqlite.engine import Engine, Tx
 
 __all__ = ["SqliteSpend"]
 
 _COLS = (
     "agent, key, kind, at, cost_usd, input_tokens, output_tokens, "
-    "cache_read_tokens, cache_creation_tokens"
+    "cache_read_tokens, cache_creation_tokens, session_id, session_usd"
 )
 _TOKENS = "input_tokens + output_tokens + cache_read_tokens + cache_creation_tokens"
+_FIGURES = "cost_usd, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens"
+
+
+def _session(tx: Tx, agent: str, session_id: str) -> dict[str, Figures]:
+    rows = tx.all(
+        f"SELECT model, {_FIGURES} FROM spend_sessions WHERE agent = ? AND session_id = ?",
+        (agent, session_id),
+    )
+    return {r[0]: Figures(*tuple(r)[1:]) for r in rows}
 
 
 class SqliteSpend(SpendRepo):
     def __init__(self, engine: Engine) -> None:
         self._db = engine
 
-    async def record(self, entry: SpendEntry) -> bool:
-        def op(tx: Tx) -> bool:
-            cur = tx.execute(
-                f"INSERT OR IGNORE INTO spend({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    entry.agent,
-                    entry.key,
-                    entry.kind,
-                    entry.at,
-                    entry.cost_usd,
-                    entry.input_tokens,
-                    entry.output_tokens,
-                    entry.cache_read_tokens,
-                    entry.cache_creation_tokens,
-                ),
+    async def record(self, run: SpendRun) -> tuple[SpendEntry, bool]:
+        def op(tx: Tx) -> tuple[SpendEntry, bool]:
+            known = tx.one(
+                f"SELECT {_COLS} FROM spend WHERE agent = ? AND key = ?", (run.agent, run.key)
             )
-            return cur.rowcount > 0
+            if known is not None:
+                return SpendEntry(*tuple(known)), False
+            sid = run.session_id
+            cost = run_cost(_session(tx, run.agent, sid) if sid else {}, run.session_totals)
+            entry = run.entry(cost.own)
+            tx.execute(
+                f"INSERT INTO spend({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                astuple(entry),
+            )
+            if sid and run.session_totals:
+                tx.execute(
+                    "DELETE FROM spend_sessions WHERE agent = ? AND session_id = ?",
+                    (run.agent, sid),
+                )
+                tx.conn.executemany(
+                    f"INSERT INTO spend_sessions(agent, session_id, model, {_FIGURES}, at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(run.agent, sid, m, *astuple(f), run.at) for m, f in cost.totals.items()],
+                )
+            return entry, True
 
         return await self._db.run(op)
+
+    async def session_totals(self, agent: str, session_id: str | None) -> dict[str, Figures]:
+        if not session_id:
+            return {}
+        return await self._db.run(lambda tx: _session(tx, agent, session_id), durable=False)
 
     async def totals(self, since: float | None = None) -> dict[str, SpendTotal]:
         rows = await self._db.run(

@@ -5,6 +5,10 @@ with ``@table.on(SomeReq)`` and calls ``table.seal()`` at the bottom, so an
 import of that module fails, naming the gap, when a member of the socket's
 union has no handler, a handler serves a type the socket does not speak, or
 a handler's declared return type is not the response type its request names.
+
+The coordinator's sockets (agent, operator, host link) and the agent host's
+side of the link (the coordinator's commands and asks, ``agent/hostasks.py``)
+each have one.
 """
 
 from __future__ import annotations
