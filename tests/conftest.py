@@ -12,6 +12,7 @@ pytest_plugins = [
     "tests.support.spans",
     "tests.support.stores",
     "tests.support.store_switch",
+    "tests.support.store_reach",
     "tests.support.synapse",
 ]
 

@@ -495,7 +495,8 @@ def _post_mortem(
 def _report(tally: Tally) -> None:
     log.warning("chaos soak: %s", json.dumps(asdict(tally)))
     if target := os.environ.get("HIVE_CHAOS_REPORT"):
-        Path(target).write_text(json.dumps(asdict(tally), indent=1) + "\n")
+        with Path(target).open("a") as out:  # beside the other chaos runs' figures
+            out.write(json.dumps(asdict(tally), indent=1) + "\n")
 
 
 async def test_nothing_acknowledged_is_lost_under_kill_9(

@@ -3,8 +3,9 @@
 Read here and nowhere else:
 
 - unset (what ``scripts/test``, so CI, runs): the suites that take ``hive_store_url``
-  and the suites in ``BOTH_WHEN_UNSET`` run on both backends, every other hive on
-  SQLite in its home;
+  run on both backends, every other hive on SQLite in its home; ``scripts/test`` then
+  runs the tests that reach the store beyond a hive's start again with ``postgres``
+  (the set is measured on the SQLite run: ``tests/support/store_reach.py``);
 - ``sqlite`` / ``postgres``: every hive on that backend;
 - ``both``: every test that may start a hive runs twice, ``[sqlite]`` and
   ``[postgresql]``.
@@ -30,11 +31,11 @@ from hyperhive.config import STORE_URL_ENV
 from tests.support.stores import BACKENDS
 
 __all__ = [
-    "BOTH_WHEN_UNSET",
     "STORE_SWITCH_ENV",
     "backends_for",
     "hive_store",
     "hive_store_url",
+    "switchable_on_sqlite",
     "switched_backends",
 ]
 
@@ -52,24 +53,6 @@ _OWN_STORE_FIXTURES = frozenset(
 # Suites that never start a hive: no database for them (a fresh one costs ~0.1-0.3 s).
 _HIVELESS_SUITES = frozenset({"unit", "store"})
 _TESTS_ROOT = Path(__file__).resolve().parents[1]
-# With the switch unset, the switchable tests of these suites (a directory or a module,
-# relative to tests/) run on both backends too: the store-touching suites that fit in
-# CI's time beside the rest on SQLite (docs/testing.md, "The suite on PostgreSQL").
-BOTH_WHEN_UNSET: frozenset[str] = frozenset(
-    {
-        "chaos",
-        "integration/test_activity_retention.py",
-        "integration/test_bash_tasks.py",
-        "integration/test_cli_errors.py",
-        "integration/test_host_proxy.py",
-        "integration/test_host_reads.py",
-        "integration/test_isolation.py",
-        "integration/test_move_resolve.py",
-        "integration/test_netlink_link.py",
-        "integration/test_placement.py",
-        "integration/test_reparent_acl.py",
-    }
-)
 
 
 def switched_backends() -> list[str] | None:
@@ -85,22 +68,10 @@ def switched_backends() -> list[str] | None:
     return _MODES[raw]
 
 
-def _suite_path(node: pytest.Item) -> str:
-    return node.path.relative_to(_TESTS_ROOT).as_posix()
-
-
-def _both_when_unset(node: pytest.Item) -> bool:
-    path = _suite_path(node)
-    return any(path == suite or path.startswith(f"{suite}/") for suite in BOTH_WHEN_UNSET)
-
-
 def backends_for(node: pytest.Item) -> list[str]:
     """The backends a (switchable) test's hives run on: what ``HH_TEST_STORE`` names,
-    or, with it unset, both for the suites in ``BOTH_WHEN_UNSET`` and SQLite for the rest."""
-    backends = switched_backends()
-    if backends is not None:
-        return backends
-    return list(BACKENDS) if _both_when_unset(node) else ["sqlite"]
+    or SQLite with it unset."""
+    return switched_backends() or ["sqlite"]
 
 
 def _switchable(node: pytest.Item, fixturenames: list[str] | tuple[str, ...]) -> bool:
@@ -111,13 +82,16 @@ def _switchable(node: pytest.Item, fixturenames: list[str] | tuple[str, ...]) ->
     )
 
 
+def switchable_on_sqlite(node: pytest.Item) -> bool:
+    """The switch may move this test's hives, and they run on SQLite this session."""
+    fixturenames: list[str] = getattr(node, "fixturenames", [])
+    return _switchable(node, fixturenames) and backends_for(node) == ["sqlite"]
+
+
 def pytest_report_header() -> str:
     backends = switched_backends()
     if backends is None:
-        return (
-            f"hive store: {STORE_SWITCH_ENV} unset (hive_store_url and "
-            f"{', '.join(sorted(BOTH_WHEN_UNSET))} on both, the rest sqlite)"
-        )
+        return f"hive store: {STORE_SWITCH_ENV} unset (hive_store_url on both, the rest sqlite)"
     return (
         f"hive store: {STORE_SWITCH_ENV}={os.environ[STORE_SWITCH_ENV]} ({' and '.join(backends)})"
     )
