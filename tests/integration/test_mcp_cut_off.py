@@ -90,7 +90,7 @@ async def test_a_status_whose_caller_hung_up_mid_wait_leaves_the_todo(
         claude = _Claude(host.base_url, agent)
         started = await claude.call("run", {"cmd": cmd, "wait_seconds": 0, "name": "bg"})
         assert "task started" in started.text, started.text
-        settled = agent.bash_tasks._entries["bg"].settled
+        settled = agent.bash_tasks._entries["bg"].ended
 
         def waiting() -> bool:  # status() waits on the task's end (nothing else does)
             return settled.statistics().tasks_waiting > 0
