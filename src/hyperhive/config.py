@@ -470,6 +470,14 @@ class HiveConfig(_Strict):
         'host sends to the store after each turn, for `on_host_loss = "replace"`; a larger '
         "one is refused (logged, an event) and the previous snapshot kept. 0: no snapshots.",
     )
+    midturn_mail: bool = Field(
+        default=False,
+        description="Offer mail that arrives while an agent's turn runs to that running turn "
+        "(claude's streaming input), acked with the turn once claude took it in. Off: it "
+        "wakes the next turn, as it always did. Off by default until the production-shaped "
+        "chaos run counts every such message as seen by the model (it found 2 of 31 acked "
+        "with no model request showing them).",
+    )
     settle_seconds: float = Field(
         default=0.0,
         ge=0,

@@ -28,11 +28,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hyperhive.agent.harness import FLUSH_PROMPT
+from hyperhive.agent.midturn import midturn_text
 from tests.support.model_server import Answer, Reply, Stall, Text, ToolUse, text
 
 __all__ = ["TASK_ENDED", "Ledger", "SoakModel", "Turn", "task_wait"]
 
 _WAKE_MARKERS = ("You were woken", "Your todos changed")
+# The stop's flush turn (no mail shown) and mail offered to a running turn, as the harness
+# words them.
+_FLUSH_MARKER = FLUSH_PROMPT.split(";", 1)[0]
+_MIDTURN_MARKER = midturn_text([]).splitlines()[0]
 _MSG = re.compile(r"^\[msg #(\d+)\] from ([a-z0-9-]+)(?: \(re #\d+\))?: (.*)$", re.M)
 _AGENT = re.compile(r"agents/([a-z0-9-]+)/work")
 _SENT = re.compile(r"sent \[msg #(\d+)\] to ([a-z0-9-]+)")
@@ -101,17 +107,44 @@ def _tool_results(content: Any) -> list[str]:
     return out
 
 
-def _wake(messages: Sequence[dict[str, Any]]) -> tuple[str, int] | None:
-    """The turn's wake prompt and how many model steps followed it."""
+def _prompt_index(messages: Sequence[dict[str, Any]]) -> int | None:
+    """Where this turn's prompt is: the last wake prompt or stop's flush prompt (a resumed
+    session carries earlier turns' prompts before it, never after)."""
     for index in range(len(messages) - 1, -1, -1):
         msg = messages[index]
         if msg.get("role") != "user":
             continue
         body = "\n".join(_texts(msg.get("content")))
-        if any(marker in body for marker in _WAKE_MARKERS):
-            steps = sum(1 for m in messages[index + 1 :] if m.get("role") == "assistant")
-            return body, steps
+        if any(marker in body for marker in (*_WAKE_MARKERS, _FLUSH_MARKER)):
+            return index
     return None
+
+
+def _wake(messages: Sequence[dict[str, Any]]) -> tuple[str, int] | None:
+    """The turn's wake prompt and how many model steps followed it (None: no wake, e.g.
+    the flush turn of a graceful stop, which shows no mail)."""
+    index = _prompt_index(messages)
+    if index is None:
+        return None
+    body = "\n".join(_texts(messages[index].get("content")))
+    if not any(marker in body for marker in _WAKE_MARKERS):
+        return None
+    steps = sum(1 for m in messages[index + 1 :] if m.get("role") == "assistant")
+    return body, steps
+
+
+def _offered_midturn(messages: Sequence[dict[str, Any]]) -> list[int]:
+    """Ids of the mail this turn's claude took in while it ran (the harness's mid-turn
+    lines, after the turn's prompt)."""
+    index = _prompt_index(messages)
+    ids: list[int] = []
+    for msg in messages[(index or 0) + 1 :] if index is not None else ():
+        if msg.get("role") != "user":
+            continue
+        body = "\n".join(_texts(msg.get("content")))
+        if body.startswith(_MIDTURN_MARKER):
+            ids += [int(m.group(1)) for m in _MSG.finditer(body)]
+    return ids
 
 
 class SoakModel:
@@ -185,6 +218,7 @@ class SoakModel:
             ids = [int(m.group(1)) for m in _MSG.finditer(wake[0])] if wake else []
             turn = ledger.turns[claude] = Turn(claude, agent, ids)
         turn.requests += 1
+        turn.wake_ids += [i for i in _offered_midturn(messages) if i not in turn.wake_ids]
         if messages:
             for result in _tool_results(messages[-1].get("content")):
                 for sent in _SENT.finditer(result):

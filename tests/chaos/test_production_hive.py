@@ -47,7 +47,7 @@ from hyperhive.client import call_once
 from hyperhive.config import AgentConfig, HivePaths
 from hyperhive.errors import HiveError
 from hyperhive.protocol import AgentView, OpAgentsReq
-from tests.chaos.rig import FULL, chaos_wrapper, claude_pids, kill_strays, live_claudes
+from tests.chaos.rig import FULL, chaos_wrapper, claude_starts, kill_strays, live_claudes
 from tests.chaos.soak_model import Ledger, SoakModel
 from tests.chaos.test_failover import _log, _took_over
 from tests.chaos.test_soak import SEED, Operator, Plan, Tally, _check_messages, _check_reminders
@@ -368,7 +368,7 @@ async def _run(hive: Hive, agents: list[str], model: SoakModel, rng: random.Rand
         ledger = model.ledger
     db = await read_hive(hive.paths)
     tally = Tally(agents=len(agents), store="postgresql")
-    problems = _check_messages(db, agents, operator, ledger, claude_pids(hive.record), tally)
+    problems = _check_messages(db, agents, operator, ledger, claude_starts(hive.record), tally)
     problems += _check_reminders(db, tally)
     _count(figures, operator, ledger, placed, tally, problems)
 

@@ -25,7 +25,12 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(120)]
 
 
 def _seed(tmp_path: Path, model: ModelServer) -> None:
-    seed_home(tmp_path, {"alice": AgentConfig(env=agent_env(model.url))})
+    # Mid-turn mail is opt-in (hive.toml's midturn_mail): these tests turn it on.
+    seed_home(
+        tmp_path,
+        {"alice": AgentConfig(env=agent_env(model.url))},
+        hive_toml="midturn_mail = true\n",
+    )
 
 
 def _outcomes(rt: ActiveAgent) -> list[str]:

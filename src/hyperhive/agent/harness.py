@@ -439,8 +439,9 @@ class _Loop:
                 with agent.records.turn(woke):
                     prompt = wake_prompt(woke, agent.groups, agent.config.servers_for(agent.groups))
                     ended = anyio.Event()
-                    # Mail that arrives while the turn runs is offered to it (agent.midturn).
-                    await self._polls.start(self.wakes.poll_during, rpc, self.version, ended)
+                    if agent.spec.hive.midturn_mail:
+                        # Mail that arrives while the turn runs is offered to it (midturn).
+                        await self._polls.start(self.wakes.poll_during, rpc, self.version, ended)
                     try:
                         report, steered = await run_turn(
                             agent, prompt, self.session_id, steerable=True
