@@ -38,7 +38,13 @@ def _turn_end(
     hive: LiveHive, agent: str, outcome: str, seconds: float, usd: float, kind: str = "turn"
 ) -> None:
     """What a harness reports at the end of a claude run, on the agent's own socket."""
-    spend = {"run_id": uuid.uuid4().hex, "kind": kind, "cost_usd": usd, "input_tokens": 10}
+    # A session of its own per run: the coordinator counts its totals whole (runcost).
+    spend = {
+        "run_id": uuid.uuid4().hex,
+        "kind": kind,
+        "session_id": uuid.uuid4().hex,
+        "session_totals": {"claude-sonnet-4-5": {"cost_usd": usd, "input_tokens": 10}},
+    }
     hive.as_agent(agent, "turn_end", outcome=outcome, seconds=seconds, spend=spend)
 
 

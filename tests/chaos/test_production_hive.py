@@ -228,7 +228,7 @@ class Chaos:
         actions = ["coordinator"] * PLAN.serve_kills + ["host"] * PLAN.host_kills
         self.rng.shuffle(actions)
         hosts = iter(HOSTS * PLAN.host_kills)
-        for action in actions:
+        for action in actions:  # paced: the chaos schedule's random gaps
             await anyio.sleep(self.rng.uniform(*PLAN.gap))
             if action == "coordinator":
                 await self._kill_coordinator()
@@ -297,7 +297,7 @@ async def _settle(hive: Hive) -> None:
     """Nothing pending, twice in a row a second apart."""
     deadline = time.monotonic() + PLAN.settle_within
     quiet, why = 0, ["not looked yet"]
-    while quiet < 2:
+    while quiet < 2:  # paced: settled means quiet twice in a row, a second apart
         if time.monotonic() > deadline:
             raise AssertionError(f"not settled in {PLAN.settle_within:.0f} s: {why}\n{hive.logs()}")
         why = await anyio.to_thread.run_sync(_unsettled, hive)

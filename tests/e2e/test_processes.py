@@ -305,7 +305,9 @@ def test_a_second_sigterm_kills_a_stalled_turn_at_once(
     hive.wait_running("alice")
     hivectl(tmp_path, "send", "alice", "start")
     model_server.wait_for(lambda reqs: any(r.main for r in reqs), 60)
-    [(claude_pid, _)] = exec_records(record)
+    # The turn's claude is the last the wrapper started (the host ran `claude --version`
+    # once before, at its start).
+    claude_pid, _ = exec_records(record)[-1]
 
     hive.host.send_signal(signal.SIGTERM)
     wait_until(lambda: hive.fenced("alice"), 30, "alice's inbox fenced")

@@ -106,10 +106,11 @@ def test_each_command_prints_its_documented_shape(hive: Path) -> None:
     prints("login", stdin="a-test-key\n")
     # The rest need an agent host, a move, a stop, npm, or a machine doctor passes: their
     # own tests run them (test_cli_commands, test_move_progress, test_up_down,
-    # test_doctor, test_turns_e2e); the unit test holds every shape's keys to its model,
-    # which is what --json dumps.
+    # test_doctor, test_turns_e2e, test_cli_interrupt); the unit test holds every
+    # shape's keys to its model, which is what --json dumps.
     assert set(doc.shapes) - checked == {
         "hivectl agents move",
+        "hivectl agents interrupt",
         "hivectl doctor",
         "hivectl install-claude",
         "hivectl approvals approve",
