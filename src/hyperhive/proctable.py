@@ -36,6 +36,7 @@ import os
 import secrets
 import signal
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,7 +122,7 @@ def output_tail(state_dir: Path, path: Path, nbytes: int) -> str:
         return fh.read(nbytes).decode("utf-8", errors="replace")
 
 
-class ProcTable(Generic[R, E]):
+class ProcTable(ABC, Generic[R, E]):
     """One agent's supervised processes of one kind; ``async with`` runs them.
 
     ``noun`` names one in messages ("bash task", "subagent"); ``id_hint`` says
@@ -155,25 +156,25 @@ class ProcTable(Generic[R, E]):
 
     # ---- what a subclass says about its own records ------------------------
 
+    @abstractmethod
     def _entry(self, record: R) -> E:
         """The entry of a record read back from the file."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _live(self, record: R) -> bool:
         """Whether the record says its process was pending or running."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _interrupt(self, record: R) -> None:
         """Mark a record a previous host left live as interrupted (its words)."""
-        raise NotImplementedError
 
     def _owes_todo(self, record: R) -> bool:
         """Whether an ended record's completion todo may not have reached the agent."""
         return False
 
+    @abstractmethod
     async def _completion_todo(self, entry: E) -> None:
         """File ``entry``'s completion todo (after a restart, too)."""
-        raise NotImplementedError
 
     # ---- lifecycle ---------------------------------------------------------
 
