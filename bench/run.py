@@ -17,7 +17,7 @@ from bench.registry import REGISTRY, Benchmark, Context, Row, Sizes
 from bench.report import Failure, Machine, render_markdown, render_text
 
 # Modules of the package that hold no benchmarks.
-_NOT_BENCHMARKS = frozenset({"run", "registry", "report"})
+_NOT_BENCHMARKS = frozenset({"run", "registry", "report", "compare"})
 
 
 def discover() -> dict[str, Benchmark]:
