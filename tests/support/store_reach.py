@@ -4,12 +4,12 @@ CI runs the suite once on SQLite. The tests whose hives do more with the store t
 start (send, ack, remind, approve, place, move…) run a second time on PostgreSQL.
 That set is measured, never listed by hand:
 
-1. **Record** (``HH_STORE_REACH_RECORD=DIR`` on the SQLite pass): coverage.py measures
-   ``src/hyperhive/store/sqlite/`` — the code that has a PostgreSQL twin — in the
-   test processes and in every Python process they start (``hivectl serve``, ``up``,
-   hosts: coverage's ``.pth`` hook, ``COVERAGE_PROCESS_START``), each line labelled
-   with the test that ran it (a dynamic context in the test process, a static one,
-   from ``HH_STORE_REACH_TEST``, in the processes it starts). Only tests the store
+1. **Record** (``HH_STORE_REACH_RECORD=DIR`` on the SQLite pass): the store probe
+   (:mod:`tests.support.store_probe`) counts which functions of
+   ``src/hyperhive/store/sqlite/`` — the code that has a PostgreSQL twin — each test
+   calls, in the test processes and in every Python process they start (``hivectl
+   serve``, ``up``, hosts: ``reach_site/sitecustomize.py`` on ``PYTHONPATH``), each
+   labelled with the test that ran it (``HH_STORE_REACH_TEST``). Only tests the store
    switch may move (``store_switch``) are labelled: the others name their store.
 2. **Select** (``python -m tests.support.store_reach DIR``): the tests that ran a
    function of that code (a store operation: ``messages.py:SqliteMessages.ack``) which
@@ -17,22 +17,23 @@ That set is measured, never listed by hand:
    Written to ``DIR/selected``, one node id a line.
 3. **Run** (``HH_TEST_STORE=postgres HH_STORE_REACH_SELECT=DIR/selected``): only those.
 
-A process killed by ``kill -9`` writes no coverage data; its test still counts by
-whatever its other processes ran. Measuring one directory keeps the tracer cheap.
+The probe wraps functions rather than tracing lines: coverage.py's tracer, run in every
+process of the suite, slowed it past CI's budget on 2 cores. A process killed by
+``kill -9`` keeps what it wrote before (one line per first call).
 """
 
 from __future__ import annotations
 
-import ast
+import importlib.util
 import json
 import os
 import resource
 import sys
 import time
+import types
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-import coverage
 import pytest
 
 __all__ = [
@@ -41,7 +42,6 @@ __all__ = [
     "SELECT_ENV",
     "TEST_ENV",
     "beyond_start",
-    "functions_by_line",
     "select",
     "within_budget",
 ]
@@ -56,14 +56,8 @@ BASELINE: tuple[str, ...] = (
 )
 _REPO = Path(__file__).resolve().parents[2]
 MEASURED = _REPO / "src" / "hyperhive" / "store" / "sqlite"
-# Every warning coverage.py could print into a measured process's stderr (a CLI's output
-# is asserted on; a test process turns warnings into errors).
-_QUIET = (
-    "already-imported, couldnt-parse, dynamic-conflict, include-ignored, "
-    "module-not-imported, module-not-measured, module-not-python, no-ctracer, "
-    "no-data-collected, no-source, no-sysmon, no-sysmon-context, source-glob-no-match, "
-    "trace-changed, fork, pth, cant-combine"
-)
+_SITE = Path(__file__).resolve().parent / "reach_site"
+_PROBE = Path(__file__).resolve().parent / "store_probe.py"
 
 
 def beyond_start(ran: Mapping[str, frozenset[str]], baseline: Iterable[str]) -> list[str]:
@@ -80,50 +74,19 @@ def beyond_start(ran: Mapping[str, frozenset[str]], baseline: Iterable[str]) -> 
     return sorted(t for t, done in ran.items() if t not in base and not done <= start)
 
 
-def functions_by_line(source: str) -> dict[int, str]:
-    """Body line → the qualified name of the innermost function holding it. Other lines
-    (imports, class bodies, def lines) run when code is loaded, not when it is called."""
-    out: dict[int, str] = {}
-
-    def visit(node: ast.AST, prefix: str) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
-                name = f"{prefix}{child.name}"
-                # The body only: a def's own line (and its decorators) runs when the
-                # module or the enclosing function is loaded, not when it is called.
-                for line in range(child.body[0].lineno, (child.end_lineno or child.lineno) + 1):
-                    out[line] = name  # inner functions, visited later, overwrite
-                visit(child, f"{name}.")
-            elif isinstance(child, ast.ClassDef):
-                visit(child, f"{prefix}{child.name}.")
-            else:
-                visit(child, prefix)
-
-    visit(ast.parse(source), "")
-    return out
-
-
 # --- recording ---------------------------------------------------------------------------
 
 
-def _config(record: Path) -> Path:
-    """The coverage configuration every measured process reads (``COVERAGE_PROCESS_START``)."""
-    data = record / "data"
-    data.mkdir(parents=True, exist_ok=True)
-    # Processes run as other users (a serve as a non-root user) write their data too.
-    for path in (record, data):
-        path.chmod(0o1777 if path == data else 0o755)
-    rc = record / "coveragerc"
-    rc.write_text(
-        "[run]\n"
-        f"source = {MEASURED}\n"
-        "parallel = true\n"
-        f"data_file = {data / 'cov'}\n"
-        f"context = ${{{TEST_ENV}}}\n"
-        f"disable_warnings = {_QUIET}\n"
-    )
-    rc.chmod(0o644)
-    return rc
+def _probe() -> types.ModuleType:
+    """The probe as ``reach_site/sitecustomize.py`` loads it (one copy per process)."""
+    if (loaded := sys.modules.get("hh_store_probe")) is not None:
+        return loaded
+    spec = importlib.util.spec_from_file_location("hh_store_probe", _PROBE)
+    assert spec is not None and spec.loader is not None
+    probe = importlib.util.module_from_spec(spec)
+    sys.modules["hh_store_probe"] = probe
+    spec.loader.exec_module(probe)
+    return probe
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -141,25 +104,22 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     record = Path(raw).resolve()
     if not _is_worker(config):
-        # Before xdist starts its workers: they, and every process a test starts, inherit it.
-        os.environ["COVERAGE_PROCESS_START"] = str(_config(record))
-    if _runs_tests(config) and coverage.Coverage.current() is None:
-        coverage.process_startup(force=True)
-    cov = coverage.Coverage.current()
-    if _runs_tests(config) and cov is not None:
-        config.stash[_COV] = cov
+        # Before xdist starts its workers: they, and every process a test starts, inherit
+        # it. Processes a test runs as another user append to the data directory too.
+        data = record / "data"
+        data.mkdir(parents=True, exist_ok=True)
+        data.chmod(0o1777)
+        record.chmod(0o755)
+        os.environ[RECORD_ENV] = str(record)
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(_SITE), os.environ.get("PYTHONPATH", "")) if p
+        )
+    if _runs_tests(config):
+        _probe().install(str(record))  # a no-op where sitecustomize already did it
         config.stash[_COSTS] = (record / "costs").joinpath(f"{os.getpid()}.jsonl")
         config.stash[_COSTS].parent.mkdir(exist_ok=True)
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
-    cov = config.stash.get(_COV, None)
-    if cov is not None:
-        cov.stop()
-        cov.save()
-
-
-_COV = pytest.StashKey[coverage.Coverage]()
 _COSTS = pytest.StashKey[Path]()
 
 
@@ -171,23 +131,21 @@ def _labelled(item: pytest.Item) -> bool:
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    cov = item.config.stash.get(_COV, None)
-    if cov is None or not _labelled(item):
+    costs = item.config.stash.get(_COSTS, None)
+    if costs is None or not _labelled(item):
         return (yield)
     os.environ[TEST_ENV] = item.nodeid
-    cov.switch_context(item.nodeid)
     cpu, children = time.process_time(), _children_cpu()
     try:
         return (yield)
     finally:
-        cov.switch_context("")
         os.environ.pop(TEST_ENV, None)
         cost = {
             "test": item.nodeid,
             "cpu": round(time.process_time() - cpu, 3),
             "children": round(_children_cpu() - children, 3),
         }
-        with item.config.stash[_COSTS].open("a") as out:
+        with costs.open("a") as out:
             out.write(json.dumps(cost) + "\n")
 
 
@@ -223,7 +181,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         count = len(Path(raw).read_text().split())
         return f"store reach: the {count} tests {raw} lists (reaching the store beyond start)"
     if raw := os.environ.get(RECORD_ENV):
-        return f"store reach: recording which tests run {MEASURED} beyond a hive's start"
+        return f"store reach: recording which tests call {MEASURED} beyond a hive's start"
     return None
 
 
@@ -235,24 +193,15 @@ def _functions_by_test(record: Path) -> dict[str, frozenset[str]]:
     line: the PostgreSQL twin of a SQLite method has lines of its own, so what carries
     over from one backend to the other is which operations a test asked for."""
     data_dir = record / "data"
-    if not any(data_dir.glob("cov.*")):
-        raise ValueError(f"no coverage data under {data_dir}: was the SQLite pass recorded?")
-    # Combined into data/cov (combining reads the files named like it: cov.*).
-    cov = coverage.Coverage(data_file=str(data_dir / "cov"), config_file=str(record / "coveragerc"))
-    cov.combine([str(data_dir)], keep=True)
-    data = cov.get_data()
+    files = sorted(data_dir.glob("*.tsv"))
+    if not files:
+        raise ValueError(f"no store probe data under {data_dir}: was the SQLite pass recorded?")
     ran: dict[str, set[str]] = {}
-    for path in data.measured_files():
-        name = Path(path).relative_to(MEASURED).as_posix()
-        functions = functions_by_line(Path(path).read_text())
-        for lineno, contexts in data.contexts_by_lineno(path).items():
-            if (function := functions.get(lineno)) is None:
-                continue
-            for context in contexts:
-                # A process a test started labels its lines "test" (a static context);
-                # the test process itself, "|test" or "test" (a dynamic one).
-                if test := context.strip("|"):
-                    ran.setdefault(test, set()).add(f"{name}:{function}")
+    for path in files:
+        for line in path.read_text().splitlines():
+            test, _, function = line.partition("\t")
+            if test and function:
+                ran.setdefault(test, set()).add(function)
     return {t: frozenset(fs) for t, fs in ran.items()}
 
 

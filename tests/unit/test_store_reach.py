@@ -3,9 +3,15 @@ did not."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from tests.support.store_reach import beyond_start, functions_by_line, within_budget
+from tests.support import store_reach
+from tests.support.store_reach import beyond_start, within_budget
 
 START = frozenset({"engine.py:Engine.open", "agents.py:SqliteAgents.all"})
 
@@ -30,46 +36,51 @@ def test_a_baseline_that_recorded_nothing_refuses_to_select() -> None:
         beyond_start({**ran, "base::b": frozenset()}, ["base::a", "base::b"])
 
 
-SOURCE = '''\
-"""Doc."""
-import os
+PROBED = """
+import asyncio, inspect, os, sys
+from pathlib import Path
+from hyperhive.store import open_store
+from hyperhive.store.sqlite.settings import SqliteSettings
+
+async def main() -> None:
+    assert inspect.iscoroutinefunction(SqliteSettings.get)  # still awaitable as before
+    store = await open_store(Path(sys.argv[1]))
+    os.environ["HH_STORE_REACH_TEST"] = "t::keeps"
+    await store.settings.keep("k", "v")
+    await store.settings.keep("k", "w")  # a second call: no second line
+    os.environ["HH_STORE_REACH_TEST"] = "t::reads"
+    assert await store.settings.get("k") == "v"
+    await store.close()
+
+asyncio.run(main())
+"""
 
 
-class Messages:
-    limit = 3
+def test_the_probe_labels_each_first_store_call_in_a_process_it_starts(tmp_path: Path) -> None:
+    """As in a recording run: sitecustomize on PYTHONPATH loads the probe before the store."""
+    record = tmp_path / "record"
+    (record / "data").mkdir(parents=True)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(store_reach.__file__).parent / "reach_site"),
+        store_reach.RECORD_ENV: str(record),
+    }
+    env.pop(store_reach.TEST_ENV, None)
+    subprocess.run([sys.executable, "-c", PROBED, str(tmp_path)], env=env, check=True)
+    ran = store_reach._functions_by_test(record)
+    assert {"settings.py:SqliteSettings.keep", "engine.py:Engine.run"} <= ran["t::keeps"]
+    assert "settings.py:SqliteSettings.get" in ran["t::reads"]
+    assert "settings.py:SqliteSettings.get" not in ran["t::keeps"]
+    # Opening the store ran with no test named: not labelled, not recorded.
+    assert set(ran) == {"t::keeps", "t::reads"}
+    lines = [ln for f in (record / "data").glob("*.tsv") for ln in f.read_text().splitlines()]
+    assert lines.count("t::keeps\tsettings.py:SqliteSettings.keep") == 1
 
-    @staticmethod
-    def send(to):
-        def encode(body):
-            return body
-        return encode(to)
 
-
-async def sweep():
-    return os.sep
-'''
-
-
-def test_each_body_line_belongs_to_its_innermost_function_and_load_time_lines_to_none() -> None:
-    lines = functions_by_line(SOURCE)
-    assert [lines.get(n) for n in range(1, 17)] == [
-        None,  # docstring
-        None,  # import
-        None,
-        None,
-        None,  # class line
-        None,  # class attribute
-        None,
-        None,  # a decorator and a def line run as the class is made
-        None,
-        "Messages.send",  # the inner def line runs when send is called
-        "Messages.send.encode",
-        "Messages.send",
-        None,
-        None,
-        None,
-        "sweep",
-    ]
+def test_no_probe_data_is_an_error_not_an_empty_selection(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    with pytest.raises(ValueError, match="was the SQLite pass recorded"):
+        store_reach._functions_by_test(tmp_path)
 
 
 def test_within_budget_covers_every_function_first_then_adds_the_cheapest_that_fit() -> None:
