@@ -57,12 +57,11 @@ from hyperhive.agent.stream import (
     InitEvent,
     ResultEvent,
     StreamEvent,
-    TurnReport,
     UserEvent,
     parse_line,
-    summarize_turn,
 )
 from hyperhive.agent.turnend import RunKind, run_spend, tell_turn_end
+from hyperhive.agent.turnreport import TurnReport, summarize_turn
 from hyperhive.agent.turntrace import turn_span
 from hyperhive.atomic import atomic_write_text
 from hyperhive.client import RpcClient, connect

@@ -14,7 +14,7 @@ from typing import Literal
 
 from hyperhive.agent.active import ActiveAgent
 from hyperhive.agent.agentlog import AgentLog
-from hyperhive.agent.stream import TurnReport
+from hyperhive.agent.turnreport import TurnReport
 from hyperhive.agent.turntrace import record_turn
 from hyperhive.protocol import ModelSpend, RunSpend
 from hyperhive.runcost import summed
