@@ -91,7 +91,6 @@ class AgentHost:
         self.versions = HostVersions(find_claude(hive.claude_bin, paths.home)[0])
         claude = resolve_claude_bin(hive.claude_bin, paths.home)
         self.hive = hive.model_copy(update={"claude_bin": claude})
-        self.remote = remote
         self.host_id = remote.name if remote else host_id or f"{socket.gethostname()}-{os.getpid()}"
         self.uplink = Uplink(self, paths, self.hive, self.versions, remote)
         self.forwarded = (
