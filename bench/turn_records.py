@@ -23,8 +23,9 @@ from tests.support.model_server import ModelServer, text, tool_call
 from bench.agent_host import _nodelay, _seed
 from bench.registry import Context, Latency, Row, Sizes, benchmark
 from hyperhive.agent.host import AgentHost, resolve_claude_bin
-from hyperhive.agent.stream import StreamEvent, parse_line, summarize_turn
+from hyperhive.agent.stream import StreamEvent, parse_line
 from hyperhive.agent.turnrecorder import TurnRecorder
+from hyperhive.agent.turnreport import summarize_turn
 from hyperhive.agent.turnstore import list_turns
 from hyperhive.client import connect
 from hyperhive.config import HivePaths, load_hive_config

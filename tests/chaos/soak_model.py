@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hyperhive.agent.harness import FLUSH_PROMPT
+from hyperhive.agent.flush import FLUSH_PROMPT
 from hyperhive.agent.midturn import midturn_text
 from tests.support.model_server import Answer, Reply, Stall, Text, ToolUse, text
 

@@ -30,12 +30,10 @@ from hyperhive.agent.stream import (
     InitEvent,
     ResultEvent,
     StreamEvent,
-    TurnReport,
     UserEvent,
-    classify_outcome,
     parse_line,
-    summarize_turn,
 )
+from hyperhive.agent.turnreport import TurnReport, classify_outcome, summarize_turn
 from hyperhive.config import AgentConfig, HiveConfig
 from hyperhive.permissions import ToolGroup, builtin_tools_for
 from tests.support.model_server import (

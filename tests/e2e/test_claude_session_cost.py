@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from hyperhive.agent.steering import user_line
-from hyperhive.agent.stream import ResultEvent, parse_line, session_totals
+from hyperhive.agent.stream import ResultEvent, parse_line
+from hyperhive.agent.turnreport import session_totals
 from hyperhive.runcost import Figures, run_cost, summed
 from tests.e2e.test_claude_cli import RUN_TIMEOUT, Agent
 from tests.support.model_server import ModelServer, Reply, Stall, ToolUse, Usage, text

@@ -100,7 +100,7 @@ async def test_a_snapshot_is_sent_when_something_changed_and_comes_back_whole(
         elsewhere = dataclasses.replace(agent.spec, paths=HivePaths(tmp_path / "other"))
         for d in (elsewhere.state_dir, elsewhere.home_dir, elsewhere.work_dir):
             d.mkdir(parents=True)
-        link = LinkSnapshots(lambda: local._link)
+        link = LinkSnapshots(lambda: local.uplink.link)
         assert await restore(elsewhere, None, link, anyio.Event())
         assert durable_files(elsewhere) == expected
         assert (elsewhere.state_dir / "todo.md").read_text() == "call bob\n"
@@ -155,7 +155,7 @@ async def test_a_host_speaking_for_a_stale_incarnation_neither_writes_nor_reads(
         seed_state(agent.spec)
         assert await agent.snapshots.take()
         kept = await c.store.snapshots.get("alice")
-        link = LinkSnapshots(lambda: local._link)
+        link = LinkSnapshots(lambda: local.uplink.link)
         stale = dataclasses.replace(agent.spec, incarnation=(agent.spec.incarnation or 0) - 1)
         (agent.spec.state_dir / "notes.md").write_text("from a stale host\n")
         with pytest.raises(PermissionDenied, match="stale"):

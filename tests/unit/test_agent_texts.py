@@ -36,7 +36,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from hyperhive.agent.harness import CHECKPOINT_PROMPT, FLUSH_PROMPT
+from hyperhive.agent.compaction import CHECKPOINT_PROMPT
+from hyperhive.agent.flush import FLUSH_PROMPT
 from hyperhive.agent.host import AgentHost
 from hyperhive.agent.prompt import wake_prompt
 from hyperhive.agent.skills import SKILLS, skill_text

@@ -23,10 +23,12 @@ from hyperhive.agent.stream import (
     UnknownEvent,
     Usage,
     UserEvent,
+    parse_line,
+)
+from hyperhive.agent.turnreport import (
     classify_outcome,
     context_tokens,
     context_usage,
-    parse_line,
     session_totals,
     summarize_turn,
 )

@@ -13,8 +13,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from hyperhive.agent.stream import parse_line, summarize_turn
+from hyperhive.agent.stream import parse_line
 from hyperhive.agent.turnrecorder import Redactor, TurnRecorder
+from hyperhive.agent.turnreport import summarize_turn
 from hyperhive.agent.turnstore import INDEX_CHARS, TurnStore, list_turns, search_turns, show_turn
 from hyperhive.protocol import ModelSpend, WaitResult
 from hyperhive.protocol.turns import agent_of_turn

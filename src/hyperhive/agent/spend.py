@@ -16,7 +16,8 @@ from typing import Any, Protocol
 
 import anyio
 
-from hyperhive.agent.stream import ResultEvent, session_totals
+from hyperhive.agent.stream import ResultEvent
+from hyperhive.agent.turnreport import session_totals
 from hyperhive.errors import Unavailable
 from hyperhive.protocol import ModelSpend, RecordSpendReq, Req, RunSpend, SpendRecorded
 

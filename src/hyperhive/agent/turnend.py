@@ -1,9 +1,10 @@
 """A run's end: the spend report the coordinator counts, and what it was counted at, told.
 
-The harness sends :func:`run_spend` with the run's ``turn_end``; the
-coordinator answers what it counted the run at (:mod:`hyperhive.runcost`),
-and :func:`tell_turn_end` puts that figure on the agent's bus, in its log,
-on the turn's span and in its turn record — the same figure spend and budgets hold.
+The harness sends :func:`run_spend` with the run's ``turn_end``
+(:class:`TurnEnds`); the coordinator answers what it counted the run at
+(:mod:`hyperhive.runcost`), and :func:`tell_turn_end` puts that figure on the
+agent's bus, in its log, on the turn's span and in its turn record — the
+same figure spend and budgets hold.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ from typing import Literal
 
 from hyperhive.agent.active import ActiveAgent
 from hyperhive.agent.agentlog import AgentLog
-from hyperhive.agent.stream import TurnReport
+from hyperhive.agent.turnreport import TurnReport
 from hyperhive.agent.turntrace import record_turn
-from hyperhive.protocol import ModelSpend, RunSpend
+from hyperhive.client import RpcClient
+from hyperhive.protocol import ModelSpend, RunSpend, TurnEnded, TurnEndReq
 from hyperhive.runcost import summed
 
-__all__ = ["RunKind", "run_spend", "tell_turn_end"]
+__all__ = ["RunKind", "TurnEnds", "run_spend", "tell_turn_end"]
 
 RunKind = Literal["turn", "compaction"]
 
@@ -80,3 +82,43 @@ def tell_turn_end(
         f"{what}: {last.outcome}, {calls} model call(s), {cost}, context {last.context_usage:.0%}"
     )
     record_turn(reports, spent)
+
+
+class TurnEnds:
+    """The ``turn_end`` of each of one agent's turns: sent, then its runs told.
+
+    One the coordinator never answered (the connection was lost) stays owed:
+    :meth:`settle` resends it first after reconnecting, so a clean turn's mail
+    is acked exactly as if nothing had happened, and its runs are told once
+    the coordinator says what they were counted at.
+    """
+
+    def __init__(self, agent: ActiveAgent) -> None:
+        self.agent = agent
+        self._owed: TurnEndReq | None = None
+        self._untold: tuple[Sequence[TurnReport], RunKind] = ((), "turn")
+
+    @property
+    def owed(self) -> bool:
+        """A ``turn_end`` was sent and never answered."""
+        return self._owed is not None
+
+    async def send(
+        self, rpc: RpcClient, req: TurnEndReq, reports: Sequence[TurnReport], kind: RunKind
+    ) -> TurnEnded:
+        """Send the turn's end; then tell what its runs were counted at."""
+        self._owed, self._untold = req, (reports, kind)
+        result = await rpc.call(req)
+        self._owed = None
+        tell_turn_end(self.agent, reports, result.spend, kind)
+        self.agent.snapshots.turn_ended()  # off the turn's path: its mail is acked already
+        return result
+
+    async def settle(self, rpc: RpcClient) -> None:
+        """Resend the end still owed from before the connection was lost; tell its runs."""
+        if self._owed is None:
+            return
+        ended = await rpc.call(self._owed)
+        self._owed = None
+        reports, kind = self._untold
+        tell_turn_end(self.agent, reports, ended.spend, kind)

@@ -33,7 +33,8 @@ from pathlib import Path
 import anyio
 from pydantic import JsonValue
 
-from hyperhive.agent.stream import AssistantEvent, InitEvent, StreamEvent, TurnReport, UserEvent
+from hyperhive.agent.stream import AssistantEvent, InitEvent, StreamEvent, UserEvent
+from hyperhive.agent.turnreport import TurnReport
 from hyperhive.agent.turnstore import TurnStore, prune
 from hyperhive.names import REMINDER
 from hyperhive.protocol import ModelSpend, WaitResult

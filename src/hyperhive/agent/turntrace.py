@@ -21,7 +21,7 @@ from opentelemetry.trace import Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from hyperhive.agent.events import EventsBus
-from hyperhive.agent.stream import TurnReport
+from hyperhive.agent.turnreport import TurnReport
 from hyperhive.names import REMINDER
 from hyperhive.protocol import ModelSpend, WaitResult
 from hyperhive.telemetry import tracer
