@@ -1,4 +1,6 @@
-"""What an approval asks for: one model per kind, chosen by ``kind``.
+"""Approvals: what one asks for, one model per kind chosen by ``kind``, and the
+operator's requests to list, show, approve or deny them (and to propose a
+change of an agent's permissions, which is an approval too).
 
 An approval row keeps its kind in a column of its own and the rest of what was
 asked as JSON (the store's ``payload``, written by ``payload.stored()``).
@@ -15,10 +17,20 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
 
+from hyperhive.protocol.base import ApprovalRequested, Req, RowId, _Out
+
 __all__ = [
     "ApplyCommitPayload",
+    "ApprovalDetail",
+    "ApprovalOutcome",
     "ApprovalPayload",
+    "ApprovalView",
+    "EffectiveView",
     "InitConfigPayload",
+    "OpApprovalShowReq",
+    "OpApprovalsReq",
+    "OpPermsSetReq",
+    "OpResolveReq",
     "PayloadView",
     "ReadPayload",
     "StoredPayload",
@@ -92,3 +104,76 @@ def read_payload(kind: str, stored: Mapping[str, Any]) -> ReadPayload:
             for e in exc.errors()[:3]
         )
         return StoredPayload(stored_kind=kind, stored=dict(stored), problem=problem)
+
+
+# ---- the operator's approvals (its socket) ----------------------------------
+
+
+class ApprovalView(_Out):
+    id: int
+    # update_meta_inputs: a request this hive no longer takes (only denied or cancelled).
+    kind: Literal["init_config", "apply_commit", "update_meta_inputs"]
+    requester: str
+    subject: str
+    state: Literal["pending", "approved", "denied"]
+    created_at: float
+    resolution: str | None
+
+
+class EffectiveView(_Out):
+    """An agent as a config would make it: what the operator sees before approving."""
+
+    agent: str
+    parent: str | None
+    toml: str
+    tool_groups: list[str]
+    capabilities: list[str]
+    mcp_servers: list[str]
+    tools_arg: str
+    allowed_tools_arg: str
+
+
+class ApprovalDetail(ApprovalView):
+    """An approval with what was asked (its kind's model, or the row as stored and why
+    it cannot be carried out) and, for config changes, the diff to apply and
+    ``effective``: what approving makes of the agent."""
+
+    payload: PayloadView
+    diff: str | None = None
+    effective: EffectiveView | None = None
+
+
+class ApprovalOutcome(_Out):
+    approval_id: int
+    state: Literal["approved", "denied"]
+    meta_commit: str | None = None
+    note: str | None = None
+
+
+class OpApprovalsReq(Req[list[ApprovalView]]):
+    cmd: Literal["approvals"]
+    pending_only: bool = True
+
+
+class OpApprovalShowReq(Req[ApprovalDetail]):
+    cmd: Literal["approval_show"]
+    approval_id: RowId
+
+
+class OpResolveReq(Req[ApprovalOutcome]):
+    cmd: Literal["approve", "deny"]
+    approval_id: RowId
+    reason: str = ""
+    # Approving a spawn (``init_config``): the agent host the new agent is pinned to
+    # (None: placed automatically). Refused for any other approval, and for a host that
+    # is unknown or revoked, before anything is created.
+    host: str | None = None
+
+
+class OpPermsSetReq(Req[ApprovalRequested]):
+    """Propose new tool groups/capabilities for an agent (an approval to apply)."""
+
+    cmd: Literal["perms_set"]
+    agent: str
+    tool_groups: list[str]
+    capabilities: list[str] = Field(default_factory=list)

@@ -19,6 +19,25 @@ from pydantic import (
 from hyperhive.protocol.base import _Out
 from hyperhive.tools.groups import ToolGroup
 
+__all__ = [
+    "ApprovalResolved",
+    "ConfigReady",
+    "ContainerCrash",
+    "Destroyed",
+    "HelperEvent",
+    "HostLost",
+    "INBOX_EVENTS",
+    "Killed",
+    "LOST_NAMED",
+    "LoggedIn",
+    "LostAgent",
+    "NeedsLogin",
+    "NeedsUpdate",
+    "Rebuilt",
+    "Spawned",
+    "describe",
+]
+
 # ---- helper events --------------------------------------------------------
 
 

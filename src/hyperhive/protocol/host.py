@@ -1,39 +1,84 @@
-"""Requests on the operator socket (``hivectl``, the dashboard)."""
+"""The operator socket (``hivectl``, the dashboard): its union, ``HostRequest``, and the
+requests about the hive and its agents.
+
+The operator's other requests live with their concept and are listed in the
+union here: mail and questions (``mail``), approvals (``approvals``), agent
+hosts (``agenthosts``), moves, the activity feed, steering, budgets, turns.
+"""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import (
-    Field,
-    JsonValue,
-)
+from pydantic import Field, JsonValue
 
 from hyperhive.config import AgentConfig
-from hyperhive.protocol.approvals import PayloadView
+from hyperhive.protocol.agenthosts import (
+    OpHostsAddReq,
+    OpHostsListReq,
+    OpHostsRevokeReq,
+    OpHostsRotateReq,
+)
+from hyperhive.protocol.approvals import (
+    OpApprovalShowReq,
+    OpApprovalsReq,
+    OpPermsSetReq,
+    OpResolveReq,
+)
 from hyperhive.protocol.base import (
-    Acked,
-    ApprovalRequested,
     Cancelled,
     CompactQueued,
     LifecycleResult,
     LogTail,
     LooseEnd,
     LooseEndKind,
-    Message,
     Req,
     RowId,
-    Sent,
     TurnStateName,
     _Out,
 )
 from hyperhive.protocol.budget import OpBudgetReq, OpBudgetSetReq, OpSpendReq, OpSpendSeriesReq
-from hyperhive.protocol.follow import FOLLOW_WAIT_MAX, OpActivityReq, OpAwaitReplyReq
+from hyperhive.protocol.follow import OpActivityReq, OpAwaitReplyReq
 from hyperhive.protocol.hostreads import AgentSnapshot
-from hyperhive.protocol.link import HostCapacity, Versions
+from hyperhive.protocol.link import Versions
+from hyperhive.protocol.mail import (
+    OpAckReq,
+    OpAnswerReq,
+    OpInboxReq,
+    OpMessagesReq,
+    OpOutboxReq,
+    OpQuestionsReq,
+    OpSendReq,
+)
 from hyperhive.protocol.move import OpAgentMoveReq, OpMoveProgressReq
 from hyperhive.protocol.steer import OpInterruptReq
 from hyperhive.protocol.turns import OpTurnShowReq, OpTurnsListReq, OpTurnsSearchReq
+
+__all__ = [
+    "AgentConfigView",
+    "AgentView",
+    "ForgeView",
+    "HiveStatus",
+    "HostRequest",
+    "LastSnapshot",
+    "OpAgentForgeReq",
+    "OpAgentSnapshotReq",
+    "OpAgentsReq",
+    "OpCancelLooseEndReq",
+    "OpCompactReq",
+    "OpConfigReq",
+    "OpLastSnapshotReq",
+    "OpLifecycleReq",
+    "OpLogsReq",
+    "OpLooseEndsReq",
+    "OpSetParentReq",
+    "OpSpawnReq",
+    "OpStatusReq",
+    "OpTopologyReq",
+    "ParentSet",
+    "SpawnResult",
+    "WaitingSlot",
+]
 
 # ---- results (keys promised by docs/cli-json.md are never renamed) ---------
 
@@ -82,22 +127,6 @@ class ParentSet(_Out):
     topology: dict[str, str | None]
 
 
-class Question(_Out):
-    id: int
-    asker: str
-    question: str
-    message_id: int | None
-    state: str
-    answer: str | None
-    created_at: float
-    answered_at: float | None
-
-
-class Answered(_Out):
-    asker: str
-    message_id: int
-
-
 class SpawnResult(_Out):
     name: str
     parent: str | None
@@ -122,52 +151,6 @@ class HiveStatus(_Out):
     roots: list[str]
     schema_version: int
     pid: int
-
-
-class Mailbox(_Out):
-    inbox: list[Message]
-    outbox: list[Message]
-
-
-class ApprovalView(_Out):
-    id: int
-    # update_meta_inputs: a request this hive no longer takes (only denied or cancelled).
-    kind: Literal["init_config", "apply_commit", "update_meta_inputs"]
-    requester: str
-    subject: str
-    state: Literal["pending", "approved", "denied"]
-    created_at: float
-    resolution: str | None
-
-
-class EffectiveView(_Out):
-    """An agent as a config would make it: what the operator sees before approving."""
-
-    agent: str
-    parent: str | None
-    toml: str
-    tool_groups: list[str]
-    capabilities: list[str]
-    mcp_servers: list[str]
-    tools_arg: str
-    allowed_tools_arg: str
-
-
-class ApprovalDetail(ApprovalView):
-    """An approval with what was asked (its kind's model, or the row as stored and why
-    it cannot be carried out) and, for config changes, the diff to apply and
-    ``effective``: what approving makes of the agent."""
-
-    payload: PayloadView
-    diff: str | None = None
-    effective: EffectiveView | None = None
-
-
-class ApprovalOutcome(_Out):
-    approval_id: int
-    state: Literal["approved", "denied"]
-    meta_commit: str | None = None
-    note: str | None = None
 
 
 class AgentConfigView(_Out):
@@ -195,41 +178,7 @@ class ForgeView(_Out):
     problem: str | None = None
 
 
-# ---- operator socket ------------------------------------------------------
-
-
-class OpSendReq(Req[Sent]):
-    cmd: Literal["send"]
-    to: str
-    body: str
-    in_reply_to: RowId | None = None
-    # The operator will wait for the reply (``send --wait``): refused, before anything is
-    # sent, when the recipient takes no turn to write one (a spend limit holds it, or the
-    # operator stopped it).
-    expect_reply: bool = False
-
-
-class OpInboxReq(Req[list[Message]]):
-    """The newest ``limit`` messages to the operator, oldest first; with ``after`` only
-    those with a greater id, waiting up to ``wait`` seconds for one (``inbox --follow``)."""
-
-    cmd: Literal["inbox"]
-    limit: int = Field(default=50, ge=1, le=1000)
-    unread_only: bool = False
-    after: RowId | None = None
-    wait: float = Field(default=0.0, ge=0.0, le=FOLLOW_WAIT_MAX)
-
-
-class OpOutboxReq(Req[list[Message]]):
-    """Messages the operator sent (newest ``limit``, oldest first)."""
-
-    cmd: Literal["outbox"]
-    limit: int = Field(default=50, ge=1, le=1000)
-
-
-class OpAckReq(Req[Acked]):
-    cmd: Literal["ack_until"]
-    up_to: RowId
+# ---- requests --------------------------------------------------------------
 
 
 class OpAgentsReq(Req[list[AgentView]]):
@@ -257,17 +206,6 @@ class OpCancelLooseEndReq(Req[Cancelled]):
     row_id: RowId
 
 
-class OpQuestionsReq(Req[list[Question]]):
-    cmd: Literal["questions"]
-    open_only: bool = True
-
-
-class OpAnswerReq(Req[Answered]):
-    cmd: Literal["answer_question"]
-    question_id: RowId
-    answer: str
-
-
 class OpSpawnReq(Req[SpawnResult]):
     cmd: Literal["spawn"]
     name: str
@@ -279,34 +217,6 @@ class OpSpawnReq(Req[SpawnResult]):
 
 class OpStatusReq(Req[HiveStatus]):
     cmd: Literal["status"]
-
-
-class OpMessagesReq(Req[Mailbox]):
-    """An agent's inbox and outbox, for the operator."""
-
-    cmd: Literal["messages"]
-    agent: str
-    limit: int = Field(default=50, ge=1, le=1000)
-
-
-class OpApprovalsReq(Req[list[ApprovalView]]):
-    cmd: Literal["approvals"]
-    pending_only: bool = True
-
-
-class OpApprovalShowReq(Req[ApprovalDetail]):
-    cmd: Literal["approval_show"]
-    approval_id: RowId
-
-
-class OpResolveReq(Req[ApprovalOutcome]):
-    cmd: Literal["approve", "deny"]
-    approval_id: RowId
-    reason: str = ""
-    # Approving a spawn (``init_config``): the agent host the new agent is pinned to
-    # (None: placed automatically). Refused for any other approval, and for a host that
-    # is unknown or revoked, before anything is created.
-    host: str | None = None
 
 
 class OpLifecycleReq(Req[LifecycleResult]):
@@ -340,15 +250,6 @@ class OpCompactReq(Req[CompactQueued]):
     agent: str
 
 
-class OpPermsSetReq(Req[ApprovalRequested]):
-    """Propose new tool groups/capabilities for an agent (an approval to apply)."""
-
-    cmd: Literal["perms_set"]
-    agent: str
-    tool_groups: list[str]
-    capabilities: list[str] = Field(default_factory=list)
-
-
 class OpConfigReq(Req[AgentConfigView]):
     cmd: Literal["agent_config"]
     agent: str
@@ -377,73 +278,6 @@ class OpAgentForgeReq(Req[ForgeView]):
 
     cmd: Literal["agent_forge"]
     agent: str
-
-
-HostLinkState = Literal["connected", "disconnected", "expired", "revoked", "never"]
-
-
-class HostView(_Out):
-    """One row of ``hivectl hosts list``: an agent host's credential, link and lease.
-
-    ``link``: connected; disconnected (its connection dropped but its lease still
-    holds its agents); expired (lease gone: its agents are ``lost``); revoked; never
-    connected. A local host (``hivectl up``'s, on the unix socket) has no credential
-    row: ``remote`` is false and ``created_at`` is when it registered.
-    """
-
-    name: str
-    created_at: float
-    rotated_at: float | None
-    revoked: bool
-    last_seen_at: float | None
-    connected: bool
-    agents: list[str]
-    remote: bool = True
-    link: HostLinkState = "never"
-    epoch: int = 0
-    last_heartbeat_at: float | None = None
-    lease_expires_at: float | None = None
-    running_turns: int = 0
-    capacity: HostCapacity | None = None
-    lost_agents: list[str] = []
-    # When its credential stops being accepted (None: never); past it, ``link`` is
-    # refused at the handshake and a live link is cut at its next heartbeat.
-    credential_expires_at: float | None = None
-
-
-class HostCredential(_Out):
-    """The credential ``hosts add``/``hosts rotate`` print once (only its hash is kept)."""
-
-    name: str
-    credential: str
-    expires_at: float | None = None
-
-
-class OpHostsListReq(Req[list[HostView]]):
-    cmd: Literal["hosts_list"]
-
-
-class OpHostsAddReq(Req[HostCredential]):
-    cmd: Literal["hosts_add"]
-    name: str = Field(min_length=1, max_length=64)
-    # When the credential stops being accepted (seconds since the epoch; None: never).
-    expires_at: float | None = None
-
-
-class OpHostsRotateReq(Req[HostCredential]):
-    """A new credential (the old one is refused, its link cut), good until ``expires_at``
-    (None: for ever, whatever the old one's expiry was)."""
-
-    cmd: Literal["hosts_rotate"]
-    name: str
-    expires_at: float | None = None
-
-
-class OpHostsRevokeReq(Req[HostView]):
-    """Refuse the host's credential from now on, and cut its live link at once."""
-
-    cmd: Literal["hosts_revoke"]
-    name: str
 
 
 HostRequest = Annotated[

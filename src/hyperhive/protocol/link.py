@@ -39,6 +39,27 @@ from hyperhive.protocol.steer import InterruptAsk
 from hyperhive.protocol.turns import TurnsAsk
 from hyperhive.protocol.wire import Response
 
+__all__ = [
+    "ActivateCmd",
+    "DeactivateCmd",
+    "HostCapacity",
+    "Lease",
+    "LinkAbandonReq",
+    "LinkAgentCrashedReq",
+    "LinkAgentStartedReq",
+    "LinkAgentStateReq",
+    "LinkCommand",
+    "LinkForwardReq",
+    "LinkGoodbyeReq",
+    "LinkHeartbeatReq",
+    "LinkRegisterReq",
+    "LinkRequest",
+    "MetaChangedAsk",
+    "PlaceCmd",
+    "Registered",
+    "Versions",
+]
+
 # ---- agent-host link ------------------------------------------------------
 
 

@@ -18,6 +18,21 @@ from pydantic import (
 from hyperhive.errors import HiveError, MalformedFrame, UnknownCommand
 from hyperhive.protocol.base import RequestId, _Req
 
+__all__ = [
+    "ErrorInfo",
+    "Response",
+    "decode_frame",
+    "decode_request",
+    "decode_response",
+    "encode",
+    "encode_ok",
+    "error_response",
+    "ok_response",
+    "parse_result",
+    "peek_id",
+    "summarise_validation",
+]
+
 # ---- responses ------------------------------------------------------------
 
 
