@@ -71,6 +71,10 @@ class Placement:
         # link readers: no lock that blocks one).
         self._starting: Counter[str] = Counter()
 
+    def crash_reason(self, agent: str) -> str | None:
+        """Why ``agent`` last stopped unasked, until it runs again (``None``: it did not)."""
+        return self.crash_reasons.get(agent)
+
     # ---- which host -------------------------------------------------------------------
 
     async def loads(self) -> list[HostLoad]:
