@@ -214,10 +214,19 @@ class LinkBook:
         """The hosts whose link is up now, by name."""
         return sorted(self.hosts)
 
+    def reported_running(self, host_id: str, agent: str) -> bool:
+        """Whether connected ``host_id`` said at registration that it runs ``agent``."""
+        host = self.hosts.get(host_id)
+        return host is not None and agent in host.reported
+
     def turn_of(self, agent: str) -> TurnState | None:
         """``agent``'s turn as its host last reported it (``None``: never placed here)."""
         turn = self.turns.get(agent)
         return None if turn is None else dataclasses.replace(turn)
+
+    def forget_turn(self, agent: str) -> None:
+        """Drop ``agent``'s turn state (it was destroyed: no view shows it stopped)."""
+        self.turns.pop(agent, None)
 
     def lost_on(self, agent: str) -> str | None:
         """The host whose lease expired while it held ``agent`` (``None``: not lost)."""
