@@ -214,6 +214,14 @@ class LinkBook:
         """The hosts whose link is up now, by name."""
         return sorted(self.hosts)
 
+    def running_turns(self) -> dict[str, TurnState]:
+        """The turn state of every agent running now, by agent (in placement order)."""
+        return {
+            a: dataclasses.replace(t)
+            for a in self.placement
+            if (t := self.turns.get(a)) is not None
+        }
+
     def reported_running(self, host_id: str, agent: str) -> bool:
         """Whether connected ``host_id`` said at registration that it runs ``agent``."""
         host = self.hosts.get(host_id)
