@@ -206,6 +206,10 @@ class LinkBook:
     def host_of(self, agent: str) -> str | None:
         return self.placement.get(agent)
 
+    def last_host_of(self, agent: str) -> str | None:
+        """The host ``agent`` last ran on (its log stays on that host's disk after it stops)."""
+        return self.last_host.get(agent)
+
     def connected(self, host_id: str) -> bool:
         """Whether ``host_id``'s link is up now (not away inside its lease)."""
         return host_id in self.hosts
