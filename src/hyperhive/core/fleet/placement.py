@@ -71,6 +71,10 @@ class Placement:
         # link readers: no lock that blocks one).
         self._starting: Counter[str] = Counter()
 
+    def note_crash(self, agent: str, reason: str) -> None:
+        """``agent`` stopped unasked, for ``reason`` (shown until it runs again)."""
+        self.crash_reasons[agent] = reason
+
     def crash_reason(self, agent: str) -> str | None:
         """Why ``agent`` last stopped unasked, until it runs again (``None``: it did not)."""
         return self.crash_reasons.get(agent)

@@ -334,7 +334,7 @@ class Lifecycle:
     async def crashed(self, agent: str, reason: str) -> None:
         """Restart with backoff; tell the submitting agent (the root manager just restarts)."""
         now = time.time()
-        self.placement.crash_reasons[agent] = reason
+        self.placement.note_crash(agent, reason)
         history = self._crashes.setdefault(agent, deque(maxlen=len(CRASH_BACKOFF)))
         while history and now - history[0] > CRASH_WINDOW:
             history.popleft()
