@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from hyperhive.config import AgentConfig
-from hyperhive.core.api.agent import COMPACT_THRESHOLD
+from hyperhive.core.api.agent_api import COMPACT_THRESHOLD
 from hyperhive.core.api.dashboard.pictures.gauges import (
     BAR_WIDTH,
     GAUGE_LEFT,

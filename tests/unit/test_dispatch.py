@@ -110,8 +110,8 @@ def test_every_request_on_every_socket_names_a_response_type(union: object) -> N
 
 
 def test_the_real_tables_are_sealed_on_import() -> None:
-    agent_api = importlib.import_module("hyperhive.core.api.agent")
-    operator_api = importlib.import_module("hyperhive.core.api.operator")
+    agent_api = importlib.import_module("hyperhive.core.api.agent_api")
+    operator_api = importlib.import_module("hyperhive.core.api.operator_api")
     link_table = importlib.import_module("hyperhive.core.infra.link_table")
     hostasks = importlib.import_module("hyperhive.agent.hostasks")
     tables = (

@@ -22,7 +22,7 @@ from hyperhive.agent.events import EventsBus
 from hyperhive.agent.host import AgentHost
 from hyperhive.agent.mcp_surface import Surface
 from hyperhive.config import AgentConfig, HiveConfig, HivePaths
-from hyperhive.core.api.agent import AGENT_TABLE, gate
+from hyperhive.core.api.agent_api import AGENT_TABLE, gate
 from hyperhive.dispatch import union_members
 from hyperhive.errors import PermissionDenied, ToolGroupDenied
 from hyperhive.matrix.config import AgentMatrixConfig

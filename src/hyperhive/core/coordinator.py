@@ -15,8 +15,8 @@ import anyio
 from anyio.abc import TaskStatus
 
 from hyperhive.config import HiveConfig, HivePaths
-from hyperhive.core.api.agent import AgentApi
-from hyperhive.core.api.operator import OperatorApi
+from hyperhive.core.api.agent_api import AgentApi
+from hyperhive.core.api.operator_api import OperatorApi
 from hyperhive.core.api.watch import OperatorWatch
 from hyperhive.core.fleet.agentdisks import AgentDisks
 from hyperhive.core.fleet.configmirrors import ConfigMirrors

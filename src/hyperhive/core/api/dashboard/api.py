@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, Form, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from hyperhive.config import parse_agent_config
-from hyperhive.core.api.agent import COMPACT_THRESHOLD
+from hyperhive.core.api.agent_api import COMPACT_THRESHOLD
 from hyperhive.core.api.dashboard.live import EventStream, agent_events, hive_events
 from hyperhive.core.api.dashboard.state import Dashboard, dashboard
 from hyperhive.core.api.dashboard.views import compact_rule, perms_preview, thread_messages

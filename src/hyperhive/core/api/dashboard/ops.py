@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
-from hyperhive.core.api.operator import OperatorApi
+from hyperhive.core.api.operator_api import OperatorApi
 from hyperhive.errors import MalformedFrame
 from hyperhive.protocol import AgentView, OpAgentsReq, Req, summarise_validation
 

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from hyperhive.budgets import HIVE_SCOPE, WARN_AT
-from hyperhive.core.api.agent import COMPACT_THRESHOLD
+from hyperhive.core.api.agent_api import COMPACT_THRESHOLD
 from hyperhive.core.api.dashboard.api import operator_threads
 from hyperhive.core.api.dashboard.pictures.gauges import NARROW, budget_bars, context_gauge
 from hyperhive.core.api.dashboard.security import AUTH_COOKIE, safe_next

@@ -20,7 +20,7 @@ from hyperhive.core.api.dashboard.hostproxy import HostProxy
 from hyperhive.core.api.dashboard.logincode import LoginCodes
 from hyperhive.core.api.dashboard.ops import Ops
 from hyperhive.core.api.dashboard.security import Security
-from hyperhive.core.api.operator import OperatorApi
+from hyperhive.core.api.operator_api import OperatorApi
 from hyperhive.core.fleet.hostlink import HostLink
 from hyperhive.core.infra.notify import EventBus, Notifier
 from hyperhive.core.state.registry import AgentRegistry

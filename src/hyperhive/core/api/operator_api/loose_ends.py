@@ -3,7 +3,7 @@ the agents' questions answered."""
 
 from __future__ import annotations
 
-from hyperhive.core.api.operator.base import OPERATOR_TABLE, OperatorApi
+from hyperhive.core.api.operator_api.base import OPERATOR_TABLE, OperatorApi
 from hyperhive.errors import NotFound
 from hyperhive.protocol import (
     Answered,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from hyperhive.core.api.agent.base import AGENT_TABLE, AgentApi
+from hyperhive.core.api.agent_api.base import AGENT_TABLE, AgentApi
 from hyperhive.errors import NotFound
 from hyperhive.protocol import (
     ApprovalRequested,

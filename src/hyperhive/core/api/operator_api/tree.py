@@ -3,7 +3,7 @@ started, stopped or destroyed, and moved to another host."""
 
 from __future__ import annotations
 
-from hyperhive.core.api.operator.base import OPERATOR_TABLE, OperatorApi
+from hyperhive.core.api.operator_api.base import OPERATOR_TABLE, OperatorApi
 from hyperhive.errors import Conflict
 from hyperhive.names import validate_agent_name
 from hyperhive.protocol import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 
-from hyperhive.core.api.agent.base import AGENT_TABLE, COMPACT_THRESHOLD, AgentApi
+from hyperhive.core.api.agent_api.base import AGENT_TABLE, COMPACT_THRESHOLD, AgentApi
 from hyperhive.protocol import (
     ActivityReported,
     Attached,

@@ -4,7 +4,7 @@ view, last snapshot, log and live turn state, and the hive's status."""
 from __future__ import annotations
 
 from hyperhive import topology
-from hyperhive.core.api.operator.base import OPERATOR_TABLE, OperatorApi
+from hyperhive.core.api.operator_api.base import OPERATOR_TABLE, OperatorApi
 from hyperhive.forge.view import forge_view
 from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import (

@@ -4,7 +4,7 @@ the operator, and the wake messages its in-sandbox producers send it."""
 from __future__ import annotations
 
 from hyperhive import topology
-from hyperhive.core.api.agent.base import AGENT_TABLE, AgentApi
+from hyperhive.core.api.agent_api.base import AGENT_TABLE, AgentApi
 from hyperhive.errors import InvalidName, InvalidRequest, PermissionDenied
 from hyperhive.names import RESERVED_NAMES, validate_task_name
 from hyperhive.protocol import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from hyperhive import topology
-from hyperhive.core.api.agent.base import AGENT_TABLE, AgentApi
+from hyperhive.core.api.agent_api.base import AGENT_TABLE, AgentApi
 from hyperhive.core.state.loose_ends import owner_of
 from hyperhive.errors import Conflict, InvalidRequest, LimitExceeded, NotFound, PermissionDenied
 from hyperhive.permissions import Capability

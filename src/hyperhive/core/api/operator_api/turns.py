@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from hyperhive.core.api.operator.base import OPERATOR_TABLE, OperatorApi
+from hyperhive.core.api.operator_api.base import OPERATOR_TABLE, OperatorApi
 from hyperhive.errors import Conflict, NotFound
 from hyperhive.names import OPERATOR
 from hyperhive.protocol import (

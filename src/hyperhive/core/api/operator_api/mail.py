@@ -5,7 +5,7 @@ agent's mailbox."""
 from __future__ import annotations
 
 from hyperhive.budgets import describe
-from hyperhive.core.api.operator.base import OPERATOR_TABLE, OperatorApi
+from hyperhive.core.api.operator_api.base import OPERATOR_TABLE, OperatorApi
 from hyperhive.errors import Conflict, OverBudget
 from hyperhive.names import OPERATOR
 from hyperhive.protocol import (

@@ -4,8 +4,8 @@ and the agents view; each other module holds one concern's handlers, registered 
 fails, naming the gap, when a request of the socket has no handler).
 """
 
-from hyperhive.core.api.operator import approvals, hosts, loose_ends, mail, reads, tree, turns
-from hyperhive.core.api.operator.base import OPERATOR_TABLE, OperatorApi
+from hyperhive.core.api.operator_api import approvals, hosts, loose_ends, mail, reads, tree, turns
+from hyperhive.core.api.operator_api.base import OPERATOR_TABLE, OperatorApi
 
 __all__ = ["OPERATOR_TABLE", "OperatorApi"]
 

@@ -3,7 +3,7 @@ proposes, read against the config an agent runs with now."""
 
 from __future__ import annotations
 
-from hyperhive.core.api.operator.base import OPERATOR_TABLE, OperatorApi
+from hyperhive.core.api.operator_api.base import OPERATOR_TABLE, OperatorApi
 from hyperhive.effective import turn_tool_args
 from hyperhive.errors import InvalidRequest
 from hyperhive.names import OPERATOR

@@ -4,8 +4,14 @@ registered on ``AGENT_TABLE``, which is sealed here once they all are (an import
 this package fails, naming the gap, when a request of the socket has no handler).
 """
 
-from hyperhive.core.api.agent import identity, loose_ends, mail, tree, turns
-from hyperhive.core.api.agent.base import AGENT_TABLE, COMPACT_THRESHOLD, STATUS_MAX, AgentApi, gate
+from hyperhive.core.api.agent_api import identity, loose_ends, mail, tree, turns
+from hyperhive.core.api.agent_api.base import (
+    AGENT_TABLE,
+    COMPACT_THRESHOLD,
+    STATUS_MAX,
+    AgentApi,
+    gate,
+)
 
 __all__ = ["AGENT_TABLE", "COMPACT_THRESHOLD", "STATUS_MAX", "AgentApi", "gate"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hyperhive.core.api.operator.base import OPERATOR_TABLE, OperatorApi
+from hyperhive.core.api.operator_api.base import OPERATOR_TABLE, OperatorApi
 from hyperhive.protocol import (
     HostCredential,
     HostView,

@@ -4,7 +4,7 @@ Matrix identities (the admin credentials stay in the coordinator)."""
 from __future__ import annotations
 
 from hyperhive import __version__
-from hyperhive.core.api.agent.base import AGENT_TABLE, STATUS_MAX, AgentApi
+from hyperhive.core.api.agent_api.base import AGENT_TABLE, STATUS_MAX, AgentApi
 from hyperhive.errors import InvalidRequest, LimitExceeded, PermissionDenied, ToolGroupDenied
 from hyperhive.permissions import ToolGroup
 from hyperhive.protocol import (
