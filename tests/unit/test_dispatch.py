@@ -112,12 +112,12 @@ def test_every_request_on_every_socket_names_a_response_type(union: object) -> N
 def test_the_real_tables_are_sealed_on_import() -> None:
     agent_api = importlib.import_module("hyperhive.core.api.agent_api")
     operator_api = importlib.import_module("hyperhive.core.api.operator_api")
-    hostlink = importlib.import_module("hyperhive.core.fleet.hostlink")
+    link_table = importlib.import_module("hyperhive.core.infra.link_table")
     hostasks = importlib.import_module("hyperhive.agent.hostasks")
     tables = (
         agent_api.AGENT_TABLE,
         operator_api.OPERATOR_TABLE,
-        hostlink.LINK_TABLE,
+        link_table.LINK_TABLE,
         hostasks.HOST_TABLE,
     )
     for table in tables:

@@ -41,6 +41,7 @@ from hyperhive.core.mail.notices import Notices
 from hyperhive.core.mail.parts import Mail
 from hyperhive.core.mail.scheduler import Scheduler
 from hyperhive.core.ops.approvals import Approvals
+from hyperhive.core.ops.host_events import HostEventHandlers
 from hyperhive.core.ops.lifecycle import Lifecycle
 from hyperhive.core.ops.parts import Ops
 from hyperhive.core.state.agent_state import AgentState
@@ -99,13 +100,10 @@ class Coordinator:
         self.notices = notices = Notices(topo, registry, broker, loose_ends, config.root_agent)
         self.agent_state = agent_state = AgentState(store, bus, notices)
         self.budgets = budgets = Budgets(store, registry, config.budget, broker, notifier, bus)
-        # The link's callbacks reach services built after it; they run only once it serves.
+        # What its hosts' comings and goings set off is handed to it once built (below).
         self.hostlink = hostlink = HostLink(
             bus,
             config.max_frame_bytes,
-            lambda host_id: self._host_registered(host_id),
-            lambda agent, reason: self.lifecycle.crashed(agent, reason),
-            lambda host_id, agents, expired: self._host_lost(host_id, agents, expired),
             agent_api=lambda name: self._agent_api(name),
             leases=store.hosts,
             lease_seconds=config.hostlink.lease_seconds if config.hostlink else 15.0,
@@ -159,6 +157,7 @@ class Coordinator:
             paths, store, state, fleet, mail, lifecycle, bus, mirrors.refresh_soon
         )
         ops = Ops(lifecycle, approvals)
+        hostlink.serve_events(HostEventHandlers(state, fleet, lifecycle, mirrors, background))
         self._agent_api_parts = functools.partial(
             AgentApi,
             state=state,
@@ -184,20 +183,6 @@ class Coordinator:
         """``name``'s API: built per connection, once the hive's id is known (at run)."""
         assert self.hive_id is not None, "the coordinator serves agents only once it runs"
         return self._agent_api_parts(name, hive_name=self.config.name or self.hive_id)
-
-    async def _host_registered(self, host_id: str) -> None:
-        # Moves first: an unfinished one is undone before its agent is started again.
-        await self.mover.host_registered(host_id)
-        await self.placement.host_registered(host_id)
-        # Then (its agents placed) trash that waited for it, repos it lacks, their ACLs:
-        # asks of the host, so off this call, made from its connection's reader, which
-        # must go on reading the answers.
-        self.background.start_soon(self._host_disk_registered, host_id)
-
-    async def _host_disk_registered(self, host_id: str) -> None:
-        await self.disks.host_registered(host_id, dict(self.registry.texts))
-        # Its repos seeded: the mirrors it keeps of others', and others keep of its.
-        self.config_mirrors.host_registered(host_id)
 
     @classmethod
     async def open(cls, paths: HivePaths, config: HiveConfig) -> Coordinator:
@@ -290,21 +275,6 @@ class Coordinator:
             self.sockets.reset()
             with anyio.CancelScope(shield=True):
                 await self.store.close()
-
-    async def _host_lost(self, host_id: str, agents: list[str], expired: bool) -> None:
-        """A host went or its lease expired: placement decides, the feed shows each agent."""
-        try:
-            await self.placement.host_lost(host_id, agents, expired)
-        finally:
-            for agent in agents:
-                reason = self.placement.crash_reasons.get(agent) or f"agent host {host_id} went"
-                await self.agent_state.activity.record(
-                    "crash",
-                    agent,
-                    f"{agent} stopped: {reason}",
-                    others=[],
-                    detail={"reason": reason, "host": host_id, "lease_expired": expired},
-                )
 
     def dashboard_parts(self) -> DashboardParts:
         """What the dashboard uses (imported late: FastAPI loads only when it serves)."""

@@ -91,7 +91,7 @@ class AgentDisks:
 
     async def _serving(self, host: str) -> str | None:
         """The connected host that reaches ``host``'s disk now, if any."""
-        if host in self.link.hosts:
+        if self.link.connected(host):
             return host
         if await self._is_local(host):
             return self._local_connected()

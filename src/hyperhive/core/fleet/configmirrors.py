@@ -123,7 +123,7 @@ class ConfigMirrors:
         moving = {a.agent for a in rows if a.move_phase in MOVING_PHASES}
         heads: dict[str, tuple[str, RepoFile] | None] = {}
         done: set[str] = set()
-        for host_id in sorted(self.link.hosts):
+        for host_id in self.link.connected_hosts():
             mine = disk(host_id)
             if mine in done:
                 continue  # local hosts share one disk: one of them keeps its mirrors

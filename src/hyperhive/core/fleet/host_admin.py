@@ -26,14 +26,14 @@ class HostAdmin:
         self.link = link
 
     def _view(self, row: HostRow | None, name: str, now: float) -> HostView:
-        live = self.link.hosts.get(name)
+        connected = self.link.connected(name)
         held = self.link.all_hosts().get(name)
         expires = held.lease_expires if held is not None else None
         if expires is None and row is not None:
             expires = row.lease_expires_at  # a lease a previous coordinator granted
         if row is not None and row.revoked:
             state = "revoked"
-        elif live is not None:
+        elif connected:
             state = "connected"
         elif held is not None:
             state = "disconnected"
@@ -51,7 +51,7 @@ class HostAdmin:
             rotated_at=row.rotated_at if row is not None else None,
             revoked=row.revoked if row is not None else False,
             last_seen_at=row.last_seen_at if row is not None else None,
-            connected=live is not None,
+            connected=connected,
             agents=agents,
             remote=row is not None,
             link=state,
@@ -65,10 +65,10 @@ class HostAdmin:
             ),
             lease_expires_at=expires,
             running_turns=sum(
-                1 for a in agents if (t := self.link.turns.get(a)) is not None and t.state in BUSY
+                1 for a in agents if (t := self.link.turn_of(a)) is not None and t.state in BUSY
             ),
             capacity=capacity,
-            lost_agents=sorted(a for a, h in self.link.lost.items() if h == name),
+            lost_agents=sorted(a for a, h in self.link.lost_agents().items() if h == name),
             credential_expires_at=row.expires_at if row is not None else None,
         )
 

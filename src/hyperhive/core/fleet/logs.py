@@ -47,7 +47,7 @@ class LogTails:
     def _host_for(self, agent: str, cursor_host: str | None) -> str | None:
         """The host that has ``agent``'s log: the one running it, else the last one that
         did, else the one the follower's cursor came from."""
-        return self.link.host_of(agent) or self.link.last_host.get(agent) or cursor_host
+        return self.link.host_of(agent) or self.link.last_host_of(agent) or cursor_host
 
     async def agent(
         self, agent: str, lines: int, after: str | None = None, wait: float = 0.0
@@ -60,7 +60,7 @@ class LogTails:
             host_cursor = "0:0"  # the agent moved: its new host's log, from the start
         if host is None:
             return await self._search(agent, lines)
-        if host not in self.link.hosts:
+        if not self.link.connected(host):
             raise Unavailable(
                 f"{agent}'s log is on agent host {host}, which is not connected now; "
                 "it can be read once that host is back"
@@ -83,7 +83,7 @@ class LogTails:
     async def _search(self, agent: str, lines: int) -> LogTail:
         """No host is known to have run ``agent`` (the coordinator restarted since): ask
         each connected host whether it has its log."""
-        hosts = sorted(self.link.hosts)
+        hosts = self.link.connected_hosts()
         if not hosts:
             raise Unavailable(
                 f"no agent host is connected, and {agent}'s log is kept by the host that runs "
@@ -103,7 +103,7 @@ class LogTails:
             tail_lines, self.paths.logs / "coordinator.log", lines
         )
         host = self.link.host_of(asker)
-        if host is None or host not in self.link.hosts:
+        if host is None or not self.link.connected(host):
             return HostJournal(coordinator=coordinator, host=[])
         journal = await self.link.calls.ask(
             host,

@@ -21,13 +21,9 @@ comes back. Never neither host, never both.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import logging
 import secrets
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
@@ -35,24 +31,18 @@ import stamina
 
 from hyperhive.config import HivePaths
 from hyperhive.core.fleet.hostlink import HostLink
+from hyperhive.core.fleet.move_book import Move, MoveBook, until
+from hyperhive.core.fleet.move_reports import MoveIntake
 from hyperhive.core.fleet.placement import MOVING_PHASES, Placement
 from hyperhive.core.state.agent_state import AgentState
 from hyperhive.core.state.registry import AgentRegistry
-from hyperhive.errors import Conflict, InvalidRequest, PermissionDenied, Unavailable
+from hyperhive.errors import Conflict, Unavailable
 from hyperhive.protocol import (
-    MOVE_CHUNK,
     MOVE_TIMEOUT,
-    LinkMoveDroppedReq,
-    LinkMoveGetReq,
-    LinkMovePackedReq,
-    LinkMovePutReq,
-    LinkMoveUnpackedReq,
-    MoveChunk,
     Moved,
     MoveDropCmd,
     MoveInCmd,
     MoveOutCmd,
-    MovePhase,
     MoveProgress,
     Req,
 )
@@ -65,55 +55,10 @@ log = logging.getLogger(__name__)
 DROP_TIMEOUT = 60.0
 
 
-@dataclass
-class _Move:
-    agent: str
-    move_id: str
-    source: str
-    target: str
-    spool: Path
-    written: int = 0
-    size: int = 0
-    sha256: str = ""
-    shared: bool = False
-    error: str | None = None
-    # What ``hivectl agents move`` shows while it waits (``MoveProgress``).
-    phase: MovePhase = "draining"
-    fetched: int = 0
-    packed: anyio.Event = field(default_factory=anyio.Event)
-    unpacked: anyio.Event = field(default_factory=anyio.Event)
-    dropped: anyio.Event = field(default_factory=anyio.Event)
-
-
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _file_sha(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-async def _until(event: anyio.Event, gone: anyio.Event | None) -> bool:
-    """Wait for ``event`` or ``gone`` (a host's link ending); ``True``: ``event``."""
-    if gone is None or gone.is_set():
-        return event.is_set()
-    async with anyio.create_task_group() as tg:
-
-        async def watch() -> None:
-            await gone.wait()
-            tg.cancel_scope.cancel()
-
-        tg.start_soon(watch)
-        await event.wait()
-        tg.cancel_scope.cancel()
-    return event.is_set()
-
-
 class Mover:
+    """The operator's moves, start to end, and their resolution after a restart (what
+    hosts report of them goes to ``move_reports.MoveIntake``)."""
+
     def __init__(
         self,
         paths: HivePaths,
@@ -132,50 +77,13 @@ class Mover:
         self.placement = placement
         self.assignments = assignments
         self.agent_state = agent_state
-        self.active: dict[str, _Move] = {}
-        self._resolved = False
-        # Every change of any move bumps the version and fires the event (then replaced):
-        # what a progress follower waits on.
-        self._version = 0
-        self._changed = anyio.Event()
-        hostlink.serve_moves(self)
-
-    # ---- progress --------------------------------------------------------------------
-
-    def _touch(self, m: _Move | None = None, phase: MovePhase | None = None) -> None:
-        if m is not None and phase is not None:
-            m.phase = phase
-        self._version += 1
-        self._changed.set()
-        self._changed = anyio.Event()
-
-    def _snapshot(self, agent: str) -> MoveProgress:
-        m = self.active.get(agent)
-        if m is None:
-            return MoveProgress(agent=agent, moving=False, version=self._version)
-        return MoveProgress(
-            agent=agent,
-            moving=True,
-            version=self._version,
-            source=m.source,
-            target=m.target,
-            phase=m.phase,
-            size=m.size if m.packed.is_set() else None,
-            uploaded=m.written,
-            fetched=m.fetched,
-        )
+        self.book = MoveBook()
+        hostlink.serve_moves(MoveIntake(self.book, assignments))
 
     async def progress(self, agent: str, after: int, wait: float) -> MoveProgress:
         """``agent``'s move as it stands once anything changed since version ``after``
         (at once if something did), or when ``wait`` seconds have passed."""
-        deadline = time.monotonic() + wait
-        while self._version == after:
-            changed = self._changed
-            with anyio.move_on_after(max(0.0, deadline - time.monotonic())) as scope:
-                await changed.wait()
-            if scope.cancelled_caught:
-                break
-        return self._snapshot(agent)
+        return await self.book.progress(agent, after, wait)
 
     @property
     def spool_dir(self) -> Path:
@@ -190,12 +98,12 @@ class Mover:
     async def move(self, agent: str, target: str) -> Moved:
         self.registry.require(agent)
         await self.placement.check_pin(target)
-        if target not in self.hostlink.hosts:
+        if not self.hostlink.connected(target):
             raise Unavailable(
                 f"agent host {target!r} is not connected; start it (`hivectl host …`) and "
                 "move again"
             )
-        if agent in self.active:
+        if self.book.moving(agent):
             raise Conflict(f"{agent} is already moving; wait for that move to finish")
         assigned = await self.assignments.get(agent)
         if assigned is None:  # never placed: nothing to copy, it starts there
@@ -206,7 +114,7 @@ class Mover:
         source = assigned.host
         if source == target:
             raise Conflict(f"{agent} is already on agent host {target!r}")
-        if source not in self.hostlink.hosts:
+        if not self.hostlink.connected(source):
             raise Unavailable(
                 f"{agent}'s files are on agent host {source!r}, which is not connected; a "
                 "move needs both hosts up (or start it there first)"
@@ -214,9 +122,8 @@ class Mover:
         move_id = secrets.token_hex(8)
         await self.assignments.begin_move(agent, move_id, target)
         self.spool_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        m = _Move(agent, move_id, source, target, self.spool_dir / f"{move_id}.tar")
-        self.active[agent] = m
-        self._touch()
+        m = Move(agent, move_id, source, target, self.spool_dir / f"{move_id}.tar")
+        self.book.begin(m)
         try:
             with anyio.fail_after(MOVE_TIMEOUT):
                 await self._copy(m)
@@ -227,21 +134,20 @@ class Mover:
         finally:
             m.spool.unlink(missing_ok=True)
         try:
-            self._touch(m, "starting")
+            self.book.touch(m, "starting")
             return await self._commit(m)
         finally:
-            self.active.pop(agent, None)
-            self._touch()
+            self.book.end(agent)
             self.placed()
 
-    async def _copy(self, m: _Move) -> None:
+    async def _copy(self, m: Move) -> None:
         log.info("moving %s from %s to %s (move %s)", m.agent, m.source, m.target, m.move_id)
         await self.hostlink.deactivate(m.agent, graceful=True)
         m.spool.write_bytes(b"")
         await self._push(m.source, MoveOutCmd(cmd="move_out", agent=m.agent, move_id=m.move_id))
         await self._wait(m, m.packed, m.source)
         await self.assignments.move_phase(m.agent, m.move_id, "copying")
-        self._touch(m, "copying")
+        self.book.touch(m, "copying")
         await self._push(
             m.target,
             MoveInCmd(
@@ -250,25 +156,25 @@ class Mover:
         )
         await self._wait(m, m.unpacked, m.target)
 
-    async def _commit(self, m: _Move) -> Moved:
+    async def _commit(self, m: Move) -> Moved:
         await self.assignments.commit_move(m.agent, m.move_id)
         log.info("moved %s to %s; it runs there from now", m.agent, m.target)
         running = await self._start(m.agent)
         if m.shared:
             await self.assignments.end_move(m.agent, m.move_id)
             return self._moved(m, running)
-        self._touch(m, "cleanup")
+        self.book.touch(m, "cleanup")
         if await self.hostlink.push(
             m.source, MoveDropCmd(cmd="move_drop", agent=m.agent, move_id=m.move_id)
         ):
             # Not dropped in time (or the source went): the phase stays ``cleanup`` and
             # the source is told again when it next registers.
             with anyio.move_on_after(DROP_TIMEOUT):
-                await _until(m.dropped, self.hostlink.gone(m.source))
+                await until(m.dropped, self.hostlink.gone(m.source))
         return self._moved(m, running)
 
     @staticmethod
-    def _moved(m: _Move, running: bool) -> Moved:
+    def _moved(m: Move, running: bool) -> Moved:
         return Moved(
             agent=m.agent,
             source=m.source,
@@ -283,13 +189,12 @@ class Mover:
             await self.placement.try_activate(agent)
         return self.hostlink.running(agent)
 
-    async def _undo(self, m: _Move, why: BaseException) -> None:
+    async def _undo(self, m: Move, why: BaseException) -> None:
         reason = m.error or str(why) or type(why).__name__
         log.error(
             "move of %s to %s undone (%s); it stays on %s", m.agent, m.target, reason, m.source
         )
-        self.active.pop(m.agent, None)
-        self._touch()
+        self.book.end(m.agent)
         try:
             await self.assignments.end_move(m.agent, m.move_id)
             await self._start(m.agent)
@@ -301,98 +206,12 @@ class Mover:
         if not await self.hostlink.push(host, cmd):
             raise Unavailable(f"agent host {host!r} went away mid-move")
 
-    async def _wait(self, m: _Move, event: anyio.Event, host: str) -> None:
+    async def _wait(self, m: Move, event: anyio.Event, host: str) -> None:
         """Until ``event``; a host that goes or reports an error fails the move."""
-        if not await _until(event, self.hostlink.gone(host)):
+        if not await until(event, self.hostlink.gone(host)):
             m.error = m.error or f"agent host {host!r} went away mid-move"
         if m.error is not None:
             raise Unavailable(f"moving {m.agent} failed: {m.error}; it stays on {m.source}")
-
-    # ---- what hosts report -----------------------------------------------------------
-
-    def _of(self, host: str, agent: str, move_id: str, role: str) -> _Move:
-        m = self.active.get(agent)
-        if m is None or m.move_id != move_id:
-            raise Conflict(f"no move {move_id} of {agent} is in progress here")
-        if (m.source if role == "source" else m.target) != host:
-            raise PermissionDenied(
-                f"agent host {host!r} is not the {role} of {agent}'s move; refused"
-            )
-        return m
-
-    async def put(self, host: str, req: LinkMovePutReq) -> None:
-        """The source's next chunk of the archive, appended to the spool."""
-        m = self._of(host, req.agent, req.move_id, "source")
-        if m.packed.is_set():
-            raise Conflict(f"move {m.move_id}'s upload is already complete")
-        if req.offset != m.written:
-            raise InvalidRequest(
-                f"move {m.move_id}: chunk at offset {req.offset}, expected {m.written}"
-            )
-        try:
-            data = base64.b64decode(req.data, validate=True)
-        except ValueError as exc:
-            raise InvalidRequest(f"move {m.move_id}: a chunk is not base64: {exc}") from exc
-        if len(data) > MOVE_CHUNK or _sha(data) != req.sha256:
-            raise InvalidRequest(f"move {m.move_id}: a chunk fails its checksum; resend it")
-
-        def append() -> None:
-            with m.spool.open("ab") as f:
-                f.write(data)
-
-        await anyio.to_thread.run_sync(append)
-        m.written += len(data)
-        self._touch(m, "uploading")
-
-    async def packed(self, host: str, req: LinkMovePackedReq) -> None:
-        """The source uploaded it all (checked against what arrived), or says why not."""
-        m = self._of(host, req.agent, req.move_id, "source")
-        if req.error is None and (req.size != m.written or req.sha256 != await self._spool_sha(m)):
-            req = req.model_copy(
-                update={"error": "the uploaded archive does not match its checksum"}
-            )
-        m.size, m.sha256, m.error = req.size, req.sha256, req.error
-        m.packed.set()
-        self._touch()
-
-    async def _spool_sha(self, m: _Move) -> str:
-        return await anyio.to_thread.run_sync(_file_sha, m.spool)
-
-    async def get(self, host: str, req: LinkMoveGetReq) -> MoveChunk:
-        """The target's next chunk of the archive."""
-        m, offset = self._of(host, req.agent, req.move_id, "target"), req.offset
-        if not m.packed.is_set() or offset > m.size:
-            raise InvalidRequest(f"move {m.move_id}: no bytes at offset {offset}")
-
-        def read() -> bytes:
-            with m.spool.open("rb") as f:
-                f.seek(offset)
-                return f.read(MOVE_CHUNK)
-
-        data = await anyio.to_thread.run_sync(read)
-        m.fetched = max(m.fetched, offset + len(data))
-        self._touch()
-        return MoveChunk(data=base64.b64encode(data).decode(), sha256=_sha(data))
-
-    async def unpacked(self, host: str, req: LinkMoveUnpackedReq) -> None:
-        """The target has the agent's directory in place, or says why not."""
-        m = self._of(host, req.agent, req.move_id, "target")
-        m.shared, m.error = req.shared, req.error
-        m.unpacked.set()
-        self._touch()
-
-    async def dropped(self, host: str, req: LinkMoveDroppedReq) -> None:
-        """The source dropped its copy (the move's last step)."""
-        row = await self.assignments.get(req.agent)
-        if row is None or row.move_id != req.move_id or row.move_from != host:
-            raise Conflict(f"no move {req.move_id} of {req.agent} is waiting for {host!r}")
-        if row.move_phase != "cleanup":
-            raise Conflict(f"move {req.move_id} of {req.agent} is not committed; keep the copy")
-        await self.assignments.end_move(req.agent, req.move_id)
-        log.info("agent host %s dropped its copy of %s (move %s)", host, req.agent, req.move_id)
-        m = self.active.get(req.agent)
-        if m is not None and m.move_id == req.move_id:
-            m.dropped.set()
 
     # ---- after a restart, or a source's return ---------------------------------------
 
@@ -415,7 +234,7 @@ class Mover:
 
     async def _resolve_moves(self, host: str) -> None:
         for row in await self.assignments.all():
-            if row.move_id is None or row.agent in self.active:
+            if row.move_id is None or self.book.moving(row.agent):
                 continue
             if row.move_phase in MOVING_PHASES:
                 log.warning(

@@ -71,6 +71,14 @@ class Placement:
         # link readers: no lock that blocks one).
         self._starting: Counter[str] = Counter()
 
+    def note_crash(self, agent: str, reason: str) -> None:
+        """``agent`` stopped unasked, for ``reason`` (shown until it runs again)."""
+        self.crash_reasons[agent] = reason
+
+    def crash_reason(self, agent: str) -> str | None:
+        """Why ``agent`` last stopped unasked, until it runs again (``None``: it did not)."""
+        return self.crash_reasons.get(agent)
+
     # ---- which host -------------------------------------------------------------------
 
     async def loads(self) -> list[HostLoad]:
@@ -78,13 +86,13 @@ class Placement:
         counts = await self.assignments.per_host()
         return [
             capacity_of(name, self.hostlink.capacity_report(name), counts.get(name, 0))
-            for name in sorted(self.hostlink.hosts)
+            for name in self.hostlink.connected_hosts()
         ]
 
     async def check_pin(self, host: str) -> None:
         """Refuse a ``--host`` that names no agent host the operator added (or revoked)."""
         row = await self.hosts.get(host)
-        if row is None and host not in self.hostlink.hosts:
+        if row is None and not self.hostlink.connected(host):
             raise NotFound(
                 f"no agent host named {host!r}; `hivectl hosts list` shows them "
                 "(`hivectl hosts add` registers one)"
@@ -117,7 +125,7 @@ class Placement:
                 "on one of them when the move ends"
             )
         if assigned is not None:
-            if assigned.host in self.hostlink.hosts:
+            if self.hostlink.connected(assigned.host):
                 return assigned.host
             if await self._waits_for(assigned):
                 raise PlacementWait(
@@ -213,7 +221,7 @@ class Placement:
         async for attempt in stamina.retry_context(
             on=Unavailable, attempts=None, timeout=None, wait_initial=0.5, wait_max=5.0
         ):
-            if host_id not in self.hostlink.hosts:
+            if not self.hostlink.connected(host_id):
                 return  # gone again: its next registration starts this over
             with attempt:
                 await self._start_missing(host_id)
@@ -232,9 +240,8 @@ class Placement:
             raise
 
     async def _start_one(self, name: str, host_id: str) -> None:
-        lost_on = self.hostlink.lost.get(name)
-        host = self.hostlink.hosts.get(host_id)
-        if lost_on == host_id or (host is not None and name in host.reported):
+        lost_on = self.hostlink.lost_on(name)
+        if lost_on == host_id or self.hostlink.reported_running(host_id, name):
             # Back where its disk is (or adopted where it still runs).
             await self.activate(name, host=host_id)
         elif lost_on is None:

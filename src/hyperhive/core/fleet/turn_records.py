@@ -31,15 +31,15 @@ class TurnRecords:
         self.link = link
 
     def _hosts_for(self, agent: str) -> list[str]:
-        known = self.link.host_of(agent) or self.link.last_host.get(agent)
+        known = self.link.host_of(agent) or self.link.last_host_of(agent)
         if known is not None:
-            if known not in self.link.hosts:
+            if not self.link.connected(known):
                 raise Unavailable(
                     f"{agent}'s turn records are on agent host {known}, which is not connected "
                     "now; they can be read once that host is back"
                 )
             return [known]
-        hosts = sorted(self.link.hosts)
+        hosts = self.link.connected_hosts()
         if not hosts:
             raise Unavailable(
                 f"no agent host is connected, and {agent}'s turn records are kept by the host "
@@ -82,7 +82,7 @@ class TurnRecords:
 
     async def search(self, text: str, agent: str | None, limit: int) -> list[TurnHit]:
         """Turns matching ``text`` (of ``agent``, or of every agent), newest first."""
-        hosts = self._hosts_for(agent) if agent is not None else sorted(self.link.hosts)
+        hosts = self._hosts_for(agent) if agent is not None else self.link.connected_hosts()
         hits: list[TurnHit] = []
         for host in hosts:
             found: list[TurnHit] = await self.link.calls.ask(

@@ -248,7 +248,7 @@ async def _agent_crashed(conn: LinkConn, req: LinkAgentCrashedReq) -> None:
         conn.link.draining.pop(req.agent, None)
         conn.link.forget_api(req.agent)
         conn.link.turns[req.agent] = TurnState("stopped")
-        await conn.link.on_crash(req.agent, req.reason)
+        await conn.link.events.agent_crashed(req.agent, req.reason)
 
 
 @LINK_TABLE.on(LinkForwardReq)

@@ -4,8 +4,9 @@ link's I/O is ``HostLink``, its requests' handlers ``link_table``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -32,7 +33,7 @@ from hyperhive.protocol import (
 from hyperhive.store.base import HostRepo
 from hyperhive.streams import ByteStream
 
-__all__ = ["LinkBook", "LinkedHost", "MoveReports", "TurnState", "VersionReports"]
+__all__ = ["HostEvents", "LinkBook", "LinkedHost", "MoveReports", "TurnState", "VersionReports"]
 
 
 @dataclass
@@ -41,6 +42,24 @@ class TurnState:
     since: float = field(default_factory=time.time)
     needs_login: bool = False
     launch_problem: str | None = None
+
+
+class HostEvents(Protocol):
+    """What the services above the link do when its hosts come and go
+    (``core.ops.host_events.HostEventHandlers``): the link calls these, and knows
+    nothing of placement, moves or lifecycles."""
+
+    async def host_registered(self, host_id: str) -> None:
+        """``host_id`` registered and was told what it may no longer run."""
+        ...
+
+    async def agent_crashed(self, agent: str, reason: str) -> None:
+        """``agent``'s host reported it crashed (it no longer runs there)."""
+        ...
+
+    async def host_lost(self, host_id: str, agents: list[str], lease_expired: bool) -> None:
+        """``host_id`` went (or its lease expired) while it ran ``agents``."""
+        ...
 
 
 class MoveReports(Protocol):
@@ -108,15 +127,13 @@ class LinkBook:
         self,
         bus: EventBus,
         max_frame: int,
-        on_register: Callable[[str], Awaitable[None]],
-        on_crash: Callable[[str, str], Awaitable[None]],
-        on_host_lost: Callable[[str, list[str], bool], Awaitable[None]],
         agent_api: Callable[[str], Dispatch] | None = None,
         leases: HostRepo | None = None,
         lease_seconds: float = 15.0,
     ) -> None:
-        """``on_host_lost(host, agents, lease_expired)``; ``leases``: where remote hosts'
-        epochs and leases are kept (durable across a coordinator failover)."""
+        """``leases``: where remote hosts' epochs and leases are kept (durable across a
+        coordinator failover). What its hosts' comings and goings set off is handed over
+        once built (:meth:`serve_events`)."""
         self.bus = bus
         self.max_frame = max_frame
         self.leases = leases
@@ -137,9 +154,8 @@ class LinkBook:
         self.agent_api = agent_api
         self._apis: dict[str, Dispatch] = {}
         self.turns: dict[str, TurnState] = {}
-        self.on_register = on_register
-        self.on_crash = on_crash
-        self.on_host_lost = on_host_lost
+        # Told when a host registers or is lost and an agent crashes (:meth:`serve_events`).
+        self._events: HostEvents | None = None
         # ``agents move``'s reports from hosts (:meth:`serve_moves`).
         self.moves: MoveReports | None = None
         # Agents' versions, from their hosts (:meth:`serve_versions`).
@@ -152,6 +168,16 @@ class LinkBook:
         self.calls = HostCalls(self._push_to)
         # Handed to each host at registration: it names agents' users after it.
         self.hive_id: str | None = None
+
+    def serve_events(self, events: HostEvents) -> None:
+        """Tell ``events`` of hosts registering or lost and agents crashing."""
+        self._events = events
+
+    @property
+    def events(self) -> HostEvents:
+        if self._events is None:
+            raise Unavailable("this coordinator's host link has no one to tell of host events")
+        return self._events
 
     def serve_versions(self, reports: VersionReports) -> None:
         """Hand hosts' reports of their agents' versions to ``reports``."""
@@ -179,6 +205,48 @@ class LinkBook:
 
     def host_of(self, agent: str) -> str | None:
         return self.placement.get(agent)
+
+    def last_host_of(self, agent: str) -> str | None:
+        """The host ``agent`` last ran on (its log stays on that host's disk after it stops)."""
+        return self.last_host.get(agent)
+
+    def connected(self, host_id: str) -> bool:
+        """Whether ``host_id``'s link is up now (not away inside its lease)."""
+        return host_id in self.hosts
+
+    def connected_hosts(self) -> list[str]:
+        """The hosts whose link is up now, by name."""
+        return sorted(self.hosts)
+
+    def running_turns(self) -> dict[str, TurnState]:
+        """The turn state of every agent running now, by agent (in placement order)."""
+        return {
+            a: dataclasses.replace(t)
+            for a in self.placement
+            if (t := self.turns.get(a)) is not None
+        }
+
+    def reported_running(self, host_id: str, agent: str) -> bool:
+        """Whether connected ``host_id`` said at registration that it runs ``agent``."""
+        host = self.hosts.get(host_id)
+        return host is not None and agent in host.reported
+
+    def turn_of(self, agent: str) -> TurnState | None:
+        """``agent``'s turn as its host last reported it (``None``: never placed here)."""
+        turn = self.turns.get(agent)
+        return None if turn is None else dataclasses.replace(turn)
+
+    def forget_turn(self, agent: str) -> None:
+        """Drop ``agent``'s turn state (it was destroyed: no view shows it stopped)."""
+        self.turns.pop(agent, None)
+
+    def lost_on(self, agent: str) -> str | None:
+        """The host whose lease expired while it held ``agent`` (``None``: not lost)."""
+        return self.lost.get(agent)
+
+    def lost_agents(self) -> dict[str, str]:
+        """Every lost agent and the host it was lost on, by agent."""
+        return dict(sorted(self.lost.items()))
 
     def capacity_report(self, host_id: str) -> dict[str, int | None]:
         """What a connected host said of its capacity, newest first (its heartbeat's

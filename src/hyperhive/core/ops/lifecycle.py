@@ -213,7 +213,7 @@ class Lifecycle:
         """Stop (gracefully) and start again with the applied config, if it should run."""
         if self.hostlink.running(name):
             await self.hostlink.deactivate(name, graceful=True)
-        if await self.agent_state.desired_running(name) and self.hostlink.hosts:
+        if await self.agent_state.desired_running(name) and self.hostlink.connected_hosts():
             await self.placement.try_activate(name)
 
     async def reconcile(self, note: str = "reconcile the tree with the agents") -> None:
@@ -277,7 +277,7 @@ class Lifecycle:
             return AgentStopped(agent=target, stopped=stopped)
         if verb == "start":
             await self.agent_state.set_desired_running(target, True)
-            if not self.hostlink.running(target) and self.hostlink.hosts:
+            if not self.hostlink.running(target) and self.hostlink.connected_hosts():
                 await self.placement.try_activate(target)
             return AgentRunning(agent=target, running=self.hostlink.running(target))
         if verb in ("restart", "update"):
@@ -308,7 +308,7 @@ class Lifecycle:
         await self.agent_state.forget(name)
         await self.placement.forget(name)
         self.tree_changed()  # its mirrors on its ancestors' hosts go
-        self.hostlink.turns.pop(name, None)
+        self.hostlink.forget_turn(name)
         if applied is not None and ToolGroup.FORGE in applied.tool_groups:
             await self._revoke_forge(name, "was destroyed")
         if applied is not None and applied.matrix.enabled:
@@ -334,7 +334,7 @@ class Lifecycle:
     async def crashed(self, agent: str, reason: str) -> None:
         """Restart with backoff; tell the submitting agent (the root manager just restarts)."""
         now = time.time()
-        self.placement.crash_reasons[agent] = reason
+        self.placement.note_crash(agent, reason)
         history = self._crashes.setdefault(agent, deque(maxlen=len(CRASH_BACKOFF)))
         while history and now - history[0] > CRASH_WINDOW:
             history.popleft()
@@ -365,7 +365,7 @@ class Lifecycle:
                         self.registry.exists(agent)
                         and await self.agent_state.desired_running(agent)
                         and not self.hostlink.running(agent)
-                        and self.hostlink.hosts
+                        and self.hostlink.connected_hosts()
                     ):
                         await self.placement.try_activate(agent)
                 except Unavailable as exc:

@@ -40,9 +40,7 @@ async def _glance(d: Dashboard) -> dict[str, Any]:
     store, link = d.parts.store, d.parts.hostlink
     turns, spend = d.meter.totals()
     return {
-        "running": sum(
-            1 for a, t in link.turns.items() if a in link.placement and t.state == "thinking"
-        ),
+        "running": sum(1 for t in link.running_turns().values() if t.state == "thinking"),
         "approvals": len(await store.approvals.list(pending_only=True)),
         "questions": len(await store.loose_ends.questions(open_only=True)),
         "turns": turns,

@@ -36,8 +36,8 @@ async def snapshot(dash: Dashboard) -> HiveSnapshot:
         messages=await store.messages.counts(),
         approvals_pending=len(await store.approvals.list(pending_only=True)),
         questions_open=len(await store.loose_ends.questions(open_only=True)),
-        hosts=sorted(link.hosts),
-        turn_states={a: t.state for a, t in link.turns.items() if a in link.placement},
+        hosts=link.connected_hosts(),
+        turn_states={a: t.state for a, t in link.running_turns().items()},
         work=work,
         spend=list((await store.spend.totals()).values()),
     )

@@ -86,10 +86,10 @@ async def timeline_svg(d: Dashboard, hours: int, agent: str | None = None) -> Ma
     now = time.time()
     start = now - hours * 3600
     rows, cut = await window_rows(d.parts.store, start, agent)
-    link = d.parts.hostlink
-    placed = [a for a in link.placement if agent is None or a == agent]
+    running = d.parts.hostlink.running_turns()
+    placed = [a for a in running if agent is None or a == agent]
     marks = [(r.agent, ended_mark(r)) for r in rows]
-    marks += running_marks(link.turns, placed, now)
+    marks += running_marks(running, placed, now)
     parents: dict[str, str | None] = await d.ops.request(OpTopologyReq)
     zone = operator_zone(d.parts.config.budget.timezone)
     window = Window(start, now, zone, cut, MARKS)
