@@ -10,8 +10,9 @@ At-least-once is kept: a message counts as delivered when the model saw it
 (claude echoed the line back and a model answer followed,
 :attr:`~.steering.TurnInput.seen_ids`), and is acked with the turn's
 ``turn_end`` like the mail that woke it; one offered but never seen (the turn
-ended first), or that arrived after the turn, wakes the next turn (:meth:`Wakes.taken`, :meth:`Wakes.next`). A turn
-that fails acks none of it, and the new incarnation brings it all back.
+ended first), or that arrived after the turn, wakes the next turn
+(:meth:`Wakes.taken`, :meth:`Wakes.next`). A turn that fails acks none of it,
+and the new incarnation brings it all back.
 
 A poll is never cancelled while the coordinator may be answering it (the
 answer would be lost with its messages marked delivered): one still running
