@@ -32,7 +32,7 @@ from hyperhive.agent.harness import FLUSH_PROMPT
 from hyperhive.agent.midturn import midturn_text
 from tests.support.model_server import Answer, Reply, Stall, Text, ToolUse, text
 
-__all__ = ["TASK_ENDED", "Ledger", "SoakModel", "Turn", "task_wait"]
+__all__ = ["TASK_ENDED", "Ledger", "SoakModel", "Turn", "offered_midturn", "task_wait"]
 
 _WAKE_MARKERS = ("You were woken", "Your todos changed")
 # The stop's flush turn (no mail shown) and mail offered to a running turn, as the harness
@@ -136,7 +136,7 @@ def _wake(messages: Sequence[dict[str, Any]]) -> tuple[str, int] | None:
     return body, steps
 
 
-def _offered_midturn(messages: Sequence[dict[str, Any]]) -> tuple[list[int], list[int]]:
+def offered_midturn(messages: Sequence[dict[str, Any]]) -> tuple[list[int], list[int]]:
     """Ids of the mail this turn's claude took in while it ran (the harness's mid-turn
     lines, after the turn's prompt): those of a round of their own (a user message), and
     those claude put beside a step's tool results (a system note that quotes the line:
@@ -223,7 +223,7 @@ class SoakModel:
             ids = [int(m.group(1)) for m in _MSG.finditer(wake[0])] if wake else []
             turn = ledger.turns[claude] = Turn(claude, agent, ids)
         turn.requests += 1
-        own, beside = _offered_midturn(messages)
+        own, beside = offered_midturn(messages)
         turn.wake_ids += [i for i in [*own, *beside] if i not in turn.wake_ids]
         ledger.midturn_own_round.update(own)
         ledger.midturn_beside_tool_results.update(beside)
