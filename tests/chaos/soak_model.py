@@ -82,6 +82,7 @@ class Ledger:
     # Mail a claude took in mid-turn: in a round of its own, or beside a step's tool results.
     midturn_own_round: set[int] = field(default_factory=set)
     midturn_beside_tool_results: set[int] = field(default_factory=set)
+    woke_by: set[int] = field(default_factory=set)  # mail some turn's wake prompt showed
     stalls: int = 0
     requests: int = 0
     untagged: int = 0
@@ -222,6 +223,7 @@ class SoakModel:
         if turn is None:
             ids = [int(m.group(1)) for m in _MSG.finditer(wake[0])] if wake else []
             turn = ledger.turns[claude] = Turn(claude, agent, ids)
+            ledger.woke_by.update(ids)
         turn.requests += 1
         own, beside = offered_midturn(messages)
         turn.wake_ids += [i for i in [*own, *beside] if i not in turn.wake_ids]

@@ -105,6 +105,8 @@ class Figures:
     # beside a step's tool results); one acked but never shown counts in ``lost``.
     midturn_shown_own_round: int = 0
     midturn_shown_beside_tool_results: int = 0
+    # Of those, shown in no other way (neither a wake prompt nor a round of their own).
+    midturn_shown_only_beside_tool_results: int = 0
     reminders: int = 0
     claude_processes: int = 0
     chaos_seconds: float = 0.0
@@ -412,6 +414,9 @@ def _count(
     figures.acked_then_shown_again = sum("but shown again" in p for p in problems)
     figures.midturn_shown_own_round = len(ledger.midturn_own_round)
     figures.midturn_shown_beside_tool_results = len(ledger.midturn_beside_tool_results)
+    figures.midturn_shown_only_beside_tool_results = len(
+        ledger.midturn_beside_tool_results - ledger.midturn_own_round - ledger.woke_by
+    )
     figures.reminders = tally.reminders
     figures.claude_processes = len(ledger.turns)
 
