@@ -32,7 +32,7 @@ from hyperhive.agent.flush import FLUSH_PROMPT
 from hyperhive.agent.midturn import midturn_text
 from tests.support.model_server import Answer, Reply, Stall, Text, ToolUse, text
 
-__all__ = ["TASK_ENDED", "Ledger", "SoakModel", "Turn", "task_wait"]
+__all__ = ["TASK_ENDED", "Ledger", "SoakModel", "Turn", "offered_midturn", "task_wait"]
 
 _WAKE_MARKERS = ("You were woken", "Your todos changed")
 # The stop's flush turn (no mail shown) and mail offered to a running turn, as the harness
@@ -79,6 +79,10 @@ class Ledger:
     reminders_ok: set[int] = field(default_factory=set)
     # (agent, task id) whose end a claude was shown in a tool's answer: no todo owed
     tasks_seen_ended: set[tuple[str, str]] = field(default_factory=set)
+    # Mail a claude took in mid-turn: in a round of its own, or beside a step's tool results.
+    midturn_own_round: set[int] = field(default_factory=set)
+    midturn_beside_tool_results: set[int] = field(default_factory=set)
+    woke_by: set[int] = field(default_factory=set)  # mail some turn's wake prompt showed
     stalls: int = 0
     requests: int = 0
     untagged: int = 0
@@ -133,18 +137,20 @@ def _wake(messages: Sequence[dict[str, Any]]) -> tuple[str, int] | None:
     return body, steps
 
 
-def _offered_midturn(messages: Sequence[dict[str, Any]]) -> list[int]:
+def offered_midturn(messages: Sequence[dict[str, Any]]) -> tuple[list[int], list[int]]:
     """Ids of the mail this turn's claude took in while it ran (the harness's mid-turn
-    lines, after the turn's prompt)."""
+    lines, after the turn's prompt): those of a round of their own (a user message), and
+    those claude put beside a step's tool results (a system note that quotes the line:
+    "The user sent a new message while you were working: …")."""
     index = _prompt_index(messages)
-    ids: list[int] = []
-    for msg in messages[(index or 0) + 1 :] if index is not None else ():
-        if msg.get("role") != "user":
-            continue
+    own: list[int] = []
+    beside: list[int] = []
+    for msg in messages[index + 1 :] if index is not None else ():
         body = "\n".join(_texts(msg.get("content")))
-        if body.startswith(_MIDTURN_MARKER):
+        if _MIDTURN_MARKER in body:
+            ids = own if msg.get("role") == "user" else beside
             ids += [int(m.group(1)) for m in _MSG.finditer(body)]
-    return ids
+    return own, beside
 
 
 class SoakModel:
@@ -217,8 +223,12 @@ class SoakModel:
         if turn is None:
             ids = [int(m.group(1)) for m in _MSG.finditer(wake[0])] if wake else []
             turn = ledger.turns[claude] = Turn(claude, agent, ids)
+            ledger.woke_by.update(ids)
         turn.requests += 1
-        turn.wake_ids += [i for i in _offered_midturn(messages) if i not in turn.wake_ids]
+        own, beside = offered_midturn(messages)
+        turn.wake_ids += [i for i in [*own, *beside] if i not in turn.wake_ids]
+        ledger.midturn_own_round.update(own)
+        ledger.midturn_beside_tool_results.update(beside)
         if messages:
             for result in _tool_results(messages[-1].get("content")):
                 for sent in _SENT.finditer(result):

@@ -101,6 +101,12 @@ class Figures:
     duplicated: int = 0
     lost: int = 0
     acked_then_shown_again: int = 0
+    # Mail offered to a running turn that its model was shown (in a round of its own, or
+    # beside a step's tool results); one acked but never shown counts in ``lost``.
+    midturn_shown_own_round: int = 0
+    midturn_shown_beside_tool_results: int = 0
+    # Of those, shown in no other way (neither a wake prompt nor a round of their own).
+    midturn_shown_only_beside_tool_results: int = 0
     reminders: int = 0
     claude_processes: int = 0
     chaos_seconds: float = 0.0
@@ -406,6 +412,11 @@ def _count(
     # Answered ok but not stored as sent, or stored for an agent and never shown to it.
     figures.lost = sum("not stored as sent" in p or "never delivered" in p for p in problems)
     figures.acked_then_shown_again = sum("but shown again" in p for p in problems)
+    figures.midturn_shown_own_round = len(ledger.midturn_own_round)
+    figures.midturn_shown_beside_tool_results = len(ledger.midturn_beside_tool_results)
+    figures.midturn_shown_only_beside_tool_results = len(
+        ledger.midturn_beside_tool_results - ledger.midturn_own_round - ledger.woke_by
+    )
     figures.reminders = tally.reminders
     figures.claude_processes = len(ledger.turns)
 

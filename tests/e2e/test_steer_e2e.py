@@ -1,8 +1,9 @@
 """Steering a running turn, end to end: coordinator + host + the real claude + scripted model.
 
-The scripted model holds its first answer (:class:`Stall`) so the test acts
-while the turn runs: an interrupt (with or without the operator's text), and
-mail that arrives mid-turn.
+The scripted model holds an answer (:class:`Stall`) so the test acts while
+the turn runs: an interrupt (with or without the operator's text), and mail
+that arrives mid-turn, while a step runs or while the model writes its last
+reply. Such mail counts as delivered only once a request carried it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 
 from hyperhive.agent.active import ActiveAgent
 from hyperhive.config import AgentConfig
+from tests.chaos.soak_model import offered_midturn
 from tests.support.hive import agent_env, op_call, operator, running_hive, seed_home
 from tests.support.model_server import ModelServer, RecordedRequest, Stall, text, tool_call
 from tests.support.surfaces import until
@@ -25,12 +27,8 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(120)]
 
 
 def _seed(tmp_path: Path, model: ModelServer) -> None:
-    # Mid-turn mail is opt-in (hive.toml's midturn_mail): these tests turn it on.
-    seed_home(
-        tmp_path,
-        {"alice": AgentConfig(env=agent_env(model.url))},
-        hive_toml="midturn_mail = true\n",
-    )
+    # Mid-turn mail is on by default (hive.toml's midturn_mail).
+    seed_home(tmp_path, {"alice": AgentConfig(env=agent_env(model.url))})
 
 
 def _outcomes(rt: ActiveAgent) -> list[str]:
@@ -157,6 +155,9 @@ async def test_mail_that_arrives_mid_turn_reaches_the_same_turn_and_is_acked_onc
 
         assert f"[msg #{sent['id']}] from operator: a reply from a child" in _said(second)
         assert _session(second) == _session(model_server.main_requests[0])
+        # Taken in while the step ran, claude quotes it in a note beside the tool's result
+        # (not as a user message): the chaos runs' ledger counts it as shown all the same.
+        assert offered_midturn(second.messages) == ([], [sent["id"]])
         await until(lambda: _outcomes(rt) == ["ok"], within=60)
         assert await _unread(op) == []  # both acked, by the one turn
         # Nothing left to wake a turn for the mid-turn message: the next turn is the probe's.
@@ -164,4 +165,44 @@ async def test_mail_that_arrives_mid_turn_reaches_the_same_turn_and_is_acked_onc
         third = (await _main_requests(model_server, 3))[2]
         assert "probe" in json.dumps(third.messages[-1])
         assert "a reply from a child" not in json.dumps(third.messages[-1])
+        await until(lambda: _outcomes(rt) == ["ok", "ok"], within=60)
+
+
+async def test_mail_that_arrives_as_the_last_reply_is_written_gets_a_round_of_its_own(
+    tmp_path: Path, model_server: ModelServer, claude_bin: Path
+) -> None:
+    gate = threading.Event()
+    model_server.set_script(
+        [Stall(release=gate, then=text("all done")), text("read the late one"), text("probe")]
+    )
+    _seed(tmp_path, model_server)
+    async with running_hive(tmp_path, claude_bin) as (c, host), operator(c.paths) as op:
+        rt = await until(lambda: host.agents.get("alice"))
+        await op_call(op, "send", to="alice", body="first task")
+        first = (await _main_requests(model_server, 1))[0]
+        late = await op_call(op, "send", to="alice", body="a late reply")
+        assert isinstance(late, dict)
+        # Offered while the model's last answer (no tool call) is in flight.
+        await until(lambda: [e for e in rt.bus.history if e["kind"] == "mail_offered"])
+        gate.set()
+
+        second = (await _main_requests(model_server, 2))[1]
+        await until(lambda: _outcomes(rt) == ["ok"], within=60)
+
+        # A second round of the same claude and session, the mail its own user message,
+        # acked with the one turn once that round's answer came.
+        assert "a late reply" not in json.dumps(first.messages)
+        assert offered_midturn(second.messages) == ([late["id"]], [])
+        assert _session(second) == _session(first)
+        assert [e["kind"] for e in rt.bus.history if e["kind"] in ("result", "turn_end")] == [
+            "result",
+            "result",
+            "turn_end",
+        ]
+        lines = [e["text"] for e in rt.bus.history if e["kind"] == "user_message"]
+        assert len(lines) == 1 and f"[msg #{late['id']}] from operator: a late reply" in lines[0]
+        assert await _unread(op) == []
+        await op_call(op, "send", to="alice", body="probe")
+        third = (await _main_requests(model_server, 3))[2]
+        assert "a late reply" not in json.dumps(third.messages[-1])
         await until(lambda: _outcomes(rt) == ["ok", "ok"], within=60)

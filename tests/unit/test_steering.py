@@ -42,18 +42,53 @@ async def test_a_run_that_is_not_steerable_gets_its_prompt_then_the_end_of_input
     assert not await run.send("more", [7]) and not await run.interrupt("stop")
 
 
-async def test_stdin_stays_open_until_every_line_was_taken_in() -> None:
+async def test_stdin_stays_open_until_the_model_saw_every_line() -> None:
     stdin = _Stdin()
     run = TurnInput(stdin, steerable=True)
     await run.start("the prompt")
     run.saw("the prompt")
+    run.answered("msg_1")
     assert await run.send("mail #7", [7])
     await run.result()  # the prompt's round ended; the mail is not taken in yet
     assert not stdin.closed and run.unseen_ids == [7] and run.seen_ids == []
-    run.saw("mail #7")
+    # The second round: claude echoes the line as its answer arrives.
+    assert run.saw("mail #7")
+    run.answered("msg_2")
     await run.result()
     assert stdin.closed and run.seen_ids == [7] and run.unseen_ids == []
     assert not await run.send("too late", [8])  # the caller keeps #8 for the next turn
+
+
+async def test_an_echo_with_no_model_answer_after_it_is_not_delivered() -> None:
+    stdin = _Stdin()
+    run = TurnInput(stdin, steerable=True)
+    await run.start("the prompt")
+    assert not run.saw("the prompt")  # the prompt is no line that reached a running turn
+    run.answered("msg_1")
+    assert await run.send("mail #7", [7])
+    # Echoed (taken in beside a tool's result), then more blocks of the answer the
+    # model gave before it: no request has carried the line yet.
+    assert run.saw("mail #7")
+    run.answered("msg_1")
+    assert run.seen_ids == [] and run.owed
+    await run.result()  # a result with the line still owed keeps stdin open
+    assert not stdin.closed
+    run.answered("msg_2")  # the next request's answer: it carried the line
+    assert run.seen_ids == [7] and not run.owed
+    await run.result()
+    assert stdin.closed
+
+
+async def test_a_failed_round_closes_at_once_and_its_mail_stays_unseen() -> None:
+    stdin = _Stdin()
+    run = TurnInput(stdin, steerable=True)
+    await run.start("the prompt")
+    run.saw("the prompt")
+    run.answered("msg_1")
+    assert await run.send("mail #7", [7])
+    run.saw("mail #7")  # echoed just before the request that then failed
+    await run.result(failed=True)
+    assert stdin.closed and run.unseen_ids == [7] and run.seen_ids == []
 
 
 async def test_an_interrupt_then_the_tell_then_the_end() -> None:
@@ -67,8 +102,9 @@ async def test_an_interrupt_then_the_tell_then_the_end() -> None:
     assert not await run.send("mail #8", [8])  # after an interrupt only the tell goes in
     assert not await run.interrupt(None)  # one interrupt per run
     run.saw("the prompt")
-    await run.result()  # the interrupted round: the tell goes in now
+    await run.result(failed=True)  # the interrupted round: the tell goes in now
     assert _texts(stdin)[-1] == "do this instead" and not stdin.closed
     run.saw("do this instead")  # claude dropped the queued mail
+    run.answered("msg_2")
     await run.result()  # the tell's round: closed, whatever claude left queued
     assert stdin.closed and run.unseen_ids == [7]

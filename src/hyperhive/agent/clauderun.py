@@ -48,7 +48,7 @@ __all__ = ["claude_slot", "run_claude", "run_turn"]
 log = logging.getLogger(__name__)
 
 MAX_STREAM_LINE = 64 << 20
-STEER_SETTLE_S = 30.0  # after a result, how long claude gets to take in a line still unseen
+STEER_SETTLE_S = 30.0  # after a result, how long claude gets to start the round of a line unseen
 
 
 async def run_turn(
@@ -186,8 +186,8 @@ async def _read_events(
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 return
         if wait.cancelled_caught:
-            # claude never took the line in (it dropped it): end the run; its mail stays
-            # unseen, so it is not acked and comes back.
+            # No round followed for a line the model has not seen: end the run; its mail
+            # stays unseen, so it is not acked and comes back.
             await turn_input.close()
             lingering = False
             continue
@@ -201,15 +201,17 @@ async def _read_events(
             events.append(event)
             _publish(agent.bus, event)
             agent.records.event(event)
+            lingering = False  # claude is at work (a new round, after a result)
             if isinstance(event, UserEvent) and event.replayed:
-                turn_input.saw(event.text)
-                lingering = False
-                if turn_input.seen > 1:  # not the prompt: a line that reached the running turn
+                if turn_input.saw(event.text):  # a line that reached the running turn
                     agent.bus.emit("user_message", text=event.text[:2000])
+            elif isinstance(event, AssistantEvent) and event.parent_tool_use_id is None:
+                if not event.synthetic:  # the model's answer: it saw the lines echoed so far
+                    turn_input.answered(event.message.id)
             elif isinstance(event, ResultEvent):
                 if turn_input.interrupted.is_set():
                     ended.set()
-                await turn_input.result()
+                await turn_input.result(failed=event.is_error or event.subtype != "success")
                 lingering = turn_input.open
 
 

@@ -6,12 +6,13 @@ offered to the running turn as a user line (:meth:`~.turns.Turns.offer`), so
 a child's reply reaches its manager's model in the turn that waits for it
 rather than in a new one.
 
-At-least-once is kept: a message counts as delivered when claude took it in
-(it echoed the line back, :attr:`~.steering.TurnInput.seen_ids`), and is
-acked with the turn's ``turn_end`` like the mail that woke it; one offered
-but never taken in (the turn ended first), or that arrived after the turn,
-wakes the next turn (:meth:`Wakes.taken`, :meth:`Wakes.next`). A turn
-that fails acks none of it, and the new incarnation brings it all back.
+At-least-once is kept: a message counts as delivered when the model saw it
+(claude echoed the line back and a model answer followed,
+:attr:`~.steering.TurnInput.seen_ids`), and is acked with the turn's
+``turn_end`` like the mail that woke it; one offered but never seen (the turn
+ended first), or that arrived after the turn, wakes the next turn
+(:meth:`Wakes.taken`, :meth:`Wakes.next`). A turn that fails acks none of it,
+and the new incarnation brings it all back.
 
 A poll is never cancelled while the coordinator may be answering it (the
 answer would be lost with its messages marked delivered): one still running

@@ -15,10 +15,19 @@ stays open while the turn runs, so more can reach the same session:
   ``subtype: error_during_execution``, and keeps the session for ``--resume``.
 
 ``--replay-user-messages`` echoes each ``user`` line back (``isReplay``)
-when claude takes it in: that echo is what "the model saw it" means, the
-only proof a message was delivered. stdin is closed at the first ``result``
-by which every line sent has been echoed (then claude exits), or at once
-for a run that is not steerable (the compaction's runs).
+when claude takes it in, and a line counts as seen by the model (delivered)
+only once a model answer follows its echo: the first assistant message with
+a new id after it. Measured on claude 2.1.328 against the scripted model: a
+line taken in while a step runs is echoed after that step's tool results,
+just before the request that carries it (as a system note "The user sent a
+new message while you were working", beside the tool results); one taken in
+after the model ended its reply starts a second round, and is echoed as that
+round's answer arrives. Neither echo comes before an answer that lacks the
+line, and claude runs every line it read even after stdin closes. A line
+echoed but never answered (the request failed, claude died) stays unseen, so
+its mail is redelivered. stdin is closed at the first ``result`` by which
+every line was seen (then claude exits), at a failed one (nothing of the turn
+is acked), or at once for a run that is not steerable (the compaction's runs).
 
 Pure state and one byte stream: no claude, no bus. Measured against the real
 claude and the scripted model server (``tests/e2e/test_steer_e2e.py``).
@@ -64,7 +73,8 @@ def _interrupt_line() -> bytes:
 class _Line:
     text: str
     ids: tuple[int, ...]
-    seen: bool = False
+    echoed: bool = False  # claude took it in
+    seen: bool = False  # and a model answer followed: a request carried it
 
 
 class TurnInput:
@@ -75,6 +85,7 @@ class TurnInput:
     """
 
     __slots__ = (
+        "_answers",
         "_closed",
         "_lines",
         "_lock",
@@ -89,8 +100,9 @@ class TurnInput:
         self._lock = anyio.Lock()
         self._closed = False
         # Per user line sent, in order: its text, the message ids it carried (the
-        # prompt's: none), and whether claude echoed it back (took it in).
+        # prompt's: none), whether claude echoed it back, and whether the model saw it.
         self._lines: list[_Line] = []
+        self._answers: set[str] = set()  # the model's message ids so far
         self._tells: list[str] = []
         self.interrupted = anyio.Event()
         self.steerable = steerable
@@ -101,19 +113,19 @@ class TurnInput:
         return not self._closed
 
     @property
-    def seen(self) -> int:
-        """How many lines claude has taken in (the prompt is the first)."""
-        return sum(line.seen for line in self._lines)
-
-    @property
     def seen_ids(self) -> list[int]:
-        """The ids of the messages claude has taken in (echoed back) so far."""
+        """The ids of the messages the model has seen so far (a request carried them)."""
         return [i for line in self._lines if line.seen for i in line.ids]
 
     @property
     def unseen_ids(self) -> list[int]:
-        """The ids of messages sent that claude never took in (they wait for a next turn)."""
+        """The ids of messages sent that the model never saw (they wait for a next turn)."""
         return [i for line in self._lines if not line.seen for i in line.ids]
+
+    @property
+    def owed(self) -> bool:
+        """A line carrying mail was sent and the model has not seen it yet."""
+        return any(line.ids and not line.seen for line in self._lines)
 
     async def start(self, prompt: str) -> None:
         """Send the prompt; close at once unless the run is steerable."""
@@ -146,37 +158,54 @@ class TurnInput:
             self.interrupted.set()
             return True
 
-    def saw(self, text: str) -> None:
-        """claude echoed a user line back: it took in the first unseen one of that text
-        (by text, not by order: after an interrupt claude may drop what it had queued)."""
+    def saw(self, text: str) -> bool:
+        """claude echoed a user line back: it took in the first one of that text not
+        echoed yet (by text, not by order: after an interrupt claude may drop what it had
+        queued). ``True``: a line that reached the running turn, not its prompt."""
+        for index, line in enumerate(self._lines):
+            if not line.echoed and line.text == text:
+                line.echoed = True
+                return index > 0
+        return False
+
+    def answered(self, message_id: str) -> None:
+        """The model answered (an assistant message of the main thread): a new message
+        id is a request made after every echo so far, so it carried those lines."""
+        if message_id in self._answers:
+            return  # another block of an answer already counted
+        self._answers.add(message_id)
         for line in self._lines:
-            if not line.seen and line.text == text:
-                line.seen = True
-                return
+            line.seen = line.seen or line.echoed
 
-    async def result(self) -> None:
-        """A ``result`` arrived: send a pending tell, or close once all was taken in.
+    async def result(self, *, failed: bool = False) -> None:
+        """A ``result`` arrived: send a pending tell, or close once the model saw all.
 
-        After an interrupt the run closes at the first result with no tell left:
-        lines claude queued but never took stay unseen (their mail is redelivered).
+        After an interrupt the run closes at the first result with no tell left, and
+        after a failed round (``failed``) at once: lines the model never saw stay
+        unseen (their mail is redelivered).
         """
         if self._tells:
             tell = self._tells.pop(0)
             await self._write(tell, ())
             return
-        if self.interrupted.is_set() or all(line.seen for line in self._lines):
-            await self.close()
+        async with self._lock:
+            done = not self.owed and all(line.echoed for line in self._lines)
+            if done or failed or self.interrupted.is_set():
+                await self._close()
 
     async def close(self) -> None:
-        """End claude's input (it exits after the round it is in)."""
+        """End claude's input (it runs the lines it read, then exits)."""
         async with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            try:
-                await self._stdin.aclose()
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                pass
+            await self._close()
+
+    async def _close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._stdin.aclose()
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            pass
 
     async def _write(self, text: str, ids: tuple[int, ...]) -> bool:
         async with self._lock:

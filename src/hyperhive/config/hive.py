@@ -117,12 +117,10 @@ class HiveConfig(Strict):
         "one is refused (logged, an event) and the previous snapshot kept. 0: no snapshots.",
     )
     midturn_mail: bool = Field(
-        default=False,
+        default=True,
         description="Offer mail that arrives while an agent's turn runs to that running turn "
-        "(claude's streaming input), acked with the turn once claude took it in. Off: it "
-        "wakes the next turn, as it always did. Off by default until the production-shaped "
-        "chaos run counts every such message as seen by the model (it found 2 of 31 acked "
-        "with no model request showing them).",
+        "(claude's streaming input), acked with the turn once the model saw it (claude echoed "
+        "it and a model answer followed). Off: it wakes the next turn instead.",
     )
     settle_seconds: float = Field(
         default=0.0,
