@@ -83,16 +83,36 @@ def unpack(repo: Path, rev: str, into: Path) -> Side:
     return Side(rev, commit, tree)
 
 
-def run_side(side: Side, args: Sequence[str]) -> dict[str, list[float]]:
+def _bench_run(side: Side, args: Sequence[str]) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": f"{side.tree / 'src'}{os.pathsep}{side.tree}"}
-    print(f"== {side.rev} ({side.commit[:10]}): bench.run {' '.join(args)}", file=sys.stderr)
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.run", "--markdown", *args],
+    return subprocess.run(
+        [sys.executable, "-m", "bench.run", *args],
         cwd=side.tree,
         env=env,
         stdout=subprocess.PIPE,
         text=True,
     )
+
+
+def common(sides: Sequence[Side], only: Sequence[str]) -> list[str]:
+    """The benchmarks every side has, of those ``only`` names (full names or modules)."""
+    listed = []
+    for side in sides:
+        done = _bench_run(side, ["--list"])
+        if done.returncode != 0:
+            raise SystemExit(f"bench.run --list failed at {side.rev}")
+        listed.append(done.stdout.split())
+    names = [n for n in listed[0] if all(n in other for other in listed[1:])]
+    if only:
+        names = [n for n in names if n in only or n.split(".", 1)[0] in only]
+    if not names:
+        raise SystemExit("no benchmark is in both commits (and in --only)")
+    return names
+
+
+def run_side(side: Side, args: Sequence[str]) -> dict[str, list[float]]:
+    print(f"== {side.rev} ({side.commit[:10]}): bench.run {' '.join(args)}", file=sys.stderr)
+    done = _bench_run(side, ["--markdown", *args])
     if done.returncode != 0:
         print(f"   (bench.run exited {done.returncode}: failed rows are left out)", file=sys.stderr)
     return ratios_of(done.stdout)
@@ -145,16 +165,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
-    bench_args = [*(["--quick"] if args.quick else []), *(f"--only={o}" for o in args.only)]
     repo = Path(__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory(prefix="hh-bench-compare-") as tmp:
         os.chmod(tmp, 0o755)  # agents' users run the unpacked trees' code
         sides = [unpack(repo, rev, Path(tmp)) for rev in (args.before, args.after)]
+        names = common(sides, args.only)
+        bench_args = [*(["--quick"] if args.quick else []), *(f"--only={n}" for n in names)]
         runs: dict[str, list[dict[str, list[float]]]] = {s.commit: [] for s in sides}
         for _ in range(args.rounds):
             for side in sides:
                 runs[side.commit].append(run_side(side, bench_args))
-    table, worse = report(medians(runs[sides[0].commit]), medians(runs[sides[1].commit]))
+    before, after = medians(runs[sides[0].commit]), medians(runs[sides[1].commit])
+    if not before or not after:
+        print("a commit's benchmarks gave no row: nothing to compare", file=sys.stderr)
+        return 2
+    table, worse = report(before, after)
     print(
         f"before {sides[0].rev} ({sides[0].commit[:10]}), after {sides[1].rev} "
         f"({sides[1].commit[:10]}), median of {args.rounds} run(s) each, interleaved\n"
