@@ -17,7 +17,7 @@ from hyperhive.config import AgentConfig
 from hyperhive.names import OPERATOR
 from tests.support.hive import agent_env, op_call, operator, running_hive, seed_home
 from tests.support.model_server import ModelServer
-from tests.support.spend_script import BIG, SUB, spending, start_scout
+from tests.support.spend_script import BIG, SMALL, SUB, spending, start_scout
 from tests.support.surfaces import until, until_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.timeout(180)]
@@ -65,6 +65,17 @@ async def test_scripted_spend_holds_an_agent_and_raising_the_limit_resumes_it(
         [scout] = [e for e in entries if e.kind == "subagent"]
         assert (scout.input_tokens, scout.output_tokens) == (SUB.input_tokens, SUB.output_tokens)
         assert scout.cost_usd > 0  # claude priced it from the usage
+
+        # The scout's end wakes a turn of its own ("noted"); ping-1 waits until it has
+        # ended, or it would be offered to that turn mid-turn and its calls sum with it.
+        async def scout_turn() -> list[Any]:
+            return [e for e in await c.store.spend.entries("alice") if e.kind == "turn"]
+
+        [woken] = await until_async(scout_turn, within=90)
+        assert (woken.input_tokens, woken.output_tokens) == (
+            SMALL.input_tokens,
+            SMALL.output_tokens,
+        )
 
         # A turn priced over the limit: the agent finishes it, then is held.
         async with operator(c.paths) as op:

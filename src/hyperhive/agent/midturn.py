@@ -33,6 +33,7 @@ from hyperhive.agent.turns import Turns
 from hyperhive.client import RpcClient
 from hyperhive.errors import HiveError
 from hyperhive.protocol import Message, WaitReq, WaitResult
+from hyperhive.telemetry import untraced
 
 __all__ = ["Wakes", "merged", "midturn_text"]
 
@@ -113,26 +114,30 @@ class Wakes:
         self._offered = []
         task_status.started()
         try:
-            while True:
-                try:
-                    woke = await rpc.call(
-                        WaitReq(cmd="wait", timeout=self.wait_seconds, todo_version=todo_version)
-                    )
-                except HiveError:
-                    return  # the link went: the loop meets that itself, then a new incarnation
+            # A long-poll like those between turns: not part of the turn's trace (it outlives it).
+            with untraced():
+                while True:
+                    try:
+                        woke = await rpc.call(
+                            WaitReq(
+                                cmd="wait", timeout=self.wait_seconds, todo_version=todo_version
+                            )
+                        )
+                    except HiveError:
+                        return  # the link went: the loop meets that itself, then a new incarnation
 
-                unseen = woke.messages
-                if woke.messages and not ended.is_set():
-                    ids = [m.id for m in woke.messages]
-                    if await self._turns.offer(midturn_text(woke.messages), ids):
-                        self._offered.extend(woke.messages)
-                        self._bus.emit("mail_offered", ids=ids)
-                        unseen = []
-                rest = woke.model_copy(update={"messages": unseen})
-                if ended.is_set() or _has_news(rest):
-                    self._keep(rest)  # a stop, a todo change, a compaction: after the turn
-                    return
-                todo_version = woke.todo_version
+                    unseen = woke.messages
+                    if woke.messages and not ended.is_set():
+                        ids = [m.id for m in woke.messages]
+                        if await self._turns.offer(midturn_text(woke.messages), ids):
+                            self._offered.extend(woke.messages)
+                            self._bus.emit("mail_offered", ids=ids)
+                            unseen = []
+                    rest = woke.model_copy(update={"messages": unseen})
+                    if ended.is_set() or _has_news(rest):
+                        self._keep(rest)  # a stop, a todo change, a compaction: after the turn
+                        return
+                    todo_version = woke.todo_version
         finally:
             self._polling = None
             done.set()

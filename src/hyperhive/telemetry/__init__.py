@@ -10,6 +10,7 @@ from hyperhive.telemetry.tracing import (
     traceparent,
     tracer,
     tracing,
+    untraced,
 )
 
 __all__ = [
@@ -20,4 +21,5 @@ __all__ = [
     "traceparent",
     "tracer",
     "tracing",
+    "untraced",
 ]

@@ -14,9 +14,11 @@ span: who is asking still comes from the socket alone.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
@@ -35,6 +37,7 @@ __all__ = [
     "traceparent",
     "tracer",
     "tracing",
+    "untraced",
 ]
 
 log = logging.getLogger(__name__)
@@ -109,6 +112,18 @@ def traceparent() -> str | None:
     carrier: dict[str, str] = {}
     _PROPAGATOR.inject(carrier)
     return carrier.get("traceparent")
+
+
+@contextmanager
+def untraced() -> Iterator[None]:
+    """Run outside any trace: requests sent meanwhile carry no ``traceparent``, spans
+    started meanwhile begin traces of their own (a long-poll started during a turn is
+    no part of that turn's trace, and outlives it)."""
+    token = otel_context.attach(Context())
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
 
 
 def context_from(value: str | None) -> Context | None:
