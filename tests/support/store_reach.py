@@ -31,7 +31,7 @@ import resource
 import sys
 import time
 import types
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -43,6 +43,7 @@ __all__ = [
     "TEST_ENV",
     "beyond_start",
     "select",
+    "selected",
     "within_budget",
 ]
 
@@ -161,14 +162,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     raw = os.environ.get(SELECT_ENV)
     if not raw:
         return
-    wanted = set(Path(raw).read_text().split())
+    wanted = selected(Path(raw))
     # A selected test this run did not collect (renamed, parametrized differently) would
-    # leave an operation off PostgreSQL unseen: say so instead.
-    if missing := sorted(wanted - {i.nodeid for i in items}):
-        raise pytest.UsageError(
-            f"{SELECT_ENV}={raw} names {len(missing)} test(s) this run did not collect, "
-            f"e.g. {missing[0]}: collect the modules it lists, or record the selection again"
-        )
+    # leave an operation off PostgreSQL unseen: say so instead. An xdist worker leaves
+    # that to the controller (an error raised in a worker only ends it, wordlessly).
+    if not _is_worker(config):
+        _refuse_missing(raw, wanted, {i.nodeid for i in items})
     keep = [i for i in items if i.nodeid in wanted]
     dropped = [i for i in items if i.nodeid not in wanted]
     if dropped:
@@ -176,9 +175,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: object, ids: Sequence[str]) -> None:
+    """The controller's check of what a worker collected (after its deselection)."""
+    if raw := os.environ.get(SELECT_ENV):
+        _refuse_missing(raw, selected(Path(raw)), set(ids))
+
+
+def selected(path: Path) -> set[str]:
+    """The node ids a selection file lists, one a line (an id may hold spaces)."""
+    return {line.strip() for line in path.read_text().splitlines() if line.strip()}
+
+
+def _refuse_missing(raw: str, wanted: set[str], collected: set[str]) -> None:
+    if missing := sorted(wanted - collected):
+        raise pytest.UsageError(
+            f"{SELECT_ENV}={raw} names {len(missing)} test(s) this run did not collect, "
+            f"e.g. {missing[0]}: collect the modules it lists, or record the selection again"
+        )
+
+
 def pytest_report_header(config: pytest.Config) -> str | None:
     if raw := os.environ.get(SELECT_ENV):
-        count = len(Path(raw).read_text().split())
+        count = len(selected(Path(raw)))
         return f"store reach: the {count} tests {raw} lists (reaching the store beyond start)"
     if raw := os.environ.get(RECORD_ENV):
         return f"store reach: recording which tests call {MEASURED} beyond a hive's start"

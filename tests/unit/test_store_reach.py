@@ -110,3 +110,14 @@ def test_within_budget_covers_every_function_first_then_adds_the_cheapest_that_f
         "t::acks_slowly",
         "t::sends",
     ]
+
+
+def test_a_selection_keeps_node_ids_with_spaces_whole(tmp_path: Path) -> None:
+    ids = [
+        "tests/e2e/test_turn_economy.py::test_every_scenario_costs_its_minimum"
+        "[bash task ends inline]",
+        "tests/integration/test_broker.py::test_send",
+    ]
+    path = tmp_path / "selected"
+    path.write_text("".join(f"{i}\n" for i in ids) + "\n")
+    assert store_reach.selected(path) == set(ids)
