@@ -81,7 +81,7 @@ async def test_a_second_coordinator_on_the_same_postgres_store_sees_the_same_hiv
         await op_call(op, "agent_destroy", agent="queen")
         first_log = await c.store.meta.log(limit=100)
         first_tree = c.topology_store.read_cached()
-        first_configs = dict(c.registry.texts)
+        first_configs = c.registry.texts()
         first_subjects = _git_subjects(c.paths.meta)
 
     # A fresh home: no meta files, only the store's URL.
@@ -90,7 +90,7 @@ async def test_a_second_coordinator_on_the_same_postgres_store_sees_the_same_hiv
         assert c.topology_store.read_cached() == first_tree
         assert first_tree["worker"] == "bob" and first_tree["dave"] == "alice"
         assert "queen" not in first_tree
-        assert c.registry.texts == first_configs and c.registry.known() == sorted(first_configs)
+        assert c.registry.texts() == first_configs and c.registry.known() == sorted(first_configs)
         assert c.registry.config("worker").tool_groups == [ToolGroup.MESSAGING]
         assert await c.store.meta.log(limit=100) == first_log
         # Its own mirror carries the same files and the same history.

@@ -228,7 +228,7 @@ async def hive_with_idle_host(home: Path, claude_bin: Path) -> AsyncIterator[Coo
     async with running_hive(home, claude_bin) as (coord, _host), operator(coord.paths) as op:
         from tests.support.surfaces import until
 
-        names = sorted(coord.registry.configs)
+        names = coord.registry.configured()
         await until(
             lambda: (
                 set(names) <= set(coord.hostlink.placement)

@@ -303,4 +303,4 @@ class Coordinator:
         await self.topology_store.load()
         await self.lifecycle.reconcile("reconcile on coordinator start")
         await self.mirror.sync()
-        await self.mirror.restore(self.registry.texts, self.topology_store.read_cached())
+        await self.mirror.restore(self.registry.texts(), self.topology_store.read_cached())

@@ -86,7 +86,7 @@ class AgentDisks:
         return host == LOCAL or await self.hosts.get(host) is None
 
     def _local_connected(self) -> str | None:
-        local = sorted(h for h, linked in self.link.hosts.items() if not linked.remote)
+        local = self.link.local_hosts()
         return local[0] if local else None
 
     async def _serving(self, host: str) -> str | None:
@@ -316,8 +316,7 @@ class AgentDisks:
         then (a reparent may have happened meanwhile, or happen while this runs)."""
         try:
             remote = {row.name for row in await self.hosts.list()}
-            linked = self.link.hosts.get(host_id)
-            local = linked is not None and not linked.remote
+            local = self.link.connected_locally(host_id)
 
             def holds(host: str) -> bool:
                 return host == host_id or (local and host not in remote)

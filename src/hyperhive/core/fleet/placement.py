@@ -230,7 +230,7 @@ class Placement:
         """One pass of :meth:`host_registered`."""
         try:
             desired = await self.agent_state.all_desired_running()
-            for name in sorted(self.registry.configs):
+            for name in self.registry.configured():
                 if name not in desired or self.hostlink.running(name) or name in self._starting:
                     continue
                 with self.starting(name):
@@ -255,7 +255,7 @@ class Placement:
         died with it is found lost when its lease runs out, without ever dialling in."""
         moving = {a.agent for a in await self.assignments.all() if a.move_phase in MOVING_PHASES}
         assigned = {a.agent: a.host for a in await self.assignments.all() if a.agent not in moving}
-        desired = await self.agent_state.all_desired_running() & set(self.registry.configs)
+        desired = await self.agent_state.all_desired_running() & set(self.registry.configured())
         held = [
             lease.HeldLease(r.name, r.epoch, r.lease_expires_at, r.lost_epoch, r.revoked)
             for r in await self.hosts.list()
@@ -284,7 +284,7 @@ class Placement:
         return True
 
     def _policy(self, name: str) -> str:
-        config = self.registry.configs.get(name)
+        config = self.registry.applied(name)
         return config.on_host_loss if config is not None else "wait"
 
     async def host_lost(self, host_id: str, agents: list[str], lease_expired: bool) -> None:

@@ -218,6 +218,15 @@ class LinkBook:
         """The hosts whose link is up now, by name."""
         return sorted(self.hosts)
 
+    def connected_locally(self, host_id: str) -> bool:
+        """Whether ``host_id`` is connected over the local socket (it shares the home)."""
+        host = self.hosts.get(host_id)
+        return host is not None and not host.remote
+
+    def local_hosts(self) -> list[str]:
+        """The connected hosts on the coordinator's machine (no lease), by name."""
+        return sorted(h for h, linked in self.hosts.items() if not linked.remote)
+
     def running_turns(self) -> dict[str, TurnState]:
         """The turn state of every agent running now, by agent (in placement order)."""
         return {

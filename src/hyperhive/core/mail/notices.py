@@ -39,7 +39,7 @@ class Notices:
         else the root manager; None when that would be the agent itself."""
         topo = self.topology_store.read_cached()
         for ancestor in topology.ancestors(topo, agent):
-            cfg = self.registry.configs.get(ancestor)
+            cfg = self.registry.applied(ancestor)
             if cfg is not None and ToolGroup.APPROVALS in cfg.tool_groups:
                 return ancestor
         root = self.root_agent
@@ -70,7 +70,7 @@ class Notices:
     async def notify_agent(self, recipient: str, event: HelperEvent, *, wake: bool = True) -> None:
         """Urgent events to the inbox from ``system``, the rest as core todos (``wake=False``:
         listed, but no wake of their own: a message that follows wakes the recipient)."""
-        config = self.registry.configs.get(recipient)
+        config = self.registry.applied(recipient)
         body = describe(event, config.tool_groups if config is not None else ToolGroup.ALL)
         if event.event in INBOX_EVENTS:
             await self.broker.send(SYSTEM, recipient, body)

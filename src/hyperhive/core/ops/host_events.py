@@ -47,7 +47,7 @@ class HostEventHandlers:
         self.background.start_soon(self._disk_registered, host_id)
 
     async def _disk_registered(self, host_id: str) -> None:
-        await self.disks.host_registered(host_id, dict(self.registry.texts))
+        await self.disks.host_registered(host_id, self.registry.texts())
         # Its repos seeded: the mirrors it keeps of others', and others keep of its.
         self.mirrors.host_registered(host_id)
 

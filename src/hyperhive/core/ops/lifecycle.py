@@ -184,7 +184,7 @@ class Lifecycle:
 
     async def apply(self, name: str, config: AgentConfig, message: str) -> str | None:
         """Apply a new config to an existing agent: log it, reconcile, rebuild."""
-        before = self.registry.configs.get(name)
+        before = self.registry.applied(name)
         await self.registry.write(name, config, message)
         await self.reconcile()
         commit = await self.mirror.sync()
@@ -297,7 +297,7 @@ class Lifecycle:
                 f"{name} still has children ({', '.join(kids)}); destroy or reparent them first"
             )
         submitter = self.notices.submitter_of(name)
-        applied = self.registry.configs.get(name)
+        applied = self.registry.applied(name)
         await self.hostlink.deactivate(name, graceful=False)
         self.sockets.close(name)
         await self.registry.remove(name, f"destroy {name}")

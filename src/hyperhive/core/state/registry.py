@@ -32,28 +32,29 @@ class AgentRegistry:
     def __init__(self, paths: HivePaths, repo: MetaLogRepo) -> None:
         self.paths = paths
         self._repo = repo
-        self.configs: dict[str, AgentConfig] = {}
-        self.broken: dict[str, str] = {}
-        self.texts: dict[str, str] = {}
+        # Only this registry writes these; others ask through the methods below.
+        self._configs: dict[str, AgentConfig] = {}
+        self._broken: dict[str, str] = {}
+        self._texts: dict[str, str] = {}
 
     async def load(self) -> None:
         texts = await self._repo.configs()
-        self.configs.clear()
-        self.broken.clear()
-        self.texts.clear()
+        self._configs.clear()
+        self._broken.clear()
+        self._texts.clear()
         for name, text in sorted(texts.items()):
             try:
                 validate_agent_name(name)
             except InvalidName as exc:
                 log.warning("ignoring the applied config of %r: %s", name, exc.message)
                 continue
-            self.texts[name] = text
+            self._texts[name] = text
             # Named after its mirror file: where an operator reads the applied text.
             where = str(self.paths.applied_config(name))
             try:
-                config = self.configs[name] = parse_agent_config(text, where)
+                config = self._configs[name] = parse_agent_config(text, where)
             except ConfigError as exc:
-                self.broken[name] = exc.message
+                self._broken[name] = exc.message
                 log.error(
                     "agent %s has a broken config: %s (commit a fixed agent.toml in its "
                     "config repo and apply it, then restart it)",
@@ -64,16 +65,32 @@ class AgentRegistry:
             for warning in config.warnings:
                 log.warning("agent %s: %s (%s)", name, warning, where)
 
+    def applied(self, name: str) -> AgentConfig | None:
+        """``name``'s applied config; ``None`` for no agent or a broken config."""
+        return self._configs.get(name)
+
+    def broken(self, name: str) -> str | None:
+        """Why ``name``'s applied config does not load; ``None`` when it does (or no agent)."""
+        return self._broken.get(name)
+
+    def configured(self) -> list[str]:
+        """The agents whose applied config loads, by name."""
+        return sorted(self._configs)
+
+    def texts(self) -> dict[str, str]:
+        """Every agent's applied ``agent.toml`` text (a copy)."""
+        return dict(self._texts)
+
     def warnings(self, name: str) -> list[str]:
         """What was skipped in ``name``'s applied config (stale tool groups, …)."""
-        config = self.configs.get(name)
+        config = self._configs.get(name)
         return list(config.warnings) if config is not None else []
 
     def known(self) -> list[str]:
-        return sorted({*self.configs, *self.broken})
+        return sorted({*self._configs, *self._broken})
 
     def exists(self, name: str) -> bool:
-        return name in self.configs or name in self.broken
+        return name in self._configs or name in self._broken
 
     def require(self, name: str) -> None:
         """``NotFound`` unless ``name`` is an agent (broken configs count: they exist)."""
@@ -82,15 +99,15 @@ class AgentRegistry:
 
     def config(self, name: str) -> AgentConfig:
         """The applied config; ``NotFound`` or ``ConfigError`` (broken) otherwise."""
-        if name in self.configs:
-            return self.configs[name]
-        if name in self.broken:
-            raise ConfigError(self.broken[name])
+        if name in self._configs:
+            return self._configs[name]
+        if name in self._broken:
+            raise ConfigError(self._broken[name])
         raise NotFound(f"no agent named {name!r}; `hivectl agents list` shows the hive")
 
     def text(self, name: str) -> str:
         """The applied ``agent.toml`` text ("" for an agent that has none)."""
-        return self.texts.get(name, "")
+        return self._texts.get(name, "")
 
     async def history(self, name: str, limit: int) -> list[DeployEntry]:
         """The newest ``limit`` deploy log entries about ``name``, newest first."""
@@ -103,14 +120,14 @@ class AgentRegistry:
         validate_agent_name(name)
         text = dump_agent_config(config)
         entry = await self._repo.apply_config(name, text, message, action)
-        self.configs[name] = config
-        self.texts[name] = text
-        self.broken.pop(name, None)
+        self._configs[name] = config
+        self._texts[name] = text
+        self._broken.pop(name, None)
         return entry
 
     async def remove(self, name: str, message: str) -> DeployEntry:
         entry = await self._repo.remove_config(name, message)
-        self.configs.pop(name, None)
-        self.broken.pop(name, None)
-        self.texts.pop(name, None)
+        self._configs.pop(name, None)
+        self._broken.pop(name, None)
+        self._texts.pop(name, None)
         return entry

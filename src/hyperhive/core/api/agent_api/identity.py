@@ -56,7 +56,7 @@ async def _get_agent_meta(api: AgentApi, req: GetAgentMetaReq) -> AgentMeta:
 
 def _matrix_accounts(api: AgentApi, name: str) -> list[MatrixAccount] | None:
     """``name``'s Matrix identity, if its config enables one and the hive has a homeserver."""
-    config = api.registry.configs.get(name)
+    config = api.registry.applied(name)
     if api.matrix is None or config is None or not config.matrix.enabled:
         return None
     return [

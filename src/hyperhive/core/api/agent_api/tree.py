@@ -56,7 +56,7 @@ async def _get_deployed(api: AgentApi, req: GetDeployedReq) -> Deployed:
     return Deployed(
         agent=req.agent,
         config=api.registry.text(req.agent),
-        broken=api.registry.broken.get(req.agent),
+        broken=api.registry.broken(req.agent),
         log=[
             DeployLogEntry(seq=e.seq, at=e.at, action=e.action, message=e.message) for e in entries
         ],

@@ -80,7 +80,7 @@ async def _feed(d: Dashboard, agent: str | None, kind_name: str, before: str | N
         "agent": agent or "",
         "kind": kind or "",
         "kinds": KINDS,
-        "agents": sorted(d.parts.registry.configs),
+        "agents": d.parts.registry.configured(),
     }
 
 

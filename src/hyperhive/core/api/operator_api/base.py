@@ -95,7 +95,7 @@ class OperatorApi:
                     status_text=row.status_text,
                     needs_login=row.needs_login,
                     over_budget=describe(held) if held else None,
-                    broken=self.registry.broken.get(name),
+                    broken=self.registry.broken(name),
                     launch_problem=turn.launch_problem if turn else None,
                     crashed=self.placement.crash_reason(name),
                     unread_operator_messages=unread.get(name, 0),
