@@ -244,7 +244,14 @@ print(r.returncode, r.stderr.strip())
         async with operator(coord.paths) as op:
             await op_call(op, "spawn", name="gamma", parent="alpha")
         repo = coord.paths.agent_config_repo("gamma")
-        await until(lambda: bound("alpha"), 60)
+
+        def seeded() -> bool:
+            # The host seeds the repo (its first commit) as it binds it: until that commit
+            # lands, alpha's agent.toml would be untracked and `commit -a` find nothing.
+            heads = repo / ".git" / "refs" / "heads"
+            return heads.is_dir() and any(heads.iterdir())
+
+        await until(lambda: bound("alpha") and seeded(), 60)
         code, out = await run_in(alpha, commit('model = "haiku"', "alpha sets gamma's model"))
         assert code == 0 and out.startswith("0"), out
         # The operator's proposal rewrites agent.toml on the host: alpha still writes it

@@ -220,9 +220,7 @@ def _size(n: int) -> str:
     return f"{n / 1024:.1f} KiB"
 
 
-async def test_a_terminal_sees_the_phases_and_bytes_a_pipe_only_the_result(
-    tmp_path: Path,
-) -> None:
+async def test_a_terminal_sees_the_phases_and_bytes(tmp_path: Path) -> None:
     async with hosts(tmp_path) as h:
         term = Terminal(tmp_path, "agents", "move", "a", "--to", "h2")
         try:
@@ -252,7 +250,10 @@ async def test_a_terminal_sees_the_phases_and_bytes_a_pipe_only_the_result(
         last = term.text.rsplit("\r\x1b[K", 1)[1]
         assert last.strip() == f"moved a to h2 (from h1, {len(ARCHIVE)} bytes copied); running"
 
-    # Piped: the result alone, no progress drawn.
+
+async def test_a_pipe_sees_only_the_result(tmp_path: Path) -> None:
+    """No progress drawn: the result alone. (A hive of its own, so on PostgreSQL a
+    database of its own: one test's hives share the test's database.)"""
     async with hosts(tmp_path / "piped") as h:
         out: list[subprocess.CompletedProcess[str]] = []
 
