@@ -111,6 +111,18 @@ def _tool_results(content: Any) -> list[str]:
     return out
 
 
+def _new_tool_results(messages: Sequence[dict[str, Any]]) -> list[str]:
+    """The tool results this request is the first to show: those of the messages after
+    the last assistant one. Mail claude takes in while a step runs comes after the step's
+    tool results as a message of its own (role ``system``), so not only the last."""
+    out: list[str] = []
+    for msg in reversed(messages):
+        if msg.get("role") == "assistant":
+            break
+        out[:0] = _tool_results(msg.get("content"))
+    return out
+
+
 def _prompt_index(messages: Sequence[dict[str, Any]]) -> int | None:
     """Where this turn's prompt is: the last wake prompt or stop's flush prompt (a resumed
     session carries earlier turns' prompts before it, never after)."""
@@ -229,14 +241,13 @@ class SoakModel:
         turn.wake_ids += [i for i in [*own, *beside] if i not in turn.wake_ids]
         ledger.midturn_own_round.update(own)
         ledger.midturn_beside_tool_results.update(beside)
-        if messages:
-            for result in _tool_results(messages[-1].get("content")):
-                for sent in _SENT.finditer(result):
-                    ledger.sent_ok[int(sent.group(1))] = (agent, sent.group(2))
-                for rem in _REMINDER_SET.finditer(result):
-                    ledger.reminders_ok.add(int(rem.group(1)))
-                for ended in TASK_ENDED.finditer(result):
-                    ledger.tasks_seen_ended.add((agent, ended.group(1)))
+        for result in _new_tool_results(messages):
+            for sent in _SENT.finditer(result):
+                ledger.sent_ok[int(sent.group(1))] = (agent, sent.group(2))
+            for rem in _REMINDER_SET.finditer(result):
+                ledger.reminders_ok.add(int(rem.group(1)))
+            for ended in TASK_ENDED.finditer(result):
+                ledger.tasks_seen_ended.add((agent, ended.group(1)))
 
     def plan(self, agent: str, prompt: str) -> list[list[Text | ToolUse]]:
         """The turn's model steps (each one assistant message), from the wake prompt alone."""

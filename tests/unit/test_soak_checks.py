@@ -20,7 +20,7 @@ from typing import Any
 from hyperhive.config import HivePaths
 from hyperhive.store.rows import MessageRow
 from tests.chaos.rig import Spawn, chaos_wrapper, claude_starts, live_claudes
-from tests.chaos.soak_model import SoakModel
+from tests.chaos.soak_model import SoakModel, _new_tool_results
 from tests.chaos.test_soak import PLAN, Operator, Tally, _check_messages
 from tests.support.procs import wait_until
 from tests.support.stores import HiveRows
@@ -103,3 +103,24 @@ def test_a_claude_reusing_an_earlier_claudes_pid_is_another_turn(tmp_path: Path)
         later.key: ("a15", [1648]),
     }
     assert tally.deliveries_per_message == {1: 2}
+
+
+def test_a_task_end_shown_beside_mid_turn_mail_is_counted_as_shown() -> None:
+    """claude sends mail taken in while a step ran as a ``system`` message after that
+    step's tool results (as 2.1.328 does): the tool results before it count as shown."""
+
+    messages = [
+        {"role": "user", "content": "wake"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "run"}]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "task ab12: done"}],
+        },
+        {
+            "role": "system",
+            "content": [{"type": "text", "text": "The user sent a new message while you …"}],
+        },
+    ]
+    assert _new_tool_results(messages) == ["task ab12: done"]
+    # Results an earlier request showed (before the last assistant message) are not new.
+    assert _new_tool_results([*messages, {"role": "assistant", "content": "ok"}]) == []
