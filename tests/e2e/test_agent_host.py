@@ -93,7 +93,9 @@ async def test_operator_message_wakes_the_agent_which_replies(
             return bool(views["inbox"][0]["acked"])
 
         await until_async(acked)
-        state = host.agents["alice"].bus.snapshot()
+        # The ack is stored before the coordinator answers turn_end; the harness tells
+        # its bus the turn's end once that answer is back, a moment later.
+        state = await until(lambda: (s := host.agents["alice"].bus.snapshot())["last_turn"] and s)
         assert state["last_turn"]["outcome"] == "ok" and state["session_id"]
 
 

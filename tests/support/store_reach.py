@@ -291,7 +291,7 @@ def select(record: Path, budget: float | None) -> list[str]:
 
 BUDGET_ENV = "HH_TEST_PG_BUDGET"
 # CPU-seconds (as measured on the SQLite run) for the PostgreSQL pass beyond its cover.
-DEFAULT_BUDGET = 240.0
+DEFAULT_BUDGET = 60.0
 
 
 def _budget() -> float | None:
